@@ -1,0 +1,161 @@
+// Package db is faucet's data-access layer: the run-history Store, its domain
+// types and errors. The dialect packages (db/postgres, db/sqlite) implement the
+// Store over sqlc-generated queries; everything else in faucet sees only this
+// package.
+package db
+
+import (
+	"context"
+	"time"
+)
+
+// Store keeps faucet's run history. Every method is safe for concurrent use,
+// and every fence it documents is enforced by the database (a WHERE clause or a
+// transaction), so several processes sharing one database stay correct.
+//
+// Ownership: a store has an instance id. RunUpsert stamps that id as the run's
+// owner with a lease of LeaseTTL; heartbeats renew the leases of the runs and
+// shards this instance owns; peers reclaim runs whose lease expired.
+type Store interface {
+	// InstanceID is the id this store stamps as owner.
+	InstanceID() string
+	// Dialect names the backing database: "postgres" or "sqlite".
+	Dialect() string
+	// Degraded reports whether the store fell back to an in-memory database
+	// because the configured one was unreachable.
+	Degraded() bool
+	// Close releases the connections.
+	Close() error
+
+	// IdempotencyClaim atomically claims key for runID. A held key yields
+	// ClaimReplay when fingerprint matches and ClaimConflict otherwise. A claim
+	// older than window is expired: it is taken over (ClaimFresh) only by the
+	// caller that still observes its claimed_at, so concurrent takeovers have a
+	// single winner.
+	IdempotencyClaim(ctx context.Context, key, fingerprint, runID string, window time.Duration) (Claim, error)
+	// IdempotencyRelease deletes the claims that point at runID (used when the
+	// record write after a fresh claim failed). A newer run that re-claimed the
+	// key keeps its claim.
+	IdempotencyRelease(ctx context.Context, runID string) error
+
+	// RunUpsert inserts or replaces a run record, stamping this instance as
+	// owner with a fresh lease. It never touches cancel_requested.
+	RunUpsert(ctx context.Context, rec *RunRecord) error
+	// RunGet returns one run, or ErrNotFound.
+	RunGet(ctx context.Context, runID string) (*RunRecord, error)
+	// RunList returns one page of runs, newest first (keyset pagination on
+	// (submitted_at, run_id)). An unknown cursor starts from the top.
+	RunList(ctx context.Context, f ListFilter) (ListPage, error)
+	// RunDelete deletes a terminal run together with its idempotency claims,
+	// shards and logs, in one transaction.
+	RunDelete(ctx context.Context, runID string) (DeleteOutcome, error)
+
+	// RunRenewLeases extends the lease of this instance's non-terminal runs and
+	// returns how many it renewed.
+	RunRenewLeases(ctx context.Context) (int, error)
+	// RunRecoverOrphans fails queued or running runs whose lease expired (their
+	// owner is presumed dead), never a run with a live lease, and returns how
+	// many it failed.
+	RunRecoverOrphans(ctx context.Context) (int, error)
+	// RunClaimPending moves up to limit of the oldest pending runs to running,
+	// owned by this instance with a fresh lease, and returns them. A run is
+	// returned to exactly one caller across all processes.
+	RunClaimPending(ctx context.Context, limit int) ([]RunRecord, error)
+	// RunReclaimOrphans requeues running runs whose lease expired (pending,
+	// owner cleared, attempt+1; a cancel request survives) or, once attempt has
+	// reached maxAttempts, fails them as poison with an explanatory error.
+	RunReclaimOrphans(ctx context.Context, maxAttempts int) (ReclaimReport, error)
+	// RunFinalizeOwned writes a terminal record only while this instance owns
+	// the run and it is not yet terminal; it returns false when another
+	// instance reclaimed it or a finalizer already won. It stamps FinishedAt
+	// when missing.
+	RunFinalizeOwned(ctx context.Context, rec *RunRecord) (bool, error)
+	// RunFinalizeShardedParent moves a sharded run to the terminal status,
+	// fenced on status sharded; it never re-arms owner or lease. The parent's
+	// records_written becomes the sum of its shards'. The first caller wins.
+	RunFinalizeShardedParent(ctx context.Context, runID string, status RunStatus, finishedAt time.Time, errMsg *string) (bool, error)
+	// RunCancelPending cancels a run that is still pending; false when it was
+	// already claimed (the caller falls back to RunRequestCancel).
+	RunCancelPending(ctx context.Context, runID string) (bool, error)
+	// RunRequestCancel flags a running or sharded run for cancellation by its
+	// owner(s); pending shards of a sharded run are cancelled at once. It
+	// returns false when the run is in neither state.
+	RunRequestCancel(ctx context.Context, runID string) (bool, error)
+	// RunPendingCancellations lists this instance's running runs that carry a
+	// cancel request.
+	RunPendingCancellations(ctx context.Context) ([]string, error)
+
+	// InstanceHeartbeat upserts this instance's membership row.
+	InstanceHeartbeat(ctx context.Context, hb InstanceHeartbeat) error
+	// InstanceListLive lists members whose last heartbeat is within ttl.
+	InstanceListLive(ctx context.Context, ttl time.Duration) ([]InstanceRecord, error)
+	// InstancePrune deletes members not heartbeated within olderThan.
+	InstancePrune(ctx context.Context, olderThan time.Duration) (int, error)
+
+	// ShardInsert idempotently inserts the shard set of a run (conflicts on
+	// (run, shard) are ignored) and returns how many rows were new.
+	ShardInsert(ctx context.Context, runID string, shards []ShardInsert) (int, error)
+	// ShardClaim claims up to limit pending shards, largest size estimate
+	// first, for this instance with a fresh lease. Exclusive across processes;
+	// shards of a run with a cancel request are not claimed.
+	ShardClaim(ctx context.Context, limit int) ([]ClaimedShard, error)
+	// ShardRenewLeases extends the lease of this instance's running shards.
+	ShardRenewLeases(ctx context.Context) (int, error)
+	// ShardReclaimOrphans requeues running shards whose lease expired
+	// (attempt+1) or fails them once attempt has reached maxAttempts.
+	ShardReclaimOrphans(ctx context.Context, maxAttempts int) (ReclaimReport, error)
+	// ShardFinalize writes a shard's terminal result only while this instance
+	// owns it and it is running.
+	ShardFinalize(ctx context.Context, runID, shardID string, res ShardResult) (bool, error)
+	// ShardProgress aggregates the shard states of a run.
+	ShardProgress(ctx context.Context, runID string) (ShardProgress, error)
+	// ShardPendingCancellations lists the runs for which this instance runs a
+	// shard whose parent carries a cancel request.
+	ShardPendingCancellations(ctx context.Context) ([]string, error)
+	// ShardFinalizeCompletedParents finalizes every sharded run whose shards
+	// are all terminal (failed if any shard failed, else cancelled if any was
+	// cancelled, else completed) and returns the run ids it finalized.
+	ShardFinalizeCompletedParents(ctx context.Context) ([]string, error)
+
+	// AuditInsert appends one audit entry.
+	AuditInsert(ctx context.Context, e AuditEntry) error
+	// AuditList returns matching entries, newest first.
+	AuditList(ctx context.Context, f AuditFilter) ([]AuditEntry, error)
+
+	// RunLogAppend persists a batch of a run's log lines, keeping at most
+	// maxLinesPerRun of the newest lines; when older lines are dropped the run
+	// is marked truncated.
+	RunLogAppend(ctx context.Context, runID string, lines []RunLogLine, maxLinesPerRun int) error
+	// RunLogList returns up to limit lines with seq > after, oldest first.
+	RunLogList(ctx context.Context, runID string, after int64, limit int) (RunLogPage, error)
+	// RunLogPurge deletes log lines captured longer than olderThan ago.
+	RunLogPurge(ctx context.Context, olderThan time.Duration) (int, error)
+
+	// Purge applies the retention policy: terminal runs finished before the
+	// window (with their shards and logs), expired idempotency claims, stale
+	// members, orphan shards and old audit entries.
+	Purge(ctx context.Context, p PurgePolicy) (PurgeReport, error)
+}
+
+// Options configure a Store.
+type Options struct {
+	// InstanceID is stamped as owner on the runs and shards this store writes.
+	// Empty means a fresh random id.
+	InstanceID string
+	// LeaseTTL is how far ahead writes and heartbeats push a lease. Zero means
+	// DefaultLeaseTTL.
+	LeaseTTL time.Duration
+	// ConnectBudget bounds how long Open retries a transiently unreachable
+	// database before degrading. Zero means DefaultConnectBudget.
+	ConnectBudget time.Duration
+	// NoFallback turns off the in-memory fallback: Open returns the
+	// connection error instead of a degraded store. Commands that act on one
+	// specific database (migrate) set it.
+	NoFallback bool
+}
+
+// Defaults for Options.
+const (
+	DefaultLeaseTTL      = 30 * time.Second
+	DefaultConnectBudget = 5 * time.Second
+)

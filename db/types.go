@@ -1,0 +1,318 @@
+package db
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// RunStatus is the lifecycle state of a submitted run. The string values are
+// the wire values of the /v1 API.
+type RunStatus string
+
+// Every status a run can be in. Pending and Sharded exist only in cluster mode:
+// Pending runs wait in the shared database for any instance to claim them, and
+// a Sharded run executes as independently claimed source shards.
+const (
+	StatusPending   RunStatus = "pending"
+	StatusQueued    RunStatus = "queued"
+	StatusRunning   RunStatus = "running"
+	StatusSharded   RunStatus = "sharded"
+	StatusCompleted RunStatus = "completed"
+	StatusFailed    RunStatus = "failed"
+	StatusCancelled RunStatus = "cancelled"
+)
+
+// AllStatuses lists every RunStatus in lifecycle order.
+var AllStatuses = []RunStatus{
+	StatusPending, StatusQueued, StatusRunning, StatusSharded,
+	StatusCompleted, StatusFailed, StatusCancelled,
+}
+
+// Terminal reports whether no further transition can happen from s.
+func (s RunStatus) Terminal() bool {
+	return s == StatusCompleted || s == StatusFailed || s == StatusCancelled
+}
+
+// ParseRunStatus parses a lowercase status name.
+func ParseRunStatus(s string) (RunStatus, error) {
+	for _, v := range AllStatuses {
+		if string(v) == s {
+			return v, nil
+		}
+	}
+	return "", fmt.Errorf("unknown run status %q", s)
+}
+
+// InvocationRecord is the outcome of one pipeline invocation (one matrix row,
+// or the single invocation of a plain pipeline).
+type InvocationRecord struct {
+	RowID           string  `json:"row_id"`
+	ParentRecordKey *string `json:"parent_record_key"`
+	RunID           string  `json:"run_id,omitempty"`
+	RecordsWritten  int64   `json:"records_written"`
+	DurationMS      int64   `json:"duration_ms"`
+	Error           *string `json:"error"`
+}
+
+// RunRecord is one run's full record: what GET /v1/runs/{id} returns and what
+// the history database keeps. Fields after DoctorReport are execution inputs a
+// cluster peer needs to re-run the submission; the HTTP layer decides which of
+// them it exposes.
+type RunRecord struct {
+	RunID          string             `json:"run_id"`
+	Name           *string            `json:"name"`
+	Labels         map[string]string  `json:"labels"`
+	Status         RunStatus          `json:"status"`
+	SubmittedAt    time.Time          `json:"submitted_at"`
+	StartedAt      *time.Time         `json:"started_at"`
+	FinishedAt     *time.Time         `json:"finished_at"`
+	ElapsedSecs    *float64           `json:"elapsed_secs"`
+	RecordsWritten int64              `json:"records_written"`
+	Invocations    []InvocationRecord `json:"invocations"`
+	Error          *string            `json:"error"`
+	IdempotencyKey *string            `json:"idempotency_key"`
+	DoctorReport   json.RawMessage    `json:"doctor_report,omitempty"`
+	Attempt        int                `json:"attempt"`
+
+	// ConfigBody is the raw submitted config (cluster runs only), stored
+	// uninterpolated so no resolved secret is ever persisted.
+	ConfigBody   *string         `json:"config_body,omitempty"`
+	ConfigFormat *string         `json:"config_format,omitempty"`
+	TimeoutSecs  *int64          `json:"timeout_secs,omitempty"`
+	Clock        *string         `json:"clock,omitempty"`
+	Concurrency  *int            `json:"concurrency,omitempty"`
+	Callback     json.RawMessage `json:"callback,omitempty"`
+}
+
+// ClaimOutcome is the result kind of an idempotency-key claim.
+type ClaimOutcome int
+
+// The three outcomes of IdempotencyClaim.
+const (
+	// ClaimFresh: the key was new (or its previous claim expired); the caller
+	// owns it for its run id.
+	ClaimFresh ClaimOutcome = iota + 1
+	// ClaimReplay: the key is held with the same fingerprint; Claim.RunID is
+	// the run to replay.
+	ClaimReplay
+	// ClaimConflict: the key is held with a different fingerprint.
+	ClaimConflict
+)
+
+func (o ClaimOutcome) String() string {
+	switch o {
+	case ClaimFresh:
+		return "fresh"
+	case ClaimReplay:
+		return "replay"
+	case ClaimConflict:
+		return "conflict"
+	}
+	return fmt.Sprintf("ClaimOutcome(%d)", int(o))
+}
+
+// Claim is the result of an atomic idempotency-key claim.
+type Claim struct {
+	Outcome ClaimOutcome
+	// RunID is the run that holds the key; set for ClaimReplay.
+	RunID string
+}
+
+// DeleteOutcome is the result of RunDelete.
+type DeleteOutcome int
+
+// The outcomes of RunDelete.
+const (
+	Deleted DeleteOutcome = iota + 1
+	DeleteNotFound
+	DeleteStillRunning
+)
+
+func (o DeleteOutcome) String() string {
+	switch o {
+	case Deleted:
+		return "deleted"
+	case DeleteNotFound:
+		return "not_found"
+	case DeleteStillRunning:
+		return "still_running"
+	}
+	return fmt.Sprintf("DeleteOutcome(%d)", int(o))
+}
+
+// ReclaimReport counts what a reclaim pass did with expired leases.
+type ReclaimReport struct {
+	// Requeued went back to pending with attempt+1.
+	Requeued int `json:"requeued"`
+	// Poisoned reached the attempt cap and were failed.
+	Poisoned int `json:"poisoned"`
+}
+
+// InstanceHeartbeat is what a serve instance writes into the membership table
+// on every heartbeat; the instance id is the store's own.
+type InstanceHeartbeat struct {
+	StartedAt     time.Time
+	Listen        string
+	MaxConcurrent int
+	InFlight      int
+	// StateFormat is the newest run-state format this instance reads.
+	StateFormat int
+}
+
+// InstanceRecord is one cluster member as last heartbeated.
+type InstanceRecord struct {
+	InstanceID    string    `json:"instance_id"`
+	StartedAt     time.Time `json:"started_at"`
+	LastHeartbeat time.Time `json:"last_heartbeat"`
+	Listen        string    `json:"listen,omitempty"`
+	MaxConcurrent int       `json:"max_concurrent"`
+	InFlight      int       `json:"in_flight"`
+	StateFormat   int       `json:"state_format"`
+}
+
+// ShardStatus is the lifecycle state of one source shard of a sharded run.
+type ShardStatus string
+
+// Shard states. A shard is cancelled when its parent run was cancelled before
+// the shard started.
+const (
+	ShardPending   ShardStatus = "pending"
+	ShardRunning   ShardStatus = "running"
+	ShardCompleted ShardStatus = "completed"
+	ShardFailed    ShardStatus = "failed"
+	ShardCancelled ShardStatus = "cancelled"
+)
+
+// Terminal reports whether the shard is done.
+func (s ShardStatus) Terminal() bool {
+	return s == ShardCompleted || s == ShardFailed || s == ShardCancelled
+}
+
+// ShardInsert is one shard row to persist when a run is expanded into shards.
+type ShardInsert struct {
+	// ShardID is stable and unique within the run, so a re-enumeration after a
+	// coordinator crash converges on the same rows.
+	ShardID string
+	// Descriptor is the connector's opaque shard description, handed back to
+	// the source on the worker that claims the shard.
+	Descriptor json.RawMessage
+	// SizeEstimate drives largest-first claiming; nil when unknown.
+	SizeEstimate *int64
+}
+
+// ClaimedShard is a shard claimed for execution together with its parent run
+// record, whose ConfigBody the worker re-loads.
+type ClaimedShard struct {
+	RunID      string
+	ShardID    string
+	Descriptor json.RawMessage
+	Attempt    int
+	Run        RunRecord
+}
+
+// ShardResult is the terminal outcome a worker reports for one shard.
+type ShardResult struct {
+	Status         ShardStatus
+	RecordsWritten int64
+	Error          *string
+}
+
+// ShardProgress aggregates the shard states of one run.
+type ShardProgress struct {
+	Total          int   `json:"total"`
+	Pending        int   `json:"pending"`
+	Running        int   `json:"running"`
+	Completed      int   `json:"completed"`
+	Failed         int   `json:"failed"`
+	Cancelled      int   `json:"cancelled"`
+	RecordsWritten int64 `json:"records_written"`
+}
+
+// AllTerminal reports whether at least one shard exists and every shard is done,
+// i.e. the parent run can be finalized.
+func (p ShardProgress) AllTerminal() bool {
+	return p.Total > 0 && p.Completed+p.Failed+p.Cancelled == p.Total
+}
+
+// AuditEntry is one control-plane action (or denial) attributed to a principal.
+type AuditEntry struct {
+	// ID is a time-ordered UUIDv7, also the tie-breaker of the ordering.
+	ID                string    `json:"id"`
+	Timestamp         time.Time `json:"timestamp"`
+	Principal         string    `json:"principal"`
+	Role              string    `json:"role"`
+	Action            string    `json:"action"`
+	RunID             *string   `json:"run_id"`
+	ConfigFingerprint *string   `json:"config_fingerprint"`
+	SourceIP          *string   `json:"source_ip"`
+	// Result is "ok" or "denied".
+	Result string `json:"result"`
+}
+
+// AuditFilter selects audit entries; every set field must match. Results are
+// newest first.
+type AuditFilter struct {
+	Principal *string
+	Action    *string
+	Since     *time.Time
+	Until     *time.Time
+	Limit     int
+}
+
+// RunLogLine is one persisted, already redacted log line of a run. Seq is the
+// run-scoped monotonic sequence and the pagination key.
+type RunLogLine struct {
+	Seq   int64     `json:"seq"`
+	TS    time.Time `json:"ts"`
+	Level string    `json:"level"`
+	Line  string    `json:"line"`
+}
+
+// RunLogPage is a page of persisted run logs, oldest first. Truncated is true
+// when earlier lines of the run were dropped by the per-run cap.
+type RunLogPage struct {
+	Lines     []RunLogLine `json:"lines"`
+	Truncated bool         `json:"truncated"`
+}
+
+// ListFilter selects runs for RunList. Statuses are OR-ed; an empty slice means
+// every status. Cursor is the run id of the last run of the previous page.
+type ListFilter struct {
+	Statuses []RunStatus
+	Name     *string
+	Since    *time.Time
+	Until    *time.Time
+	Limit    int
+	Cursor   string
+}
+
+// ListPage is one page of RunList, ordered (submitted_at DESC, run_id DESC).
+// NextCursor is set exactly when more rows exist.
+type ListPage struct {
+	Runs       []RunRecord `json:"runs"`
+	NextCursor *string     `json:"next_cursor"`
+}
+
+// PurgePolicy says how long each kind of history is kept. A zero duration keeps
+// that kind forever.
+type PurgePolicy struct {
+	// TerminalRuns: terminal runs finished longer ago are deleted, together
+	// with their shards and logs.
+	TerminalRuns time.Duration
+	// IdempotencyClaims: claims older than this are deleted.
+	IdempotencyClaims time.Duration
+	// Instances: membership rows not heartbeated for this long are deleted.
+	Instances time.Duration
+	// Audit: audit entries older than this are deleted.
+	Audit time.Duration
+}
+
+// PurgeReport counts the rows a purge removed.
+type PurgeReport struct {
+	Runs              int `json:"runs"`
+	IdempotencyClaims int `json:"idempotency_claims"`
+	Instances         int `json:"instances"`
+	Shards            int `json:"shards"`
+	Audit             int `json:"audit"`
+}

@@ -1,0 +1,87 @@
+// Package pipeline loads faucet pipeline configs (YAML or JSON) into a Plan and
+// executes a Plan by streaming record batches from a source connector to a
+// sink connector.
+package pipeline
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Plan is a loaded, validated and interpolated pipeline config, ready to
+// execute: one Invocation per matrix row (or a single one for a plain
+// pipeline). Loading produces it; Execute consumes it.
+type Plan struct {
+	// Name is the config's name, or empty.
+	Name string
+	// Invocations run in matrix order, at most Execution.MaxConcurrent at once.
+	Invocations []Invocation
+	Execution   Execution
+	// Delivery is the declared delivery guarantee: "at_least_once" (default)
+	// or "exactly_once".
+	Delivery string
+	// Shard asks cluster mode to split the source into Count shards; nil when
+	// the config has no shard block.
+	Shard *Shard
+	// Retry is how transient connector errors are retried.
+	Retry Retry
+	// Secrets are values that must never appear in logs, records or errors:
+	// every interpolated ${env:…} value and every config value the connector's
+	// schema marks secret.
+	Secrets []string
+}
+
+// Invocation is one unit of work: a source feeding a sink, with configs fully
+// interpolated and validated against the connectors' schemas.
+type Invocation struct {
+	// RowID is the matrix row id ("default" for a plain pipeline).
+	RowID  string
+	Source ConnectorConfig
+	Sink   ConnectorConfig
+}
+
+// ConnectorConfig names a connector and carries its config object.
+type ConnectorConfig struct {
+	// Type is the connector name, as its Spec reports it ("csv", "postgres").
+	Type   string
+	Config json.RawMessage
+}
+
+// OnError says what happens to the remaining invocations after one fails.
+type OnError string
+
+// The on_error policies.
+const (
+	OnErrorContinue OnError = "continue"
+	OnErrorStop     OnError = "stop"
+)
+
+// Execution bounds and orders the invocations of a plan.
+type Execution struct {
+	// MaxConcurrent invocations run at once; at least 1.
+	MaxConcurrent int
+	OnError       OnError
+}
+
+// Shard is the config's request to split the source into Count shards.
+type Shard struct {
+	Count int
+}
+
+// Retry is the resilience.retry policy for transient connector errors.
+// MaxAttempts counts the first try; 1 means no retry.
+type Retry struct {
+	MaxAttempts int
+	// InitialBackoff doubles after each failed attempt up to MaxBackoff.
+	InitialBackoff time.Duration
+	MaxBackoff     time.Duration
+}
+
+// InvocationResult is the outcome of one invocation.
+type InvocationResult struct {
+	RowID          string
+	RecordsWritten int64
+	Duration       time.Duration
+	// Err is nil on success.
+	Err error
+}
