@@ -29,6 +29,10 @@ type Plan struct {
 	// every interpolated ${env:…} value and every config value the connector's
 	// schema marks secret.
 	Secrets []string
+	// Fingerprint identifies the submitted config for idempotency: the sha256
+	// (hex) of the canonical merged config before interpolation, so equal
+	// submissions match and no secret from the environment is hashed.
+	Fingerprint string
 }
 
 // Invocation is one unit of work: a source feeding a sink, with configs fully

@@ -1,0 +1,339 @@
+package pipeline
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+)
+
+// schemaDoc is a compiled JSON Schema together with its parsed document, which
+// the loader walks to find the fields marked writeOnly (secrets) and the keys
+// an object may hold (for "did you mean" hints).
+type schemaDoc struct {
+	compiled *jsonschema.Schema
+	root     any
+}
+
+// refusingLoader keeps schemas self-contained: a $ref to anything outside the
+// schema's own document would otherwise read files or the network.
+type refusingLoader struct{}
+
+func (refusingLoader) Load(u string) (any, error) {
+	return nil, fmt.Errorf("schema references %s; only references inside the schema are allowed", u)
+}
+
+// compileSchema compiles raw (a JSON Schema document; draft 2020-12 unless
+// it names another with $schema) under the given name.
+func compileSchema(name string, raw []byte) (*schemaDoc, error) {
+	root, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("parse schema: %w", err)
+	}
+	loc := "mem:///" + url.PathEscape(name) + ".json"
+	c := jsonschema.NewCompiler()
+	c.UseLoader(refusingLoader{})
+	if err := c.AddResource(loc, root); err != nil {
+		return nil, fmt.Errorf("add schema: %w", err)
+	}
+	compiled, err := c.Compile(loc)
+	if err != nil {
+		return nil, fmt.Errorf("compile schema: %w", err)
+	}
+	return &schemaDoc{compiled: compiled, root: root}, nil
+}
+
+var printer = message.NewPrinter(language.English)
+
+// check validates instance and reports each failing leaf at its path (base
+// joined with the location inside instance). Unknown keys and missing
+// required keys are reported one key at a time, in faucet's own words.
+func (s *schemaDoc) check(instance any, base path, report func(at path, msg string)) {
+	err := s.compiled.Validate(instance)
+	if err == nil {
+		return
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		report(base, err.Error())
+		return
+	}
+	s.reportLeaves(ve, instance, base, report)
+}
+
+func (s *schemaDoc) reportLeaves(ve *jsonschema.ValidationError, instance any, base path, report func(path, string)) {
+	if len(ve.Causes) > 0 {
+		for _, c := range ve.Causes {
+			s.reportLeaves(c, instance, base, report)
+		}
+		return
+	}
+	at := pathFromLocation(base, instance, ve.InstanceLocation)
+	inner := pathFromLocation(nil, instance, ve.InstanceLocation)
+	switch k := ve.ErrorKind.(type) {
+	case *kind.AdditionalProperties:
+		known := s.keysAt(inner)
+		for _, prop := range k.Properties {
+			report(at.child(prop), "unknown key"+suggest(prop, known))
+		}
+	case *kind.Required:
+		for _, m := range k.Missing {
+			report(at, fmt.Sprintf("missing required key %q", m))
+		}
+	case *kind.FalseSchema:
+		report(at, "not allowed here")
+	default:
+		report(at, ve.ErrorKind.LocalizedString(printer))
+	}
+}
+
+// keysAt lists the property names the schema declares for the object at p.
+func (s *schemaDoc) keysAt(p path) []string {
+	schemas := []any{s.root}
+	for _, elem := range p {
+		var next []any
+		for _, sch := range schemas {
+			switch e := elem.(type) {
+			case string:
+				next = append(next, s.memberSchemas(sch, e)...)
+			case int:
+				next = append(next, s.itemSchemas(sch, e)...)
+			}
+		}
+		schemas = next
+	}
+	seen := map[string]bool{}
+	var keys []string
+	for _, sch := range schemas {
+		for _, m := range s.applicable(sch, 0, nil) {
+			props, _ := m["properties"].(map[string]any)
+			for k := range props {
+				if !seen[k] {
+					seen[k] = true
+					keys = append(keys, k)
+				}
+			}
+		}
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// secrets calls add with every scalar in value that sits at a schema
+// location marked "writeOnly": true.
+func (s *schemaDoc) secrets(value any, add func(string)) {
+	s.collectSecrets(s.root, value, add, 0)
+}
+
+func (s *schemaDoc) collectSecrets(sch, value any, add func(string), depth int) {
+	if depth > maxDepth {
+		return
+	}
+	for _, m := range s.applicable(sch, 0, nil) {
+		if m["writeOnly"] == true {
+			addScalars(value, add)
+			return
+		}
+	}
+	switch v := value.(type) {
+	case map[string]any:
+		for k, child := range v {
+			for _, sub := range s.memberSchemas(sch, k) {
+				s.collectSecrets(sub, child, add, depth+1)
+			}
+		}
+	case []any:
+		for i, child := range v {
+			for _, sub := range s.itemSchemas(sch, i) {
+				s.collectSecrets(sub, child, add, depth+1)
+			}
+		}
+	}
+}
+
+// addScalars reports every string, number and boolean under v as text.
+func addScalars(v any, add func(string)) {
+	switch x := v.(type) {
+	case map[string]any:
+		for _, c := range x {
+			addScalars(c, add)
+		}
+	case []any:
+		for _, c := range x {
+			addScalars(c, add)
+		}
+	case nil:
+	default:
+		add(fmt.Sprint(x))
+	}
+}
+
+// maxRefDepth bounds $ref chasing in schemas that refer to themselves.
+const maxRefDepth = 32
+
+// applicable expands sch into every schema object that applies at the same
+// instance location: itself, what $ref points to, and the branches of
+// allOf, anyOf, oneOf and if/then/else. (A branch that does not match still
+// counts: a field marked secret in any branch is treated as secret.)
+func (s *schemaDoc) applicable(sch any, depth int, out []map[string]any) []map[string]any {
+	m, ok := sch.(map[string]any)
+	if !ok || depth > maxRefDepth {
+		return out
+	}
+	out = append(out, m)
+	if ref, ok := m["$ref"].(string); ok {
+		if target, ok := s.resolve(ref); ok {
+			out = s.applicable(target, depth+1, out)
+		}
+	}
+	for _, kw := range []string{"allOf", "anyOf", "oneOf"} {
+		branches, _ := m[kw].([]any)
+		for _, b := range branches {
+			out = s.applicable(b, depth+1, out)
+		}
+	}
+	for _, kw := range []string{"then", "else"} {
+		if b, ok := m[kw]; ok {
+			out = s.applicable(b, depth+1, out)
+		}
+	}
+	return out
+}
+
+// memberSchemas returns the schemas that govern member key of an object
+// validated by sch: a matching property, matching patternProperties, or else
+// additionalProperties.
+func (s *schemaDoc) memberSchemas(sch any, key string) []any {
+	var out []any
+	for _, m := range s.applicable(sch, 0, nil) {
+		matched := false
+		if props, ok := m["properties"].(map[string]any); ok {
+			if sub, ok := props[key]; ok {
+				out = append(out, sub)
+				matched = true
+			}
+		}
+		if pats, ok := m["patternProperties"].(map[string]any); ok {
+			for pat, sub := range pats {
+				if re, err := regexp.Compile(pat); err == nil && re.MatchString(key) {
+					out = append(out, sub)
+					matched = true
+				}
+			}
+		}
+		if !matched {
+			if sub, ok := m["additionalProperties"].(map[string]any); ok {
+				out = append(out, sub)
+			}
+		}
+	}
+	return out
+}
+
+// itemSchemas returns the schemas that govern item i of an array validated
+// by sch, in both the 2020-12 (prefixItems/items) and older (items array /
+// additionalItems) spellings.
+func (s *schemaDoc) itemSchemas(sch any, i int) []any {
+	var out []any
+	for _, m := range s.applicable(sch, 0, nil) {
+		if prefix, ok := m["prefixItems"].([]any); ok && i < len(prefix) {
+			out = append(out, prefix[i])
+			continue
+		}
+		switch items := m["items"].(type) {
+		case map[string]any:
+			out = append(out, items)
+		case []any:
+			if i < len(items) {
+				out = append(out, items[i])
+			} else if extra, ok := m["additionalItems"].(map[string]any); ok {
+				out = append(out, extra)
+			}
+		}
+	}
+	return out
+}
+
+// resolve follows a same-document $ref ("#", "#/$defs/x"); other references
+// cannot be followed and report false.
+func (s *schemaDoc) resolve(ref string) (any, bool) {
+	if !strings.HasPrefix(ref, "#") {
+		return nil, false
+	}
+	frag, err := url.PathUnescape(ref[1:])
+	if err != nil {
+		return nil, false
+	}
+	if frag == "" {
+		return s.root, true
+	}
+	if !strings.HasPrefix(frag, "/") {
+		return nil, false
+	}
+	cur := s.root
+	for _, tok := range strings.Split(frag[1:], "/") {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		switch c := cur.(type) {
+		case map[string]any:
+			var ok bool
+			if cur, ok = c[tok]; !ok {
+				return nil, false
+			}
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(c) {
+				return nil, false
+			}
+			cur = c[i]
+		default:
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+// suggest returns a "did you mean" hint naming the candidate closest to
+// word, or "" when none is close.
+func suggest(word string, candidates []string) string {
+	best, bestDist := "", 3
+	for _, c := range candidates {
+		if d := editDistance(strings.ToLower(word), strings.ToLower(c)); d < bestDist && d < len(c) {
+			best, bestDist = c, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf("; did you mean %q?", best)
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}
