@@ -20,8 +20,8 @@ import (
 	"time"
 
 	"github.com/faucet-dev/faucet/pipeline"
-	"github.com/faucet-dev/faucet/plugins/sdk"
 	connectorv1 "github.com/faucet-dev/faucet/plugins/proto/faucet/connector/v1"
+	"github.com/faucet-dev/faucet/plugins/sdk"
 )
 
 // PluginDirEnv names the environment variable listing plugin directories

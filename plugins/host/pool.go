@@ -276,8 +276,6 @@ func hclogTo(log *slog.Logger) hclog.Logger {
 	return l
 }
 
-
-
 type slogSink struct{ log *slog.Logger }
 
 func (s slogSink) Accept(_ string, level hclog.Level, msg string, args ...any) {

@@ -13,8 +13,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/faucet-dev/faucet/pipeline"
-	"github.com/faucet-dev/faucet/plugins/sdk"
 	connectorv1 "github.com/faucet-dev/faucet/plugins/proto/faucet/connector/v1"
+	"github.com/faucet-dev/faucet/plugins/sdk"
 )
 
 var (

@@ -373,4 +373,3 @@ func (w *writer) needsQuotes(f string) bool {
 func (w *writer) Close(context.Context) error { return w.out.Commit() }
 
 func (w *writer) Abort(context.Context) error { return w.out.Abort() }
-
