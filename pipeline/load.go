@@ -46,9 +46,6 @@ const (
 // matrix.
 const DefaultRowID = "default"
 
-// redacted replaces secrets in error messages.
-const redacted = "[redacted]"
-
 //go:embed config.schema.json
 var configSchemaJSON []byte
 
@@ -180,12 +177,8 @@ func (l *loader) err() error {
 	if l.probs.empty() {
 		return nil
 	}
-	if secrets := l.secretList(); len(secrets) > 0 {
-		pairs := make([]string, 0, 2*len(secrets))
-		for _, s := range secrets {
-			pairs = append(pairs, s, redacted)
-		}
-		r := strings.NewReplacer(pairs...)
+	if len(l.secrets) > 0 {
+		r := newRedactor(l.secretList())
 		for _, e := range l.probs.list {
 			e.Message = r.Replace(e.Message)
 		}

@@ -42,6 +42,9 @@ type Invocation struct {
 	RowID  string
 	Source ConnectorConfig
 	Sink   ConnectorConfig
+	// SourceShard limits the source to one shard (cluster mode, where each
+	// shard of a split source runs as its own invocation); nil reads it all.
+	SourceShard *SourceShard
 }
 
 // ConnectorConfig names a connector and carries its config object.
@@ -83,7 +86,10 @@ type Retry struct {
 
 // InvocationResult is the outcome of one invocation.
 type InvocationResult struct {
-	RowID          string
+	RowID string
+	// RecordsWritten is the number of records the sink committed: every
+	// acknowledged record on success and on cancellation, none after a
+	// failure the sink rolled back.
 	RecordsWritten int64
 	Duration       time.Duration
 	// Err is nil on success.

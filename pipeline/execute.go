@@ -1,0 +1,412 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Batch is a run of records on its way from a source to a sink: Count JSON
+// objects in Records, each followed by "\n" (JSON Lines).
+type Batch struct {
+	// Seq numbers the batches of one session from 1 upwards.
+	Seq     uint64
+	Count   int
+	Records []byte
+}
+
+// Connectors opens sessions with connectors for the executor. The plugin
+// host implements it with plugin processes; an in-process implementation
+// runs the same connector code without the process boundary.
+type Connectors interface {
+	// OpenSource starts reading c, or only the given shard of it when shard
+	// is non-nil. Cancelling ctx stops the source.
+	OpenSource(ctx context.Context, c ConnectorConfig, shard *SourceShard) (SourceSession, error)
+	// OpenSink starts a write session with c. acked is called, from any
+	// goroutine, with the record count of each batch the sink acknowledges.
+	OpenSink(ctx context.Context, c ConnectorConfig, acked func(records int)) (SinkSession, error)
+}
+
+// SourceSession is one read of a source.
+type SourceSession interface {
+	// Recv returns the next batch, or io.EOF after the last one. The batch's
+	// Records belong to the caller.
+	Recv() (Batch, error)
+	// Close stops the read if it is still running and releases the
+	// connector. It is safe to call after Recv failed.
+	Close() error
+}
+
+// SinkSession is one write session of a sink. The caller sends batches and
+// ends with exactly one of Commit or Abort.
+type SinkSession interface {
+	// Send hands a batch to the sink. It returns once the batch is on its
+	// way, blocking while the sink is behind (back-pressure), without
+	// waiting for the acknowledgement.
+	Send(b Batch) error
+	// Commit tells the sink no more batches follow, waits until it has
+	// flushed and committed every acknowledged batch, and returns the number
+	// of records it committed.
+	Commit(ctx context.Context) (int64, error)
+	// Abort tells the sink to discard the session and waits until it has.
+	Abort(ctx context.Context) error
+}
+
+// ShardPlanner splits a source into shards for cluster mode, where each
+// shard runs as its own invocation (Invocation.SourceShard).
+type ShardPlanner interface {
+	Shards(ctx context.Context, c ConnectorConfig, count int) ([]SourceShard, error)
+}
+
+// SourceShard is one part of a split source.
+type SourceShard struct {
+	// Descriptor is the connector's own JSON description of the shard.
+	Descriptor json.RawMessage
+	// EstimatedRecords and EstimatedBytes size the shard; 0 when unknown.
+	EstimatedRecords int64
+	EstimatedBytes   int64
+}
+
+// IsTransient reports whether err is a connector failure that may succeed
+// when retried: err or an error it wraps has a Transient method returning
+// true.
+func IsTransient(err error) bool {
+	var t interface{ Transient() bool }
+	return errors.As(err, &t) && t.Transient()
+}
+
+// ErrNotRun is the error of an invocation that never started, because an
+// earlier one failed under on_error: stop or because the run was cancelled.
+var ErrNotRun = errors.New("not run")
+
+// Progress is a snapshot of a running plan, reported whenever a sink
+// acknowledges a batch.
+type Progress struct {
+	// RowID is the invocation whose batch was acknowledged.
+	RowID string
+	// Records acknowledged by the invocation's sink so far.
+	RowRecords int64
+	// Records acknowledged by every sink of the plan so far.
+	Records int64
+	// Elapsed since Execute started.
+	Elapsed time.Duration
+}
+
+// RowsPerSecond is the plan's average throughput so far.
+func (p Progress) RowsPerSecond() float64 {
+	if p.Elapsed <= 0 {
+		return 0
+	}
+	return float64(p.Records) / p.Elapsed.Seconds()
+}
+
+// ExecuteOptions configures Execute.
+type ExecuteOptions struct {
+	// Connectors opens the connector sessions; required.
+	Connectors Connectors
+	// Progress, if set, is called after every acknowledged batch; calls are
+	// serialised.
+	Progress func(Progress)
+	// Logger receives one line per invocation start, retry and end; nil
+	// logs nowhere.
+	Logger *slog.Logger
+	// BufferBatches bounds the batches held between a source and its sink;
+	// 0 means 4. Together with the transport's own flow control it keeps
+	// memory flat whatever the size of the input.
+	BufferBatches int
+	// FlushTimeout bounds how long a sink may take to commit after the run
+	// is cancelled; 0 means one minute.
+	FlushTimeout time.Duration
+}
+
+// Execute runs every invocation of plan, at most plan.Execution.MaxConcurrent
+// at once, and returns one result per invocation in plan order. The error is
+// nil when every invocation succeeded; otherwise it names how many failed
+// and the first failure. Cancelling ctx stops the sources, lets each sink
+// commit the batches it acknowledged, and marks unstarted invocations
+// ErrNotRun.
+func Execute(ctx context.Context, plan *Plan, opts ExecuteOptions) ([]InvocationResult, error) {
+	if opts.Connectors == nil {
+		return nil, errors.New("execute: no connectors")
+	}
+	if opts.BufferBatches <= 0 {
+		opts.BufferBatches = 4
+	}
+	if opts.FlushTimeout <= 0 {
+		opts.FlushTimeout = time.Minute
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	e := &executor{plan: plan, opts: opts, start: time.Now(), redact: newRedactor(plan.Secrets)}
+	results := make([]InvocationResult, len(plan.Invocations))
+	workers := max(1, plan.Execution.MaxConcurrent)
+
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		stopped bool
+	)
+	sem := make(chan struct{}, workers)
+	for i := range plan.Invocations {
+		inv := &plan.Invocations[i]
+		sem <- struct{}{}
+		mu.Lock()
+		skip := stopped
+		mu.Unlock()
+		if skip || ctx.Err() != nil {
+			<-sem
+			results[i] = InvocationResult{RowID: inv.RowID, Err: e.notRun(ctx)}
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			results[i] = e.invoke(ctx, inv)
+			if results[i].Err != nil && plan.Execution.OnError == OnErrorStop {
+				mu.Lock()
+				stopped = true
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return results, summarize(results)
+}
+
+func (e *executor) notRun(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("%w: the run was cancelled (%w)", ErrNotRun, context.Cause(ctx))
+	}
+	return fmt.Errorf("%w: an earlier invocation failed and on_error is stop", ErrNotRun)
+}
+
+// summarize is Execute's error: nil when all succeeded.
+func summarize(results []InvocationResult) error {
+	var first *InvocationResult
+	failed := 0
+	for i := range results {
+		if results[i].Err != nil {
+			failed++
+			if first == nil {
+				first = &results[i]
+			}
+		}
+	}
+	if first == nil {
+		return nil
+	}
+	if len(results) == 1 {
+		return first.Err
+	}
+	return fmt.Errorf("%d of %d invocations failed; first, %s: %w", failed, len(results), first.RowID, first.Err)
+}
+
+type executor struct {
+	plan   *Plan
+	opts   ExecuteOptions
+	start  time.Time
+	redact *strings.Replacer
+
+	progressMu sync.Mutex
+	total      int64
+}
+
+// invoke runs one invocation, retrying transient connector failures as the
+// plan's Retry says.
+func (e *executor) invoke(ctx context.Context, inv *Invocation) InvocationResult {
+	start := time.Now()
+	log := e.opts.Logger.With("row_id", inv.RowID, "source", inv.Source.Type, "sink", inv.Sink.Type)
+	log.Info("invocation started")
+	attempts := max(1, e.plan.Retry.MaxAttempts)
+	backoff := e.plan.Retry.InitialBackoff
+	var (
+		written int64
+		err     error
+	)
+	for attempt := 1; ; attempt++ {
+		written, err = e.attempt(ctx, inv)
+		if err == nil || attempt >= attempts || ctx.Err() != nil || !IsTransient(err) {
+			break
+		}
+		log.Warn("invocation failed, retrying", "attempt", attempt, "backoff", backoff, "error", e.redact.Replace(err.Error()))
+		if !sleep(ctx, backoff) {
+			err = fmt.Errorf("cancelled while waiting to retry (%w) after: %w", context.Cause(ctx), err)
+			break
+		}
+		backoff = min(backoff*2, max(e.plan.Retry.MaxBackoff, backoff))
+	}
+	res := InvocationResult{RowID: inv.RowID, RecordsWritten: written, Duration: time.Since(start)}
+	if err != nil {
+		res.Err = redactError(e.redact, err)
+		log.Error("invocation failed", "records_written", written, "duration", res.Duration, "error", res.Err)
+	} else {
+		log.Info("invocation finished", "records_written", written, "duration", res.Duration)
+	}
+	return res
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// received is what the reader goroutine hands the writer: a batch, or the
+// end of the source (err is io.EOF on a clean end).
+type received struct {
+	b   Batch
+	err error
+}
+
+// attempt streams one invocation's source into its sink once. On success
+// and on cancellation the sink commits what it acknowledged; on any other
+// failure it aborts, so a retry starts from a clean sink.
+func (e *executor) attempt(ctx context.Context, inv *Invocation) (int64, error) {
+	src, err := e.opts.Connectors.OpenSource(ctx, inv.Source, inv.SourceShard)
+	if err != nil {
+		return 0, e.cancelled(ctx, err)
+	}
+	defer src.Close()
+
+	// The first batch comes before the sink is opened: a source that cannot
+	// start (a missing file, a bad query) fails without touching the sink.
+	first, err := src.Recv()
+	if err != nil && err != io.EOF {
+		return 0, e.cancelled(ctx, err)
+	}
+	firstErr := err
+
+	var acked int64
+	var ackMu sync.Mutex
+	sink, err := e.opts.Connectors.OpenSink(context.WithoutCancel(ctx), inv.Sink, func(n int) {
+		ackMu.Lock()
+		acked += int64(n)
+		rowRecords := acked
+		ackMu.Unlock()
+		e.progress(inv.RowID, rowRecords, int64(n))
+	})
+	if err != nil {
+		return 0, e.cancelled(ctx, err)
+	}
+	// Whatever this attempt acknowledged leaves the plan's total if the
+	// sink does not keep it.
+	forget := func() {
+		ackMu.Lock()
+		n := acked
+		acked = 0
+		ackMu.Unlock()
+		e.progressMu.Lock()
+		e.total -= n
+		e.progressMu.Unlock()
+	}
+
+	ch := make(chan received, e.opts.BufferBatches)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		defer close(ch)
+		if firstErr == io.EOF {
+			ch <- received{err: io.EOF}
+			return
+		}
+		b, err := first, error(nil)
+		for {
+			select {
+			case ch <- received{b: b}:
+			case <-done:
+				return
+			}
+			if b, err = src.Recv(); err != nil {
+				select {
+				case ch <- received{err: err}:
+				case <-done:
+				}
+				return
+			}
+		}
+	}()
+
+	for {
+		var r received
+		select {
+		case <-ctx.Done():
+			return e.commitCancelled(ctx, sink, forget)
+		case r = <-ch:
+		}
+		switch {
+		case r.err == io.EOF:
+			n, err := sink.Commit(ctx)
+			if err != nil {
+				forget()
+				return 0, e.cancelled(ctx, fmt.Errorf("commit: %w", err))
+			}
+			return n, nil
+		case r.err != nil:
+			if ctx.Err() != nil {
+				return e.commitCancelled(ctx, sink, forget)
+			}
+			e.abort(ctx, sink, forget)
+			return 0, r.err
+		}
+		if err := sink.Send(r.b); err != nil {
+			e.abort(ctx, sink, forget)
+			return 0, e.cancelled(ctx, err)
+		}
+	}
+}
+
+// commitCancelled ends a cancelled attempt: the sink commits exactly the
+// batches it acknowledged, within FlushTimeout.
+func (e *executor) commitCancelled(ctx context.Context, sink SinkSession, forget func()) (int64, error) {
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opts.FlushTimeout)
+	defer cancel()
+	n, err := sink.Commit(fctx)
+	if err != nil {
+		forget()
+		return 0, fmt.Errorf("cancelled (%w); committing the acknowledged batches failed: %w", context.Cause(ctx), err)
+	}
+	return n, fmt.Errorf("cancelled after %d records were committed: %w", n, context.Cause(ctx))
+}
+
+func (e *executor) abort(ctx context.Context, sink SinkSession, forget func()) {
+	forget()
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opts.FlushTimeout)
+	defer cancel()
+	if err := sink.Abort(actx); err != nil {
+		e.opts.Logger.Warn("abort sink", "error", e.redact.Replace(err.Error()))
+	}
+}
+
+// cancelled attributes err to the cancellation when ctx was cancelled, so the
+// result says "cancelled" rather than the connector's view of it.
+func (e *executor) cancelled(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("cancelled (%w): %w", context.Cause(ctx), err)
+	}
+	return err
+}
+
+func (e *executor) progress(rowID string, rowRecords, n int64) {
+	e.progressMu.Lock()
+	defer e.progressMu.Unlock()
+	e.total += n
+	if e.opts.Progress != nil {
+		e.opts.Progress(Progress{RowID: rowID, RowRecords: rowRecords, Records: e.total, Elapsed: time.Since(e.start)})
+	}
+}

@@ -1,0 +1,40 @@
+package pipeline
+
+import (
+	"sort"
+	"strings"
+)
+
+// redacted replaces every secret in the messages the executor produces.
+const redacted = "[REDACTED]"
+
+// newRedactor replaces the plan's secrets, longest first so a secret that
+// contains another is replaced whole.
+func newRedactor(secrets []string) *strings.Replacer {
+	s := make([]string, 0, len(secrets))
+	for _, v := range secrets {
+		if v != "" {
+			s = append(s, v)
+		}
+	}
+	sort.Slice(s, func(i, j int) bool { return len(s[i]) > len(s[j]) })
+	pairs := make([]string, 0, 2*len(s))
+	for _, v := range s {
+		pairs = append(pairs, v, redacted)
+	}
+	return strings.NewReplacer(pairs...)
+}
+
+// redactedError carries a redacted message while errors.Is and errors.As
+// still see the original chain (context.Canceled, ErrNotRun, transience).
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
+func redactError(r *strings.Replacer, err error) error {
+	return &redactedError{msg: r.Replace(err.Error()), err: err}
+}

@@ -1,0 +1,375 @@
+// Package csv is the built-in CSV connector: a source turning each row of
+// one or more files into a JSON object (values as strings, keys from the
+// header or the config), shardable by file and by byte ranges that respect
+// quoted newlines, and a sink writing records as CSV rows.
+package csv
+
+import (
+	"bufio"
+	"context"
+	stdcsv "encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/faucet-dev/faucet/plugins/builtin/internal/files"
+	"github.com/faucet-dev/faucet/plugins/sdk"
+)
+
+// Connector is the csv connector.
+type Connector struct{}
+
+const sourceSchema = `{
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "type": "object",
+  "additionalProperties": false,
+  "required": ["path"],
+  "properties": {
+    "path": {"type": "string", "minLength": 1, "description": "A file, or a glob naming several (read in name order, all with the same layout)."},
+    "delimiter": {"type": "string", "minLength": 1, "maxLength": 1, "default": ",", "description": "The field separator, one character."},
+    "header": {"type": "boolean", "default": true, "description": "The first row of each file names the columns."},
+    "columns": {"type": "array", "items": {"type": "string", "minLength": 1}, "uniqueItems": true, "minItems": 1, "description": "Column names; they replace the header's. Without a header and without columns, columns are named column_1, column_2, …"},
+    "lazy_quotes": {"type": "boolean", "default": false, "description": "Accept a quote inside an unquoted field and a lone quote in a quoted one."}
+  }
+}`
+
+const sinkSchema = `{
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "type": "object",
+  "additionalProperties": false,
+  "required": ["path"],
+  "properties": {
+    "path": {"type": "string", "minLength": 1, "description": "The file to write; missing directories are created."},
+    "delimiter": {"type": "string", "minLength": 1, "maxLength": 1, "default": ","},
+    "header": {"type": "boolean", "default": true, "description": "Write a header row (in append mode only when the file is empty)."},
+    "columns": {"type": "array", "items": {"type": "string", "minLength": 1}, "uniqueItems": true, "minItems": 1, "description": "Which record fields to write, in order. Default: the fields of the first record, in its order; a later record with another field is an error."},
+    "quoting": {"enum": ["minimal", "all"], "default": "minimal", "description": "minimal quotes a field only when it must; all quotes every field."},
+    "write_mode": {"enum": ["overwrite", "append"], "default": "overwrite", "description": "overwrite replaces the file atomically on commit; append adds to it."},
+    "sync": {"type": "boolean", "default": false, "description": "Flush the file to stable storage before the commit is reported."}
+  }
+}`
+
+// Spec describes the connector.
+func (Connector) Spec() sdk.Spec {
+	return sdk.Spec{
+		Name:         "csv",
+		Version:      "1.0.0",
+		Description:  "CSV files (RFC 4180), with a configurable delimiter and header.",
+		SourceSchema: json.RawMessage(sourceSchema),
+		SinkSchema:   json.RawMessage(sinkSchema),
+		Shardable:    true,
+		WriteModes:   files.WriteModes,
+	}
+}
+
+type sourceConfig struct {
+	Path       string   `json:"path"`
+	Delimiter  string   `json:"delimiter"`
+	Header     *bool    `json:"header"`
+	Columns    []string `json:"columns"`
+	LazyQuotes bool     `json:"lazy_quotes"`
+}
+
+func decodeSource(config json.RawMessage) (sourceConfig, rune, error) {
+	var cfg sourceConfig
+	if err := sdk.DecodeConfig(config, &cfg); err != nil {
+		return cfg, 0, err
+	}
+	delim, err := delimiter(cfg.Delimiter)
+	return cfg, delim, err
+}
+
+func delimiter(s string) (rune, error) {
+	if s == "" {
+		return ',', nil
+	}
+	r, size := utf8.DecodeRuneInString(s)
+	if size != len(s) || r == '"' || r == '\r' || r == '\n' || r == utf8.RuneError {
+		return 0, fmt.Errorf("delimiter %q: must be one character other than a quote or newline", s)
+	}
+	return r, nil
+}
+
+// Shards splits the input by file, or one file by byte ranges cut only at
+// newlines outside quoted fields, so every row lands in exactly one shard.
+func (Connector) Shards(_ context.Context, config json.RawMessage, count int) ([]sdk.Shard, error) {
+	cfg, _, err := decodeSource(config)
+	if err != nil {
+		return nil, err
+	}
+	return files.Shards(cfg.Path, count, files.QuotedLineStarts('"'))
+}
+
+// Read emits one record per row.
+func (Connector) Read(ctx context.Context, req sdk.ReadRequest, w *sdk.BatchWriter) error {
+	cfg, delim, err := decodeSource(req.Config)
+	if err != nil {
+		return err
+	}
+	parts, err := files.Parts(cfg.Path, req.Shard)
+	if err != nil {
+		return err
+	}
+	for _, p := range parts {
+		if err := readPart(ctx, cfg, delim, p, w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func newReader(r io.Reader, cfg sourceConfig, delim rune) *stdcsv.Reader {
+	cr := stdcsv.NewReader(bufio.NewReaderSize(r, 1<<20))
+	cr.Comma = delim
+	cr.LazyQuotes = cfg.LazyQuotes
+	cr.ReuseRecord = true
+	return cr
+}
+
+// keys returns the encoded `"name":` prefix of every column. A byte range
+// after a file's first one reads the header from the file's start.
+func keys(cfg sourceConfig, delim rune, p files.Part, cr *stdcsv.Reader) ([][]byte, error) {
+	header := cfg.Header == nil || *cfg.Header
+	var names []string
+	if header {
+		hr := cr
+		if p.Start > 0 {
+			whole, err := files.Open(files.Part{File: p.File})
+			if err != nil {
+				return nil, err
+			}
+			defer whole.Close()
+			hr = newReader(whole, cfg, delim)
+		}
+		row, err := hr.Read()
+		if err == io.EOF {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: header: %w", p.File, err)
+		}
+		names = append(names, row...)
+		if len(cfg.Columns) > 0 {
+			if len(cfg.Columns) != len(names) {
+				return nil, fmt.Errorf("%s: the header has %d columns but columns names %d", p.File, len(names), len(cfg.Columns))
+			}
+			names = cfg.Columns
+		}
+	} else {
+		names = cfg.Columns
+	}
+	seen := make(map[string]bool, len(names))
+	out := make([][]byte, len(names))
+	for i, n := range names {
+		if seen[n] {
+			return nil, fmt.Errorf("%s: column %q appears twice", p.File, n)
+		}
+		seen[n] = true
+		out[i] = append(sdk.AppendString(nil, n), ':')
+	}
+	return out, nil
+}
+
+func readPart(ctx context.Context, cfg sourceConfig, delim rune, p files.Part, w *sdk.BatchWriter) error {
+	r, err := files.Open(p)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	cr := newReader(r, cfg, delim)
+	cols, err := keys(cfg, delim, p, cr)
+	if err != nil {
+		return err
+	}
+	named := len(cols) > 0
+	for n := 1; ; n++ {
+		if n%4096 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		row, err := cr.Read()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", p.File, err)
+		}
+		if !named {
+			for i := range row {
+				cols = append(cols, append(sdk.AppendString(nil, "column_"+strconv.Itoa(i+1)), ':'))
+			}
+			named = true
+		}
+		if len(row) != len(cols) {
+			line, _ := cr.FieldPos(0)
+			return fmt.Errorf("%s: row at line %d has %d fields, want %d", p.File, line, len(row), len(cols))
+		}
+		err = w.AppendFunc(func(dst []byte) ([]byte, error) {
+			dst = append(dst, '{')
+			for i, v := range row {
+				if i > 0 {
+					dst = append(dst, ',')
+				}
+				dst = append(dst, cols[i]...)
+				dst = sdk.AppendString(dst, v)
+			}
+			return append(dst, '}'), nil
+		})
+		if err != nil {
+			return fmt.Errorf("%s: %w", p.File, err)
+		}
+	}
+}
+
+type sinkConfig struct {
+	Path      string   `json:"path"`
+	Delimiter string   `json:"delimiter"`
+	Header    *bool    `json:"header"`
+	Columns   []string `json:"columns"`
+	Quoting   string   `json:"quoting"`
+	WriteMode string   `json:"write_mode"`
+	Sync      bool     `json:"sync"`
+}
+
+// Open starts writing the output file.
+func (Connector) Open(_ context.Context, config json.RawMessage) (sdk.Writer, error) {
+	var cfg sinkConfig
+	if err := sdk.DecodeConfig(config, &cfg); err != nil {
+		return nil, err
+	}
+	delim, err := delimiter(cfg.Delimiter)
+	if err != nil {
+		return nil, err
+	}
+	out, err := files.Create(cfg.Path, cfg.WriteMode, cfg.Sync)
+	if err != nil {
+		return nil, err
+	}
+	return &writer{
+		out:     out,
+		delim:   delim,
+		header:  (cfg.Header == nil || *cfg.Header) && out.Empty(),
+		columns: cfg.Columns,
+		all:     cfg.Quoting == "all",
+	}, nil
+}
+
+type writer struct {
+	out     *files.Output
+	delim   rune
+	header  bool
+	columns []string
+	index   map[string]int
+	all     bool
+	fields  []sdk.Field
+	row     []string
+	line    []byte
+}
+
+// Write appends one CSV row per record.
+func (w *writer) Write(_ context.Context, b sdk.Batch) error {
+	for rec := range b.All() {
+		var err error
+		if w.fields, err = sdk.AppendFields(w.fields[:0], rec); err != nil {
+			return err
+		}
+		if w.index == nil {
+			if err := w.start(); err != nil {
+				return err
+			}
+		}
+		for i := range w.row {
+			w.row[i] = ""
+		}
+		for _, f := range w.fields {
+			i, ok := w.index[f.Key]
+			if !ok {
+				if w.index[""] == -1 {
+					continue
+				}
+				return fmt.Errorf("record has field %q, which is not among the CSV columns; set columns to choose which fields to write", f.Key)
+			}
+			v, err := text(f.Value)
+			if err != nil {
+				return fmt.Errorf("field %q: %w", f.Key, err)
+			}
+			w.row[i] = v
+		}
+		if err := w.writeRow(w.row); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// start fixes the columns from the config or the first record and writes
+// the header. With configured columns, other fields are ignored (marked by
+// the "" → -1 entry).
+func (w *writer) start() error {
+	w.index = make(map[string]int)
+	if len(w.columns) > 0 {
+		w.index[""] = -1
+	} else {
+		for _, f := range w.fields {
+			w.columns = append(w.columns, f.Key)
+		}
+	}
+	for i, c := range w.columns {
+		w.index[c] = i
+	}
+	w.row = make([]string, len(w.columns))
+	if w.header {
+		return w.writeRow(w.columns)
+	}
+	return nil
+}
+
+// text is a JSON value as a CSV field: strings unquoted, null empty, the
+// rest (numbers, booleans, objects, arrays) as their JSON text.
+func text(v json.RawMessage) (string, error) {
+	switch {
+	case len(v) == 0 || string(v) == "null":
+		return "", nil
+	case v[0] == '"':
+		var s string
+		err := json.Unmarshal(v, &s)
+		return s, err
+	}
+	return string(v), nil
+}
+
+func (w *writer) writeRow(fields []string) error {
+	line := w.line[:0]
+	for i, f := range fields {
+		if i > 0 {
+			line = utf8.AppendRune(line, w.delim)
+		}
+		if w.all || w.needsQuotes(f) {
+			line = append(line, '"')
+			line = append(line, strings.ReplaceAll(f, `"`, `""`)...)
+			line = append(line, '"')
+		} else {
+			line = append(line, f...)
+		}
+	}
+	line = append(line, '\n')
+	w.line = line
+	_, err := w.out.Write(line)
+	return err
+}
+
+func (w *writer) needsQuotes(f string) bool {
+	if f == "" {
+		return false
+	}
+	if f[0] == ' ' || f[0] == '\t' || strings.ContainsRune(f, w.delim) {
+		return true
+	}
+	return strings.ContainsAny(f, "\"\r\n")
+}
+
+func (w *writer) Close(context.Context) error { return w.out.Commit() }
+
+func (w *writer) Abort(context.Context) error { return w.out.Abort() }

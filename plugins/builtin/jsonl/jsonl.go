@@ -1,0 +1,159 @@
+// Package jsonl is the built-in JSON Lines connector: a source reading one
+// JSON object per line from files or a glob, shardable by file and by line
+// ranges, and a sink writing records through unchanged.
+package jsonl
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/faucet-dev/faucet/plugins/builtin/internal/files"
+	"github.com/faucet-dev/faucet/plugins/sdk"
+)
+
+// Connector is the jsonl connector.
+type Connector struct{}
+
+const sourceSchema = `{
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "type": "object",
+  "additionalProperties": false,
+  "required": ["path"],
+  "properties": {
+    "path": {"type": "string", "minLength": 1, "description": "A file, or a glob naming several (read in name order)."}
+  }
+}`
+
+const sinkSchema = `{
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "type": "object",
+  "additionalProperties": false,
+  "required": ["path"],
+  "properties": {
+    "path": {"type": "string", "minLength": 1, "description": "The file to write; missing directories are created."},
+    "write_mode": {"enum": ["overwrite", "append"], "default": "overwrite", "description": "overwrite replaces the file atomically on commit; append adds to it."},
+    "sync": {"type": "boolean", "default": false, "description": "Flush the file to stable storage before the commit is reported."}
+  }
+}`
+
+// Spec describes the connector.
+func (Connector) Spec() sdk.Spec {
+	return sdk.Spec{
+		Name:         "jsonl",
+		Version:      "1.0.0",
+		Description:  "JSON Lines files: one JSON object per line.",
+		SourceSchema: json.RawMessage(sourceSchema),
+		SinkSchema:   json.RawMessage(sinkSchema),
+		Shardable:    true,
+		WriteModes:   files.WriteModes,
+	}
+}
+
+type sourceConfig struct {
+	Path string `json:"path"`
+}
+
+// Shards splits the input by file, or one file by line ranges.
+func (Connector) Shards(_ context.Context, config json.RawMessage, count int) ([]sdk.Shard, error) {
+	var cfg sourceConfig
+	if err := sdk.DecodeConfig(config, &cfg); err != nil {
+		return nil, err
+	}
+	return files.Shards(cfg.Path, count, files.LineStarts)
+}
+
+// Read emits every non-blank line of the input as a record, rejecting lines
+// that are not JSON objects with their file and line number.
+func (Connector) Read(ctx context.Context, req sdk.ReadRequest, w *sdk.BatchWriter) error {
+	var cfg sourceConfig
+	if err := sdk.DecodeConfig(req.Config, &cfg); err != nil {
+		return err
+	}
+	parts, err := files.Parts(cfg.Path, req.Shard)
+	if err != nil {
+		return err
+	}
+	for _, p := range parts {
+		if err := readPart(ctx, p, w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func readPart(ctx context.Context, p files.Part, w *sdk.BatchWriter) error {
+	r, err := files.Open(p)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	br := bufio.NewReaderSize(r, 1<<20)
+	var long []byte
+	for line := 1; ; line++ {
+		if line%4096 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		b, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			long = append(long[:0], b...)
+			for errors.Is(err, bufio.ErrBufferFull) {
+				b, err = br.ReadSlice('\n')
+				long = append(long, b...)
+			}
+			b = long
+		}
+		if err != nil && err != io.EOF {
+			return fmt.Errorf("read %s: %w", p.File, err)
+		}
+		rec := bytes.TrimSpace(b)
+		if len(rec) > 0 {
+			if rec[0] != '{' || !json.Valid(rec) {
+				return fmt.Errorf("%s: line %d: not a JSON object", p.File, line)
+			}
+			if aerr := w.AppendRaw(rec); aerr != nil {
+				return fmt.Errorf("%s: line %d: %w", p.File, line, aerr)
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+	}
+}
+
+type sinkConfig struct {
+	Path      string `json:"path"`
+	WriteMode string `json:"write_mode"`
+	Sync      bool   `json:"sync"`
+}
+
+// Open starts writing the output file.
+func (Connector) Open(_ context.Context, config json.RawMessage) (sdk.Writer, error) {
+	var cfg sinkConfig
+	if err := sdk.DecodeConfig(config, &cfg); err != nil {
+		return nil, err
+	}
+	out, err := files.Create(cfg.Path, cfg.WriteMode, cfg.Sync)
+	if err != nil {
+		return nil, err
+	}
+	return &writer{out: out}, nil
+}
+
+type writer struct {
+	out *files.Output
+}
+
+// Write copies the batch through: it already is JSON Lines.
+func (w *writer) Write(_ context.Context, b sdk.Batch) error {
+	_, err := w.out.Write(b.Records)
+	return err
+}
+
+func (w *writer) Close(context.Context) error { return w.out.Commit() }
+
+func (w *writer) Abort(context.Context) error { return w.out.Abort() }

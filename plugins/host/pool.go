@@ -1,0 +1,294 @@
+package host
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+
+	"github.com/faucet-dev/faucet/plugins/builtin/stdout"
+	"github.com/faucet-dev/faucet/plugins/internal/protocol"
+	connectorv1 "github.com/faucet-dev/faucet/plugins/proto/faucet/connector/v1"
+)
+
+// proc is one running plugin process.
+type proc struct {
+	label  string
+	client *plugin.Client
+	cmd    *exec.Cmd
+	rpc    connectorv1.ConnectorServiceClient
+	tail   *tail
+	idle   time.Time
+
+	mu     sync.Mutex
+	broken bool
+}
+
+// markBroken keeps the process from going back to the pool.
+func (p *proc) markBroken() {
+	p.mu.Lock()
+	p.broken = true
+	p.mu.Unlock()
+}
+
+func (p *proc) isBroken() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.broken || p.client.Exited()
+}
+
+// exited waits up to d for the process to end and, if it did, returns why:
+// its exit status and the panic or fatal error it printed, if any.
+func (p *proc) exited(d time.Duration) (string, bool) {
+	deadline := time.Now().Add(d)
+	for !p.client.Exited() {
+		if time.Now().After(deadline) {
+			return "", false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	p.markBroken()
+	cause := "exited"
+	if ps := p.cmd.ProcessState; ps != nil {
+		cause = ps.String()
+	}
+	if line := p.tail.fatal(); line != "" {
+		cause += ": " + line
+	}
+	return cause, true
+}
+
+// kill stops the process: gracefully if it answers, by force after that.
+func (p *proc) kill() {
+	p.markBroken()
+	p.client.Kill()
+}
+
+// launch starts a plugin process and completes the handshake.
+func (h *Host) launch(ctx context.Context, label, path string, args ...string) (*proc, error) {
+	cmd := exec.Command(path, args...)
+	cmd.Env = h.env()
+	// The stdout sink writes straight to faucet's own standard output.
+	cmd.ExtraFiles = []*os.File{os.Stdout}
+	cmd.Env = append(cmd.Env, stdout.FDEnv+"=3")
+	dieWithParent(cmd)
+
+	log := h.log.With("connector", label)
+	t := &tail{}
+	client := plugin.NewClient(&plugin.ClientConfig{
+		HandshakeConfig:  protocol.Handshake,
+		VersionedPlugins: protocol.PluginSets(nil),
+		Cmd:              cmd,
+		SkipHostEnv:      true,
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		StartTimeout:     h.opts.StartTimeout,
+		Stderr:           t,
+		Logger:           hclogTo(log),
+		GRPCDialOptions:  protocol.DialOptions(),
+	})
+	p := &proc{label: label, client: client, cmd: cmd, tail: t}
+	fail := func(err error) (*proc, error) {
+		client.Kill()
+		if line := t.fatal(); line != "" {
+			err = fmt.Errorf("%w: %s", err, line)
+		}
+		return nil, err
+	}
+	conn, err := client.Client()
+	if err != nil {
+		return fail(fmt.Errorf("plugin %s: handshake: %w", path, err))
+	}
+	if v := client.NegotiatedVersion(); v != protocol.Version {
+		return fail(fmt.Errorf("plugin %s: speaks connector protocol %d, faucet speaks %d", path, v, protocol.Version))
+	}
+	raw, err := conn.Dispense(protocol.PluginName)
+	if err != nil {
+		return fail(fmt.Errorf("plugin %s: %w", path, err))
+	}
+	rpc, ok := raw.(connectorv1.ConnectorServiceClient)
+	if !ok {
+		return fail(fmt.Errorf("plugin %s: unexpected client type %T", path, raw))
+	}
+	p.rpc = rpc
+	if err := ctx.Err(); err != nil {
+		return fail(err)
+	}
+	log.Debug("plugin started", "path", path, "pid", cmd.Process.Pid)
+	return p, nil
+}
+
+// env is the whole environment of a plugin: the minimum a process needs plus
+// what faucet's configuration passes on. Nothing else leaks from faucet's
+// own environment (credentials, tokens).
+func (h *Host) env() []string {
+	var env []string
+	for _, name := range []string{"PATH", "HOME", "TMPDIR", "TZ", "LANG", "LC_ALL", "USER"} {
+		if v, ok := os.LookupEnv(name); ok {
+			env = append(env, name+"="+v)
+		}
+	}
+	for _, kv := range h.opts.Env {
+		if strings.Contains(kv, "=") {
+			env = append(env, kv)
+		} else if v, ok := os.LookupEnv(kv); ok {
+			env = append(env, kv+"="+v)
+		}
+	}
+	return env
+}
+
+// checkout hands out an idle process of the connector, or starts one. The
+// caller has it exclusively until checkin.
+func (h *Host) checkout(ctx context.Context, c *Connector) (*proc, error) {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil, errors.New("plugin host is closed")
+	}
+	idle := h.idle[c.Name]
+	for len(idle) > 0 {
+		p := idle[len(idle)-1]
+		idle = idle[:len(idle)-1]
+		h.idle[c.Name] = idle
+		if !p.isBroken() {
+			h.busy[p] = struct{}{}
+			h.mu.Unlock()
+			return p, nil
+		}
+		go p.kill()
+	}
+	h.mu.Unlock()
+
+	p, err := h.launch(ctx, c.Name, c.Path, c.args...)
+	if err != nil {
+		return nil, fmt.Errorf("connector %s: %w", c.Name, err)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		go p.kill()
+		return nil, errors.New("plugin host is closed")
+	}
+	h.busy[p] = struct{}{}
+	return p, nil
+}
+
+// checkin returns a process to the pool, or stops it when it is broken,
+// exited, or beyond the idle limit.
+func (h *Host) checkin(name string, p *proc) {
+	h.mu.Lock()
+	delete(h.busy, p)
+	keep := !h.closed && !p.isBroken() && len(h.idle[name]) < h.opts.MaxIdle
+	if keep {
+		p.idle = time.Now()
+		h.idle[name] = append(h.idle[name], p)
+	}
+	h.mu.Unlock()
+	if !keep {
+		go p.kill()
+	}
+}
+
+// reap stops processes idle longer than IdleTimeout, until the host closes.
+func (h *Host) reap() {
+	t := time.NewTicker(max(h.opts.IdleTimeout/4, 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-h.done:
+			return
+		case now := <-t.C:
+			var stale []*proc
+			h.mu.Lock()
+			for name, ps := range h.idle {
+				kept := ps[:0]
+				for _, p := range ps {
+					if now.Sub(p.idle) > h.opts.IdleTimeout || p.isBroken() {
+						stale = append(stale, p)
+					} else {
+						kept = append(kept, p)
+					}
+				}
+				h.idle[name] = kept
+			}
+			h.mu.Unlock()
+			for _, p := range stale {
+				p.kill()
+			}
+		}
+	}
+}
+
+// tail keeps the last lines a plugin wrote to stderr, to explain a crash.
+type tail struct {
+	mu    sync.Mutex
+	lines []string
+	part  []byte
+}
+
+const tailLines = 50
+
+func (t *tail) Write(b []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.part = append(t.part, b...)
+	for {
+		i := bytes.IndexByte(t.part, '\n')
+		if i < 0 {
+			break
+		}
+		t.lines = append(t.lines, string(t.part[:i]))
+		t.part = t.part[i+1:]
+		if len(t.lines) > tailLines {
+			t.lines = t.lines[len(t.lines)-tailLines:]
+		}
+	}
+	return len(b), nil
+}
+
+// fatal returns the panic or fatal error line the plugin printed, if any.
+func (t *tail) fatal() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, l := range t.lines {
+		if strings.HasPrefix(l, "panic: ") || strings.HasPrefix(l, "fatal error: ") || strings.HasPrefix(l, "faucet connector: ") {
+			return l
+		}
+	}
+	return ""
+}
+
+// hclogTo sends go-plugin's log, including the log lines plugins write to
+// stderr, into faucet's slog logger.
+func hclogTo(log *slog.Logger) hclog.Logger {
+	l := hclog.NewInterceptLogger(&hclog.LoggerOptions{Output: io.Discard, Level: hclog.Trace})
+	l.RegisterSink(slogSink{log})
+	return l
+}
+
+type slogSink struct{ log *slog.Logger }
+
+func (s slogSink) Accept(_ string, level hclog.Level, msg string, args ...any) {
+	var lvl slog.Level
+	switch {
+	case level >= hclog.Error:
+		lvl = slog.LevelError
+	case level >= hclog.Warn:
+		lvl = slog.LevelWarn
+	case level >= hclog.Info:
+		lvl = slog.LevelInfo
+	default:
+		lvl = slog.LevelDebug
+	}
+	s.log.Log(context.Background(), lvl, msg, args...)
+}

@@ -1,0 +1,89 @@
+// Package protocol holds what both ends of a connector plugin connection
+// must agree on: the go-plugin handshake, the protocol versions, and the
+// gRPC transport settings. The SDK serves with it, the host dials with it.
+package protocol
+
+import (
+	"context"
+
+	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+
+	connectorv1 "github.com/faucet-dev/faucet/plugins/proto/faucet/connector/v1"
+)
+
+// Version is the connector protocol version this build speaks
+// (package faucet.connector.v1).
+const Version = 1
+
+// PluginName is the key of the connector service in go-plugin's plugin set.
+const PluginName = "connector"
+
+// Handshake is the go-plugin handshake. The magic cookie is not security: it
+// stops a user from running a plugin binary by hand and keeps faucet from
+// talking to an executable that is not a faucet connector.
+var Handshake = plugin.HandshakeConfig{
+	ProtocolVersion:  Version,
+	MagicCookieKey:   "FAUCET_CONNECTOR_PLUGIN",
+	MagicCookieValue: "d9c1f2b4-faucet-connector-7e3a",
+}
+
+// Transport limits. Batches are cut far below the message limit (see
+// sdk.MaxMessageBytes); the flow-control windows are sized so a whole batch
+// is in flight while the previous one is processed, which is what lets the
+// two processes work in parallel.
+const (
+	maxMessageBytes   = 16 << 20
+	streamWindowBytes = 4 << 20
+	connWindowBytes   = 16 << 20
+	socketBufferBytes = 256 << 10
+)
+
+// ServerOptions are the gRPC server settings of a plugin.
+func ServerOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{
+		grpc.MaxRecvMsgSize(maxMessageBytes),
+		grpc.MaxSendMsgSize(maxMessageBytes),
+		grpc.InitialWindowSize(streamWindowBytes),
+		grpc.InitialConnWindowSize(connWindowBytes),
+		grpc.ReadBufferSize(socketBufferBytes),
+		grpc.WriteBufferSize(socketBufferBytes),
+	}
+}
+
+// DialOptions are the gRPC client settings faucet connects to a plugin with.
+func DialOptions() []grpc.DialOption {
+	return []grpc.DialOption{
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessageBytes), grpc.MaxCallSendMsgSize(maxMessageBytes)),
+		grpc.WithInitialWindowSize(streamWindowBytes),
+		grpc.WithInitialConnWindowSize(connWindowBytes),
+		grpc.WithReadBufferSize(socketBufferBytes),
+		grpc.WithWriteBufferSize(socketBufferBytes),
+	}
+}
+
+// Plugin adapts the connector service to go-plugin, gRPC only. The plugin
+// side sets Impl; the host side uses the client it returns.
+type Plugin struct {
+	plugin.NetRPCUnsupportedPlugin
+	Impl connectorv1.ConnectorServiceServer
+}
+
+// GRPCServer registers the connector service on the plugin's gRPC server.
+func (p *Plugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
+	connectorv1.RegisterConnectorServiceServer(s, p.Impl)
+	return nil
+}
+
+// GRPCClient returns the connector service client for a plugin connection.
+func (p *Plugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
+	return connectorv1.NewConnectorServiceClient(c), nil
+}
+
+// PluginSets maps each protocol version this build speaks to its plugin set,
+// for go-plugin's version negotiation.
+func PluginSets(server connectorv1.ConnectorServiceServer) map[int]plugin.PluginSet {
+	return map[int]plugin.PluginSet{
+		Version: {PluginName: &Plugin{Impl: server}},
+	}
+}
