@@ -191,22 +191,39 @@ func (e *executor) notRun(ctx context.Context) error {
 // summarize is Execute's error: nil when all succeeded.
 func summarize(results []InvocationResult) error {
 	var first *InvocationResult
-	failed := 0
+	failed, notRun := 0, 0
 	for i := range results {
-		if results[i].Err != nil {
+		switch err := results[i].Err; {
+		case err == nil:
+		case errors.Is(err, ErrNotRun):
+			notRun++
+		default:
 			failed++
 			if first == nil {
 				first = &results[i]
 			}
 		}
 	}
-	if first == nil {
+	switch {
+	case first == nil && notRun == 0:
 		return nil
-	}
-	if len(results) == 1 {
+	case first == nil:
+		return fmt.Errorf("%d of %d invocations not run: %w", notRun, len(results), firstErr(results))
+	case len(results) == 1:
 		return first.Err
+	case notRun > 0:
+		return fmt.Errorf("%d of %d invocations failed, %d not run; first, %s: %w", failed, len(results), notRun, first.RowID, first.Err)
 	}
 	return fmt.Errorf("%d of %d invocations failed; first, %s: %w", failed, len(results), first.RowID, first.Err)
+}
+
+func firstErr(results []InvocationResult) error {
+	for _, r := range results {
+		if r.Err != nil {
+			return r.Err
+		}
+	}
+	return nil
 }
 
 type executor struct {

@@ -5,3 +5,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 go run ./internal/testpg/withpg go test -run '^$' -bench . -benchmem -count=1 -timeout 60m ./...
+
+bash scripts/bench-pipeline.sh

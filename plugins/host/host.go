@@ -50,6 +50,9 @@ type Options struct {
 	IdleTimeout time.Duration
 	// StartTimeout bounds a plugin's handshake; 0 means ten seconds.
 	StartTimeout time.Duration
+	// Stdout is where the stdout sink prints; default os.Stdout. Plugins
+	// inherit it and write to it directly.
+	Stdout *os.File
 }
 
 // DefaultPluginDirs returns the directories in FAUCET_PLUGIN_DIR followed by
@@ -112,6 +115,9 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 	}
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = 10 * time.Second
+	}
+	if opts.Stdout == nil {
+		opts.Stdout = os.Stdout
 	}
 	if opts.Executable == "" && len(opts.Builtins) > 0 {
 		exe, err := os.Executable()

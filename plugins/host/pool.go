@@ -79,7 +79,7 @@ func (h *Host) launch(ctx context.Context, label, path string, args ...string) (
 	cmd := exec.Command(path, args...)
 	cmd.Env = h.env()
 	// The stdout sink writes straight to faucet's own standard output.
-	cmd.ExtraFiles = []*os.File{os.Stdout}
+	cmd.ExtraFiles = []*os.File{h.opts.Stdout}
 	cmd.Env = append(cmd.Env, stdout.FDEnv+"=3")
 	dieWithParent(cmd)
 

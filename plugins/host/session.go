@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/faucet-dev/faucet/pipeline"
+	"github.com/faucet-dev/faucet/plugins/internal/protocol"
 	connectorv1 "github.com/faucet-dev/faucet/plugins/proto/faucet/connector/v1"
 	"github.com/faucet-dev/faucet/plugins/sdk"
 )
@@ -220,6 +221,8 @@ func (s *sinkSession) Send(b pipeline.Batch) error {
 	err := s.stream.Send(&connectorv1.WriteRequest{Msg: &connectorv1.WriteRequest_Batch{Batch: &connectorv1.Batch{
 		Seq: s.seq, Count: uint32(b.Count), Records: b.Records,
 	}}})
+	// Sending encoded the records; their buffer can serve the next message.
+	protocol.Release(b.Records)
 	if err == nil {
 		return nil
 	}

@@ -11,6 +11,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/faucet-dev/faucet/pipeline"
 	"github.com/faucet-dev/faucet/plugins/sdk"
@@ -33,6 +34,15 @@ func New(cs ...sdk.Connector) *Connectors {
 		m[c.Spec().Name] = c
 	}
 	return &Connectors{byName: m}
+}
+
+// bufferPool recycles batch buffers between a source and its sink, as the
+// plugin transport recycles its message buffers.
+var bufferPool = sync.Pool{New: func() any { b := make([]byte, 0, sdk.TargetBatchBytes*2); return &b }}
+
+// recycle returns a batch's buffer to the pool once the sink is done with it.
+func recycle(b []byte) {
+	bufferPool.Put(&b)
 }
 
 // connError mirrors the host's errors: it names the connector and carries
@@ -79,6 +89,10 @@ func (c *Connectors) OpenSource(ctx context.Context, cfg pipeline.ConnectorConfi
 	go func() {
 		defer close(s.done)
 		w := sdk.NewBatchWriter(func(b sdk.Batch) error {
+			// The writer reuses its buffer, as it does with the plugin
+			// protocol, which copies the batch into a message.
+			buf := bufferPool.Get().(*[]byte)
+			b.Records = append((*buf)[:0], b.Records...)
 			select {
 			case s.batches <- b:
 				return nil
@@ -155,7 +169,9 @@ type sink struct {
 
 func (s *sink) Send(b pipeline.Batch) error {
 	s.seq++
-	if err := s.w.Write(s.ctx, sdk.Batch{Seq: s.seq, Count: b.Count, Records: b.Records}); err != nil {
+	err := s.w.Write(s.ctx, sdk.Batch{Seq: s.seq, Count: b.Count, Records: b.Records})
+	recycle(b.Records)
+	if err != nil {
 		return &connError{name: s.name, err: fmt.Errorf("batch %d: %w", s.seq, err)}
 	}
 	s.records += int64(b.Count)

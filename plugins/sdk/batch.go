@@ -112,9 +112,10 @@ type BatchWriter struct {
 	bytes      int64
 }
 
-// NewBatchWriter returns a BatchWriter handing each full batch to emit, which
-// takes ownership of the batch's Records. faucet builds one for every Read;
-// connector tests use it to collect what a source produces.
+// NewBatchWriter returns a BatchWriter handing each full batch to emit. The
+// batch's Records are only valid during the call: the writer reuses its
+// buffer for the next batch. faucet builds one for every Read; connector
+// tests use it to collect what a source produces.
 func NewBatchWriter(emit func(Batch) error) *BatchWriter {
 	return &BatchWriter{emit: emit, maxRecords: MaxBatchRecords, maxBytes: TargetBatchBytes}
 }
@@ -181,9 +182,10 @@ func (w *BatchWriter) Flush() error {
 	w.seq++
 	b := Batch{Seq: w.seq, Count: w.count, Records: w.buf}
 	w.bytes += int64(len(w.buf))
-	w.buf = make([]byte, 0, cap(w.buf))
 	w.count = 0
-	return w.emit(b)
+	err := w.emit(b)
+	w.buf = w.buf[:0]
+	return err
 }
 
 // Records is the number of records appended so far.

@@ -232,7 +232,9 @@ func (s *server) Write(stream grpc.BidiStreamingServer[connectorv1.WriteRequest,
 		switch m := req.GetMsg().(type) {
 		case *connectorv1.WriteRequest_Batch:
 			b := Batch{Seq: m.Batch.GetSeq(), Count: int(m.Batch.GetCount()), Records: m.Batch.GetRecords()}
-			if err := w.Write(ctx, b); err != nil {
+			err := w.Write(ctx, b)
+			protocol.Release(b.Records)
+			if err != nil {
 				abort(w)
 				return toStatus(ctx, fmt.Errorf("batch %d: %w", b.Seq, err))
 			}

@@ -6,6 +6,7 @@ package csv
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	stdcsv "encoding/csv"
 	"encoding/json"
@@ -129,43 +130,45 @@ func newReader(r io.Reader, cfg sourceConfig, delim rune) *stdcsv.Reader {
 	return cr
 }
 
-// keys returns the encoded `"name":` prefix of every column. A byte range
-// after a file's first one reads the header from the file's start.
-func keys(cfg sourceConfig, delim rune, p files.Part, cr *stdcsv.Reader) ([][]byte, error) {
-	header := cfg.Header == nil || *cfg.Header
-	var names []string
-	if header {
-		hr := cr
-		if p.Start > 0 {
-			whole, err := files.Open(files.Part{File: p.File})
-			if err != nil {
-				return nil, err
-			}
-			defer whole.Close()
-			hr = newReader(whole, cfg, delim)
-		}
-		row, err := hr.Read()
-		if err == io.EOF {
-			return nil, nil
-		}
+// header returns the column names of part p: from its first record when
+// the config says there is a header (a byte range after a file's first one
+// reads it from the file's start), replaced by the config's columns if set.
+// first reads the first record of a reader as fields.
+func header(cfg sourceConfig, p files.Part, first func(io.Reader) ([]string, error), r io.Reader) ([]string, error) {
+	if cfg.Header != nil && !*cfg.Header {
+		return cfg.Columns, nil
+	}
+	if p.Start > 0 {
+		whole, err := files.Open(files.Part{File: p.File})
 		if err != nil {
-			return nil, fmt.Errorf("%s: header: %w", p.File, err)
+			return nil, err
 		}
-		names = append(names, row...)
-		if len(cfg.Columns) > 0 {
-			if len(cfg.Columns) != len(names) {
-				return nil, fmt.Errorf("%s: the header has %d columns but columns names %d", p.File, len(names), len(cfg.Columns))
-			}
-			names = cfg.Columns
+		defer whole.Close()
+		r = whole
+	}
+	names, err := first(r)
+	if err == io.EOF {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: header: %w", p.File, err)
+	}
+	if len(cfg.Columns) > 0 {
+		if len(cfg.Columns) != len(names) {
+			return nil, fmt.Errorf("%s: the header has %d columns but columns names %d", p.File, len(names), len(cfg.Columns))
 		}
-	} else {
 		names = cfg.Columns
 	}
+	return names, nil
+}
+
+// encodeKeys returns the encoded `"name":` prefix of every column.
+func encodeKeys(names []string, file string) ([][]byte, error) {
 	seen := make(map[string]bool, len(names))
 	out := make([][]byte, len(names))
 	for i, n := range names {
 		if seen[n] {
-			return nil, fmt.Errorf("%s: column %q appears twice", p.File, n)
+			return nil, fmt.Errorf("%s: column %q appears twice", file, n)
 		}
 		seen[n] = true
 		out[i] = append(sdk.AppendString(nil, n), ':')
@@ -173,14 +176,69 @@ func keys(cfg sourceConfig, delim rune, p files.Part, cr *stdcsv.Reader) ([][]by
 	return out, nil
 }
 
+// readPart reads one file or byte range: through the fast scanner for a
+// one-byte delimiter without lazy quotes, through encoding/csv otherwise.
 func readPart(ctx context.Context, cfg sourceConfig, delim rune, p files.Part, w *sdk.BatchWriter) error {
 	r, err := files.Open(p)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
+	if delim >= utf8.RuneSelf || cfg.LazyQuotes {
+		return readStd(ctx, cfg, delim, p, r, w)
+	}
+	sc := newScanner(r, byte(delim), p.File)
+	names, err := header(cfg, p, func(hr io.Reader) ([]string, error) {
+		hs := sc
+		if hr != r {
+			hs = newScanner(hr, byte(delim), p.File)
+		}
+		rec, _, err := hs.next()
+		if err != nil {
+			return nil, err
+		}
+		cr := newReader(bytes.NewReader(rec), cfg, delim)
+		return cr.Read()
+	}, r)
+	if err != nil {
+		return err
+	}
+	keys, err := encodeKeys(names, p.File)
+	if err != nil {
+		return err
+	}
+	sc.autoKeys = len(keys) == 0
+	for n := 1; ; n++ {
+		if n%4096 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		rec, line, err := sc.next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := w.AppendFunc(func(dst []byte) ([]byte, error) { return sc.appendObject(dst, &keys, rec, line) }); err != nil {
+			return err
+		}
+	}
+}
+
+// readStd is readPart through encoding/csv.
+func readStd(ctx context.Context, cfg sourceConfig, delim rune, p files.Part, r io.Reader, w *sdk.BatchWriter) error {
 	cr := newReader(r, cfg, delim)
-	cols, err := keys(cfg, delim, p, cr)
+	names, err := header(cfg, p, func(hr io.Reader) ([]string, error) {
+		if hr == r {
+			return cr.Read()
+		}
+		return newReader(hr, cfg, delim).Read()
+	}, r)
+	if err != nil {
+		return err
+	}
+	names = append([]string(nil), names...)
+	cols, err := encodeKeys(names, p.File)
 	if err != nil {
 		return err
 	}
@@ -204,7 +262,7 @@ func readPart(ctx context.Context, cfg sourceConfig, delim rune, p files.Part, w
 		}
 		if len(row) != len(cols) {
 			line, _ := cr.FieldPos(0)
-			return fmt.Errorf("%s: row at line %d has %d fields, want %d", p.File, line, len(row), len(cols))
+			return fmt.Errorf("%s: record on line %d has %d fields, want %d", p.File, line, len(row), len(cols))
 		}
 		err = w.AppendFunc(func(dst []byte) ([]byte, error) {
 			dst = append(dst, '{')

@@ -48,13 +48,14 @@ func ServerOptions() []grpc.ServerOption {
 		grpc.InitialConnWindowSize(connWindowBytes),
 		grpc.ReadBufferSize(socketBufferBytes),
 		grpc.WriteBufferSize(socketBufferBytes),
+		grpc.ForceServerCodecV2(codec{}),
 	}
 }
 
 // DialOptions are the gRPC client settings faucet connects to a plugin with.
 func DialOptions() []grpc.DialOption {
 	return []grpc.DialOption{
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessageBytes), grpc.MaxCallSendMsgSize(maxMessageBytes)),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessageBytes), grpc.MaxCallSendMsgSize(maxMessageBytes), grpc.ForceCodecV2(codec{})),
 		grpc.WithInitialWindowSize(streamWindowBytes),
 		grpc.WithInitialConnWindowSize(connWindowBytes),
 		grpc.WithReadBufferSize(socketBufferBytes),

@@ -1,0 +1,138 @@
+// Command faucet-lines is an example third-party faucet connector, built as
+// its own program against nothing but the faucet SDK. It reads and writes
+// plain text files: as a source, every line becomes {"n": 1, "line": "…"};
+// as a sink, one field of every record becomes a line.
+//
+// Install it by building it into a faucet plugin directory:
+//
+//	go build -o ~/.local/share/faucet/plugins/faucet-lines .
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+
+	"github.com/faucet-dev/faucet/plugins/sdk"
+)
+
+func main() { sdk.Serve(lines{}) }
+
+type lines struct{}
+
+func (lines) Spec() sdk.Spec {
+	return sdk.Spec{
+		Name:        "lines",
+		Version:     "0.1.0",
+		Description: "Plain text files, one record per line.",
+		SourceSchema: json.RawMessage(`{
+		  "type": "object", "additionalProperties": false, "required": ["path"],
+		  "properties": {"path": {"type": "string", "minLength": 1}}
+		}`),
+		SinkSchema: json.RawMessage(`{
+		  "type": "object", "additionalProperties": false, "required": ["path"],
+		  "properties": {
+		    "path": {"type": "string", "minLength": 1},
+		    "field": {"type": "string", "default": "line", "description": "The record field written as the line."}
+		  }
+		}`),
+		WriteModes: []string{"overwrite"},
+	}
+}
+
+type sourceConfig struct {
+	Path string `json:"path"`
+}
+
+func (lines) Read(ctx context.Context, req sdk.ReadRequest, w *sdk.BatchWriter) error {
+	var cfg sourceConfig
+	if err := sdk.DecodeConfig(req.Config, &cfg); err != nil {
+		return err
+	}
+	f, err := os.Open(cfg.Path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, sdk.MaxRecordBytes)
+	for n := 1; sc.Scan(); n++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		err := w.AppendFunc(func(dst []byte) ([]byte, error) {
+			dst = append(dst, `{"n":`...)
+			dst = strconv.AppendInt(dst, int64(n), 10)
+			dst = append(dst, `,"line":`...)
+			dst = sdk.AppendString(dst, sc.Text())
+			return append(dst, '}'), nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return sc.Err()
+}
+
+type sinkConfig struct {
+	Path  string `json:"path"`
+	Field string `json:"field"`
+}
+
+func (lines) Open(_ context.Context, config json.RawMessage) (sdk.Writer, error) {
+	cfg := sinkConfig{Field: "line"}
+	if err := sdk.DecodeConfig(config, &cfg); err != nil {
+		return nil, err
+	}
+	tmp := cfg.Path + ".partial"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return nil, err
+	}
+	return &writer{cfg: cfg, tmp: tmp, f: f, w: bufio.NewWriter(f)}, nil
+}
+
+type writer struct {
+	cfg sinkConfig
+	tmp string
+	f   *os.File
+	w   *bufio.Writer
+}
+
+func (w *writer) Write(_ context.Context, b sdk.Batch) error {
+	for rec := range b.All() {
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(rec, &fields); err != nil {
+			return err
+		}
+		raw, ok := fields[w.cfg.Field]
+		if !ok {
+			return fmt.Errorf("record has no field %q", w.cfg.Field)
+		}
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			s = string(raw)
+		}
+		w.w.WriteString(s)
+		w.w.WriteByte('\n')
+	}
+	return nil
+}
+
+func (w *writer) Close(context.Context) error {
+	if err := w.w.Flush(); err != nil {
+		return err
+	}
+	if err := w.f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(w.tmp, w.cfg.Path)
+}
+
+func (w *writer) Abort(context.Context) error {
+	w.f.Close()
+	return os.Remove(w.tmp)
+}

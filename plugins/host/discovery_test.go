@@ -1,0 +1,127 @@
+package host_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/faucet-dev/faucet/pipeline"
+	"github.com/faucet-dev/faucet/plugins/host"
+)
+
+// install copies a plugin binary into dir under name.
+func install(t *testing.T, src, dir, name string) string {
+	t.Helper()
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(dir, name)
+	if err := os.WriteFile(dst, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+func TestThirdPartyPlugin(t *testing.T) {
+	plugins := t.TempDir()
+	// The file name says nothing: identity comes from the plugin's Spec.
+	install(t, linesBin, plugins, "some-file-name")
+	h := newHost(t, filepath.Join(t.TempDir(), "missing-dir"), plugins)
+
+	c, ok := h.Lookup("lines")
+	if !ok || c.Builtin || !c.Source || !c.Sink || c.Version != "0.1.0" {
+		t.Fatalf("lines connector = %+v, %v", c, ok)
+	}
+	if names := h.ConnectorNames(pipeline.RoleSink); !reflect.DeepEqual(names, []string{"csv", "jsonl", "lines", "stdout"}) {
+		t.Errorf("sink names = %v", names)
+	}
+	if _, ok := h.ConnectorSchema(pipeline.RoleSource, "lines"); !ok {
+		t.Error("no source schema for lines")
+	}
+
+	dir := t.TempDir()
+	text := filepath.Join(dir, "in.txt")
+	if err := os.WriteFile(text, []byte("first line\n\"quoted\" and ünïcode\nlast\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	names := filepath.Join(dir, "names.txt")
+	p := plan(
+		pipeline.Invocation{RowID: "read", Source: cfg("lines", map[string]any{"path": text}), Sink: cfg("jsonl", map[string]any{"path": filepath.Join(dir, "lines.jsonl")})},
+		pipeline.Invocation{RowID: "write", Source: cfg("generate", map[string]any{"count": 25}), Sink: cfg("lines", map[string]any{"path": names, "field": "first_name"})},
+	)
+	results, err := pipeline.Execute(context.Background(), p, pipeline.ExecuteOptions{Connectors: h})
+	if err != nil {
+		t.Fatalf("execute: %v", err)
+	}
+	got := readJSONL(t, filepath.Join(dir, "lines.jsonl"))
+	want := []map[string]any{{"n": 1.0, "line": "first line"}, {"n": 2.0, "line": `"quoted" and ünïcode`}, {"n": 3.0, "line": "last"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("lines → jsonl = %v, want %v", got, want)
+	}
+	if results[1].RecordsWritten != 25 || countLines(t, names) != 25 {
+		t.Errorf("generate → lines wrote %d records, %d lines; want 25", results[1].RecordsWritten, countLines(t, names))
+	}
+}
+
+func TestDuplicatePluginNames(t *testing.T) {
+	plugins := t.TempDir()
+	a := install(t, linesBin, plugins, "faucet-lines")
+	b := install(t, linesBin, plugins, "faucet-lines-copy")
+	_, err := host.New(context.Background(), host.Options{Executable: faucetBin, Builtins: builtinSpecs(), PluginDirs: []string{plugins}, Logger: testLogger(t)})
+	if err == nil || !strings.Contains(err.Error(), `two connectors are named "lines"`) || !strings.Contains(err.Error(), a) || !strings.Contains(err.Error(), b) {
+		t.Fatalf("error = %v, want a duplicate naming both files", err)
+	}
+	assertNoChildren(t)
+}
+
+func TestPluginShadowingABuiltin(t *testing.T) {
+	plugins := t.TempDir()
+	// The faucet binary run without arguments is not a plugin; a script that
+	// serves the built-in csv connector claims the name "csv".
+	script := "#!/bin/sh\nexec " + faucetBin + " connector serve csv\n"
+	path := filepath.Join(plugins, "my-csv")
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err := host.New(context.Background(), host.Options{Executable: faucetBin, Builtins: builtinSpecs(), PluginDirs: []string{plugins}, Logger: testLogger(t)})
+	if err == nil || !strings.Contains(err.Error(), `two connectors are named "csv": the built-in connector and `+path) {
+		t.Fatalf("error = %v, want the clash with the built-in named", err)
+	}
+	assertNoChildren(t)
+}
+
+func TestPluginFailingTheHandshake(t *testing.T) {
+	for name, script := range map[string]string{
+		"not-a-plugin":                       "#!/bin/sh\necho hello, I am not a plugin\n",
+		"crashes":                            "#!/bin/sh\necho 'panic: boom' >&2\nexit 2\n",
+		"serves-faucet-without-cookie-check": "#!/bin/sh\nexec " + faucetBin + " version\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			plugins := t.TempDir()
+			path := filepath.Join(plugins, name)
+			if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			_, err := host.New(context.Background(), host.Options{Executable: faucetBin, Builtins: builtinSpecs(), PluginDirs: []string{plugins}, Logger: testLogger(t)})
+			if err == nil || !strings.Contains(err.Error(), "plugin "+path+": handshake") {
+				t.Fatalf("error = %v, want a handshake failure naming %s", err, path)
+			}
+			assertNoChildren(t)
+		})
+	}
+}
+
+func TestNonExecutableFilesAreIgnored(t *testing.T) {
+	plugins := t.TempDir()
+	if err := os.WriteFile(filepath.Join(plugins, "README.txt"), []byte("not a plugin"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := newHost(t, plugins)
+	if got := len(h.Connectors()); got != 4 {
+		t.Errorf("found %d connectors, want the 4 built-ins", got)
+	}
+}

@@ -1,0 +1,275 @@
+package host_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/faucet-dev/faucet/pipeline"
+	"github.com/faucet-dev/faucet/plugins/host"
+)
+
+func TestCSVToJSONL(t *testing.T) {
+	h := newHost(t)
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.csv")
+	csvText := "id,name,note\n" +
+		"1,Ada,plain\n" +
+		"2,\"Lovelace, Ada\",\"said \"\"hi\"\"\"\n" +
+		"3,Zoë,\"two\nlines\"\n" +
+		"4,,\n"
+	if err := os.WriteFile(in, []byte(csvText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out", "out.jsonl")
+	results, err := pipeline.Execute(context.Background(), plan(pipeline.Invocation{
+		RowID:  "default",
+		Source: cfg("csv", map[string]any{"path": in}),
+		Sink:   cfg("jsonl", map[string]any{"path": out}),
+	}), pipeline.ExecuteOptions{Connectors: h})
+	if err != nil {
+		t.Fatalf("execute: %v", err)
+	}
+	if results[0].RecordsWritten != 4 || results[0].RowID != "default" {
+		t.Errorf("result = %+v, want 4 records for row default", results[0])
+	}
+	want := []map[string]any{
+		{"id": "1", "name": "Ada", "note": "plain"},
+		{"id": "2", "name": "Lovelace, Ada", "note": `said "hi"`},
+		{"id": "3", "name": "Zoë", "note": "two\nlines"},
+		{"id": "4", "name": "", "note": ""},
+	}
+	if got := readJSONL(t, out); !reflect.DeepEqual(got, want) {
+		t.Errorf("output = %v, want %v", got, want)
+	}
+}
+
+func TestMissingInputFileWritesNothing(t *testing.T) {
+	h := newHost(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out.jsonl")
+	results, err := pipeline.Execute(context.Background(), plan(pipeline.Invocation{
+		RowID:  "default",
+		Source: cfg("csv", map[string]any{"path": filepath.Join(dir, "nope.csv")}),
+		Sink:   cfg("jsonl", map[string]any{"path": out}),
+	}), pipeline.ExecuteOptions{Connectors: h})
+	if err == nil || !strings.Contains(err.Error(), "connector csv: input file") || !strings.Contains(err.Error(), "nope.csv") {
+		t.Fatalf("error = %v, want the csv connector naming the missing file", err)
+	}
+	if results[0].RecordsWritten != 0 {
+		t.Errorf("records written = %d, want 0", results[0].RecordsWritten)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 0 {
+		t.Errorf("the sink left files behind: %v", entries)
+	}
+}
+
+func TestMatrixOnError(t *testing.T) {
+	h := newHost(t)
+	dir := t.TempDir()
+	good := func(row string, n int) pipeline.Invocation {
+		return pipeline.Invocation{
+			RowID:  row,
+			Source: cfg("generate", map[string]any{"count": n}),
+			Sink:   cfg("jsonl", map[string]any{"path": filepath.Join(dir, row+".jsonl")}),
+		}
+	}
+	bad := pipeline.Invocation{
+		RowID:  "bad",
+		Source: cfg("jsonl", map[string]any{"path": filepath.Join(dir, "missing.jsonl")}),
+		Sink:   cfg("jsonl", map[string]any{"path": filepath.Join(dir, "bad.jsonl")}),
+	}
+	for _, tc := range []struct {
+		onError pipeline.OnError
+		lastErr error
+		last    int64
+	}{
+		{pipeline.OnErrorContinue, nil, 30},
+		{pipeline.OnErrorStop, pipeline.ErrNotRun, 0},
+	} {
+		t.Run(string(tc.onError), func(t *testing.T) {
+			p := plan(good("a", 10), bad, good("c", 30))
+			p.Execution.OnError = tc.onError
+			results, err := pipeline.Execute(context.Background(), p, pipeline.ExecuteOptions{Connectors: h})
+			if err == nil || !strings.Contains(err.Error(), "1 of 3 invocations failed") || !strings.Contains(err.Error(), "first, bad: ") {
+				t.Errorf("error = %v, want one failure naming row bad", err)
+			}
+			if results[0].Err != nil || results[0].RecordsWritten != 10 {
+				t.Errorf("row a = %+v, want 10 records", results[0])
+			}
+			if results[1].Err == nil || !strings.Contains(results[1].Err.Error(), "missing.jsonl") {
+				t.Errorf("row bad error = %v", results[1].Err)
+			}
+			if !errors.Is(results[2].Err, tc.lastErr) || results[2].RecordsWritten != tc.last {
+				t.Errorf("row c = %+v, want error %v and %d records", results[2], tc.lastErr, tc.last)
+			}
+		})
+	}
+}
+
+func TestCancelCommitsExactlyTheAcknowledgedBatches(t *testing.T) {
+	h := newHost(t)
+	out := filepath.Join(t.TempDir(), "out.jsonl")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var (
+		mu    sync.Mutex
+		acked int64
+	)
+	results, err := pipeline.Execute(ctx, plan(pipeline.Invocation{
+		RowID:  "default",
+		Source: cfg("generate", map[string]any{"count": 50_000_000}),
+		Sink:   cfg("jsonl", map[string]any{"path": out}),
+	}), pipeline.ExecuteOptions{Connectors: h, Progress: func(p pipeline.Progress) {
+		mu.Lock()
+		acked = p.Records
+		mu.Unlock()
+		if p.Records >= 100_000 {
+			cancel()
+		}
+	}})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("error = %v, want cancellation", err)
+	}
+	n := results[0].RecordsWritten
+	if n < 100_000 || n >= 50_000_000 {
+		t.Fatalf("records written = %d, want a partial count of at least 100000", n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if acked != n {
+		t.Errorf("the sink acknowledged %d records but committed %d", acked, n)
+	}
+	if lines := countLines(t, out); lines != n {
+		t.Errorf("output holds %d records, the sink acknowledged %d", lines, n)
+	}
+}
+
+func TestKilledSourcePlugin(t *testing.T) {
+	h := newHost(t)
+	dir := t.TempDir()
+	var once sync.Once
+	var killed []int
+	results, err := pipeline.Execute(context.Background(), plan(pipeline.Invocation{
+		RowID:  "default",
+		Source: cfg("generate", map[string]any{"count": 50_000_000}),
+		Sink:   cfg("jsonl", map[string]any{"path": filepath.Join(dir, "out.jsonl")}),
+	}), pipeline.ExecuteOptions{Connectors: h, Progress: func(pipeline.Progress) {
+		once.Do(func() {
+			killed = children(t, "connector serve generate")
+			for _, pid := range killed {
+				if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+					t.Errorf("kill %d: %v", pid, err)
+				}
+			}
+		})
+	}})
+	if len(killed) != 1 {
+		t.Fatalf("found %d generate plugin processes to kill, want 1", len(killed))
+	}
+	if err == nil || !strings.Contains(err.Error(), "connector generate exited: signal: killed") {
+		t.Fatalf("error = %v, want the crash named", err)
+	}
+	if !pipeline.IsTransient(err) {
+		t.Errorf("a crashed plugin should be retriable: %v", err)
+	}
+	if results[0].RecordsWritten != 0 {
+		t.Errorf("records written = %d after the sink aborted, want 0", results[0].RecordsWritten)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out.jsonl")); !os.IsNotExist(err) {
+		t.Errorf("the aborted sink left its output: %v", err)
+	}
+	for _, pid := range children(t, "connector serve generate") {
+		if pid == killed[0] {
+			t.Errorf("killed plugin %d is still a live child", pid)
+		}
+	}
+
+	// The pool replaced the process: the next run works.
+	res, err := pipeline.Execute(context.Background(), plan(pipeline.Invocation{
+		RowID:  "default",
+		Source: cfg("generate", map[string]any{"count": 1000}),
+		Sink:   cfg("jsonl", map[string]any{"path": filepath.Join(dir, "again.jsonl")}),
+	}), pipeline.ExecuteOptions{Connectors: h})
+	if err != nil || res[0].RecordsWritten != 1000 {
+		t.Fatalf("next run: %+v, %v", res, err)
+	}
+}
+
+func TestPoolReusesWarmProcesses(t *testing.T) {
+	h := newHost(t)
+	dir := t.TempDir()
+	run := func() {
+		t.Helper()
+		_, err := pipeline.Execute(context.Background(), plan(pipeline.Invocation{
+			RowID:  "default",
+			Source: cfg("generate", map[string]any{"count": 10}),
+			Sink:   cfg("jsonl", map[string]any{"path": filepath.Join(dir, "out.jsonl")}),
+		}), pipeline.ExecuteOptions{Connectors: h})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	run()
+	first := children(t, "connector serve generate")
+	run()
+	second := children(t, "connector serve generate")
+	if len(first) != 1 || !reflect.DeepEqual(first, second) {
+		t.Errorf("generate processes: %v then %v, want the same single warm process", first, second)
+	}
+}
+
+func TestShardedRunThroughPlugins(t *testing.T) {
+	h := newHost(t)
+	dir := t.TempDir()
+	src := cfg("generate", map[string]any{"count": 20_000, "seed": 3})
+	shards, err := h.Shards(context.Background(), src, 4)
+	if err != nil || len(shards) != 4 {
+		t.Fatalf("shards: %v, %v", shards, err)
+	}
+	var invs []pipeline.Invocation
+	for i := range shards {
+		invs = append(invs, pipeline.Invocation{
+			RowID: "shard", Source: src, SourceShard: &shards[i],
+			Sink: cfg("jsonl", map[string]any{"path": filepath.Join(dir, "all.jsonl"), "write_mode": "append"}),
+		})
+	}
+	invs = append(invs, pipeline.Invocation{RowID: "whole", Source: src, Sink: cfg("jsonl", map[string]any{"path": filepath.Join(dir, "whole.jsonl")})})
+	if _, err := pipeline.Execute(context.Background(), plan(invs...), pipeline.ExecuteOptions{Connectors: h}); err != nil {
+		t.Fatal(err)
+	}
+	sharded, whole := readJSONL(t, filepath.Join(dir, "all.jsonl")), readJSONL(t, filepath.Join(dir, "whole.jsonl"))
+	if len(whole) != 20_000 || !reflect.DeepEqual(sharded, whole) {
+		t.Errorf("the shards gave %d records, the whole source %d, or they differ", len(sharded), len(whole))
+	}
+}
+
+func TestStdoutSinkWritesToFaucetsStdout(t *testing.T) {
+	// The plugin writes straight to the file faucet has as its standard output.
+	out, err := os.CreateTemp(t.TempDir(), "stdout")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	h, err := host.New(context.Background(), host.Options{Executable: faucetBin, Builtins: builtinSpecs(), Logger: testLogger(t), Stdout: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	res, err := pipeline.Execute(context.Background(), plan(pipeline.Invocation{
+		RowID: "default", Source: cfg("generate", map[string]any{"count": 123}), Sink: cfg("stdout", map[string]any{}),
+	}), pipeline.ExecuteOptions{Connectors: h})
+	if err != nil || res[0].RecordsWritten != 123 {
+		t.Fatalf("run: %+v, %v", res, err)
+	}
+	if n := countLines(t, out.Name()); n != 123 {
+		t.Errorf("stdout got %d lines, want 123 as soon as the run ends", n)
+	}
+}
