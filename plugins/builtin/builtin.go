@@ -9,6 +9,8 @@ import (
 	"github.com/faucet-dev/faucet/plugins/builtin/csv"
 	"github.com/faucet-dev/faucet/plugins/builtin/generate"
 	"github.com/faucet-dev/faucet/plugins/builtin/jsonl"
+	"github.com/faucet-dev/faucet/plugins/builtin/postgres"
+	"github.com/faucet-dev/faucet/plugins/builtin/sqlite"
 	"github.com/faucet-dev/faucet/plugins/builtin/stdout"
 	"github.com/faucet-dev/faucet/plugins/sdk"
 )
@@ -18,6 +20,8 @@ var connectors = []sdk.Connector{
 	csv.Connector{},
 	generate.Connector{},
 	jsonl.Connector{},
+	postgres.Connector{},
+	sqlite.Connector{},
 	stdout.Connector{},
 }
 
