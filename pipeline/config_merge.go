@@ -11,8 +11,10 @@ import (
 )
 
 // merge lays over on top of base: objects merge key by key, recursively;
-// anything else in over (scalars, arrays, null) replaces what base holds.
-// Neither input is modified.
+// scalars and arrays in over replace what base holds; null in over removes
+// the key base holds (as in a JSON merge patch), so an override can take a
+// field away; a null for a key base lacks stays, as a value. Neither input
+// is modified.
 func merge(base, over any) any {
 	bm, bok := base.(map[string]any)
 	om, ook := over.(map[string]any)
@@ -24,9 +26,13 @@ func merge(base, over any) any {
 		out[k] = v
 	}
 	for k, v := range om {
-		if prev, ok := out[k]; ok {
+		prev, ok := out[k]
+		switch {
+		case ok && v == nil:
+			delete(out, k)
+		case ok:
 			out[k] = merge(prev, v)
-		} else {
+		default:
 			out[k] = v
 		}
 	}

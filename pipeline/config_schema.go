@@ -71,6 +71,10 @@ func (s *schemaDoc) check(instance any, base path, report func(at path, msg stri
 }
 
 func (s *schemaDoc) reportLeaves(ve *jsonschema.ValidationError, instance any, base path, report func(path, string)) {
+	if msg, ok := s.alternatives(ve); ok {
+		report(pathFromLocation(base, instance, ve.InstanceLocation), msg)
+		return
+	}
 	if len(ve.Causes) > 0 {
 		for _, c := range ve.Causes {
 			s.reportLeaves(c, instance, base, report)
@@ -94,6 +98,54 @@ func (s *schemaDoc) reportLeaves(ve *jsonschema.ValidationError, instance any, b
 	default:
 		report(at, ve.ErrorKind.LocalizedString(printer))
 	}
+}
+
+// alternatives words a failed oneOf or anyOf whose branches each only
+// require keys ({"oneOf": [{"required": ["table"]}, {"required": ["query"]}]})
+// as the choice it is, instead of one "missing" error per branch.
+func (s *schemaDoc) alternatives(ve *jsonschema.ValidationError) (string, bool) {
+	var kw string
+	several := false
+	switch k := ve.ErrorKind.(type) {
+	case *kind.OneOf:
+		kw, several = "oneOf", len(k.Subschemas) > 1
+	case *kind.AnyOf:
+		kw = "anyOf"
+	default:
+		return "", false
+	}
+	_, frag, _ := strings.Cut(ve.SchemaURL, "#")
+	sch, ok := s.resolve("#" + frag)
+	if !ok {
+		return "", false
+	}
+	m, _ := sch.(map[string]any)
+	branches, _ := m[kw].([]any)
+	var choices []string
+	for _, b := range branches {
+		bm, _ := b.(map[string]any)
+		req, _ := bm["required"].([]any)
+		if len(req) == 0 {
+			return "", false
+		}
+		for k := range bm {
+			if k != "required" && k != "description" && k != "title" {
+				return "", false
+			}
+		}
+		var names []string
+		for _, r := range req {
+			names = append(names, fmt.Sprintf("%q", r))
+		}
+		choices = append(choices, strings.Join(names, " and "))
+	}
+	if len(choices) == 0 {
+		return "", false
+	}
+	if several {
+		return "set only one of " + strings.Join(choices, ", "), true
+	}
+	return "set one of " + strings.Join(choices, ", "), true
 }
 
 // keysAt lists the property names the schema declares for the object at p.

@@ -20,8 +20,9 @@ type LoadOptions struct {
 	// by the file extension first).
 	Format Format
 	// Defaults is a config (YAML or JSON) merged under the submitted one:
-	// objects merge key by key, and scalars and arrays from the submitted
-	// config win. Errors in it are reported with File "defaults".
+	// objects merge key by key, scalars and arrays from the submitted config
+	// win, and a submitted null removes a default. Errors in it are reported
+	// with File "defaults".
 	Defaults []byte
 	// Sets are "--set key=value" overrides applied over the merged config,
 	// before interpolation; see applySet for the syntax.

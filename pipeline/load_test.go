@@ -73,6 +73,7 @@ var catalog = testCatalog{
 		"jsonl":    fileSchema,
 		"postgres": postgresSchema,
 		"generate": `{"type":"object","additionalProperties":false,"properties":{"count":{"type":"integer","minimum":0},"seed":{"type":"integer"}}}`,
+		"db":       `{"type":"object","additionalProperties":false,"required":["path"],"oneOf":[{"required":["table"]},{"required":["query"]}],"properties":{"path":{"type":"string"},"table":{"type":"string"},"query":{"type":"string"}}}`,
 	},
 	RoleSink: {
 		"csv":      fileSchema,
@@ -342,14 +343,14 @@ func TestUnknownConnector(t *testing.T) {
 	src := strings.Replace(minimalYAML, "type: csv", "type: cvs", 1)
 	probs := loadErr(t, src, LoadOptions{})
 	e := wantProblem(t, probs, "pipeline.source.type", 5, 5, `unknown source connector "cvs"`)
-	for _, want := range []string{`did you mean "csv"?`, "known: csv, generate, jsonl, postgres"} {
+	for _, want := range []string{`did you mean "csv"?`, "known: csv, db, generate, jsonl, postgres"} {
 		if !strings.Contains(e.Message, want) {
 			t.Errorf("message %q lacks %q", e.Message, want)
 		}
 	}
 	src = strings.Replace(minimalYAML, "type: csv", "type: stdout", 1)
 	probs = loadErr(t, src, LoadOptions{})
-	wantProblem(t, probs, "pipeline.source.type", 5, 5, `connector "stdout" is not a source (source connectors: csv, generate, jsonl, postgres)`)
+	wantProblem(t, probs, "pipeline.source.type", 5, 5, `connector "stdout" is not a source (source connectors: csv, db, generate, jsonl, postgres)`)
 }
 
 func TestConnectorSchemaViolations(t *testing.T) {
@@ -632,6 +633,55 @@ execution: {on_error: stop}
 	if e.Line != 0 {
 		t.Errorf("a key from the defaults has no position in the submitted document: %v", e)
 	}
+}
+
+func TestAlternativesAndNullOverrides(t *testing.T) {
+	src := `version: 1
+pipeline:
+  source: {type: db, config: {path: a.db, table: t}}
+  sink: {type: jsonl, config: {path: out.jsonl}}
+matrix:
+  - id: whole
+  - id: both
+    source: {config: {query: "SELECT 1"}}
+  - id: neither
+    source: {config: {table: null}}
+  - id: switched
+    source: {config: {table: null, query: "SELECT 2"}}
+`
+	probs := loadErr(t, src, LoadOptions{})
+	e := wantProblem(t, probs, "pipeline.source.config", 3, 22, `set only one of "table", "query"`)
+	if e.Row != "both" {
+		t.Errorf("Row = %q", e.Row)
+	}
+	e = wantProblem(t, probs, "pipeline.source.config", 3, 22, `set one of "table", "query"`)
+	if e.Row != "neither" {
+		t.Errorf("Row = %q", e.Row)
+	}
+	if len(probs) != 2 {
+		t.Errorf("got %d problems, want 2:\n%v", len(probs), ConfigErrors(probs))
+	}
+
+	src = strings.Replace(src, "  - id: both\n    source: {config: {query: \"SELECT 1\"}}\n  - id: neither\n    source: {config: {table: null}}\n", "", 1)
+	plan := mustLoad(t, src, LoadOptions{})
+	if got := configOf(t, plan.Invocations[1].Source); !reflect.DeepEqual(got, map[string]any{"path": "a.db", "query": "SELECT 2"}) {
+		t.Errorf("a null override must remove the inherited table: %v", got)
+	}
+
+	// With defaults, a submitted null removes the default; a null for a
+	// key the defaults lack stays a value.
+	defaults := "pipeline: {sink: {config: {delimiter: \",\"}}}\n"
+	plan = mustLoad(t, minimalYAML+"", LoadOptions{Defaults: []byte(strings.Replace(defaults, "sink", "source", 1))})
+	if got := configOf(t, plan.Invocations[0].Source)["delimiter"]; got != ";" {
+		t.Errorf("the submitted value must win over the default: %v", got)
+	}
+	withNull := strings.Replace(minimalYAML, "config: {path: out.jsonl}", "config: {path: out.jsonl, delimiter: null}", 1)
+	plan = mustLoad(t, withNull, LoadOptions{Defaults: []byte(defaults)})
+	if _, ok := configOf(t, plan.Invocations[0].Sink)["delimiter"]; ok {
+		t.Errorf("a null must remove the default: %s", plan.Invocations[0].Sink.Config)
+	}
+	probs = loadErr(t, withNull, LoadOptions{})
+	wantProblem(t, probs, "pipeline.sink.config.delimiter", 11, 31, "got null, want string")
 }
 
 func TestSets(t *testing.T) {

@@ -14,6 +14,9 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(
 		newVersionCmd(),
 		newConnectorCmd(),
+		newRunCmd(),
+		newValidateCmd(),
+		newConnectorsCmd(),
 	)
 	return root
 }

@@ -1,0 +1,233 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+
+	"github.com/faucet-dev/faucet/pipeline"
+)
+
+func newRunCmd() *cobra.Command {
+	var pf pluginFlags
+	var sets []string
+	cmd := &cobra.Command{
+		Use:   "run FILE",
+		Short: "Run a pipeline config (YAML or JSON; - reads standard input) from the terminal",
+		Long: `Run loads and validates a pipeline config, then moves the records from
+its source to its sink, once per matrix row, through connector plugin
+processes. Progress goes to standard error: a live line on a terminal,
+a plain line every few seconds otherwise, and a summary per invocation at
+the end. The exit status is non-zero when any invocation fails.
+
+Ctrl-C cancels cooperatively: sources stop, and every sink commits exactly
+the batches it acknowledged. A second Ctrl-C stops at once.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runPipeline(cmd.Context(), args[0], sets, &pf, cmd.ErrOrStderr())
+		},
+	}
+	pf.register(cmd)
+	cmd.Flags().StringArrayVar(&sets, "set", nil, "override a config value, key.path=value (value read as JSON when it parses as JSON; repeatable)")
+	return cmd
+}
+
+func runPipeline(ctx context.Context, file string, sets []string, pf *pluginFlags, stderr io.Writer) error {
+	st := newStatus(stderr)
+	h, log, err := pf.open(ctx, st)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	plan, err := loadPlan(file, sets, h, stderr)
+	if err != nil {
+		return err
+	}
+	for _, inv := range plan.Invocations {
+		if inv.Sink.Type == "stdout" && isTerminal(os.Stdout) {
+			// Records print on this terminal; a redrawn line would garble them.
+			st.live = false
+		}
+	}
+
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-ctx.Done():
+			st.note("interrupted: finishing the acknowledged batches (Ctrl-C again stops at once)")
+			// The next signal takes the default action: faucet exits, and the
+			// plugin processes die with it.
+			signal.Reset(os.Interrupt, syscall.SIGTERM)
+		case <-done:
+		}
+	}()
+
+	st.begin()
+	results, err := pipeline.Execute(ctx, plan, pipeline.ExecuteOptions{Connectors: h, Progress: st.progress, Logger: log})
+	st.end()
+	summarize(stderr, results, st.elapsed())
+	return err
+}
+
+var numbers = message.NewPrinter(language.English)
+
+// summarize prints one line per invocation and a total.
+func summarize(w io.Writer, results []pipeline.InvocationResult, elapsed time.Duration) {
+	var total int64
+	failed := 0
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ROW\tRECORDS\tDURATION\tRESULT")
+	for _, r := range results {
+		total += r.RecordsWritten
+		outcome := "ok"
+		switch {
+		case errors.Is(r.Err, pipeline.ErrNotRun):
+			outcome = "not run"
+			failed++
+		case r.Err != nil:
+			outcome = "failed: " + r.Err.Error()
+			failed++
+		}
+		numbers.Fprintf(tw, "%s\t%d\t%s\t%s\n", r.RowID, r.RecordsWritten, r.Duration.Round(time.Millisecond), outcome)
+	}
+	tw.Flush()
+	numbers.Fprintf(w, "%d records in %s (%.0f rows/s)", total, elapsed.Round(time.Millisecond), rate(total, elapsed))
+	if failed > 0 {
+		fmt.Fprintf(w, "; %d of %d invocations did not complete", failed, len(results))
+	}
+	fmt.Fprintln(w)
+}
+
+func rate(rows int64, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(rows) / d.Seconds()
+}
+
+func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
+
+// Progress cadence: a live line redraws often; plain lines are for logs.
+const (
+	liveEvery  = 200 * time.Millisecond
+	plainEvery = 5 * time.Second
+)
+
+// status owns standard error while a pipeline runs. On a terminal it keeps
+// one progress line redrawn in place; elsewhere it prints a plain progress
+// line every few seconds. Log lines written through it (it is the logger's
+// output) clear the live line first, so neither garbles the other.
+type status struct {
+	out  io.Writer
+	live bool
+
+	mu      sync.Mutex
+	start   time.Time
+	rows    int64
+	drawn   bool
+	stopped chan struct{}
+	wg      sync.WaitGroup
+}
+
+func newStatus(out io.Writer) *status {
+	f, ok := out.(*os.File)
+	return &status{out: out, live: ok && isTerminal(f), start: time.Now()}
+}
+
+// begin starts the clock and the periodic progress output.
+func (s *status) begin() {
+	s.mu.Lock()
+	s.start = time.Now()
+	s.stopped = make(chan struct{})
+	s.mu.Unlock()
+	every := plainEvery
+	if s.live {
+		every = liveEvery
+	}
+	s.wg.Go(func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.stopped:
+				return
+			case <-t.C:
+				s.mu.Lock()
+				s.draw()
+				s.mu.Unlock()
+			}
+		}
+	})
+}
+
+// end stops the periodic output and erases the live line.
+func (s *status) end() {
+	close(s.stopped)
+	s.wg.Wait()
+	s.mu.Lock()
+	s.erase()
+	s.mu.Unlock()
+}
+
+func (s *status) elapsed() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return time.Since(s.start)
+}
+
+// progress is the executor's callback.
+func (s *status) progress(p pipeline.Progress) {
+	s.mu.Lock()
+	s.rows = p.Records
+	s.mu.Unlock()
+}
+
+// draw renders the progress line; s.mu is held.
+func (s *status) draw() {
+	d := time.Since(s.start)
+	line := numbers.Sprintf("%d rows, %.0f rows/s, %s elapsed", s.rows, rate(s.rows, d), d.Round(100*time.Millisecond))
+	if s.live {
+		fmt.Fprintf(s.out, "\r\033[K%s", line)
+		s.drawn = true
+		return
+	}
+	fmt.Fprintf(s.out, "progress: %s\n", line)
+}
+
+// erase removes the live line; s.mu is held.
+func (s *status) erase() {
+	if s.drawn {
+		fmt.Fprint(s.out, "\r\033[K")
+		s.drawn = false
+	}
+}
+
+// note prints a message on its own line.
+func (s *status) note(msg string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.erase()
+	fmt.Fprintln(s.out, msg)
+}
+
+// Write passes a log line through without garbling the live line, which the
+// next tick redraws.
+func (s *status) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.erase()
+	return s.out.Write(p)
+}
