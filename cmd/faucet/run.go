@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"sync"
@@ -75,17 +76,25 @@ func runPipeline(ctx context.Context, file string, sets []string, pf *pluginFlag
 		}
 	}()
 
+	// The summary reports each invocation's outcome; the executor's own log
+	// lines would repeat it, so they show only with --verbose.
+	execLog := slog.New(slog.DiscardHandler)
+	if pf.verbose {
+		execLog = log
+	}
 	st.begin()
-	results, err := pipeline.Execute(ctx, plan, pipeline.ExecuteOptions{Connectors: h, Progress: st.progress, Logger: log})
+	results, err := pipeline.Execute(ctx, plan, pipeline.ExecuteOptions{Connectors: h, Progress: st.progress, Logger: execLog})
 	st.end()
-	summarize(stderr, results, st.elapsed())
+	summarize(stderr, results, st.elapsed(), ctx.Err() != nil)
 	return err
 }
 
 var numbers = message.NewPrinter(language.English)
 
-// summarize prints one line per invocation and a total.
-func summarize(w io.Writer, results []pipeline.InvocationResult, elapsed time.Duration) {
+// summarize prints one line per invocation and a total. After an interrupt
+// an unfinished invocation is "cancelled", its records those its sink
+// committed.
+func summarize(w io.Writer, results []pipeline.InvocationResult, elapsed time.Duration, interrupted bool) {
 	var total int64
 	failed := 0
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -96,6 +105,9 @@ func summarize(w io.Writer, results []pipeline.InvocationResult, elapsed time.Du
 		switch {
 		case errors.Is(r.Err, pipeline.ErrNotRun):
 			outcome = "not run"
+			failed++
+		case r.Err != nil && interrupted:
+			outcome = "cancelled"
 			failed++
 		case r.Err != nil:
 			outcome = "failed: " + r.Err.Error()

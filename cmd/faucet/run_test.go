@@ -1,0 +1,514 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	_ "github.com/ncruces/go-sqlite3/driver"
+
+	"github.com/faucet-dev/faucet/internal/testpg"
+	"github.com/faucet-dev/faucet/plugins/builtin/generate"
+)
+
+// faucetBin is the faucet binary the tests run, built once (without -race,
+// for speed) so every test goes through real plugin processes.
+var faucetBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "faucet-cli-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := func() int {
+		defer os.RemoveAll(dir)
+		faucetBin = filepath.Join(dir, "faucet")
+		cmd := exec.Command("go", "build", "-o", faucetBin, ".")
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			fmt.Fprintf(os.Stderr, "build faucet: %v\n", err)
+			return 1
+		}
+		return m.Run()
+	}()
+	os.Exit(code)
+}
+
+// result is what one faucet invocation did.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// command prepares faucet with args in dir, isolated from any plugins the
+// machine has installed.
+func command(t *testing.T, dir string, env []string, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(faucetBin, args...)
+	cmd.Dir = dir
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "XDG_DATA_HOME=" + filepath.Join(dir, ".data")}, env...)
+	return cmd
+}
+
+// faucet runs the binary to completion and checks it left no process behind.
+func faucet(t *testing.T, dir string, env []string, args ...string) result {
+	t.Helper()
+	cmd := command(t, dir, env, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	res := result{stdout: stdout.String(), stderr: stderr.String()}
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		res.code = exit.ExitCode()
+	case err != nil:
+		t.Fatalf("run faucet %v: %v", args, err)
+	}
+	assertNoPlugins(t, dir)
+	return res
+}
+
+// assertNoPlugins fails when a process of the test binary started for the
+// test working in dir (a plugin of a faucet that has exited) is still
+// alive. Plugins inherit HOME, which command sets to dir, and nothing else
+// tells the processes of tests running in parallel apart.
+func assertNoPlugins(t *testing.T, dir string) {
+	t.Helper()
+	// A killed plugin may take a moment to be reaped by init.
+	for range 50 {
+		if pids := faucetProcesses(dir); len(pids) == 0 {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Errorf("faucet processes left behind: %v", faucetProcesses(dir))
+}
+
+func faucetProcesses(dir string) []int {
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
+		if err != nil || exe != faucetBin {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err == nil && bytes.Contains(append([]byte{0}, env...), []byte("\x00HOME="+dir+"\x00")) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sqliteRows returns query's rows from a SQLite file as "a|b|c" strings.
+func sqliteRows(t *testing.T, path, query string) []string {
+	t.Helper()
+	db, err := sql.Open("sqlite3", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(query)
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	var out []string
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		parts := make([]string, len(vals))
+		for i, v := range vals {
+			parts[i] = fmt.Sprint(v)
+		}
+		out = append(out, strings.Join(parts, "|"))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// pgRows returns query's rows, each as its row_to_json text.
+func pgRows(t *testing.T, url, query string) []string {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, "SELECT row_to_json(q)::text FROM ("+query+") q")
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return out
+}
+
+func mustSucceed(t *testing.T, r result) {
+	t.Helper()
+	if r.code != 0 {
+		t.Fatalf("faucet exited %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+func TestRunJSONLToSQLiteAppendAndUpsert(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "in", "a.jsonl"), `{"id": 1, "name": "ada", "tags": ["x"]}
+{"id": 2, "name": "grace", "tags": []}
+`)
+	writeFile(t, filepath.Join(dir, "append.yaml"), `version: 1
+pipeline:
+  source: {type: jsonl, config: {path: in/a.jsonl}}
+  sink: {type: sqlite, config: {path: out/db.sqlite, table: people, key: [id]}}
+`)
+	r := faucet(t, dir, nil, "run", "append.yaml")
+	mustSucceed(t, r)
+	if !strings.Contains(r.stderr, "2 records in") {
+		t.Errorf("summary missing:\n%s", r.stderr)
+	}
+	want := []string{`1|ada|["x"]`, `2|grace|[]`}
+	if got := sqliteRows(t, filepath.Join(dir, "out", "db.sqlite"), "SELECT id, name, tags FROM people ORDER BY id"); !equal(got, want) {
+		t.Errorf("after append: %v, want %v", got, want)
+	}
+
+	writeFile(t, filepath.Join(dir, "in", "b.jsonl"), `{"id": 2, "name": "grace hopper", "tags": ["navy"]}
+{"id": 3, "name": "edsger", "tags": null}
+`)
+	r = faucet(t, dir, nil, "run", "append.yaml",
+		"--set", "pipeline.source.config.path=in/b.jsonl",
+		"--set", "pipeline.sink.config.write_mode=upsert")
+	mustSucceed(t, r)
+	want = []string{`1|ada|["x"]`, `2|grace hopper|["navy"]`, `3|edsger|<nil>`}
+	if got := sqliteRows(t, filepath.Join(dir, "out", "db.sqlite"), "SELECT id, name, tags FROM people ORDER BY id"); !equal(got, want) {
+		t.Errorf("after upsert: %v, want %v", got, want)
+	}
+}
+
+func equal(a, b []string) bool {
+	return strings.Join(a, "\n") == strings.Join(b, "\n")
+}
+
+func TestRunSQLiteToPostgresToJSONL(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	url := testpg.Database(t)
+	db := filepath.Join(dir, "src.db")
+	writeFile(t, filepath.Join(dir, "seed.yaml"), fmt.Sprintf(`version: 1
+pipeline:
+  source: {type: generate, config: {count: 5000, seed: 9}}
+  sink: {type: sqlite, config: {path: %q, table: orders}}
+`, db))
+	mustSucceed(t, faucet(t, dir, nil, "run", "seed.yaml"))
+
+	// sqlite → postgres, the URL coming from the environment.
+	writeFile(t, filepath.Join(dir, "to-pg.yaml"), fmt.Sprintf(`version: 1
+pipeline:
+  source: {type: sqlite, config: {path: %q, table: orders}}
+  sink: {type: postgres, config: {url: "${env:PG_URL}", table: public.orders, key: [id]}}
+`, db))
+	r := faucet(t, dir, []string{"PG_URL=" + url}, "run", "to-pg.yaml")
+	mustSucceed(t, r)
+	if strings.Contains(r.stderr, url) {
+		t.Errorf("the database URL (a secret) appears in the output:\n%s", r.stderr)
+	}
+	count := pgRows(t, url, "SELECT count(*) AS n, sum(id) AS s FROM orders")
+	if !equal(count, []string{`{"n":5000,"s":12502500}`}) {
+		t.Errorf("postgres holds %v", count)
+	}
+
+	// postgres → jsonl, sharing nothing with the steps before but the data.
+	writeFile(t, filepath.Join(dir, "from-pg.yaml"), `version: 1
+pipeline:
+  source: {type: postgres, config: {url: "${env:PG_URL}", query: "SELECT * FROM orders ORDER BY id"}}
+  sink: {type: jsonl, config: {path: out/orders.jsonl}}
+`)
+	mustSucceed(t, faucet(t, dir, []string{"PG_URL=" + url}, "run", "from-pg.yaml"))
+	f, err := os.Open(filepath.Join(dir, "out", "orders.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	id := int64(0)
+	for sc.Scan() {
+		id++
+		var got, want map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &got); err != nil {
+			t.Fatalf("line %d: %v", id, err)
+		}
+		if err := json.Unmarshal(generate.AppendRow(nil, 9, id), &want); err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("record %d went through sqlite and postgres as\n%v\nwant\n%v", id, got, want)
+		}
+	}
+	if id != 5000 {
+		t.Errorf("jsonl holds %d records, want 5000", id)
+	}
+}
+
+func TestRunGenerateToPostgres(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	url := testpg.Database(t)
+	writeFile(t, filepath.Join(dir, "gen.json"), `{
+  "version": 1,
+  "vars": {"rows": 60000},
+  "pipeline": {
+    "source": {"type": "generate", "config": {"count": "${vars.rows}"}},
+    "sink": {"type": "postgres", "config": {"url": "${env:PG_URL}", "table": "people"}}
+  }
+}`)
+	r := faucet(t, dir, []string{"PG_URL=" + url}, "run", "gen.json")
+	mustSucceed(t, r)
+	if !strings.Contains(r.stderr, "60,000 records in") {
+		t.Errorf("summary:\n%s", r.stderr)
+	}
+	got := pgRows(t, url, "SELECT count(*) AS n, count(DISTINCT id) AS d, min(id) AS lo, max(id) AS hi FROM people")
+	if !equal(got, []string{`{"n":60000,"d":60000,"lo":1,"hi":60000}`}) {
+		t.Errorf("postgres holds %v", got)
+	}
+	// Spot-check one row exactly against the generator.
+	got = pgRows(t, url, "SELECT id, first_name, country, amount::text, created_at, active, attributes FROM people WHERE id = 4242")
+	var want generate.Row = generate.RowOf(1, 4242)
+	if len(got) != 1 || !strings.Contains(got[0], `"first_name":"`+want.FirstName+`"`) || !strings.Contains(got[0], `"amount":"`+want.Amount()+`"`) {
+		t.Errorf("row 4242 = %v, want %+v", got, want)
+	}
+}
+
+func TestRunMatrixFailureAndSummary(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "in.jsonl"), "{\"a\": 1}\n{\"a\": 2}\n")
+	writeFile(t, filepath.Join(dir, "matrix.yaml"), `version: 1
+pipeline:
+  source: {type: jsonl, config: {path: in.jsonl}}
+  sink: {type: sqlite, config: {path: out.db, table: "${vars.table}"}}
+execution: {on_error: continue}
+matrix:
+  - {id: good, vars: {table: t1}}
+  - {id: missing-input, vars: {table: t2}, source: {config: {path: nope.jsonl}}}
+  - {id: also-good, vars: {table: t3}}
+`)
+	r := faucet(t, dir, nil, "run", "matrix.yaml")
+	if r.code == 0 {
+		t.Fatalf("a run with a failed row exited 0:\n%s", r.stderr)
+	}
+	for _, want := range []string{
+		"good ", "also-good", "missing-input", "nope.jsonl",
+		"4 records in", "1 of 3 invocations did not complete",
+	} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("output lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	if got := sqliteRows(t, filepath.Join(dir, "out.db"), "SELECT (SELECT count(*) FROM t1), (SELECT count(*) FROM t3)"); !equal(got, []string{"2|2"}) {
+		t.Errorf("the good rows wrote %v", got)
+	}
+
+	r = faucet(t, dir, nil, "run", "matrix.yaml", "--set", "execution.on_error=stop", "--set", "pipeline.sink.config.path=stop.db")
+	if r.code == 0 || !strings.Contains(r.stderr, "not run") {
+		t.Errorf("on_error stop should leave the last row not run:\n%s", r.stderr)
+	}
+}
+
+func TestRunBadInput(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cases := []struct {
+		name, config string
+		env          []string
+		want         []string
+	}{
+		{"malformed yaml", "version: 1\npipeline:\n  source: [1, 2\n  sink: {}\n",
+			nil, []string{"bad.yaml:4:3: invalid YAML"}},
+		{"unknown connector", "version: 1\npipeline:\n  source: {type: sqlit, config: {}}\n  sink: {type: stdout}\n",
+			nil, []string{`bad.yaml:3:12: pipeline.source.type: unknown source connector "sqlit"; did you mean "sqlite"?`, "known: csv, generate, jsonl, postgres, sqlite"}},
+		{"schema violation", "version: 1\npipeline:\n  source: {type: sqlite, config: {path: x.db}}\n  sink: {type: postgres, config: {url: x, table: t, write_mode: upsert}}\n",
+			nil, []string{`bad.yaml:3:26: pipeline.source.config: set one of "table", "query"`, `bad.yaml:4:26: pipeline.sink.config: missing required key "key"`}},
+		{"missing input file", "version: 1\npipeline:\n  source: {type: sqlite, config: {path: nowhere.db, table: t}}\n  sink: {type: stdout}\n",
+			nil, []string{"sqlite database nowhere.db", "no such file or directory"}},
+		{"unreachable database", "version: 1\npipeline:\n  source: {type: postgres, config: {url: \"postgres://u:s3cret@127.0.0.1:1/db\", table: t}}\n  sink: {type: stdout}\nresilience: {retry: {max_attempts: 2, backoff: {initial: 10ms}}}\n",
+			nil, []string{"connect to postgres", "connection refused"}},
+		{"missing env", "version: 1\npipeline:\n  source: {type: postgres, config: {url: \"${env:NOPE}\", table: t}}\n  sink: {type: stdout}\n",
+			nil, []string{"bad.yaml:3:37: pipeline.source.config.url: environment variable NOPE is not set"}},
+	}
+	for _, tc := range cases {
+		writeFile(t, filepath.Join(dir, "bad.yaml"), tc.config)
+		r := faucet(t, dir, tc.env, "run", "bad.yaml")
+		if r.code == 0 {
+			t.Errorf("%s: exited 0", tc.name)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(r.stderr, w) {
+				t.Errorf("%s: output lacks %q:\n%s", tc.name, w, r.stderr)
+			}
+		}
+		if strings.Contains(r.stderr, "s3cret") {
+			t.Errorf("%s: a secret leaked:\n%s", tc.name, r.stderr)
+		}
+		if r.stdout != "" {
+			t.Errorf("%s: records reached the stdout sink of a failed run: %q", tc.name, r.stdout)
+		}
+	}
+}
+
+func TestValidate(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "ok.yaml"), `version: 1
+pipeline:
+  source: {type: generate, config: {count: 3}}
+  sink: {type: sqlite, config: {path: never.db, table: t}}
+matrix: [{id: a}, {id: b}]
+`)
+	r := faucet(t, dir, nil, "validate", "ok.yaml")
+	mustSucceed(t, r)
+	if !strings.Contains(r.stdout, "ok.yaml: valid, 2 invocation(s)") || !strings.Contains(r.stdout, "a: generate → sqlite") {
+		t.Errorf("validate output:\n%s", r.stdout)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "never.db")); err == nil {
+		t.Error("validate touched the sink")
+	}
+	writeFile(t, filepath.Join(dir, "bad.json"), "{\n  \"version\": 1,\n  \"pipline\": {}\n}\n")
+	r = faucet(t, dir, nil, "validate", "bad.json")
+	if r.code == 0 || !strings.Contains(r.stderr, `bad.json:3:3: pipline: unknown key; did you mean "pipeline"?`) || !strings.Contains(r.stderr, "2 problem(s)") {
+		t.Errorf("validate bad.json exited %d:\n%s", r.code, r.stderr)
+	}
+	cmd := command(t, dir, nil, "validate", "-")
+	cmd.Stdin = strings.NewReader(`{"version": 1, "pipeline": {"source": {"type": "generate", "config": {"count": 1}}, "sink": {"type": "stdout"}}}`)
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "standard input: valid") {
+		t.Errorf("validate -: %v\n%s", err, out)
+	}
+}
+
+func TestConnectorsCommands(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	r := faucet(t, dir, nil, "connectors", "list")
+	mustSucceed(t, r)
+	for _, name := range []string{"csv", "generate", "jsonl", "postgres", "sqlite", "stdout"} {
+		if !regexp.MustCompile(`(?m)^` + name + `\s`).MatchString(r.stdout) {
+			t.Errorf("connectors list lacks %s:\n%s", name, r.stdout)
+		}
+	}
+	r = faucet(t, dir, nil, "connectors", "spec", "postgres")
+	mustSucceed(t, r)
+	var spec struct {
+		Name         string   `json:"name"`
+		Roles        []string `json:"roles"`
+		WriteModes   []string `json:"write_modes"`
+		SourceSchema struct {
+			Properties map[string]struct {
+				WriteOnly bool `json:"writeOnly"`
+			} `json:"properties"`
+		} `json:"source_schema"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &spec); err != nil {
+		t.Fatalf("spec is not JSON: %v\n%s", err, r.stdout)
+	}
+	if spec.Name != "postgres" || len(spec.Roles) != 2 || !spec.SourceSchema.Properties["url"].WriteOnly || len(spec.WriteModes) != 3 {
+		t.Errorf("spec = %+v", spec)
+	}
+	r = faucet(t, dir, nil, "connectors", "spec", "postgress")
+	if r.code == 0 || !strings.Contains(r.stderr, `no connector "postgress"`) {
+		t.Errorf("spec of an unknown connector: %d %s", r.code, r.stderr)
+	}
+}
+
+// TestRunCancelCommitsAcknowledgedBatches interrupts a long run the way a
+// person does, with SIGINT, once progress shows, and checks the sink kept
+// exactly what the summary reports as written.
+func TestRunCancelCommitsAcknowledgedBatches(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "long.yaml"), `version: 1
+pipeline:
+  source: {type: generate, config: {count: 500000000}}
+  sink: {type: sqlite, config: {path: out.db, table: t}}
+`)
+	cmd := command(t, dir, nil, "run", "long.yaml")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		out.WriteString(sc.Text() + "\n")
+		if strings.HasPrefix(sc.Text(), "progress:") {
+			if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	rest, _ := io.ReadAll(stderr)
+	out.Write(rest)
+	err = cmd.Wait()
+	assertNoPlugins(t, dir)
+	if err == nil {
+		t.Fatalf("an interrupted run exited 0:\n%s", out.String())
+	}
+	m := regexp.MustCompile(`(?m)^default\s+([0-9,]+)\s+\S+\s+cancelled$`).FindStringSubmatch(out.String())
+	if m == nil || !strings.Contains(out.String(), "interrupted") {
+		t.Fatalf("no summary after the interrupt:\n%s", out.String())
+	}
+	written, _ := strconv.Atoi(strings.ReplaceAll(m[1], ",", ""))
+	if written == 0 {
+		t.Fatalf("nothing was written before the interrupt:\n%s", out.String())
+	}
+	got := sqliteRows(t, filepath.Join(dir, "out.db"), "SELECT count(*), count(DISTINCT id), max(id) FROM t")
+	if want := fmt.Sprintf("%d|%d|%d", written, written, written); !equal(got, []string{want}) {
+		t.Errorf("the sink holds %v, the summary says %d records were written", got, written)
+	}
+}
