@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/faucet-dev/faucet/plugins/builtin/generate"
+	"github.com/faucet-dev/faucet/plugins/builtin/internal/tabular/tabulartest"
 	"github.com/faucet-dev/faucet/plugins/sdk"
 )
 
@@ -34,19 +35,9 @@ func BenchmarkSink(b *testing.B) {
 	for _, mode := range []string{"append", "upsert"} {
 		b.Run(mode, func(b *testing.B) {
 			dir := b.TempDir()
-			ctx := context.Background()
 			for i := 0; b.Loop(); i++ {
 				config := fmt.Sprintf(`{"path": %q, "table": "t", "write_mode": %q, "key": ["id"]}`, filepath.Join(dir, fmt.Sprint(i, ".db")), mode)
-				w, err := Connector{}.Open(ctx, json.RawMessage(config))
-				if err != nil {
-					b.Fatal(err)
-				}
-				for _, batch := range batches {
-					if err := w.Write(ctx, batch); err != nil {
-						b.Fatal(err)
-					}
-				}
-				if err := w.Close(ctx); err != nil {
+				if err := tabulartest.Write(b, Connector{}, config, false, batches...); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -57,21 +48,11 @@ func BenchmarkSink(b *testing.B) {
 
 func BenchmarkSource(b *testing.B) {
 	batches, rows := benchBatches()
-	dir := b.TempDir()
-	path := filepath.Join(dir, "src.db")
+	path := filepath.Join(b.TempDir(), "src.db")
+	if err := tabulartest.Write(b, Connector{}, fmt.Sprintf(`{"path": %q, "table": "t"}`, path), false, batches...); err != nil {
+		b.Fatal(err)
+	}
 	ctx := context.Background()
-	w, err := Connector{}.Open(ctx, json.RawMessage(fmt.Sprintf(`{"path": %q, "table": "t"}`, path)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, batch := range batches {
-		if err := w.Write(ctx, batch); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := w.Close(ctx); err != nil {
-		b.Fatal(err)
-	}
 	config := json.RawMessage(fmt.Sprintf(`{"path": %q, "table": "t"}`, path))
 	for b.Loop() {
 		bw := sdk.NewBatchWriter(func(sdk.Batch) error { return nil })
