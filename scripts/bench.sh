@@ -6,4 +6,4 @@ cd "$(dirname "$0")/.."
 
 go run ./internal/testpg/withpg go test -run '^$' -bench . -benchmem -count=1 -timeout 60m ./...
 
-bash scripts/bench-pipeline.sh
+go run ./internal/testpg/withpg bash scripts/bench-pipeline.sh

@@ -20,6 +20,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/faucet-dev/faucet/pipeline"
 	"github.com/faucet-dev/faucet/plugins/builtin"
 	"github.com/faucet-dev/faucet/plugins/builtin/generate"
@@ -98,6 +100,8 @@ type benchCase struct {
 	source, sink pipeline.ConnectorConfig
 	// inProcess also runs the case in one process, to price the boundary.
 	inProcess bool
+	// prepare, if set, runs before each measured run, untimed.
+	prepare func(context.Context) error
 }
 
 func run(args []string) error {
@@ -106,6 +110,7 @@ func run(args []string) error {
 	data := fs.String("data", "", "the CSV dataset from benchpipe gen")
 	rows := fs.Int64("rows", 1_000_000, "rows in the dataset")
 	repeat := fs.Int("repeat", 3, "runs per case; the median is reported")
+	pg := fs.String("pg", "", "a PostgreSQL URL: also measure generate→postgres (COPY) and postgres→postgres")
 	fs.Parse(args)
 	if *faucet == "" || *data == "" {
 		return fmt.Errorf("run: -faucet and -data are required")
@@ -122,6 +127,9 @@ func run(args []string) error {
 		sink:      connector("jsonl", map[string]any{"path": filepath.Join(tmp, "out.jsonl")}),
 		inProcess: true,
 	}}
+	if *pg != "" {
+		cases = append(cases, postgresCases(*pg, *rows)...)
+	}
 
 	var specs []sdk.Spec
 	for _, c := range builtin.All() {
@@ -154,6 +162,34 @@ func run(args []string) error {
 	return nil
 }
 
+// postgresCases load the dataset's rows from the generate connector into a
+// new table through COPY, then copy that table into another one: each run
+// starts by dropping its sink table, so the sink creates it and appends.
+func postgresCases(url string, rows int64) []benchCase {
+	drop := func(table string) func(context.Context) error {
+		return func(ctx context.Context) error {
+			conn, err := pgx.Connect(ctx, url)
+			if err != nil {
+				return err
+			}
+			defer conn.Close(ctx)
+			_, err = conn.Exec(ctx, "DROP TABLE IF EXISTS "+table)
+			return err
+		}
+	}
+	return []benchCase{{
+		name:    "generate→postgres",
+		source:  connector("generate", map[string]any{"count": rows}),
+		sink:    connector("postgres", map[string]any{"url": url, "table": "bench_generated"}),
+		prepare: drop("bench_generated"),
+	}, {
+		name:    "postgres→postgres",
+		source:  connector("postgres", map[string]any{"url": url, "table": "bench_generated"}),
+		sink:    connector("postgres", map[string]any{"url": url, "table": "bench_copy"}),
+		prepare: drop("bench_copy"),
+	}}
+}
+
 func connector(typ string, cfg map[string]any) pipeline.ConnectorConfig {
 	data, _ := json.Marshal(cfg)
 	return pipeline.ConnectorConfig{Type: typ, Config: data}
@@ -171,6 +207,11 @@ type figures struct {
 func measure(c benchCase, conns pipeline.Connectors, rows int64, repeat int) (figures, error) {
 	var runs []figures
 	for range max(repeat, 1) {
+		if c.prepare != nil {
+			if err := c.prepare(context.Background()); err != nil {
+				return figures{}, fmt.Errorf("prepare: %w", err)
+			}
+		}
 		sampler := startRSS()
 		cpu0 := treeCPU(os.Getpid())
 		start := time.Now()
