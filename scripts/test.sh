@@ -22,3 +22,7 @@ if [ -z "${TEST_DATABASE_URL:-}" ] && ! have_pg_binaries; then
 fi
 
 go run ./internal/testpg/withpg go test -race -count=1 -timeout 30m ./...
+
+# The config loader's fuzz target, briefly, on top of its seed corpus (which
+# the run above already checked).
+go test -run '^$' -fuzz '^FuzzLoad$' -fuzztime 15s ./pipeline
