@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -23,7 +24,11 @@ import (
 	_ "github.com/ncruces/go-sqlite3/driver"
 
 	"github.com/faucet-dev/faucet/internal/testpg"
+	"github.com/faucet-dev/faucet/pipeline"
+	"github.com/faucet-dev/faucet/plugins/builtin"
 	"github.com/faucet-dev/faucet/plugins/builtin/generate"
+	"github.com/faucet-dev/faucet/plugins/host"
+	"github.com/faucet-dev/faucet/plugins/sdk"
 )
 
 // faucetBin is the faucet binary the tests run, built once (without -race,
@@ -511,4 +516,74 @@ pipeline:
 	if want := fmt.Sprintf("%d|%d|%d", written, written, written); !equal(got, []string{want}) {
 		t.Errorf("the sink holds %v, the summary says %d records were written", got, written)
 	}
+}
+
+// TestShardedSQLSourcesThroughPlugins splits the sqlite and postgres sources
+// through the plugin host, runs every shard as its own invocation (as
+// cluster mode does), and checks the shards together hold exactly the
+// records of one unsharded read.
+func TestShardedSQLSourcesThroughPlugins(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	url := testpg.Database(t)
+	db := filepath.Join(dir, "src.db")
+	writeFile(t, filepath.Join(dir, "seed.yaml"), fmt.Sprintf(`version: 1
+pipeline:
+  source: {type: generate, config: {count: 20000, seed: 5}}
+  sink: {type: sqlite, config: {path: %q, table: people}}
+matrix:
+  - id: sqlite
+  - id: postgres
+    sink: {type: postgres, config: {url: %q, table: people, key: [id]}}
+`, db, url))
+	mustSucceed(t, faucet(t, dir, nil, "run", "seed.yaml"))
+
+	var specs []sdk.Spec
+	for _, c := range builtin.All() {
+		specs = append(specs, c.Spec())
+	}
+	h, err := host.New(context.Background(), host.Options{Executable: faucetBin, Builtins: specs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	sources := map[string]map[string]any{
+		"sqlite":   {"path": db, "table": "people"},
+		"postgres": {"url": url, "query": "SELECT * FROM people WHERE id % 3 <> 0", "key": "created_at"},
+	}
+	for name, config := range sources {
+		raw, _ := json.Marshal(config)
+		src := pipeline.ConnectorConfig{Type: name, Config: raw}
+		shards, err := h.Shards(context.Background(), src, 5)
+		if err != nil || len(shards) != 5 {
+			t.Fatalf("%s: shards %v, %v", name, shards, err)
+		}
+		sink := func(file string) pipeline.ConnectorConfig {
+			raw, _ := json.Marshal(map[string]any{"path": filepath.Join(dir, file), "write_mode": "append"})
+			return pipeline.ConnectorConfig{Type: "jsonl", Config: raw}
+		}
+		invs := []pipeline.Invocation{{RowID: "whole", Source: src, Sink: sink(name + "-whole.jsonl")}}
+		for i := range shards {
+			invs = append(invs, pipeline.Invocation{RowID: fmt.Sprint("shard", i), Source: src, SourceShard: &shards[i], Sink: sink(name + "-shards.jsonl")})
+		}
+		plan := &pipeline.Plan{Invocations: invs, Execution: pipeline.Execution{MaxConcurrent: 2, OnError: pipeline.OnErrorStop}}
+		if _, err := pipeline.Execute(context.Background(), plan, pipeline.ExecuteOptions{Connectors: h}); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		whole, sharded := sortedLines(t, filepath.Join(dir, name+"-whole.jsonl")), sortedLines(t, filepath.Join(dir, name+"-shards.jsonl"))
+		if len(whole) == 0 || !equal(whole, sharded) {
+			t.Errorf("%s: %d shards hold %d records, the whole source %d, or they differ", name, len(shards), len(sharded), len(whole))
+		}
+	}
+}
+
+func sortedLines(t *testing.T, path string) []string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	slices.Sort(lines)
+	return lines
 }
