@@ -15,8 +15,30 @@ import (
 	"github.com/faucet-dev/faucet/plugins/host"
 )
 
+// relayOnly hides the host's Piper, so the executor relays the batches
+// through its own process (the host's source and sink sessions).
+type relayOnly struct{ pipeline.Connectors }
+
+// modes runs a test with the sink reading the source directly (pipe) and
+// with the executor relaying the batches (relay).
+func modes(t *testing.T, test func(t *testing.T, h *host.Host, conns pipeline.Connectors)) {
+	for _, mode := range []string{"pipe", "relay"} {
+		t.Run(mode, func(t *testing.T) {
+			h := newHost(t)
+			var conns pipeline.Connectors = h
+			if mode == "relay" {
+				conns = relayOnly{h}
+			}
+			test(t, h, conns)
+		})
+	}
+}
+
 func TestCSVToJSONL(t *testing.T) {
-	h := newHost(t)
+	modes(t, testCSVToJSONL)
+}
+
+func testCSVToJSONL(t *testing.T, _ *host.Host, h pipeline.Connectors) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.csv")
 	csvText := "id,name,note\n" +
@@ -51,7 +73,10 @@ func TestCSVToJSONL(t *testing.T) {
 }
 
 func TestMissingInputFileWritesNothing(t *testing.T) {
-	h := newHost(t)
+	modes(t, testMissingInputFileWritesNothing)
+}
+
+func testMissingInputFileWritesNothing(t *testing.T, _ *host.Host, h pipeline.Connectors) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out.jsonl")
 	results, err := pipeline.Execute(context.Background(), plan(pipeline.Invocation{
@@ -115,7 +140,10 @@ func TestMatrixOnError(t *testing.T) {
 }
 
 func TestCancelCommitsExactlyTheAcknowledgedBatches(t *testing.T) {
-	h := newHost(t)
+	modes(t, testCancelCommitsExactlyTheAcknowledgedBatches)
+}
+
+func testCancelCommitsExactlyTheAcknowledgedBatches(t *testing.T, _ *host.Host, h pipeline.Connectors) {
 	out := filepath.Join(t.TempDir(), "out.jsonl")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -153,7 +181,10 @@ func TestCancelCommitsExactlyTheAcknowledgedBatches(t *testing.T) {
 }
 
 func TestKilledSourcePlugin(t *testing.T) {
-	h := newHost(t)
+	modes(t, testKilledSourcePlugin)
+}
+
+func testKilledSourcePlugin(t *testing.T, _ *host.Host, h pipeline.Connectors) {
 	dir := t.TempDir()
 	var once sync.Once
 	var killed []int
@@ -272,4 +303,54 @@ func TestStdoutSinkWritesToFaucetsStdout(t *testing.T) {
 	if n := countLines(t, out.Name()); n != 123 {
 		t.Errorf("stdout got %d lines, want 123 as soon as the run ends", n)
 	}
+}
+
+func TestKilledSinkPlugin(t *testing.T) {
+	modes(t, func(t *testing.T, _ *host.Host, h pipeline.Connectors) {
+		dir := t.TempDir()
+		var once sync.Once
+		var killed []int
+		_, err := pipeline.Execute(context.Background(), plan(pipeline.Invocation{
+			RowID:  "default",
+			Source: cfg("generate", map[string]any{"count": 50_000_000}),
+			Sink:   cfg("csv", map[string]any{"path": filepath.Join(dir, "out.csv")}),
+		}), pipeline.ExecuteOptions{Connectors: h, Progress: func(pipeline.Progress) {
+			once.Do(func() {
+				killed = children(t, "connector serve csv")
+				for _, pid := range killed {
+					syscall.Kill(pid, syscall.SIGKILL)
+				}
+			})
+		}})
+		if len(killed) != 1 {
+			t.Fatalf("found %d csv plugin processes to kill, want 1", len(killed))
+		}
+		if err == nil || !strings.Contains(err.Error(), "connector csv exited: signal: killed") {
+			t.Fatalf("error = %v, want the sink's crash named", err)
+		}
+	})
+}
+
+func TestSinkErrorAbortsTheOutput(t *testing.T) {
+	modes(t, func(t *testing.T, _ *host.Host, h pipeline.Connectors) {
+		dir := t.TempDir()
+		in := filepath.Join(dir, "in.jsonl")
+		lines := strings.Repeat(`{"a": 1}`+"\n", 20_000) + `{"a": 2, "surprise": true}` + "\n"
+		if err := os.WriteFile(in, []byte(lines), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dir, "out", "out.csv")
+		res, err := pipeline.Execute(context.Background(), plan(pipeline.Invocation{
+			RowID: "default", Source: cfg("jsonl", map[string]any{"path": in}), Sink: cfg("csv", map[string]any{"path": out}),
+		}), pipeline.ExecuteOptions{Connectors: h})
+		if err == nil || !strings.Contains(err.Error(), `connector csv: batch`) || !strings.Contains(err.Error(), `"surprise"`) {
+			t.Fatalf("error = %v, want the csv sink's complaint", err)
+		}
+		if pipeline.IsTransient(err) || res[0].RecordsWritten != 0 {
+			t.Errorf("transient = %v, written = %d; want a permanent failure with nothing written", pipeline.IsTransient(err), res[0].RecordsWritten)
+		}
+		if entries, _ := os.ReadDir(filepath.Dir(out)); len(entries) != 0 {
+			t.Errorf("the aborted sink left %v", entries)
+		}
+	})
 }

@@ -211,6 +211,9 @@ func (s *server) Write(stream grpc.BidiStreamingServer[connectorv1.WriteRequest,
 	if open == nil {
 		return status.Error(codes.InvalidArgument, "a write session must start with an open request")
 	}
+	if open.GetUpstream() != nil {
+		return s.writeFromUpstream(stream, sink, open)
+	}
 	w, err := sink.Open(ctx, open.GetConfig())
 	if err != nil {
 		return toStatus(ctx, err)
