@@ -246,7 +246,7 @@ func (h *Host) identify(ctx context.Context, path string) (*Connector, *proc, er
 		p.kill()
 		return nil, nil, fmt.Errorf("plugin %s: %w", path, err)
 	}
-	p.label = c.Name
+	p.label.Store(&c.Name)
 	return c, p, nil
 }
 

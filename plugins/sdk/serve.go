@@ -51,7 +51,8 @@ func hclogKeys(groups []string, a slog.Attr) slog.Attr {
 	}
 	switch a.Key {
 	case slog.TimeKey:
-		a.Key = "@timestamp"
+		// The one layout go-plugin accepts.
+		a = slog.String("@timestamp", a.Value.Time().Format("2006-01-02T15:04:05.000000Z07:00"))
 	case slog.MessageKey:
 		a.Key = "@message"
 	case slog.LevelKey:
