@@ -3,6 +3,7 @@ package host_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -10,6 +11,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/faucet-dev/faucet/pipeline"
 	"github.com/faucet-dev/faucet/plugins/host"
@@ -352,5 +354,48 @@ func TestSinkErrorAbortsTheOutput(t *testing.T) {
 		if entries, _ := os.ReadDir(filepath.Dir(out)); len(entries) != 0 {
 			t.Errorf("the aborted sink left %v", entries)
 		}
+	})
+}
+
+func TestPoolLimits(t *testing.T) {
+	run := func(t *testing.T, opts host.Options) {
+		opts.Executable, opts.Builtins, opts.Logger = faucetBin, builtinSpecs(), testLogger(t)
+		h, err := host.New(context.Background(), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { h.Close() })
+		dir := t.TempDir()
+		var invs []pipeline.Invocation
+		for i := range 3 {
+			invs = append(invs, pipeline.Invocation{
+				RowID:  fmt.Sprint(i),
+				Source: cfg("generate", map[string]any{"count": 200_000}),
+				Sink:   cfg("jsonl", map[string]any{"path": filepath.Join(dir, fmt.Sprintf("%d.jsonl", i))}),
+			})
+		}
+		p := plan(invs...)
+		p.Execution.MaxConcurrent = 3
+		if _, err := pipeline.Execute(context.Background(), p, pipeline.ExecuteOptions{Connectors: h}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually := func(t *testing.T, what string, done func() bool) {
+		deadline := time.Now().Add(30 * time.Second)
+		for !done() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: children %v", what, children(t, "connector serve"))
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	t.Run("max idle", func(t *testing.T) {
+		// Three sessions ran at once; one process per connector stays warm.
+		run(t, host.Options{MaxIdle: 1, IdleTimeout: time.Hour})
+		eventually(t, "more than one idle generate process", func() bool { return len(children(t, "connector serve generate")) == 1 })
+	})
+	t.Run("idle timeout", func(t *testing.T) {
+		run(t, host.Options{IdleTimeout: 300 * time.Millisecond})
+		eventually(t, "idle processes outlived the idle timeout", func() bool { return len(children(t, "connector serve")) == 0 })
 	})
 }
