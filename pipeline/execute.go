@@ -68,6 +68,10 @@ type Piper interface {
 	OpenPipe(ctx context.Context, source ConnectorConfig, shard *SourceShard, sink ConnectorConfig, acked func(records int)) (PipeSession, error)
 }
 
+// ErrNoPipe is OpenPipe's answer when the pair cannot be piped; the
+// executor then relays the batches itself.
+var ErrNoPipe = errors.New("source and sink cannot be piped")
+
 // PipeSession is one source-to-sink transfer. The caller waits for it and
 // may stop it meanwhile, from another goroutine.
 type PipeSession interface {
@@ -318,7 +322,9 @@ type received struct {
 // failure it aborts, so a retry starts from a clean sink.
 func (e *executor) attempt(ctx context.Context, inv *Invocation) (int64, error) {
 	if p, ok := e.opts.Connectors.(Piper); ok {
-		return e.pipe(ctx, p, inv)
+		if n, err := e.pipe(ctx, p, inv); !errors.Is(err, ErrNoPipe) {
+			return n, err
+		}
 	}
 	src, err := e.opts.Connectors.OpenSource(ctx, inv.Source, inv.SourceShard)
 	if err != nil {

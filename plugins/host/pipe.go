@@ -27,6 +27,9 @@ func (h *Host) OpenPipe(ctx context.Context, source pipeline.ConnectorConfig, sh
 	if err != nil {
 		return nil, err
 	}
+	if !kc.readsUpstream {
+		return nil, pipeline.ErrNoPipe
+	}
 	src, err := h.checkout(ctx, sc)
 	if err != nil {
 		return nil, err

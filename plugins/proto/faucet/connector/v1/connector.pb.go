@@ -274,7 +274,10 @@ type Capabilities struct {
 	// shardable sources answer Shards and accept a shard in Read.
 	Shardable bool `protobuf:"varint,1,opt,name=shardable,proto3" json:"shardable,omitempty"`
 	// write_modes the sink supports, e.g. "append", "upsert", "overwrite".
-	WriteModes    []string `protobuf:"bytes,2,rep,name=write_modes,json=writeModes,proto3" json:"write_modes,omitempty"`
+	WriteModes []string `protobuf:"bytes,2,rep,name=write_modes,json=writeModes,proto3" json:"write_modes,omitempty"`
+	// reads_upstream sinks accept WriteOpen.upstream; faucet relays the
+	// batches itself to sinks that do not.
+	ReadsUpstream bool `protobuf:"varint,3,opt,name=reads_upstream,json=readsUpstream,proto3" json:"reads_upstream,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -321,6 +324,13 @@ func (x *Capabilities) GetWriteModes() []string {
 		return x.WriteModes
 	}
 	return nil
+}
+
+func (x *Capabilities) GetReadsUpstream() bool {
+	if x != nil {
+		return x.ReadsUpstream
+	}
+	return false
 }
 
 type CheckRequest struct {
@@ -1369,11 +1379,12 @@ const file_faucet_connector_v1_connector_proto_rawDesc = "" +
 	"\rsource_schema\x18\x05 \x01(\fR\fsourceSchema\x12\x1f\n" +
 	"\vsink_schema\x18\x06 \x01(\fR\n" +
 	"sinkSchema\x12E\n" +
-	"\fcapabilities\x18\a \x01(\v2!.faucet.connector.v1.CapabilitiesR\fcapabilities\"M\n" +
+	"\fcapabilities\x18\a \x01(\v2!.faucet.connector.v1.CapabilitiesR\fcapabilities\"t\n" +
 	"\fCapabilities\x12\x1c\n" +
 	"\tshardable\x18\x01 \x01(\bR\tshardable\x12\x1f\n" +
 	"\vwrite_modes\x18\x02 \x03(\tR\n" +
-	"writeModes\"U\n" +
+	"writeModes\x12%\n" +
+	"\x0ereads_upstream\x18\x03 \x01(\bR\rreadsUpstream\"U\n" +
 	"\fCheckRequest\x12-\n" +
 	"\x04role\x18\x01 \x01(\x0e2\x19.faucet.connector.v1.RoleR\x04role\x12\x16\n" +
 	"\x06config\x18\x02 \x01(\fR\x06config\"E\n" +
