@@ -58,6 +58,32 @@ type SinkSession interface {
 	Abort(ctx context.Context) error
 }
 
+// Piper is implemented by Connectors that can stream a source straight into
+// a sink, the records never passing through the executor's process. The
+// executor prefers it: with plugins, records then cross one process
+// boundary instead of two.
+type Piper interface {
+	// OpenPipe starts moving source (or its shard) into sink. acked is
+	// called with the record count of each batch the sink acknowledges.
+	OpenPipe(ctx context.Context, source ConnectorConfig, shard *SourceShard, sink ConnectorConfig, acked func(records int)) (PipeSession, error)
+}
+
+// ErrNoPipe is OpenPipe's answer when the pair cannot be piped; the
+// executor then relays the batches itself.
+var ErrNoPipe = errors.New("source and sink cannot be piped")
+
+// PipeSession is one source-to-sink transfer. The caller waits for it and
+// may stop it meanwhile, from another goroutine.
+type PipeSession interface {
+	// Wait blocks until the transfer ends and returns the number of records
+	// the sink committed: all of them, or after Stop the acknowledged ones.
+	// On error the sink has discarded the session.
+	Wait(ctx context.Context) (int64, error)
+	// Stop stops the source, lets the sink commit exactly the batches it
+	// acknowledged, and returns how many records that is.
+	Stop(ctx context.Context) (int64, error)
+}
+
 // ShardPlanner splits a source into shards for cluster mode, where each
 // shard runs as its own invocation (Invocation.SourceShard).
 type ShardPlanner interface {
@@ -295,6 +321,11 @@ type received struct {
 // and on cancellation the sink commits what it acknowledged; on any other
 // failure it aborts, so a retry starts from a clean sink.
 func (e *executor) attempt(ctx context.Context, inv *Invocation) (int64, error) {
+	if p, ok := e.opts.Connectors.(Piper); ok {
+		if n, err := e.pipe(ctx, p, inv); !errors.Is(err, ErrNoPipe) {
+			return n, err
+		}
+	}
 	src, err := e.opts.Connectors.OpenSource(ctx, inv.Source, inv.SourceShard)
 	if err != nil {
 		return 0, e.cancelled(ctx, err)
@@ -386,6 +417,60 @@ func (e *executor) attempt(ctx context.Context, inv *Invocation) (int64, error) 
 			return 0, e.cancelled(ctx, err)
 		}
 	}
+}
+
+// pipe is attempt for connectors that stream source to sink themselves.
+func (e *executor) pipe(ctx context.Context, p Piper, inv *Invocation) (int64, error) {
+	var (
+		ackMu sync.Mutex
+		acked int64
+	)
+	session, err := p.OpenPipe(context.WithoutCancel(ctx), inv.Source, inv.SourceShard, inv.Sink, func(n int) {
+		ackMu.Lock()
+		acked += int64(n)
+		rowRecords := acked
+		ackMu.Unlock()
+		e.progress(inv.RowID, rowRecords, int64(n))
+	})
+	if err != nil {
+		return 0, e.cancelled(ctx, err)
+	}
+	forget := func() {
+		ackMu.Lock()
+		n := acked
+		acked = 0
+		ackMu.Unlock()
+		e.progressMu.Lock()
+		e.total -= n
+		e.progressMu.Unlock()
+	}
+	type outcome struct {
+		n   int64
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		n, err := session.Wait(context.WithoutCancel(ctx))
+		done <- outcome{n, err}
+	}()
+	select {
+	case o := <-done:
+		if o.err != nil {
+			forget()
+			return 0, o.err
+		}
+		return o.n, nil
+	case <-ctx.Done():
+	}
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opts.FlushTimeout)
+	defer cancel()
+	n, err := session.Stop(fctx)
+	<-done
+	if err != nil {
+		forget()
+		return 0, fmt.Errorf("cancelled (%w); committing the acknowledged batches failed: %w", context.Cause(ctx), err)
+	}
+	return n, fmt.Errorf("cancelled after %d records were committed: %w", n, context.Cause(ctx))
 }
 
 // commitCancelled ends a cancelled attempt: the sink commits exactly the

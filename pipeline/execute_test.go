@@ -256,3 +256,23 @@ func TestCancelledBeforeStartIsNotRun(t *testing.T) {
 		t.Errorf("error = %v, result = %+v; want not run because cancelled", err, res[0])
 	}
 }
+
+// noPipe offers a Piper that declines every pair.
+type noPipe struct {
+	*inproc.Connectors
+	asked atomic.Int32
+}
+
+func (n *noPipe) OpenPipe(context.Context, pipeline.ConnectorConfig, *pipeline.SourceShard, pipeline.ConnectorConfig, func(int)) (pipeline.PipeSession, error) {
+	n.asked.Add(1)
+	return nil, pipeline.ErrNoPipe
+}
+
+func TestDeclinedPipeFallsBackToRelay(t *testing.T) {
+	sink := &memSink{}
+	conns := &noPipe{Connectors: inproc.New(generate.Connector{}, sink)}
+	res, err := pipeline.Execute(context.Background(), onePlan("generate"), pipeline.ExecuteOptions{Connectors: conns})
+	if err != nil || res[0].RecordsWritten != 100_000 || sink.records() != 100_000 || conns.asked.Load() != 1 {
+		t.Errorf("result %+v, err %v, committed %d, pipe asked %d times", res, err, sink.records(), conns.asked.Load())
+	}
+}

@@ -30,7 +30,18 @@ func TestThirdPartyPlugin(t *testing.T) {
 	plugins := t.TempDir()
 	// The file name says nothing: identity comes from the plugin's Spec.
 	install(t, linesBin, plugins, "some-file-name")
-	h := newHost(t, filepath.Join(t.TempDir(), "missing-dir"), plugins)
+	logger, logged := testLog(t)
+	h, err := host.New(context.Background(), host.Options{
+		Executable: faucetBin, Builtins: builtinSpecs(), Logger: logger,
+		PluginDirs: []string{filepath.Join(t.TempDir(), "missing-dir"), plugins},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		h.Close()
+		assertNoChildren(t)
+	})
 
 	c, ok := h.Lookup("lines")
 	if !ok || c.Builtin || !c.Source || !c.Sink || c.Version != "0.1.0" {
@@ -61,6 +72,9 @@ func TestThirdPartyPlugin(t *testing.T) {
 	want := []map[string]any{{"n": 1.0, "line": "first line"}, {"n": 2.0, "line": `"quoted" and ünïcode`}, {"n": 3.0, "line": "last"}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("lines → jsonl = %v, want %v", got, want)
+	}
+	if log := logged.String(); !strings.Contains(log, `msg="writing lines" connector=lines path=`+names) {
+		t.Errorf("the plugin's log line did not reach faucet's log tagged with its connector:\n%s", log)
 	}
 	if results[1].RecordsWritten != 25 || countLines(t, names) != 25 {
 		t.Errorf("generate → lines wrote %d records, %d lines; want 25", results[1].RecordsWritten, countLines(t, names))

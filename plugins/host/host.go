@@ -82,7 +82,9 @@ type Connector struct {
 	Path string
 	// Builtin is true for the connectors compiled into faucet.
 	Builtin bool
-	args    []string
+	// readsUpstream sinks read their source plugin directly.
+	readsUpstream bool
+	args          []string
 }
 
 // Host owns the plugin processes. It is safe for concurrent use.
@@ -138,6 +140,7 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 		h.connectors[s.Name] = &Connector{
 			Spec: s, Source: len(s.SourceSchema) > 0, Sink: len(s.SinkSchema) > 0,
 			Path: opts.Executable, Builtin: true, args: []string{"connector", "serve", s.Name},
+			readsUpstream: len(s.SinkSchema) > 0,
 		}
 	}
 	go h.reap()
@@ -230,9 +233,10 @@ func (h *Host) identify(ctx context.Context, path string) (*Connector, *proc, er
 			SourceSchema: resp.GetSourceSchema(), SinkSchema: resp.GetSinkSchema(),
 			Shardable: resp.GetCapabilities().GetShardable(), WriteModes: resp.GetCapabilities().GetWriteModes(),
 		},
-		Source: resp.GetKind() == connectorv1.Kind_KIND_SOURCE || resp.GetKind() == connectorv1.Kind_KIND_BOTH,
-		Sink:   resp.GetKind() == connectorv1.Kind_KIND_SINK || resp.GetKind() == connectorv1.Kind_KIND_BOTH,
-		Path:   path,
+		Source:        resp.GetKind() == connectorv1.Kind_KIND_SOURCE || resp.GetKind() == connectorv1.Kind_KIND_BOTH,
+		Sink:          resp.GetKind() == connectorv1.Kind_KIND_SINK || resp.GetKind() == connectorv1.Kind_KIND_BOTH,
+		Path:          path,
+		readsUpstream: resp.GetCapabilities().GetReadsUpstream(),
 	}
 	switch {
 	case c.Name == "":
@@ -246,7 +250,7 @@ func (h *Host) identify(ctx context.Context, path string) (*Connector, *proc, er
 		p.kill()
 		return nil, nil, fmt.Errorf("plugin %s: %w", path, err)
 	}
-	p.label = c.Name
+	p.label.Store(&c.Name)
 	return c, p, nil
 }
 

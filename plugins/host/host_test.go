@@ -3,6 +3,7 @@ package host_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -10,13 +11,36 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/faucet-dev/faucet/pipeline"
 	"github.com/faucet-dev/faucet/plugins/host"
 )
 
+// relayOnly hides the host's Piper, so the executor relays the batches
+// through its own process (the host's source and sink sessions).
+type relayOnly struct{ pipeline.Connectors }
+
+// modes runs a test with the sink reading the source directly (pipe) and
+// with the executor relaying the batches (relay).
+func modes(t *testing.T, test func(t *testing.T, h *host.Host, conns pipeline.Connectors)) {
+	for _, mode := range []string{"pipe", "relay"} {
+		t.Run(mode, func(t *testing.T) {
+			h := newHost(t)
+			var conns pipeline.Connectors = h
+			if mode == "relay" {
+				conns = relayOnly{h}
+			}
+			test(t, h, conns)
+		})
+	}
+}
+
 func TestCSVToJSONL(t *testing.T) {
-	h := newHost(t)
+	modes(t, testCSVToJSONL)
+}
+
+func testCSVToJSONL(t *testing.T, _ *host.Host, h pipeline.Connectors) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.csv")
 	csvText := "id,name,note\n" +
@@ -51,7 +75,10 @@ func TestCSVToJSONL(t *testing.T) {
 }
 
 func TestMissingInputFileWritesNothing(t *testing.T) {
-	h := newHost(t)
+	modes(t, testMissingInputFileWritesNothing)
+}
+
+func testMissingInputFileWritesNothing(t *testing.T, _ *host.Host, h pipeline.Connectors) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out.jsonl")
 	results, err := pipeline.Execute(context.Background(), plan(pipeline.Invocation{
@@ -115,7 +142,10 @@ func TestMatrixOnError(t *testing.T) {
 }
 
 func TestCancelCommitsExactlyTheAcknowledgedBatches(t *testing.T) {
-	h := newHost(t)
+	modes(t, testCancelCommitsExactlyTheAcknowledgedBatches)
+}
+
+func testCancelCommitsExactlyTheAcknowledgedBatches(t *testing.T, _ *host.Host, h pipeline.Connectors) {
 	out := filepath.Join(t.TempDir(), "out.jsonl")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -153,7 +183,10 @@ func TestCancelCommitsExactlyTheAcknowledgedBatches(t *testing.T) {
 }
 
 func TestKilledSourcePlugin(t *testing.T) {
-	h := newHost(t)
+	modes(t, testKilledSourcePlugin)
+}
+
+func testKilledSourcePlugin(t *testing.T, _ *host.Host, h pipeline.Connectors) {
 	dir := t.TempDir()
 	var once sync.Once
 	var killed []int
@@ -272,4 +305,97 @@ func TestStdoutSinkWritesToFaucetsStdout(t *testing.T) {
 	if n := countLines(t, out.Name()); n != 123 {
 		t.Errorf("stdout got %d lines, want 123 as soon as the run ends", n)
 	}
+}
+
+func TestKilledSinkPlugin(t *testing.T) {
+	modes(t, func(t *testing.T, _ *host.Host, h pipeline.Connectors) {
+		dir := t.TempDir()
+		var once sync.Once
+		var killed []int
+		_, err := pipeline.Execute(context.Background(), plan(pipeline.Invocation{
+			RowID:  "default",
+			Source: cfg("generate", map[string]any{"count": 50_000_000}),
+			Sink:   cfg("csv", map[string]any{"path": filepath.Join(dir, "out.csv")}),
+		}), pipeline.ExecuteOptions{Connectors: h, Progress: func(pipeline.Progress) {
+			once.Do(func() {
+				killed = children(t, "connector serve csv")
+				for _, pid := range killed {
+					syscall.Kill(pid, syscall.SIGKILL)
+				}
+			})
+		}})
+		if len(killed) != 1 {
+			t.Fatalf("found %d csv plugin processes to kill, want 1", len(killed))
+		}
+		if err == nil || !strings.Contains(err.Error(), "connector csv exited: signal: killed") {
+			t.Fatalf("error = %v, want the sink's crash named", err)
+		}
+	})
+}
+
+func TestSinkErrorAbortsTheOutput(t *testing.T) {
+	modes(t, func(t *testing.T, _ *host.Host, h pipeline.Connectors) {
+		dir := t.TempDir()
+		in := filepath.Join(dir, "in.jsonl")
+		lines := strings.Repeat(`{"a": 1}`+"\n", 20_000) + `{"a": 2, "surprise": true}` + "\n"
+		if err := os.WriteFile(in, []byte(lines), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dir, "out", "out.csv")
+		res, err := pipeline.Execute(context.Background(), plan(pipeline.Invocation{
+			RowID: "default", Source: cfg("jsonl", map[string]any{"path": in}), Sink: cfg("csv", map[string]any{"path": out}),
+		}), pipeline.ExecuteOptions{Connectors: h})
+		if err == nil || !strings.Contains(err.Error(), `connector csv: batch`) || !strings.Contains(err.Error(), `"surprise"`) {
+			t.Fatalf("error = %v, want the csv sink's complaint", err)
+		}
+		if pipeline.IsTransient(err) || res[0].RecordsWritten != 0 {
+			t.Errorf("transient = %v, written = %d; want a permanent failure with nothing written", pipeline.IsTransient(err), res[0].RecordsWritten)
+		}
+		if entries, _ := os.ReadDir(filepath.Dir(out)); len(entries) != 0 {
+			t.Errorf("the aborted sink left %v", entries)
+		}
+	})
+}
+
+func TestPoolLimits(t *testing.T) {
+	run := func(t *testing.T, opts host.Options) {
+		opts.Executable, opts.Builtins, opts.Logger = faucetBin, builtinSpecs(), testLogger(t)
+		h, err := host.New(context.Background(), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { h.Close() })
+		dir := t.TempDir()
+		var invs []pipeline.Invocation
+		for i := range 3 {
+			invs = append(invs, pipeline.Invocation{
+				RowID:  fmt.Sprint(i),
+				Source: cfg("generate", map[string]any{"count": 200_000}),
+				Sink:   cfg("jsonl", map[string]any{"path": filepath.Join(dir, fmt.Sprintf("%d.jsonl", i))}),
+			})
+		}
+		p := plan(invs...)
+		p.Execution.MaxConcurrent = 3
+		if _, err := pipeline.Execute(context.Background(), p, pipeline.ExecuteOptions{Connectors: h}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually := func(t *testing.T, what string, done func() bool) {
+		deadline := time.Now().Add(30 * time.Second)
+		for !done() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: children %v", what, children(t, "connector serve"))
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	t.Run("max idle", func(t *testing.T) {
+		// Three sessions ran at once; one process per connector stays warm.
+		run(t, host.Options{MaxIdle: 1, IdleTimeout: time.Hour})
+		eventually(t, "more than one idle generate process", func() bool { return len(children(t, "connector serve generate")) == 1 })
+	})
+	t.Run("idle timeout", func(t *testing.T) {
+		run(t, host.Options{IdleTimeout: 300 * time.Millisecond})
+		eventually(t, "idle processes outlived the idle timeout", func() bool { return len(children(t, "connector serve")) == 0 })
+	})
 }

@@ -11,13 +11,19 @@ import (
 // failure shows what the plugins said. Register it before anything that
 // logs in a cleanup.
 func testLogger(t *testing.T) *slog.Logger {
+	logger, _ := testLog(t)
+	return logger
+}
+
+// testLog is testLogger that also returns what was logged.
+func testLog(t *testing.T) (*slog.Logger, *lockedBuffer) {
 	w := &lockedBuffer{}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("host log:\n%s", w.String())
 		}
 	})
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug})), w
 }
 
 type lockedBuffer struct {

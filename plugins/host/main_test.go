@@ -40,9 +40,11 @@ func TestMain(m *testing.M) {
 		linesBin = filepath.Join(dir, "faucet-lines")
 		for _, b := range []struct{ dir, out, pkg string }{
 			{"../..", faucetBin, "./cmd/faucet"},
+			// The example is its own module on top of this one: -mod=mod lets
+			// it follow this module's dependency versions as they move.
 			{"../examples/lines", linesBin, "."},
 		} {
-			cmd := exec.Command("go", "build", "-o", b.out, b.pkg)
+			cmd := exec.Command("go", "build", "-mod=mod", "-o", b.out, b.pkg)
 			cmd.Dir = b.dir
 			cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 			if err := cmd.Run(); err != nil {

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -23,7 +24,9 @@ import (
 
 // proc is one running plugin process.
 type proc struct {
-	label  string
+	// label names the connector in logs: the file name until the plugin's
+	// Spec gives its real name.
+	label  *atomic.Pointer[string]
 	client *plugin.Client
 	cmd    *exec.Cmd
 	rpc    connectorv1.ConnectorServiceClient
@@ -83,7 +86,9 @@ func (h *Host) launch(ctx context.Context, label, path string, args ...string) (
 	cmd.Env = append(cmd.Env, stdout.FDEnv+"=3")
 	dieWithParent(cmd)
 
-	log := h.log.With("connector", label)
+	name := &atomic.Pointer[string]{}
+	name.Store(&label)
+	log := h.log
 	t := &tail{}
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  protocol.Handshake,
@@ -93,10 +98,10 @@ func (h *Host) launch(ctx context.Context, label, path string, args ...string) (
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		StartTimeout:     h.opts.StartTimeout,
 		Stderr:           t,
-		Logger:           hclogTo(log),
+		Logger:           hclogTo(log, name),
 		GRPCDialOptions:  protocol.DialOptions(),
 	})
-	p := &proc{label: label, client: client, cmd: cmd, tail: t}
+	p := &proc{label: name, client: client, cmd: cmd, tail: t}
 	fail := func(err error) (*proc, error) {
 		client.Kill()
 		if line := t.fatal(); line != "" {
@@ -123,7 +128,7 @@ func (h *Host) launch(ctx context.Context, label, path string, args ...string) (
 	if err := ctx.Err(); err != nil {
 		return fail(err)
 	}
-	log.Debug("plugin started", "path", path, "pid", cmd.Process.Pid)
+	log.Debug("plugin started", "connector", label, "path", path, "pid", cmd.Process.Pid)
 	return p, nil
 }
 
@@ -269,14 +274,17 @@ func (t *tail) fatal() string {
 }
 
 // hclogTo sends go-plugin's log, including the log lines plugins write to
-// stderr, into faucet's slog logger.
-func hclogTo(log *slog.Logger) hclog.Logger {
+// stderr, into faucet's slog logger, tagged connector=<name>.
+func hclogTo(log *slog.Logger, name *atomic.Pointer[string]) hclog.Logger {
 	l := hclog.NewInterceptLogger(&hclog.LoggerOptions{Output: io.Discard, Level: hclog.Trace})
-	l.RegisterSink(slogSink{log})
+	l.RegisterSink(slogSink{log, name})
 	return l
 }
 
-type slogSink struct{ log *slog.Logger }
+type slogSink struct {
+	log  *slog.Logger
+	name *atomic.Pointer[string]
+}
 
 func (s slogSink) Accept(_ string, level hclog.Level, msg string, args ...any) {
 	var lvl slog.Level
@@ -290,5 +298,5 @@ func (s slogSink) Accept(_ string, level hclog.Level, msg string, args ...any) {
 	default:
 		lvl = slog.LevelDebug
 	}
-	s.log.Log(context.Background(), lvl, msg, args...)
+	s.log.Log(context.Background(), lvl, msg, append([]any{"connector", *s.name.Load()}, args...)...)
 }

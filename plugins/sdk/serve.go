@@ -51,7 +51,8 @@ func hclogKeys(groups []string, a slog.Attr) slog.Attr {
 	}
 	switch a.Key {
 	case slog.TimeKey:
-		a.Key = "@timestamp"
+		// The one layout go-plugin accepts.
+		a = slog.String("@timestamp", a.Value.Time().Format("2006-01-02T15:04:05.000000Z07:00"))
 	case slog.MessageKey:
 		a.Key = "@message"
 	case slog.LevelKey:
@@ -132,7 +133,7 @@ func (s *server) Spec(context.Context, *connectorv1.SpecRequest) (*connectorv1.S
 		Description:  spec.Description,
 		SourceSchema: spec.SourceSchema,
 		SinkSchema:   spec.SinkSchema,
-		Capabilities: &connectorv1.Capabilities{Shardable: spec.Shardable, WriteModes: spec.WriteModes},
+		Capabilities: &connectorv1.Capabilities{Shardable: spec.Shardable, WriteModes: spec.WriteModes, ReadsUpstream: isSink},
 	}, nil
 }
 
@@ -210,6 +211,9 @@ func (s *server) Write(stream grpc.BidiStreamingServer[connectorv1.WriteRequest,
 	open := first.GetOpen()
 	if open == nil {
 		return status.Error(codes.InvalidArgument, "a write session must start with an open request")
+	}
+	if open.GetUpstream() != nil {
+		return s.writeFromUpstream(stream, sink, open)
 	}
 	w, err := sink.Open(ctx, open.GetConfig())
 	if err != nil {

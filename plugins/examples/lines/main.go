@@ -13,6 +13,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"strconv"
 
@@ -87,6 +88,8 @@ func (lines) Open(_ context.Context, config json.RawMessage) (sdk.Writer, error)
 	if err := sdk.DecodeConfig(config, &cfg); err != nil {
 		return nil, err
 	}
+	// Logs reach faucet's own log, tagged with this connector's name.
+	slog.Info("writing lines", "path", cfg.Path, "field", cfg.Field)
 	tmp := cfg.Path + ".partial"
 	f, err := os.Create(tmp)
 	if err != nil {

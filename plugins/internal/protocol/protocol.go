@@ -5,6 +5,7 @@ package protocol
 
 import (
 	"context"
+	"net"
 
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
@@ -60,6 +61,15 @@ func DialOptions() []grpc.DialOption {
 		grpc.WithInitialConnWindowSize(connWindowBytes),
 		grpc.WithReadBufferSize(socketBufferBytes),
 		grpc.WithWriteBufferSize(socketBufferBytes),
+	}
+}
+
+// Dialer connects a sink plugin to a source plugin's listener, whose
+// address faucet passes on from the source's handshake.
+func Dialer(network string) func(context.Context, string) (net.Conn, error) {
+	return func(ctx context.Context, addr string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
 	}
 }
 

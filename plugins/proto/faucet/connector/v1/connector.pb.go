@@ -274,7 +274,10 @@ type Capabilities struct {
 	// shardable sources answer Shards and accept a shard in Read.
 	Shardable bool `protobuf:"varint,1,opt,name=shardable,proto3" json:"shardable,omitempty"`
 	// write_modes the sink supports, e.g. "append", "upsert", "overwrite".
-	WriteModes    []string `protobuf:"bytes,2,rep,name=write_modes,json=writeModes,proto3" json:"write_modes,omitempty"`
+	WriteModes []string `protobuf:"bytes,2,rep,name=write_modes,json=writeModes,proto3" json:"write_modes,omitempty"`
+	// reads_upstream sinks accept WriteOpen.upstream; faucet relays the
+	// batches itself to sinks that do not.
+	ReadsUpstream bool `protobuf:"varint,3,opt,name=reads_upstream,json=readsUpstream,proto3" json:"reads_upstream,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -321,6 +324,13 @@ func (x *Capabilities) GetWriteModes() []string {
 		return x.WriteModes
 	}
 	return nil
+}
+
+func (x *Capabilities) GetReadsUpstream() bool {
+	if x != nil {
+		return x.ReadsUpstream
+	}
+	return false
 }
 
 type CheckRequest struct {
@@ -996,8 +1006,10 @@ func (*WriteRequest_Batch) isWriteRequest_Msg() {}
 func (*WriteRequest_Abort) isWriteRequest_Msg() {}
 
 type WriteOpen struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Config        []byte                 `protobuf:"bytes,1,opt,name=config,proto3" json:"config,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Config []byte                 `protobuf:"bytes,1,opt,name=config,proto3" json:"config,omitempty"`
+	// upstream, when set, is where the sink reads its batches from.
+	Upstream      *Upstream `protobuf:"bytes,2,opt,name=upstream,proto3" json:"upstream,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1039,6 +1051,75 @@ func (x *WriteOpen) GetConfig() []byte {
 	return nil
 }
 
+func (x *WriteOpen) GetUpstream() *Upstream {
+	if x != nil {
+		return x.Upstream
+	}
+	return nil
+}
+
+// Upstream is a source plugin's Read, called by the sink itself.
+type Upstream struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// network and address of the source plugin's gRPC server ("unix", path).
+	Network       string       `protobuf:"bytes,1,opt,name=network,proto3" json:"network,omitempty"`
+	Address       string       `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"`
+	Read          *ReadRequest `protobuf:"bytes,3,opt,name=read,proto3" json:"read,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Upstream) Reset() {
+	*x = Upstream{}
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Upstream) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Upstream) ProtoMessage() {}
+
+func (x *Upstream) ProtoReflect() protoreflect.Message {
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Upstream.ProtoReflect.Descriptor instead.
+func (*Upstream) Descriptor() ([]byte, []int) {
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *Upstream) GetNetwork() string {
+	if x != nil {
+		return x.Network
+	}
+	return ""
+}
+
+func (x *Upstream) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *Upstream) GetRead() *ReadRequest {
+	if x != nil {
+		return x.Read
+	}
+	return nil
+}
+
 type WriteAbort struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1047,7 +1128,7 @@ type WriteAbort struct {
 
 func (x *WriteAbort) Reset() {
 	*x = WriteAbort{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[15]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1059,7 +1140,7 @@ func (x *WriteAbort) String() string {
 func (*WriteAbort) ProtoMessage() {}
 
 func (x *WriteAbort) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[15]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1072,7 +1153,7 @@ func (x *WriteAbort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteAbort.ProtoReflect.Descriptor instead.
 func (*WriteAbort) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{15}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{16}
 }
 
 type WriteResponse struct {
@@ -1081,6 +1162,7 @@ type WriteResponse struct {
 	//
 	//	*WriteResponse_Ack
 	//	*WriteResponse_Stats
+	//	*WriteResponse_UpstreamFailed
 	Msg           isWriteResponse_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1088,7 +1170,7 @@ type WriteResponse struct {
 
 func (x *WriteResponse) Reset() {
 	*x = WriteResponse{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[16]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1100,7 +1182,7 @@ func (x *WriteResponse) String() string {
 func (*WriteResponse) ProtoMessage() {}
 
 func (x *WriteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[16]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1113,7 +1195,7 @@ func (x *WriteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteResponse.ProtoReflect.Descriptor instead.
 func (*WriteResponse) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{16}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *WriteResponse) GetMsg() isWriteResponse_Msg {
@@ -1141,6 +1223,15 @@ func (x *WriteResponse) GetStats() *Stats {
 	return nil
 }
 
+func (x *WriteResponse) GetUpstreamFailed() *UpstreamFailure {
+	if x != nil {
+		if x, ok := x.Msg.(*WriteResponse_UpstreamFailed); ok {
+			return x.UpstreamFailed
+		}
+	}
+	return nil
+}
+
 type isWriteResponse_Msg interface {
 	isWriteResponse_Msg()
 }
@@ -1155,9 +1246,71 @@ type WriteResponse_Stats struct {
 	Stats *Stats `protobuf:"bytes,2,opt,name=stats,proto3,oneof"`
 }
 
+type WriteResponse_UpstreamFailed struct {
+	// upstream_failed reports that reading the upstream failed; the sink
+	// has discarded the session and the call ends.
+	UpstreamFailed *UpstreamFailure `protobuf:"bytes,3,opt,name=upstream_failed,json=upstreamFailed,proto3,oneof"`
+}
+
 func (*WriteResponse_Ack) isWriteResponse_Msg() {}
 
 func (*WriteResponse_Stats) isWriteResponse_Msg() {}
+
+func (*WriteResponse_UpstreamFailed) isWriteResponse_Msg() {}
+
+// UpstreamFailure is the gRPC status the upstream Read ended with.
+type UpstreamFailure struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// code is a google.rpc.Code value.
+	Code          int32  `protobuf:"varint,1,opt,name=code,proto3" json:"code,omitempty"`
+	Message       string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpstreamFailure) Reset() {
+	*x = UpstreamFailure{}
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpstreamFailure) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpstreamFailure) ProtoMessage() {}
+
+func (x *UpstreamFailure) ProtoReflect() protoreflect.Message {
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpstreamFailure.ProtoReflect.Descriptor instead.
+func (*UpstreamFailure) Descriptor() ([]byte, []int) {
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *UpstreamFailure) GetCode() int32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
+func (x *UpstreamFailure) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
 
 // Ack says the sink accepted batch seq; it is committed when the call closes.
 type Ack struct {
@@ -1170,7 +1323,7 @@ type Ack struct {
 
 func (x *Ack) Reset() {
 	*x = Ack{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[17]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1182,7 +1335,7 @@ func (x *Ack) String() string {
 func (*Ack) ProtoMessage() {}
 
 func (x *Ack) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[17]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1195,7 +1348,7 @@ func (x *Ack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ack.ProtoReflect.Descriptor instead.
 func (*Ack) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{17}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Ack) GetSeq() uint64 {
@@ -1226,11 +1379,12 @@ const file_faucet_connector_v1_connector_proto_rawDesc = "" +
 	"\rsource_schema\x18\x05 \x01(\fR\fsourceSchema\x12\x1f\n" +
 	"\vsink_schema\x18\x06 \x01(\fR\n" +
 	"sinkSchema\x12E\n" +
-	"\fcapabilities\x18\a \x01(\v2!.faucet.connector.v1.CapabilitiesR\fcapabilities\"M\n" +
+	"\fcapabilities\x18\a \x01(\v2!.faucet.connector.v1.CapabilitiesR\fcapabilities\"t\n" +
 	"\fCapabilities\x12\x1c\n" +
 	"\tshardable\x18\x01 \x01(\bR\tshardable\x12\x1f\n" +
 	"\vwrite_modes\x18\x02 \x03(\tR\n" +
-	"writeModes\"U\n" +
+	"writeModes\x12%\n" +
+	"\x0ereads_upstream\x18\x03 \x01(\bR\rreadsUpstream\"U\n" +
 	"\fCheckRequest\x12-\n" +
 	"\x04role\x18\x01 \x01(\x0e2\x19.faucet.connector.v1.RoleR\x04role\x12\x16\n" +
 	"\x06config\x18\x02 \x01(\fR\x06config\"E\n" +
@@ -1269,15 +1423,24 @@ const file_faucet_connector_v1_connector_proto_rawDesc = "" +
 	"\x04open\x18\x01 \x01(\v2\x1e.faucet.connector.v1.WriteOpenH\x00R\x04open\x122\n" +
 	"\x05batch\x18\x02 \x01(\v2\x1a.faucet.connector.v1.BatchH\x00R\x05batch\x127\n" +
 	"\x05abort\x18\x03 \x01(\v2\x1f.faucet.connector.v1.WriteAbortH\x00R\x05abortB\x05\n" +
-	"\x03msg\"#\n" +
+	"\x03msg\"^\n" +
 	"\tWriteOpen\x12\x16\n" +
-	"\x06config\x18\x01 \x01(\fR\x06config\"\f\n" +
+	"\x06config\x18\x01 \x01(\fR\x06config\x129\n" +
+	"\bupstream\x18\x02 \x01(\v2\x1d.faucet.connector.v1.UpstreamR\bupstream\"t\n" +
+	"\bUpstream\x12\x18\n" +
+	"\anetwork\x18\x01 \x01(\tR\anetwork\x12\x18\n" +
+	"\aaddress\x18\x02 \x01(\tR\aaddress\x124\n" +
+	"\x04read\x18\x03 \x01(\v2 .faucet.connector.v1.ReadRequestR\x04read\"\f\n" +
 	"\n" +
-	"WriteAbort\"x\n" +
+	"WriteAbort\"\xc9\x01\n" +
 	"\rWriteResponse\x12,\n" +
 	"\x03ack\x18\x01 \x01(\v2\x18.faucet.connector.v1.AckH\x00R\x03ack\x122\n" +
-	"\x05stats\x18\x02 \x01(\v2\x1a.faucet.connector.v1.StatsH\x00R\x05statsB\x05\n" +
-	"\x03msg\"-\n" +
+	"\x05stats\x18\x02 \x01(\v2\x1a.faucet.connector.v1.StatsH\x00R\x05stats\x12O\n" +
+	"\x0fupstream_failed\x18\x03 \x01(\v2$.faucet.connector.v1.UpstreamFailureH\x00R\x0eupstreamFailedB\x05\n" +
+	"\x03msg\"?\n" +
+	"\x0fUpstreamFailure\x12\x12\n" +
+	"\x04code\x18\x01 \x01(\x05R\x04code\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"-\n" +
 	"\x03Ack\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\rR\x05count*K\n" +
@@ -1310,28 +1473,30 @@ func file_faucet_connector_v1_connector_proto_rawDescGZIP() []byte {
 }
 
 var file_faucet_connector_v1_connector_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_faucet_connector_v1_connector_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_faucet_connector_v1_connector_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_faucet_connector_v1_connector_proto_goTypes = []any{
-	(Kind)(0),              // 0: faucet.connector.v1.Kind
-	(Role)(0),              // 1: faucet.connector.v1.Role
-	(*SpecRequest)(nil),    // 2: faucet.connector.v1.SpecRequest
-	(*SpecResponse)(nil),   // 3: faucet.connector.v1.SpecResponse
-	(*Capabilities)(nil),   // 4: faucet.connector.v1.Capabilities
-	(*CheckRequest)(nil),   // 5: faucet.connector.v1.CheckRequest
-	(*CheckResponse)(nil),  // 6: faucet.connector.v1.CheckResponse
-	(*CheckItem)(nil),      // 7: faucet.connector.v1.CheckItem
-	(*ReadRequest)(nil),    // 8: faucet.connector.v1.ReadRequest
-	(*ReadResponse)(nil),   // 9: faucet.connector.v1.ReadResponse
-	(*Shard)(nil),          // 10: faucet.connector.v1.Shard
-	(*ShardsRequest)(nil),  // 11: faucet.connector.v1.ShardsRequest
-	(*ShardsResponse)(nil), // 12: faucet.connector.v1.ShardsResponse
-	(*Batch)(nil),          // 13: faucet.connector.v1.Batch
-	(*Stats)(nil),          // 14: faucet.connector.v1.Stats
-	(*WriteRequest)(nil),   // 15: faucet.connector.v1.WriteRequest
-	(*WriteOpen)(nil),      // 16: faucet.connector.v1.WriteOpen
-	(*WriteAbort)(nil),     // 17: faucet.connector.v1.WriteAbort
-	(*WriteResponse)(nil),  // 18: faucet.connector.v1.WriteResponse
-	(*Ack)(nil),            // 19: faucet.connector.v1.Ack
+	(Kind)(0),               // 0: faucet.connector.v1.Kind
+	(Role)(0),               // 1: faucet.connector.v1.Role
+	(*SpecRequest)(nil),     // 2: faucet.connector.v1.SpecRequest
+	(*SpecResponse)(nil),    // 3: faucet.connector.v1.SpecResponse
+	(*Capabilities)(nil),    // 4: faucet.connector.v1.Capabilities
+	(*CheckRequest)(nil),    // 5: faucet.connector.v1.CheckRequest
+	(*CheckResponse)(nil),   // 6: faucet.connector.v1.CheckResponse
+	(*CheckItem)(nil),       // 7: faucet.connector.v1.CheckItem
+	(*ReadRequest)(nil),     // 8: faucet.connector.v1.ReadRequest
+	(*ReadResponse)(nil),    // 9: faucet.connector.v1.ReadResponse
+	(*Shard)(nil),           // 10: faucet.connector.v1.Shard
+	(*ShardsRequest)(nil),   // 11: faucet.connector.v1.ShardsRequest
+	(*ShardsResponse)(nil),  // 12: faucet.connector.v1.ShardsResponse
+	(*Batch)(nil),           // 13: faucet.connector.v1.Batch
+	(*Stats)(nil),           // 14: faucet.connector.v1.Stats
+	(*WriteRequest)(nil),    // 15: faucet.connector.v1.WriteRequest
+	(*WriteOpen)(nil),       // 16: faucet.connector.v1.WriteOpen
+	(*Upstream)(nil),        // 17: faucet.connector.v1.Upstream
+	(*WriteAbort)(nil),      // 18: faucet.connector.v1.WriteAbort
+	(*WriteResponse)(nil),   // 19: faucet.connector.v1.WriteResponse
+	(*UpstreamFailure)(nil), // 20: faucet.connector.v1.UpstreamFailure
+	(*Ack)(nil),             // 21: faucet.connector.v1.Ack
 }
 var file_faucet_connector_v1_connector_proto_depIdxs = []int32{
 	0,  // 0: faucet.connector.v1.SpecResponse.kind:type_name -> faucet.connector.v1.Kind
@@ -1344,24 +1509,27 @@ var file_faucet_connector_v1_connector_proto_depIdxs = []int32{
 	10, // 7: faucet.connector.v1.ShardsResponse.shards:type_name -> faucet.connector.v1.Shard
 	16, // 8: faucet.connector.v1.WriteRequest.open:type_name -> faucet.connector.v1.WriteOpen
 	13, // 9: faucet.connector.v1.WriteRequest.batch:type_name -> faucet.connector.v1.Batch
-	17, // 10: faucet.connector.v1.WriteRequest.abort:type_name -> faucet.connector.v1.WriteAbort
-	19, // 11: faucet.connector.v1.WriteResponse.ack:type_name -> faucet.connector.v1.Ack
-	14, // 12: faucet.connector.v1.WriteResponse.stats:type_name -> faucet.connector.v1.Stats
-	2,  // 13: faucet.connector.v1.ConnectorService.Spec:input_type -> faucet.connector.v1.SpecRequest
-	5,  // 14: faucet.connector.v1.ConnectorService.Check:input_type -> faucet.connector.v1.CheckRequest
-	8,  // 15: faucet.connector.v1.ConnectorService.Read:input_type -> faucet.connector.v1.ReadRequest
-	11, // 16: faucet.connector.v1.ConnectorService.Shards:input_type -> faucet.connector.v1.ShardsRequest
-	15, // 17: faucet.connector.v1.ConnectorService.Write:input_type -> faucet.connector.v1.WriteRequest
-	3,  // 18: faucet.connector.v1.ConnectorService.Spec:output_type -> faucet.connector.v1.SpecResponse
-	6,  // 19: faucet.connector.v1.ConnectorService.Check:output_type -> faucet.connector.v1.CheckResponse
-	9,  // 20: faucet.connector.v1.ConnectorService.Read:output_type -> faucet.connector.v1.ReadResponse
-	12, // 21: faucet.connector.v1.ConnectorService.Shards:output_type -> faucet.connector.v1.ShardsResponse
-	18, // 22: faucet.connector.v1.ConnectorService.Write:output_type -> faucet.connector.v1.WriteResponse
-	18, // [18:23] is the sub-list for method output_type
-	13, // [13:18] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	18, // 10: faucet.connector.v1.WriteRequest.abort:type_name -> faucet.connector.v1.WriteAbort
+	17, // 11: faucet.connector.v1.WriteOpen.upstream:type_name -> faucet.connector.v1.Upstream
+	8,  // 12: faucet.connector.v1.Upstream.read:type_name -> faucet.connector.v1.ReadRequest
+	21, // 13: faucet.connector.v1.WriteResponse.ack:type_name -> faucet.connector.v1.Ack
+	14, // 14: faucet.connector.v1.WriteResponse.stats:type_name -> faucet.connector.v1.Stats
+	20, // 15: faucet.connector.v1.WriteResponse.upstream_failed:type_name -> faucet.connector.v1.UpstreamFailure
+	2,  // 16: faucet.connector.v1.ConnectorService.Spec:input_type -> faucet.connector.v1.SpecRequest
+	5,  // 17: faucet.connector.v1.ConnectorService.Check:input_type -> faucet.connector.v1.CheckRequest
+	8,  // 18: faucet.connector.v1.ConnectorService.Read:input_type -> faucet.connector.v1.ReadRequest
+	11, // 19: faucet.connector.v1.ConnectorService.Shards:input_type -> faucet.connector.v1.ShardsRequest
+	15, // 20: faucet.connector.v1.ConnectorService.Write:input_type -> faucet.connector.v1.WriteRequest
+	3,  // 21: faucet.connector.v1.ConnectorService.Spec:output_type -> faucet.connector.v1.SpecResponse
+	6,  // 22: faucet.connector.v1.ConnectorService.Check:output_type -> faucet.connector.v1.CheckResponse
+	9,  // 23: faucet.connector.v1.ConnectorService.Read:output_type -> faucet.connector.v1.ReadResponse
+	12, // 24: faucet.connector.v1.ConnectorService.Shards:output_type -> faucet.connector.v1.ShardsResponse
+	19, // 25: faucet.connector.v1.ConnectorService.Write:output_type -> faucet.connector.v1.WriteResponse
+	21, // [21:26] is the sub-list for method output_type
+	16, // [16:21] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_faucet_connector_v1_connector_proto_init() }
@@ -1378,9 +1546,10 @@ func file_faucet_connector_v1_connector_proto_init() {
 		(*WriteRequest_Batch)(nil),
 		(*WriteRequest_Abort)(nil),
 	}
-	file_faucet_connector_v1_connector_proto_msgTypes[16].OneofWrappers = []any{
+	file_faucet_connector_v1_connector_proto_msgTypes[17].OneofWrappers = []any{
 		(*WriteResponse_Ack)(nil),
 		(*WriteResponse_Stats)(nil),
+		(*WriteResponse_UpstreamFailed)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1388,7 +1557,7 @@ func file_faucet_connector_v1_connector_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_faucet_connector_v1_connector_proto_rawDesc), len(file_faucet_connector_v1_connector_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   18,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

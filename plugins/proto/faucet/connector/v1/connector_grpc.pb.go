@@ -64,6 +64,11 @@ type ConnectorServiceClient interface {
 	// has accepted it. Closing the send side flushes and commits every
 	// acknowledged batch; an Abort request discards them instead. Either way
 	// the sink answers with a final Stats message and ends the call.
+	//
+	// When the open request names an upstream, the sink reads its batches
+	// from that source plugin directly, so records cross one process boundary
+	// instead of two; faucet still sees every acknowledgement. Closing the
+	// send side then means: stop reading, commit what was acknowledged.
 	Write(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[WriteRequest, WriteResponse], error)
 }
 
@@ -162,6 +167,11 @@ type ConnectorServiceServer interface {
 	// has accepted it. Closing the send side flushes and commits every
 	// acknowledged batch; an Abort request discards them instead. Either way
 	// the sink answers with a final Stats message and ends the call.
+	//
+	// When the open request names an upstream, the sink reads its batches
+	// from that source plugin directly, so records cross one process boundary
+	// instead of two; faucet still sees every acknowledgement. Closing the
+	// send side then means: stop reading, commit what was acknowledged.
 	Write(grpc.BidiStreamingServer[WriteRequest, WriteResponse]) error
 	mustEmbedUnimplementedConnectorServiceServer()
 }

@@ -1,0 +1,155 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/faucet-dev/faucet/pipeline"
+	connectorv1 "github.com/faucet-dev/faucet/plugins/proto/faucet/connector/v1"
+)
+
+var _ pipeline.Piper = (*Host)(nil)
+
+// OpenPipe implements pipeline.Piper: the sink plugin reads the source
+// plugin directly, and faucet follows the acknowledgements.
+func (h *Host) OpenPipe(ctx context.Context, source pipeline.ConnectorConfig, shard *pipeline.SourceShard, sink pipeline.ConnectorConfig, acked func(int)) (pipeline.PipeSession, error) {
+	sc, err := h.connector(source.Type, pipeline.RoleSource)
+	if err != nil {
+		return nil, err
+	}
+	kc, err := h.connector(sink.Type, pipeline.RoleSink)
+	if err != nil {
+		return nil, err
+	}
+	if !kc.readsUpstream {
+		return nil, pipeline.ErrNoPipe
+	}
+	src, err := h.checkout(ctx, sc)
+	if err != nil {
+		return nil, err
+	}
+	dst, err := h.checkout(ctx, kc)
+	if err != nil {
+		h.checkin(sc.Name, src)
+		return nil, err
+	}
+	release := func() {
+		h.checkin(sc.Name, src)
+		h.checkin(kc.Name, dst)
+	}
+	addr := src.client.ReattachConfig()
+	if addr == nil || addr.Addr == nil {
+		release()
+		return nil, &ConnectorError{Connector: sc.Name, Msg: "the plugin has no address to read from"}
+	}
+	read := &connectorv1.ReadRequest{Config: source.Config}
+	if shard != nil {
+		read.Shard = &connectorv1.Shard{Descriptor_: shard.Descriptor, EstimatedRecords: shard.EstimatedRecords, EstimatedBytes: shard.EstimatedBytes}
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	stream, err := dst.rpc.Write(sctx)
+	if err == nil {
+		err = stream.Send(&connectorv1.WriteRequest{Msg: &connectorv1.WriteRequest_Open{Open: &connectorv1.WriteOpen{
+			Config:   sink.Config,
+			Upstream: &connectorv1.Upstream{Network: addr.Addr.Network(), Address: addr.Addr.String(), Read: read},
+		}}})
+	}
+	if err != nil {
+		cancel()
+		err = translate(kc.Name, dst, err)
+		release()
+		return nil, err
+	}
+	p := &pipeSession{source: sc.Name, sink: kc.Name, src: src, dst: dst, stream: stream, cancel: cancel, acked: acked, done: make(chan struct{}), release: release}
+	go p.receive()
+	return p, nil
+}
+
+type pipeSession struct {
+	source, sink string
+	src, dst     *proc
+	stream       grpc.BidiStreamingClient[connectorv1.WriteRequest, connectorv1.WriteResponse]
+	cancel       context.CancelFunc
+	acked        func(int)
+	release      func()
+
+	done     chan struct{}
+	records  int64
+	err      error
+	stopOnce sync.Once
+	endOnce  sync.Once
+}
+
+// receive follows the sink's answers until its final stats or a failure.
+func (p *pipeSession) receive() {
+	defer close(p.done)
+	var want uint64 = 1
+	for {
+		msg, err := p.stream.Recv()
+		if err != nil {
+			if err == io.EOF {
+				p.dst.markBroken()
+				err = &ConnectorError{Connector: p.sink, Msg: "the write ended without its final stats"}
+			} else {
+				err = translate(p.sink, p.dst, err)
+			}
+			p.err = err
+			return
+		}
+		switch m := msg.GetMsg().(type) {
+		case *connectorv1.WriteResponse_Ack:
+			if m.Ack.GetSeq() != want {
+				p.dst.markBroken()
+				p.err = &ConnectorError{Connector: p.sink, Msg: fmt.Sprintf("acknowledged batch %d, expected %d", m.Ack.GetSeq(), want)}
+				return
+			}
+			want++
+			if p.acked != nil {
+				p.acked(int(m.Ack.GetCount()))
+			}
+		case *connectorv1.WriteResponse_Stats:
+			p.records = m.Stats.GetRecords()
+			return
+		case *connectorv1.WriteResponse_UpstreamFailed:
+			// The source's own failure, seen from the sink: name the source.
+			f := m.UpstreamFailed
+			p.err = translate(p.source, p.src, status.Error(codes.Code(f.GetCode()), f.GetMessage()))
+			return
+		}
+	}
+}
+
+func (p *pipeSession) Wait(ctx context.Context) (int64, error) {
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		p.dst.markBroken()
+		p.end()
+		return 0, &ConnectorError{Connector: p.sink, Msg: fmt.Sprintf("gave up waiting for the sink: %v", ctx.Err())}
+	}
+	p.end()
+	if p.err != nil {
+		return 0, p.err
+	}
+	return p.records, nil
+}
+
+func (p *pipeSession) Stop(ctx context.Context) (int64, error) {
+	p.stopOnce.Do(func() { p.stream.CloseSend() })
+	return p.Wait(ctx)
+}
+
+// end releases both processes once: back to the pool, unless translate or
+// Wait found them broken.
+func (p *pipeSession) end() {
+	p.endOnce.Do(func() {
+		p.cancel()
+		p.release()
+	})
+}
