@@ -17,6 +17,8 @@ func TestSchemas(t *testing.T) {
 		"csv":      {"source": `{"path": "a.csv", "delimiter": ";", "header": false, "columns": ["a"]}`, "sink": `{"path": "b.csv", "quoting": "all", "write_mode": "append"}`},
 		"generate": {"source": `{"count": 10, "seed": 3}`},
 		"jsonl":    {"source": `{"path": "*.jsonl"}`, "sink": `{"path": "b.jsonl", "sync": true}`},
+		"postgres": {"source": `{"url": "postgres://db", "table": "t", "key": "id"}`, "sink": `{"url": "postgres://db", "table": "t", "write_mode": "upsert", "key": ["id"]}`},
+		"sqlite":   {"source": `{"path": "a.db", "query": "SELECT 1"}`, "sink": `{"path": "a.db", "table": "t", "write_mode": "overwrite"}`},
 		"stdout":   {"sink": `{}`},
 	}
 	bad := []string{`{"path": "x", "nope": 1}`, `{}`, `{"path": 5}`, `{"count": -1}`, `{"pretty": "yes"}`}
