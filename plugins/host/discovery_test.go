@@ -139,3 +139,26 @@ func TestNonExecutableFilesAreIgnored(t *testing.T) {
 		t.Errorf("found %d connectors, want the 4 built-ins", got)
 	}
 }
+
+func TestCheck(t *testing.T) {
+	h := newHost(t)
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.csv")
+	os.WriteFile(in, []byte("a\n1\n"), 0o644)
+	for _, tc := range []struct {
+		role pipeline.Role
+		cfg  pipeline.ConnectorConfig
+		ok   bool
+		msg  string
+	}{
+		{pipeline.RoleSource, cfg("csv", map[string]any{"path": in}), true, "1 readable file(s)"},
+		{pipeline.RoleSource, cfg("jsonl", map[string]any{"path": filepath.Join(dir, "none*.jsonl")}), false, "no regular file matches"},
+		{pipeline.RoleSink, cfg("jsonl", map[string]any{"path": filepath.Join(dir, "new", "out.jsonl")}), true, "can write in " + dir},
+		{pipeline.RoleSource, cfg("generate", map[string]any{"count": 1}), true, "no probes"},
+	} {
+		items, err := h.Check(context.Background(), tc.role, tc.cfg)
+		if err != nil || len(items) != 1 || items[0].OK != tc.ok || !strings.Contains(items[0].Message, tc.msg) {
+			t.Errorf("check %s %s: %+v, %v; want ok=%v and %q", tc.role, tc.cfg.Type, items, err, tc.ok, tc.msg)
+		}
+	}
+}
