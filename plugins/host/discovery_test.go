@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/faucet-dev/faucet/pipeline"
 	"github.com/faucet-dev/faucet/plugins/host"
@@ -73,7 +74,15 @@ func TestThirdPartyPlugin(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("lines → jsonl = %v, want %v", got, want)
 	}
-	if log := logged.String(); !strings.Contains(log, `msg="writing lines" connector=lines path=`+names) {
+	// Printed lines are relayed asynchronously: allow them a moment.
+	logHas := func() bool {
+		log := logged.String()
+		return strings.Contains(log, `msg="writing lines" connector=lines path=`+names) && strings.Contains(log, `msg="opened `+names+`" connector=lines stream=stderr`)
+	}
+	for deadline := time.Now().Add(10 * time.Second); !logHas() && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if log := logged.String(); !logHas() {
 		t.Errorf("the plugin's log line did not reach faucet's log tagged with its connector:\n%s", log)
 	}
 	if results[1].RecordsWritten != 25 || countLines(t, names) != 25 {
