@@ -7,6 +7,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -14,6 +15,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -109,7 +111,7 @@ func run(args []string) error {
 	faucet := fs.String("faucet", "", "the faucet binary serving the built-in connectors")
 	data := fs.String("data", "", "the CSV dataset from benchpipe gen")
 	rows := fs.Int64("rows", 1_000_000, "rows in the dataset")
-	repeat := fs.Int("repeat", 3, "runs per case; the median is reported")
+	repeat := fs.Int("repeat", 5, "runs per case; the median is reported")
 	pg := fs.String("pg", "", "a PostgreSQL URL: also measure generate→postgres (COPY) and postgres→postgres")
 	fs.Parse(args)
 	if *faucet == "" || *data == "" {
@@ -144,18 +146,28 @@ func run(args []string) error {
 
 	fmt.Printf("%-28s %12s %9s %9s %12s\n", "pipeline (1 invocation)", "rows/s", "seconds", "CPU s", "peak RSS")
 	for _, c := range cases {
-		out, err := measure(c, h, *rows, *repeat)
-		if err != nil {
-			return fmt.Errorf("%s: %w", c.name, err)
+		// With an in-process twin, runs alternate between the two, so load
+		// from elsewhere on the machine hits both alike.
+		sides := []pipeline.Connectors{h}
+		if c.inProcess {
+			sides = append(sides, local)
 		}
+		runs := make([][]figures, len(sides))
+		for range max(*repeat, 1) {
+			for i, conns := range sides {
+				f, err := once(c, conns, *rows)
+				if err != nil {
+					return fmt.Errorf("%s: %w", c.name, err)
+				}
+				runs[i] = append(runs[i], f)
+			}
+		}
+		out := median(runs[0])
 		fmt.Printf("%-28s %12.0f %9.3f %9.3f %8.1f MiB\n", c.name+" (plugins)", out.rate, out.seconds, out.cpu, out.rssMiB)
 		if !c.inProcess {
 			continue
 		}
-		in, err := measure(c, local, *rows, *repeat)
-		if err != nil {
-			return fmt.Errorf("%s in process: %w", c.name, err)
-		}
+		in := median(runs[1])
 		fmt.Printf("%-28s %12.0f %9.3f %9.3f %8.1f MiB\n", c.name+" (in process)", in.rate, in.seconds, in.cpu, in.rssMiB)
 		fmt.Printf("%-28s %11.1f%% of rows/s, %.1f%% more CPU time\n", c.name+" boundary cost", 100*(1-out.rate/in.rate), 100*(out.cpu/in.cpu-1))
 	}
@@ -202,40 +214,47 @@ type figures struct {
 	cpu float64
 }
 
-// measure runs a case repeat times and reports the median run's rate and
-// time, and the largest peak memory seen.
-func measure(c benchCase, conns pipeline.Connectors, rows int64, repeat int) (figures, error) {
-	var runs []figures
-	for range max(repeat, 1) {
-		if c.prepare != nil {
-			if err := c.prepare(context.Background()); err != nil {
-				return figures{}, fmt.Errorf("prepare: %w", err)
-			}
+// once runs a case and measures it.
+func once(c benchCase, conns pipeline.Connectors, rows int64) (figures, error) {
+	if c.prepare != nil {
+		if err := c.prepare(context.Background()); err != nil {
+			return figures{}, fmt.Errorf("prepare: %w", err)
 		}
-		sampler := startRSS()
-		cpu0 := treeCPU(os.Getpid())
-		start := time.Now()
-		res, err := pipeline.Execute(context.Background(), &pipeline.Plan{
-			Invocations: []pipeline.Invocation{{RowID: "bench", Source: c.source, Sink: c.sink}},
-			Execution:   pipeline.Execution{MaxConcurrent: 1, OnError: pipeline.OnErrorStop},
-		}, pipeline.ExecuteOptions{Connectors: conns})
-		elapsed := time.Since(start).Seconds()
-		cpu := treeCPU(os.Getpid()) - cpu0
-		peak := sampler.stop()
-		if err != nil {
-			return figures{}, err
-		}
-		if res[0].RecordsWritten != rows {
-			return figures{}, fmt.Errorf("wrote %d rows, want %d", res[0].RecordsWritten, rows)
-		}
-		runs = append(runs, figures{rate: float64(rows) / elapsed, seconds: elapsed, rssMiB: float64(peak) / (1 << 20), cpu: cpu})
 	}
-	slices.SortFunc(runs, func(a, b figures) int { return int(a.seconds*1e6 - b.seconds*1e6) })
+	// Return the previous run's heap, so peak memory is this run's alone.
+	debug.FreeOSMemory()
+	sampler := startRSS()
+	cpu0 := treeCPU(os.Getpid())
+	start := time.Now()
+	res, err := pipeline.Execute(context.Background(), &pipeline.Plan{
+		Invocations: []pipeline.Invocation{{RowID: "bench", Source: c.source, Sink: c.sink}},
+		Execution:   pipeline.Execution{MaxConcurrent: 1, OnError: pipeline.OnErrorStop},
+	}, pipeline.ExecuteOptions{Connectors: conns})
+	elapsed := time.Since(start).Seconds()
+	cpu := treeCPU(os.Getpid()) - cpu0
+	peak := sampler.stop()
+	if err != nil {
+		return figures{}, err
+	}
+	if res[0].RecordsWritten != rows {
+		return figures{}, fmt.Errorf("wrote %d rows, want %d", res[0].RecordsWritten, rows)
+	}
+	return figures{rate: float64(rows) / elapsed, seconds: elapsed, rssMiB: float64(peak) / (1 << 20), cpu: cpu}, nil
+}
+
+// median is the median run by time and CPU, with the largest peak memory
+// of all runs.
+func median(runs []figures) figures {
+	slices.SortFunc(runs, func(a, b figures) int { return cmp.Compare(a.seconds, b.seconds) })
 	med := runs[len(runs)/2]
-	for _, r := range runs {
+	cpus := make([]float64, len(runs))
+	for i, r := range runs {
 		med.rssMiB = max(med.rssMiB, r.rssMiB)
+		cpus[i] = r.cpu
 	}
-	return med, nil
+	slices.Sort(cpus)
+	med.cpu = cpus[len(cpus)/2]
+	return med
 }
 
 // rssSampler polls the resident memory of this process and all its

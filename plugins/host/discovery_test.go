@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/faucet-dev/faucet/pipeline"
 	"github.com/faucet-dev/faucet/plugins/host"
@@ -73,7 +74,15 @@ func TestThirdPartyPlugin(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("lines → jsonl = %v, want %v", got, want)
 	}
-	if log := logged.String(); !strings.Contains(log, `msg="writing lines" connector=lines path=`+names) {
+	// Printed lines are relayed asynchronously: allow them a moment.
+	logHas := func() bool {
+		log := logged.String()
+		return strings.Contains(log, `msg="writing lines" connector=lines path=`+names) && strings.Contains(log, `msg="opened `+names+`" connector=lines stream=stderr`)
+	}
+	for deadline := time.Now().Add(10 * time.Second); !logHas() && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if log := logged.String(); !logHas() {
 		t.Errorf("the plugin's log line did not reach faucet's log tagged with its connector:\n%s", log)
 	}
 	if results[1].RecordsWritten != 25 || countLines(t, names) != 25 {
@@ -137,5 +146,28 @@ func TestNonExecutableFilesAreIgnored(t *testing.T) {
 	h := newHost(t, plugins)
 	if got := len(h.Connectors()); got != 4 {
 		t.Errorf("found %d connectors, want the 4 built-ins", got)
+	}
+}
+
+func TestCheck(t *testing.T) {
+	h := newHost(t)
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.csv")
+	os.WriteFile(in, []byte("a\n1\n"), 0o644)
+	for _, tc := range []struct {
+		role pipeline.Role
+		cfg  pipeline.ConnectorConfig
+		ok   bool
+		msg  string
+	}{
+		{pipeline.RoleSource, cfg("csv", map[string]any{"path": in}), true, "1 readable file(s)"},
+		{pipeline.RoleSource, cfg("jsonl", map[string]any{"path": filepath.Join(dir, "none*.jsonl")}), false, "no regular file matches"},
+		{pipeline.RoleSink, cfg("jsonl", map[string]any{"path": filepath.Join(dir, "new", "out.jsonl")}), true, "can write in " + dir},
+		{pipeline.RoleSource, cfg("generate", map[string]any{"count": 1}), true, "no probes"},
+	} {
+		items, err := h.Check(context.Background(), tc.role, tc.cfg)
+		if err != nil || len(items) != 1 || items[0].OK != tc.ok || !strings.Contains(items[0].Message, tc.msg) {
+			t.Errorf("check %s %s: %+v, %v; want ok=%v and %q", tc.role, tc.cfg.Type, items, err, tc.ok, tc.msg)
+		}
 	}
 }

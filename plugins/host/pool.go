@@ -98,8 +98,12 @@ func (h *Host) launch(ctx context.Context, label, path string, args ...string) (
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		StartTimeout:     h.opts.StartTimeout,
 		Stderr:           t,
-		Logger:           hclogTo(log, name),
-		GRPCDialOptions:  protocol.DialOptions(),
+		// What a plugin prints to os.Stdout or os.Stderr once serving is
+		// relayed by go-plugin; it becomes log lines too.
+		SyncStdout:      &lineLog{log: log, name: name, stream: "stdout"},
+		SyncStderr:      &lineLog{log: log, name: name, stream: "stderr"},
+		Logger:          hclogTo(log, name),
+		GRPCDialOptions: protocol.DialOptions(),
 	})
 	p := &proc{label: name, client: client, cmd: cmd, tail: t}
 	fail := func(err error) (*proc, error) {
@@ -271,6 +275,29 @@ func (t *tail) fatal() string {
 		}
 	}
 	return ""
+}
+
+// lineLog logs each line written to it, tagged with the connector.
+type lineLog struct {
+	log    *slog.Logger
+	name   *atomic.Pointer[string]
+	stream string
+	mu     sync.Mutex
+	part   []byte
+}
+
+func (l *lineLog) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.part = append(l.part, b...)
+	for {
+		i := bytes.IndexByte(l.part, '\n')
+		if i < 0 {
+			return len(b), nil
+		}
+		l.log.Info(string(l.part[:i]), "connector", *l.name.Load(), "stream", l.stream)
+		l.part = l.part[i+1:]
+	}
 }
 
 // hclogTo sends go-plugin's log, including the log lines plugins write to

@@ -281,6 +281,21 @@ func readStd(ctx context.Context, cfg sourceConfig, delim rune, p files.Part, r 
 	}
 }
 
+// Check probes that the input can be read, or that the output's directory
+// can be written.
+func (Connector) Check(_ context.Context, role sdk.Role, config json.RawMessage) ([]sdk.CheckItem, error) {
+	var cfg struct {
+		Path string `json:"path"`
+	}
+	if err := json.Unmarshal(config, &cfg); err != nil {
+		return nil, fmt.Errorf("decode config: %w", err)
+	}
+	if role == sdk.RoleSource {
+		return files.CheckRead(cfg.Path), nil
+	}
+	return files.CheckWrite(cfg.Path), nil
+}
+
 type sinkConfig struct {
 	Path      string   `json:"path"`
 	Delimiter string   `json:"delimiter"`

@@ -125,6 +125,21 @@ func readPart(ctx context.Context, p files.Part, w *sdk.BatchWriter) error {
 	}
 }
 
+// Check probes that the input can be read, or that the output's directory
+// can be written.
+func (Connector) Check(_ context.Context, role sdk.Role, config json.RawMessage) ([]sdk.CheckItem, error) {
+	var cfg struct {
+		Path string `json:"path"`
+	}
+	if err := json.Unmarshal(config, &cfg); err != nil {
+		return nil, fmt.Errorf("decode config: %w", err)
+	}
+	if role == sdk.RoleSource {
+		return files.CheckRead(cfg.Path), nil
+	}
+	return files.CheckWrite(cfg.Path), nil
+}
+
 type sinkConfig struct {
 	Path      string `json:"path"`
 	WriteMode string `json:"write_mode"`

@@ -88,8 +88,10 @@ func (lines) Open(_ context.Context, config json.RawMessage) (sdk.Writer, error)
 	if err := sdk.DecodeConfig(config, &cfg); err != nil {
 		return nil, err
 	}
-	// Logs reach faucet's own log, tagged with this connector's name.
+	// Logs reach faucet's own log, tagged with this connector's name; so
+	// does anything printed to standard error.
 	slog.Info("writing lines", "path", cfg.Path, "field", cfg.Field)
+	fmt.Fprintln(os.Stderr, "opened", cfg.Path)
 	tmp := cfg.Path + ".partial"
 	f, err := os.Create(tmp)
 	if err != nil {

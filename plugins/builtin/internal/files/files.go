@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/faucet-dev/faucet/plugins/sdk"
 )
@@ -50,8 +51,10 @@ func Expand(pattern string) ([]string, error) {
 		}
 	}
 	if len(out) == 0 {
-		if _, err := os.Stat(pattern); err != nil {
-			return nil, fmt.Errorf("input file: %w", err)
+		if !strings.ContainsAny(pattern, `*?[\`) {
+			if _, err := os.Stat(pattern); err != nil {
+				return nil, fmt.Errorf("input file: %w", err)
+			}
 		}
 		return nil, fmt.Errorf("input file: no regular file matches %q", pattern)
 	}
