@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"strconv"
 	"strings"
@@ -52,6 +51,7 @@ func (d *document) at(p path) position {
 // parseDocument parses data in the given format into a document. A syntax
 // error comes back as a *ConfigError with its line and column.
 func parseDocument(data []byte, format Format) (*document, *ConfigError) {
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
 	switch format {
 	case FormatJSON:
 		return parseJSON(data)
@@ -68,7 +68,7 @@ func parseDocument(data []byte, format Format) (*document, *ConfigError) {
 }
 
 func looksLikeJSON(data []byte) bool {
-	rest := bytes.TrimLeft(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")), " \t\r\n")
+	rest := bytes.TrimLeft(data, " \t\r\n")
 	if !bytes.HasPrefix(rest, []byte("{")) {
 		return false
 	}
@@ -320,12 +320,23 @@ func parseJSON(data []byte) (*document, *ConfigError) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, &ConfigError{Message: "empty config"}
 	}
+	// A full scan first: its syntax errors carry exact offsets, which the
+	// token stream's do not.
+	var whole json.RawMessage
+	if err := json.Unmarshal(data, &whole); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			off := se.Offset - 1
+			if strings.Contains(se.Error(), "unexpected end") {
+				off = int64(len(data))
+			}
+			return nil, p.errorAt(off, "invalid JSON: "+se.Error())
+		}
+		return nil, p.errorAt(0, "invalid JSON: "+err.Error())
+	}
 	tree, err := p.value(nil, 0)
 	if err != nil {
 		return nil, err
-	}
-	if end := p.start(); end < int64(len(p.data)) {
-		return nil, p.errorAt(end, "invalid JSON: unexpected data after the top-level value")
 	}
 	return &document{tree: tree, positions: p.positions}, nil
 }
@@ -356,14 +367,9 @@ func (p *jsonParser) errorAt(off int64, msg string) *ConfigError {
 	return &ConfigError{Line: pos.line, Column: pos.col, Message: msg}
 }
 
+// tokenError reports a failure of the token stream, which the full scan
+// before it leaves no cause for; it is kept an error, never a panic.
 func (p *jsonParser) tokenError(err error) *ConfigError {
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		return p.errorAt(se.Offset, "invalid JSON: "+se.Error())
-	}
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return p.errorAt(int64(len(p.data)), "invalid JSON: unexpected end of input")
-	}
 	return p.errorAt(p.start(), "invalid JSON: "+err.Error())
 }
 

@@ -25,7 +25,10 @@ type LoadOptions struct {
 	// with File "defaults".
 	Defaults []byte
 	// Sets are "--set key=value" overrides applied over the merged config,
-	// before interpolation; see applySet for the syntax.
+	// before interpolation. The key is a dotted path with [n] for array
+	// items (matrix[0].vars.region); missing objects are created. The value
+	// is read as JSON when it parses as JSON (5, true, "x", [..], {..}) and
+	// as a plain string otherwise.
 	Sets []string
 	// Env looks up ${env:NAME}; nil means the process environment.
 	Env func(string) (string, bool)

@@ -277,12 +277,13 @@ func TestMalformedDocuments(t *testing.T) {
 		{"json missing comma", FormatJSON, "{\n  \"version\": 1\n  \"name\": \"x\"\n}", 3, 3, "invalid JSON"},
 		{"json unexpected end", FormatJSON, "{\n  \"version\": 1,\n", 3, 1, "unexpected end"},
 		{"json duplicate key", FormatJSON, "{\"version\": 1,\n \"version\": 1}", 2, 2, `duplicate key "version" (first at line 1, column 2)`},
-		{"json trailing data", FormatJSON, "{\"version\": 1} {}", 1, 16, "after the top-level value"},
+		{"json trailing data", FormatJSON, "{\"version\": 1} {}", 1, 16, "after top-level value"},
 		{"json detected, broken", FormatAuto, "{\"version\": 1,\n  \"name\": ,}", 2, 11, "invalid JSON"},
 		{"yaml flow mapping detected", FormatAuto, "{version: 1, name: [}", 1, 21, "invalid YAML"},
 		{"empty yaml", FormatYAML, "# nothing here\n", 0, 0, "empty config"},
 		{"empty json", FormatJSON, "  \n", 0, 0, "empty config"},
 		{"yaml infinity", FormatYAML, "version: 1\nname: .inf\n", 2, 1, "infinity"},
+		{"json after a byte order mark", FormatAuto, "\xef\xbb\xbf{\"version\": 1,\n\"name\": x}", 2, 9, "invalid JSON"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
