@@ -372,7 +372,14 @@ func (l *loader) connector(role Role, pipe map[string]any, r row) ConnectorConfi
 	res := &resolver{env: l.opts.Env, vars: r.vars, secret: l.addSecret}
 	cfg := map[string]any{}
 	if baseCfg != nil {
-		cfg = res.interpolate(baseCfg, basePath.child("config"), func(at path, msg string) { l.report(at, sharedRow, msg) }).(map[string]any)
+		cfg = res.interpolate(baseCfg, basePath.child("config"), func(at path, msg string) {
+			// Only a string using vars can fail in one row and not another.
+			row := ""
+			if v, _ := lookup(baseCfg, at[3:]); strings.Contains(fmt.Sprint(v), "${vars.") {
+				row = sharedRow
+			}
+			l.report(at, row, msg)
+		}).(map[string]any)
 	}
 	var overI map[string]any
 	if overCfg != nil {

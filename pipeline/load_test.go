@@ -462,7 +462,7 @@ func TestMatrixErrorsAreAttributed(t *testing.T) {
 pipeline:
   source:
     type: postgres
-    config: {url: "postgres://db", port: "${vars.port}"}
+    config: {url: "postgres://db", port: "${vars.port}", code: "${env:CODE}"}
   sink: {type: jsonl, config: {path: out.jsonl}}
 matrix:
   - id: a
@@ -491,6 +491,10 @@ matrix:
 	e = wantProblem(t, probs, "pipeline.source.config.port", 5, 36, `undefined var "port"`)
 	if e.Row != "a" {
 		t.Errorf("Row = %q, want a (the row without the var)", e.Row)
+	}
+	e = wantProblem(t, probs, "pipeline.source.config.code", 5, 58, "environment variable CODE is not set")
+	if e.Row != "" {
+		t.Errorf("an environment variable fails in every row alike; Row = %q", e.Row)
 	}
 }
 
