@@ -48,7 +48,7 @@ func TestThirdPartyPlugin(t *testing.T) {
 	if !ok || c.Builtin || !c.Source || !c.Sink || c.Version != "0.1.0" {
 		t.Fatalf("lines connector = %+v, %v", c, ok)
 	}
-	if names := h.ConnectorNames(pipeline.RoleSink); !reflect.DeepEqual(names, []string{"csv", "jsonl", "lines", "stdout"}) {
+	if names := h.ConnectorNames(pipeline.RoleSink); !reflect.DeepEqual(names, []string{"csv", "jsonl", "lines", "postgres", "sqlite", "stdout"}) {
 		t.Errorf("sink names = %v", names)
 	}
 	if _, ok := h.ConnectorSchema(pipeline.RoleSource, "lines"); !ok {
@@ -144,8 +144,8 @@ func TestNonExecutableFilesAreIgnored(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := newHost(t, plugins)
-	if got := len(h.Connectors()); got != 4 {
-		t.Errorf("found %d connectors, want the 4 built-ins", got)
+	if got, want := len(h.Connectors()), len(builtinSpecs()); got != want {
+		t.Errorf("found %d connectors, want the %d built-ins", got, want)
 	}
 }
 
