@@ -150,7 +150,7 @@ func run(args []string) error {
 		// from elsewhere on the machine hits both alike.
 		sides := []pipeline.Connectors{h}
 		if c.inProcess {
-			sides = append(sides, local)
+			sides = append(sides, local, relayOnly{h})
 		}
 		runs := make([][]figures, len(sides))
 		for range max(*repeat, 1) {
@@ -167,8 +167,9 @@ func run(args []string) error {
 		if !c.inProcess {
 			continue
 		}
-		in := median(runs[1])
+		in, relayed := median(runs[1]), median(runs[2])
 		fmt.Printf("%-28s %12.0f %9.3f %9.3f %8.1f MiB\n", c.name+" (in process)", in.rate, in.seconds, in.cpu, in.rssMiB)
+		fmt.Printf("%-28s %12.0f %9.3f %9.3f %8.1f MiB\n", c.name+" (plugins, relayed)", relayed.rate, relayed.seconds, relayed.cpu, relayed.rssMiB)
 		fmt.Printf("%-28s %11.1f%% of rows/s, %.1f%% more CPU time\n", c.name+" boundary cost", 100*(1-out.rate/in.rate), 100*(out.cpu/in.cpu-1))
 	}
 	return nil
@@ -201,6 +202,10 @@ func postgresCases(url string, rows int64) []benchCase {
 		prepare: drop("bench_copy"),
 	}}
 }
+
+// relayOnly hides the host's Piper: the executor relays every batch through
+// its own process, as it does for sinks that cannot read upstream.
+type relayOnly struct{ pipeline.Connectors }
 
 func connector(typ string, cfg map[string]any) pipeline.ConnectorConfig {
 	data, _ := json.Marshal(cfg)

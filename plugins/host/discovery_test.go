@@ -76,8 +76,13 @@ func TestThirdPartyPlugin(t *testing.T) {
 	}
 	// Printed lines are relayed asynchronously: allow them a moment.
 	logHas := func() bool {
-		log := logged.String()
-		return strings.Contains(log, `msg="writing lines" connector=lines path=`+names) && strings.Contains(log, `msg="opened `+names+`" connector=lines stream=stderr`)
+		var logged1, printed bool
+		for line := range strings.Lines(logged.String()) {
+			// go-plugin passes a plugin's attributes on in no fixed order.
+			logged1 = logged1 || strings.Contains(line, `msg="writing lines" connector=lines `) && strings.Contains(line, " path="+names)
+			printed = printed || strings.Contains(line, `msg="opened `+names+`" connector=lines stream=stderr`)
+		}
+		return logged1 && printed
 	}
 	for deadline := time.Now().Add(10 * time.Second); !logHas() && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)

@@ -399,3 +399,33 @@ func TestPoolLimits(t *testing.T) {
 		eventually(t, "idle processes outlived the idle timeout", func() bool { return len(children(t, "connector serve")) == 0 })
 	})
 }
+
+func TestRetryAfterAPluginCrash(t *testing.T) {
+	modes(t, func(t *testing.T, _ *host.Host, h pipeline.Connectors) {
+		out := filepath.Join(t.TempDir(), "out.jsonl")
+		var once sync.Once
+		killed := 0
+		p := plan(pipeline.Invocation{
+			RowID:  "default",
+			Source: cfg("generate", map[string]any{"count": 300_000}),
+			Sink:   cfg("jsonl", map[string]any{"path": out}),
+		})
+		p.Retry = pipeline.Retry{MaxAttempts: 2, InitialBackoff: time.Millisecond}
+		res, err := pipeline.Execute(context.Background(), p, pipeline.ExecuteOptions{Connectors: h, Progress: func(pipeline.Progress) {
+			once.Do(func() {
+				for _, pid := range children(t, "connector serve generate") {
+					if syscall.Kill(pid, syscall.SIGKILL) == nil {
+						killed++
+					}
+				}
+			})
+		}})
+		if killed != 1 {
+			t.Fatalf("killed %d source processes, want 1", killed)
+		}
+		// The first attempt's sink aborted; the retry wrote everything once.
+		if err != nil || res[0].RecordsWritten != 300_000 || countLines(t, out) != 300_000 {
+			t.Fatalf("result %+v, err %v, %d lines; want 300000 records exactly once", res, err, countLines(t, out))
+		}
+	})
+}

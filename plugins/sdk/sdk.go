@@ -3,6 +3,10 @@
 // program's main is one call, sdk.Serve(connector), which speaks faucet's
 // plugin protocol on its behalf. Records travel in batches of JSON objects:
 // a source appends them to a BatchWriter, a sink iterates a Batch.
+//
+// Return Transient(err) for failures worth retrying; log with log/slog. To
+// test a connector without faucet, call its methods directly: collect what a
+// source reads with NewBatchWriter, and hand a sink's Writer Batches.
 package sdk
 
 import (

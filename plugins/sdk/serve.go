@@ -35,7 +35,7 @@ func Serve(c Connector) {
 	go exitWithParent(os.Getppid())
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig:  protocol.Handshake,
-		VersionedPlugins: protocol.PluginSets(NewServer(c)),
+		VersionedPlugins: protocol.PluginSets(newServer(c)),
 		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
 			return grpc.NewServer(append(opts, protocol.ServerOptions()...)...)
 		},
@@ -104,9 +104,8 @@ func checkConnector(c Connector) error {
 	return nil
 }
 
-// NewServer adapts c to the gRPC connector service. Serve uses it; it is
-// exported for tests that serve a connector without a separate process.
-func NewServer(c Connector) connectorv1.ConnectorServiceServer {
+// newServer adapts c to the gRPC connector service.
+func newServer(c Connector) connectorv1.ConnectorServiceServer {
 	return &server{c: c}
 }
 
