@@ -30,6 +30,18 @@ func Exercise(t *testing.T, newURL func(t testing.TB) string) {
 		{"Migrations", exerciseMigrations},
 		{"Idempotency", exerciseIdempotency},
 		{"Runs", exerciseRuns},
+		{"List", exerciseList},
+		{"Delete", exerciseDelete},
+		{"Leases", exerciseLeases},
+		{"ClaimPending", exerciseClaimPending},
+		{"Reclaim", exerciseReclaim},
+		{"Finalize", exerciseFinalize},
+		{"Cancel", exerciseCancel},
+		{"Instances", exerciseInstances},
+		{"Shards", exerciseShards},
+		{"Audit", exerciseAudit},
+		{"RunLogs", exerciseRunLogs},
+		{"Purge", exercisePurge},
 	}
 	for _, s := range suites {
 		t.Run(s.name, func(t *testing.T) {

@@ -11,8 +11,8 @@ import (
 	"github.com/faucet-dev/faucet/db/postgres/internal/dbsqlc"
 )
 
-// claimAttempts bounds the retries of a claim that found the key held by a
-// transaction committed after its snapshot and released before it could look.
+// claimAttempts bounds the retries of a claim whose snapshot was overtaken by
+// a concurrent claim, takeover or release of the same key.
 const claimAttempts = 8
 
 var errClaimRace = errors.New("the key kept changing hands during the claim")
@@ -31,10 +31,13 @@ func (s *Store) IdempotencyClaim(ctx context.Context, key, fingerprint, runID st
 			Key: key, RunID: runID, Fingerprint: fingerprint, Now: t, ExpiredBefore: expiredBefore,
 		})
 		if errors.Is(err, pgx.ErrNoRows) {
-			continue
+			continue // held by a claim committed after the snapshot
 		}
 		if err != nil {
 			return db.Claim{}, fail(op, err)
+		}
+		if !row.Fresh && expiredBefore != nil && row.ClaimedAt.Before(*expiredBefore) {
+			continue // an expired claim someone else just took over
 		}
 		switch {
 		case row.Fresh:

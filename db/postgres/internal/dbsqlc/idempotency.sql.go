@@ -17,11 +17,11 @@ WITH claimed AS (
     ON CONFLICT (key) DO UPDATE
         SET run_id = excluded.run_id, fingerprint = excluded.fingerprint, claimed_at = excluded.claimed_at
         WHERE c.claimed_at < $5::timestamptz
-    RETURNING c.run_id, c.fingerprint, true AS fresh
+    RETURNING c.run_id, c.fingerprint, c.claimed_at, true AS fresh
 )
-SELECT claimed.run_id, claimed.fingerprint, claimed.fresh FROM claimed
+SELECT claimed.run_id, claimed.fingerprint, claimed.claimed_at, claimed.fresh FROM claimed
 UNION ALL
-SELECT held.run_id, held.fingerprint, false FROM faucet_idempotency_claims held
+SELECT held.run_id, held.fingerprint, held.claimed_at, false FROM faucet_idempotency_claims held
 WHERE held.key = $1 AND NOT EXISTS (SELECT 1 FROM claimed)
 `
 
@@ -36,6 +36,7 @@ type IdempotencyClaimParams struct {
 type IdempotencyClaimRow struct {
 	RunID       string
 	Fingerprint string
+	ClaimedAt   time.Time
 	Fresh       bool
 }
 
@@ -43,8 +44,9 @@ type IdempotencyClaimRow struct {
 // claim older than expired_before is taken over, where the row lock of ON
 // CONFLICT makes concurrent takeovers re-check the fresh claimed_at, so one
 // wins. Otherwise the held claim is returned for the caller to compare
-// fingerprints. No row comes back only when the holder committed after this
-// statement's snapshot; the caller retries.
+// fingerprints. The held claim is read from this statement's snapshot, which
+// can predate a concurrent insert (no row comes back) or takeover (the
+// expired claim comes back): the caller retries both.
 func (q *Queries) IdempotencyClaim(ctx context.Context, arg IdempotencyClaimParams) (IdempotencyClaimRow, error) {
 	row := q.db.QueryRow(ctx, idempotencyClaim,
 		arg.Key,
@@ -54,7 +56,12 @@ func (q *Queries) IdempotencyClaim(ctx context.Context, arg IdempotencyClaimPara
 		arg.ExpiredBefore,
 	)
 	var i IdempotencyClaimRow
-	err := row.Scan(&i.RunID, &i.Fingerprint, &i.Fresh)
+	err := row.Scan(
+		&i.RunID,
+		&i.Fingerprint,
+		&i.ClaimedAt,
+		&i.Fresh,
+	)
 	return i, err
 }
 
