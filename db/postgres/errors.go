@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"strings"
 	"syscall"
@@ -36,6 +37,10 @@ func classify(err error) db.Transience {
 		return db.Permanent
 	}
 	if errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err) {
+		return db.Transient
+	}
+	// The server went away mid-conversation; a new connection may not.
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
 		return db.Transient
 	}
 	for _, errno := range []syscall.Errno{
