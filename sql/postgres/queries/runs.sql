@@ -102,7 +102,9 @@ WHERE status IN ('queued', 'running')
 
 -- name: RunClaimPending :many
 -- Claims the oldest pending runs in one statement: rows another claimer holds
--- are skipped, so concurrent claimers never return the same run.
+-- are skipped, so concurrent claimers never return the same run. The picked
+-- ids reach the UPDATE as an array, so even a generic plan finds them through
+-- the primary key.
 WITH picked AS (
     SELECT p.run_id FROM faucet_runs p
     WHERE p.status = 'pending'
@@ -115,8 +117,7 @@ UPDATE faucet_runs r SET
     owner = @owner::text,
     lease_expires_at = @lease_expires_at::timestamptz,
     record = r.record || jsonb_build_object('status', 'running')
-FROM picked
-WHERE r.run_id = picked.run_id AND r.status = 'pending'
+WHERE r.run_id = ANY (ARRAY(SELECT picked.run_id FROM picked)) AND r.status = 'pending'
 RETURNING r.*;
 
 -- name: RunReclaimPoison :execrows

@@ -9,6 +9,8 @@ ON CONFLICT (run_id, shard_id) DO NOTHING;
 -- name: ShardClaim :many
 -- Claims the largest pending shards of runs without a cancel request in one
 -- statement, skipping rows another claimer holds; returns each with its run.
+-- The picked keys reach the UPDATE as arrays the primary key answers (even in
+-- a generic plan); the pair test keeps exactly the picked shards.
 WITH picked AS (
     SELECT p.run_id, p.shard_id
     FROM faucet_shards p
@@ -22,8 +24,10 @@ UPDATE faucet_shards s SET
     status = 'running',
     owner = @owner::text,
     lease_expires_at = @lease_expires_at::timestamptz
-FROM picked, faucet_runs r
-WHERE s.run_id = picked.run_id AND s.shard_id = picked.shard_id
+FROM faucet_runs r
+WHERE s.run_id = ANY (ARRAY(SELECT picked.run_id FROM picked))
+  AND s.shard_id = ANY (ARRAY(SELECT picked.shard_id FROM picked))
+  AND (s.run_id, s.shard_id) IN (SELECT picked.run_id, picked.shard_id FROM picked)
   AND s.status = 'pending' AND r.run_id = s.run_id
 RETURNING s.run_id, s.shard_id, s.descriptor, s.size_estimate, s.attempt,
     r.name, r.labels, r.status, r.submitted_at, r.started_at, r.finished_at, r.idempotency_key,

@@ -45,8 +45,7 @@ UPDATE faucet_runs r SET
     owner = $1::text,
     lease_expires_at = $2::timestamptz,
     record = r.record || jsonb_build_object('status', 'running')
-FROM picked
-WHERE r.run_id = picked.run_id AND r.status = 'pending'
+WHERE r.run_id = ANY (ARRAY(SELECT picked.run_id FROM picked)) AND r.status = 'pending'
 RETURNING r.run_id, r.name, r.labels, r.status, r.submitted_at, r.started_at, r.finished_at, r.idempotency_key, r.owner, r.lease_expires_at, r.cancel_requested_at, r.attempt, r.records_written, r.error, r.record
 `
 
@@ -57,7 +56,9 @@ type RunClaimPendingParams struct {
 }
 
 // Claims the oldest pending runs in one statement: rows another claimer holds
-// are skipped, so concurrent claimers never return the same run.
+// are skipped, so concurrent claimers never return the same run. The picked
+// ids reach the UPDATE as an array, so even a generic plan finds them through
+// the primary key.
 func (q *Queries) RunClaimPending(ctx context.Context, arg RunClaimPendingParams) ([]FaucetRun, error) {
 	rows, err := q.db.Query(ctx, runClaimPending, arg.Owner, arg.LeaseExpiresAt, arg.ClaimLimit)
 	if err != nil {

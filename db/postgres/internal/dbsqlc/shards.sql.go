@@ -24,8 +24,10 @@ UPDATE faucet_shards s SET
     status = 'running',
     owner = $1::text,
     lease_expires_at = $2::timestamptz
-FROM picked, faucet_runs r
-WHERE s.run_id = picked.run_id AND s.shard_id = picked.shard_id
+FROM faucet_runs r
+WHERE s.run_id = ANY (ARRAY(SELECT picked.run_id FROM picked))
+  AND s.shard_id = ANY (ARRAY(SELECT picked.shard_id FROM picked))
+  AND (s.run_id, s.shard_id) IN (SELECT picked.run_id, picked.shard_id FROM picked)
   AND s.status = 'pending' AND r.run_id = s.run_id
 RETURNING s.run_id, s.shard_id, s.descriptor, s.size_estimate, s.attempt,
     r.name, r.labels, r.status, r.submitted_at, r.started_at, r.finished_at, r.idempotency_key,
@@ -59,6 +61,8 @@ type ShardClaimRow struct {
 
 // Claims the largest pending shards of runs without a cancel request in one
 // statement, skipping rows another claimer holds; returns each with its run.
+// The picked keys reach the UPDATE as arrays the primary key answers (even in
+// a generic plan); the pair test keeps exactly the picked shards.
 func (q *Queries) ShardClaim(ctx context.Context, arg ShardClaimParams) ([]ShardClaimRow, error) {
 	rows, err := q.db.Query(ctx, shardClaim, arg.Owner, arg.LeaseExpiresAt, arg.ClaimLimit)
 	if err != nil {
