@@ -287,6 +287,14 @@ func connect(ctx context.Context, t *target, opts db.Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A file SQLite may only read opens without complaint and fails on the
+	// first write; taking the write lock once says so now, by name.
+	tx, err := w.BeginTx(ctx, nil)
+	if err != nil {
+		_ = w.Close()
+		return nil, t.openError(err)
+	}
+	_ = tx.Rollback()
 	r, err := t.pool(ctx, readConns, setupReader)
 	if err != nil {
 		_ = w.Close()
@@ -294,11 +302,14 @@ func connect(ctx context.Context, t *target, opts db.Options) (*Store, error) {
 	}
 	opts = opts.WithDefaults()
 	id := opts.InstanceID
+	wc, rc := newStmtCache(w), newStmtCache(r)
 	return &Store{
 		w:          w,
 		r:          r,
-		wq:         dbsqlc.New(w),
-		rq:         dbsqlc.New(r),
+		wc:         wc,
+		rc:         rc,
+		wq:         dbsqlc.New(wc),
+		rq:         dbsqlc.New(rc),
 		target:     t,
 		instanceID: id,
 		owner:      &id,

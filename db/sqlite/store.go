@@ -25,7 +25,10 @@ func poisonError(what string, maxAttempts int) string {
 
 // Store is db.Store over one SQLite database.
 type Store struct {
-	w, r   *sql.DB
+	w, r *sql.DB
+	// wc and rc cache the prepared statements of w and r; wq and rq run the
+	// queries on them.
+	wc, rc *stmtCache
 	wq, rq *dbsqlc.Queries
 	target *target
 
@@ -54,7 +57,7 @@ func (s *Store) Degraded() bool { return false }
 // harmless.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
-		s.closeErr = errors.Join(s.r.Close(), s.w.Close())
+		s.closeErr = errors.Join(s.rc.close(), s.wc.close(), s.r.Close(), s.w.Close())
 		s.target.release()
 	})
 	return s.closeErr
@@ -84,7 +87,9 @@ func (s *Store) write(ctx context.Context, op string, fn func(q *dbsqlc.Queries)
 	if err != nil {
 		return wrap(ctx, op, err)
 	}
-	if err := fn(s.wq.WithTx(tx)); err != nil {
+	stmts := s.wc.inTx(tx)
+	defer s.wc.warm(ctx, stmts)
+	if err := fn(dbsqlc.New(stmts)); err != nil {
 		_ = tx.Rollback()
 		return wrap(ctx, op, err)
 	}
@@ -98,8 +103,10 @@ func (s *Store) read(ctx context.Context, op string, fn func(q *dbsqlc.Queries) 
 	if err != nil {
 		return wrap(ctx, op, err)
 	}
+	stmts := s.rc.inTx(tx)
+	defer s.rc.warm(ctx, stmts)
 	defer func() { _ = tx.Rollback() }()
-	return wrap(ctx, op, fn(s.rq.WithTx(tx)))
+	return wrap(ctx, op, fn(dbsqlc.New(stmts)))
 }
 
 // IdempotencyClaim claims key inside one write transaction: a new key is

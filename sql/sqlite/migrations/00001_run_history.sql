@@ -31,23 +31,18 @@ CREATE TABLE faucet_runs (
 
 -- Newest-first listing, its keyset cursor and the time-window filters.
 CREATE INDEX faucet_runs_submitted_idx ON faucet_runs (submitted_at, run_id);
--- Listing filtered by status.
+-- Listing filtered by status; it also serves every scan of the few runs in
+-- one active status: the oldest pending runs to claim, the running runs whose
+-- lease may have expired, the sharded runs whose shards may all be done.
 CREATE INDEX faucet_runs_status_submitted_idx ON faucet_runs (status, submitted_at, run_id);
 -- Listing filtered by name.
 CREATE INDEX faucet_runs_name_submitted_idx ON faucet_runs (name, submitted_at, run_id) WHERE name IS NOT NULL;
--- Cluster claim: the oldest pending runs.
-CREATE INDEX faucet_runs_pending_idx ON faucet_runs (submitted_at, run_id) WHERE status = 'pending';
--- Failover reclaim: running runs by lease expiry.
-CREATE INDEX faucet_runs_running_lease_idx ON faucet_runs (lease_expires_at) WHERE status = 'running';
--- Orphan recovery over runs an instance executes.
-CREATE INDEX faucet_runs_lease_idx ON faucet_runs (lease_expires_at) WHERE status IN ('queued', 'running');
 -- Lease renewal by the owning instance.
 CREATE INDEX faucet_runs_owner_idx ON faucet_runs (owner) WHERE status IN ('pending', 'queued', 'running', 'sharded');
 -- Cross-instance cancellation requests an owner must act on.
 CREATE INDEX faucet_runs_cancel_idx ON faucet_runs (owner) WHERE cancel_requested_at IS NOT NULL;
--- The sweep over sharded parents.
-CREATE INDEX faucet_runs_sharded_idx ON faucet_runs (run_id) WHERE status = 'sharded';
--- Retention: terminal runs by finish time.
+-- Retention: terminal runs by finish time (the purge statements name it with
+-- INDEXED BY, since without statistics SQLite would rather scan by status).
 CREATE INDEX faucet_runs_finished_idx ON faucet_runs (finished_at) WHERE status IN ('completed', 'failed', 'cancelled');
 
 -- One row per idempotency key; the primary key makes a first claim atomic.

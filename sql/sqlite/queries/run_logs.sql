@@ -49,11 +49,11 @@ DELETE FROM faucet_run_log_truncations WHERE run_id = sqlc.arg(run_id);
 -- name: RunLogPurgeForRuns :execrows
 DELETE FROM faucet_run_logs
 WHERE run_id IN (
-    SELECT r.run_id FROM faucet_runs r
+    SELECT r.run_id FROM faucet_runs r INDEXED BY faucet_runs_finished_idx
     WHERE r.status IN ('completed', 'failed', 'cancelled') AND r.finished_at < sqlc.arg(before));
 
 -- name: RunLogPurgeTruncationsForRuns :execrows
 DELETE FROM faucet_run_log_truncations
 WHERE run_id IN (
-    SELECT r.run_id FROM faucet_runs r
+    SELECT r.run_id FROM faucet_runs r INDEXED BY faucet_runs_finished_idx
     WHERE r.status IN ('completed', 'failed', 'cancelled') AND r.finished_at < sqlc.arg(before));

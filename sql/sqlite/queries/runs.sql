@@ -72,16 +72,19 @@ WHERE status IN ('queued', 'running')
   AND (lease_expires_at IS NULL OR lease_expires_at < sqlc.arg(now));
 
 -- RunClaimPending claims in one statement, so SQLite's write lock makes it
--- exclusive across connections and processes.
+-- exclusive across connections and processes. The claimed rows are named by
+-- rowid, and the unary + on the status fence keeps SQLite from answering it
+-- with the status index (walking every pending run): it looks each claimed
+-- row up directly and checks the fence there.
 -- name: RunClaimPending :many
 UPDATE faucet_runs
 SET status = 'running',
     owner = sqlc.arg(owner),
     lease_expires_at = sqlc.arg(lease_expires_at),
     record = json_set(record, '$.status', 'running')
-WHERE status = 'pending'
-  AND run_id IN (
-      SELECT p.run_id FROM faucet_runs p
+WHERE +status = 'pending'
+  AND rowid IN (
+      SELECT p.rowid FROM faucet_runs p
       WHERE p.status = 'pending'
       ORDER BY p.submitted_at, p.run_id
       LIMIT sqlc.arg(row_limit))
@@ -166,5 +169,5 @@ WHERE owner = sqlc.arg(owner) AND cancel_requested_at IS NOT NULL AND status = '
 ORDER BY run_id;
 
 -- name: RunPurge :execrows
-DELETE FROM faucet_runs
+DELETE FROM faucet_runs INDEXED BY faucet_runs_finished_idx
 WHERE status IN ('completed', 'failed', 'cancelled') AND finished_at < sqlc.arg(before);

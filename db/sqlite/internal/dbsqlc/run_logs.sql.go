@@ -136,7 +136,7 @@ func (q *Queries) RunLogPurge(ctx context.Context, before int64) (int64, error) 
 const runLogPurgeForRuns = `-- name: RunLogPurgeForRuns :execrows
 DELETE FROM faucet_run_logs
 WHERE run_id IN (
-    SELECT r.run_id FROM faucet_runs r
+    SELECT r.run_id FROM faucet_runs r INDEXED BY faucet_runs_finished_idx
     WHERE r.status IN ('completed', 'failed', 'cancelled') AND r.finished_at < ?1)
 `
 
@@ -166,7 +166,7 @@ func (q *Queries) RunLogPurgeTruncations(ctx context.Context) (int64, error) {
 const runLogPurgeTruncationsForRuns = `-- name: RunLogPurgeTruncationsForRuns :execrows
 DELETE FROM faucet_run_log_truncations
 WHERE run_id IN (
-    SELECT r.run_id FROM faucet_runs r
+    SELECT r.run_id FROM faucet_runs r INDEXED BY faucet_runs_finished_idx
     WHERE r.status IN ('completed', 'failed', 'cancelled') AND r.finished_at < ?1)
 `
 

@@ -38,9 +38,9 @@ SET status = 'running',
     owner = ?1,
     lease_expires_at = ?2,
     record = json_set(record, '$.status', 'running')
-WHERE status = 'pending'
-  AND run_id IN (
-      SELECT p.run_id FROM faucet_runs p
+WHERE +status = 'pending'
+  AND rowid IN (
+      SELECT p.rowid FROM faucet_runs p
       WHERE p.status = 'pending'
       ORDER BY p.submitted_at, p.run_id
       LIMIT ?3)
@@ -54,7 +54,10 @@ type RunClaimPendingParams struct {
 }
 
 // RunClaimPending claims in one statement, so SQLite's write lock makes it
-// exclusive across connections and processes.
+// exclusive across connections and processes. The claimed rows are named by
+// rowid, and the unary + on the status fence keeps SQLite from answering it
+// with the status index (walking every pending run): it looks each claimed
+// row up directly and checks the fence there.
 func (q *Queries) RunClaimPending(ctx context.Context, arg RunClaimPendingParams) ([]FaucetRun, error) {
 	rows, err := q.db.QueryContext(ctx, runClaimPending, arg.Owner, arg.LeaseExpiresAt, arg.RowLimit)
 	if err != nil {
@@ -373,7 +376,7 @@ func (q *Queries) RunPendingCancellations(ctx context.Context, owner *string) ([
 }
 
 const runPurge = `-- name: RunPurge :execrows
-DELETE FROM faucet_runs
+DELETE FROM faucet_runs INDEXED BY faucet_runs_finished_idx
 WHERE status IN ('completed', 'failed', 'cancelled') AND finished_at < ?1
 `
 
