@@ -10,7 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"sort"
+	"sync"
 	"testing"
 	"time"
 
@@ -66,6 +66,87 @@ func open(t testing.TB, url string, opts db.Options) db.Store {
 		}
 	})
 	return s
+}
+
+// stores opens one store per instance id on url.
+func stores(t testing.TB, url string, instanceIDs ...string) []db.Store {
+	t.Helper()
+	out := make([]db.Store, len(instanceIDs))
+	for i, instance := range instanceIDs {
+		out[i] = open(t, url, db.Options{InstanceID: instance})
+	}
+	return out
+}
+
+// concurrently runs fn(0) … fn(n-1) in n goroutines released at once and
+// returns their results in order, failing t on any error.
+func concurrently[T any](t testing.TB, n int, fn func(i int) (T, error)) []T {
+	t.Helper()
+	out := make([]T, n)
+	errs := make([]error, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			out[i], errs[i] = fn(i)
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("concurrent call %d: %v", i, err)
+		}
+	}
+	return out
+}
+
+// drainConcurrently runs workers goroutines at once, each calling
+// claim(worker) until it returns nothing, and fails t unless the keys they
+// claimed are want distinct keys, each claimed exactly once.
+func drainConcurrently(t testing.TB, workers, want int, claim func(worker int) ([]string, error)) {
+	t.Helper()
+	got := concurrently(t, workers, func(w int) ([]string, error) {
+		var all []string
+		for {
+			keys, err := claim(w)
+			if err != nil || len(keys) == 0 {
+				return all, err
+			}
+			all = append(all, keys...)
+		}
+	})
+	count := map[string]int{}
+	for _, keys := range got {
+		for _, k := range keys {
+			if count[k]++; count[k] == 2 {
+				t.Errorf("%s claimed more than once", k)
+			}
+		}
+	}
+	if len(count) != want {
+		t.Fatalf("%d distinct keys claimed, want %d", len(count), want)
+	}
+}
+
+// onlyWinner fails t unless exactly one of won is true, and returns its index.
+func onlyWinner(t testing.TB, won []bool) int {
+	t.Helper()
+	winner := -1
+	for i, w := range won {
+		if !w {
+			continue
+		}
+		if winner >= 0 {
+			t.Fatalf("calls %d and %d both won", winner, i)
+		}
+		winner = i
+	}
+	if winner < 0 {
+		t.Fatal("no call won")
+	}
+	return winner
 }
 
 // fresh opens a store on a fresh database.
@@ -148,12 +229,6 @@ func normJSON(t testing.TB, v any) any {
 	if err := json.Unmarshal(b, &out); err != nil {
 		t.Fatalf("unmarshal: %v", err)
 	}
-	return out
-}
-
-func sorted(ids []string) []string {
-	out := append([]string(nil), ids...)
-	sort.Strings(out)
 	return out
 }
 

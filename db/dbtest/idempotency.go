@@ -1,7 +1,6 @@
 package dbtest
 
 import (
-	"sync"
 	"testing"
 	"time"
 
@@ -81,39 +80,14 @@ func exerciseIdempotency(t *testing.T, newURL func(t testing.TB) string) {
 
 	t.Run("ConcurrentSameKey", func(t *testing.T) {
 		t.Parallel()
-		url := newURL(t)
-		stores := []db.Store{open(t, url, db.Options{InstanceID: "a"}), open(t, url, db.Options{InstanceID: "b"})}
-		const n = 50
-		claims := make([]db.Claim, n)
-		errs := make([]error, n)
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for i := range n {
-			wg.Go(func() {
-				<-start
-				claims[i], errs[i] = stores[i%2].IdempotencyClaim(t.Context(), "k", "fp", id("r", i), hour)
-			})
-		}
-		close(start)
-		wg.Wait()
-		winner := ""
+		ss := stores(t, newURL(t), "a", "b")
+		claims := concurrently(t, 50, func(i int) (db.Claim, error) {
+			return ss[i%2].IdempotencyClaim(t.Context(), "k", "fp", id("r", i), hour)
+		})
+		winner := oneFresh(t, claims)
 		for i, c := range claims {
-			if errs[i] != nil {
-				t.Fatalf("claim %d: %v", i, errs[i])
-			}
-			if c.Outcome == db.ClaimFresh {
-				if winner != "" {
-					t.Fatalf("two fresh claims: %s and %s", winner, id("r", i))
-				}
-				winner = id("r", i)
-			}
-		}
-		if winner == "" {
-			t.Fatal("no claim was fresh")
-		}
-		for i, c := range claims {
-			if id("r", i) != winner {
-				wantClaim(t, c, db.ClaimReplay, winner)
+			if i != winner {
+				wantClaim(t, c, db.ClaimReplay, id("r", winner))
 			}
 		}
 	})
@@ -121,40 +95,16 @@ func exerciseIdempotency(t *testing.T, newURL func(t testing.TB) string) {
 	t.Run("ConcurrentMixedFingerprints", func(t *testing.T) {
 		t.Parallel()
 		s := fresh(t, newURL, "a")
-		const n = 50
-		claims := make([]db.Claim, n)
-		errs := make([]error, n)
 		fps := func(i int) string {
 			if i%2 == 0 {
 				return "even"
 			}
 			return "odd"
 		}
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for i := range n {
-			wg.Go(func() {
-				<-start
-				claims[i], errs[i] = s.IdempotencyClaim(t.Context(), "k", fps(i), id("r", i), hour)
-			})
-		}
-		close(start)
-		wg.Wait()
-		winner := -1
-		for i, c := range claims {
-			if errs[i] != nil {
-				t.Fatalf("claim %d: %v", i, errs[i])
-			}
-			if c.Outcome == db.ClaimFresh {
-				if winner >= 0 {
-					t.Fatalf("two fresh claims: %d and %d", winner, i)
-				}
-				winner = i
-			}
-		}
-		if winner < 0 {
-			t.Fatal("no claim was fresh")
-		}
+		claims := concurrently(t, 50, func(i int) (db.Claim, error) {
+			return s.IdempotencyClaim(t.Context(), "k", fps(i), id("r", i), hour)
+		})
+		winner := oneFresh(t, claims)
 		for i, c := range claims {
 			switch {
 			case i == winner:
@@ -168,44 +118,40 @@ func exerciseIdempotency(t *testing.T, newURL func(t testing.TB) string) {
 
 	t.Run("ConcurrentTakeoverHasOneWinner", func(t *testing.T) {
 		t.Parallel()
-		url := newURL(t)
-		stores := []db.Store{open(t, url, db.Options{InstanceID: "a"}), open(t, url, db.Options{InstanceID: "b"})}
-		wantClaim(t, claim(t, stores[0], "k", "old", "r-old", hour), db.ClaimFresh, "")
+		ss := stores(t, newURL(t), "a", "b")
+		wantClaim(t, claim(t, ss[0], "k", "old", "r-old", hour), db.ClaimFresh, "")
 		// The old claim is older than the window below; the winner's new claim
 		// is far younger, so every other caller replays it.
 		const window = 2 * time.Second
 		waitPast(time.Now(), window)
-		const n = 30
-		claims := make([]db.Claim, n)
-		errs := make([]error, n)
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for i := range n {
-			wg.Go(func() {
-				<-start
-				claims[i], errs[i] = stores[i%2].IdempotencyClaim(t.Context(), "k", "new", id("r", i), window)
-			})
-		}
-		close(start)
-		wg.Wait()
-		fresh := 0
-		winner := ""
+		claims := concurrently(t, 30, func(i int) (db.Claim, error) {
+			return ss[i%2].IdempotencyClaim(t.Context(), "k", "new", id("r", i), window)
+		})
+		winner := oneFresh(t, claims)
 		for i, c := range claims {
-			if errs[i] != nil {
-				t.Fatalf("claim %d: %v", i, errs[i])
-			}
-			if c.Outcome == db.ClaimFresh {
-				fresh++
-				winner = id("r", i)
-			}
-		}
-		if fresh != 1 {
-			t.Fatalf("%d callers took the expired claim over, want exactly 1", fresh)
-		}
-		for i, c := range claims {
-			if id("r", i) != winner {
-				wantClaim(t, c, db.ClaimReplay, winner)
+			if i != winner {
+				wantClaim(t, c, db.ClaimReplay, id("r", winner))
 			}
 		}
 	})
+}
+
+// oneFresh fails t unless exactly one of claims is fresh, and returns its
+// index.
+func oneFresh(t testing.TB, claims []db.Claim) int {
+	t.Helper()
+	winner := -1
+	for i, c := range claims {
+		if c.Outcome != db.ClaimFresh {
+			continue
+		}
+		if winner >= 0 {
+			t.Fatalf("claims %d and %d are both fresh", winner, i)
+		}
+		winner = i
+	}
+	if winner < 0 {
+		t.Fatal("no claim is fresh")
+	}
+	return winner
 }

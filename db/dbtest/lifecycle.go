@@ -3,7 +3,6 @@ package dbtest
 import (
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -233,58 +232,17 @@ func exerciseClaimPending(t *testing.T, newURL func(t testing.TB) string) {
 
 	t.Run("ConcurrentClaimersAcrossStores", func(t *testing.T) {
 		t.Parallel()
-		url := newURL(t)
-		stores := []db.Store{
-			open(t, url, db.Options{InstanceID: "a"}),
-			open(t, url, db.Options{InstanceID: "b"}),
-			open(t, url, db.Options{InstanceID: "c"}),
-		}
+		ss := stores(t, newURL(t), "a", "b", "c")
 		const total = 1000
-		pendingRuns(t, stores[0], "p", total)
-
-		var mu sync.Mutex
-		claimedBy := map[string]string{}
-		var wg sync.WaitGroup
-		errs := make(chan error, 12)
-		start := make(chan struct{})
-		for _, s := range stores {
-			for range 3 {
-				wg.Go(func() {
-					<-start
-					for {
-						runs, err := s.RunClaimPending(t.Context(), 16)
-						if err != nil {
-							errs <- err
-							return
-						}
-						if len(runs) == 0 {
-							return
-						}
-						mu.Lock()
-						for _, r := range runs {
-							if prev, dup := claimedBy[r.RunID]; dup {
-								errs <- fmt.Errorf("run %s claimed by %s and again by %s", r.RunID, prev, s.InstanceID())
-							}
-							claimedBy[r.RunID] = s.InstanceID()
-						}
-						mu.Unlock()
-					}
-				})
-			}
-		}
-		close(start)
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Fatal(err)
-		}
-		if len(claimedBy) != total {
-			t.Fatalf("%d runs claimed, want %d", len(claimedBy), total)
-		}
-		if got := claimPending(t, stores[0], 16); len(got) != 0 {
+		pendingRuns(t, ss[0], "p", total)
+		drainConcurrently(t, 9, total, func(w int) ([]string, error) {
+			runs, err := ss[w%3].RunClaimPending(t.Context(), 16)
+			return runIDs(runs), err
+		})
+		if got := claimPending(t, ss[0], 16); len(got) != 0 {
 			t.Fatalf("%d runs still pending", len(got))
 		}
-		running := listAll(t, stores[1], db.ListFilter{Statuses: []db.RunStatus{db.StatusRunning}, Limit: 500})
+		running := listAll(t, ss[1], db.ListFilter{Statuses: []db.RunStatus{db.StatusRunning}, Limit: 500})
 		if len(running) != total {
 			t.Fatalf("%d runs running, want %d", len(running), total)
 		}
@@ -387,11 +345,7 @@ func exerciseReclaim(t *testing.T, newURL func(t testing.TB) string) {
 		t.Parallel()
 		url := newURL(t)
 		dying := open(t, url, db.Options{InstanceID: "dying", LeaseTTL: shortLease})
-		peers := []db.Store{
-			open(t, url, db.Options{InstanceID: "a"}),
-			open(t, url, db.Options{InstanceID: "b"}),
-			open(t, url, db.Options{InstanceID: "c"}),
-		}
+		peers := stores(t, url, "a", "b", "c")
 		const n = 60
 		pendingRuns(t, dying, "p", n)
 		if got := claimPending(t, dying, n); len(got) != n {
@@ -404,18 +358,11 @@ func exerciseReclaim(t *testing.T, newURL func(t testing.TB) string) {
 			upsert(t, dying, r)
 		}
 		waitPast(time.Now(), shortLease)
-		reps := make([]db.ReclaimReport, len(peers))
-		errs := make([]error, len(peers))
-		var wg sync.WaitGroup
-		for i, s := range peers {
-			wg.Go(func() { reps[i], errs[i] = s.RunReclaimOrphans(t.Context(), 1) })
-		}
-		wg.Wait()
+		reps := concurrently(t, len(peers), func(i int) (db.ReclaimReport, error) {
+			return peers[i].RunReclaimOrphans(t.Context(), 1)
+		})
 		var sum db.ReclaimReport
-		for i, rep := range reps {
-			if errs[i] != nil {
-				t.Fatal(errs[i])
-			}
+		for _, rep := range reps {
 			sum.Requeued += rep.Requeued
 			sum.Poisoned += rep.Poisoned
 		}
@@ -473,45 +420,20 @@ func exerciseFinalize(t *testing.T, newURL func(t testing.TB) string) {
 
 	t.Run("ConcurrentFinalizersOneWins", func(t *testing.T) {
 		t.Parallel()
-		url := newURL(t)
 		// Two processes of one instance: same owner id, racing.
-		stores := []db.Store{open(t, url, db.Options{InstanceID: "a"}), open(t, url, db.Options{InstanceID: "a"})}
+		ss := stores(t, newURL(t), "a", "a")
 		for round := range 5 {
 			runID := id("r", round)
 			rec := newRun(runID, db.StatusRunning, now())
-			upsert(t, stores[0], rec)
-			const n = 8
-			won := make([]bool, n)
-			errs := make([]error, n)
-			var wg sync.WaitGroup
-			start := make(chan struct{})
-			for i := range n {
-				wg.Go(func() {
-					done := *rec
-					done.Status = db.StatusCompleted
-					done.RecordsWritten = int64(i + 1)
-					<-start
-					won[i], errs[i] = stores[i%2].RunFinalizeOwned(t.Context(), &done)
-				})
-			}
-			close(start)
-			wg.Wait()
-			winner := -1
-			for i := range n {
-				if errs[i] != nil {
-					t.Fatal(errs[i])
-				}
-				if won[i] {
-					if winner >= 0 {
-						t.Fatalf("finalizers %d and %d both won", winner, i)
-					}
-					winner = i
-				}
-			}
-			if winner < 0 {
-				t.Fatal("no finalizer won")
-			}
-			if r := get(t, stores[1], runID); r.RecordsWritten != int64(winner+1) {
+			upsert(t, ss[0], rec)
+			won := concurrently(t, 8, func(i int) (bool, error) {
+				done := *rec
+				done.Status = db.StatusCompleted
+				done.RecordsWritten = int64(i + 1)
+				return ss[i%2].RunFinalizeOwned(t.Context(), &done)
+			})
+			winner := onlyWinner(t, won)
+			if r := get(t, ss[1], runID); r.RecordsWritten != int64(winner+1) {
 				t.Fatalf("stored records_written %d, want the winner's %d", r.RecordsWritten, winner+1)
 			}
 		}
@@ -559,30 +481,14 @@ func exerciseFinalize(t *testing.T, newURL func(t testing.TB) string) {
 
 	t.Run("ShardedParentConcurrentOneWins", func(t *testing.T) {
 		t.Parallel()
-		url := newURL(t)
-		stores := []db.Store{open(t, url, db.Options{InstanceID: "a"}), open(t, url, db.Options{InstanceID: "b"})}
-		upsert(t, stores[0], newRun("parent", db.StatusSharded, now()))
-		const n = 8
-		won := make([]bool, n)
-		errs := make([]error, n)
-		var wg sync.WaitGroup
-		for i := range n {
-			wg.Go(func() {
-				won[i], errs[i] = stores[i%2].RunFinalizeShardedParent(t.Context(), "parent", db.StatusFailed, time.Now(), ptr(fmt.Sprint(i)))
-			})
-		}
-		wg.Wait()
-		wins := 0
-		for i := range n {
-			if errs[i] != nil {
-				t.Fatal(errs[i])
-			}
-			if won[i] {
-				wins++
-			}
-		}
-		if wins != 1 {
-			t.Fatalf("%d finalizers won, want 1", wins)
+		ss := stores(t, newURL(t), "a", "b")
+		upsert(t, ss[0], newRun("parent", db.StatusSharded, now()))
+		won := concurrently(t, 8, func(i int) (bool, error) {
+			return ss[i%2].RunFinalizeShardedParent(t.Context(), "parent", db.StatusFailed, time.Now(), ptr(fmt.Sprint(i)))
+		})
+		winner := onlyWinner(t, won)
+		if r := get(t, ss[1], "parent"); r.Error == nil || *r.Error != fmt.Sprint(winner) {
+			t.Fatalf("stored error %v, want the winner's %d", r.Error, winner)
 		}
 	})
 }
@@ -611,54 +517,44 @@ func exerciseCancel(t *testing.T, newURL func(t testing.TB) string) {
 
 	t.Run("CancelPendingRacesClaim", func(t *testing.T) {
 		t.Parallel()
-		url := newURL(t)
-		a := open(t, url, db.Options{InstanceID: "a"})
-		b := open(t, url, db.Options{InstanceID: "b"})
+		ss := stores(t, newURL(t), "a", "b")
 		const n = 40
-		recs := pendingRuns(t, a, "p", n)
-		cancelled := map[string]bool{}
-		var claimed []db.RunRecord
-		var wg sync.WaitGroup
-		var claimErr, cancelErr error
-		wg.Go(func() {
-			for {
-				runs, err := a.RunClaimPending(t.Context(), 3)
-				if err != nil || len(runs) == 0 {
-					claimErr = err
-					return
+		recs := pendingRuns(t, ss[0], "p", n)
+		// One instance claims oldest first while another cancels newest first.
+		got := concurrently(t, 2, func(w int) ([]string, error) {
+			var ids []string
+			if w == 0 {
+				for {
+					runs, err := ss[0].RunClaimPending(t.Context(), 3)
+					if err != nil || len(runs) == 0 {
+						return ids, err
+					}
+					ids = append(ids, runIDs(runs)...)
 				}
-				claimed = append(claimed, runs...)
 			}
-		})
-		wg.Go(func() {
 			for _, r := range slices.Backward(recs) {
-				ok, err := b.RunCancelPending(t.Context(), r.RunID)
+				ok, err := ss[1].RunCancelPending(t.Context(), r.RunID)
 				if err != nil {
-					cancelErr = err
-					return
+					return ids, err
 				}
-				cancelled[r.RunID] = ok
+				if ok {
+					ids = append(ids, r.RunID)
+				}
 			}
+			return ids, nil
 		})
-		wg.Wait()
-		if claimErr != nil || cancelErr != nil {
-			t.Fatal(claimErr, cancelErr)
+		claimed, cancelled := got[0], got[1]
+		if len(claimed)+len(cancelled) != n {
+			t.Fatalf("%d claimed + %d cancelled, want %d", len(claimed), len(cancelled), n)
 		}
-		for _, r := range claimed {
-			if cancelled[r.RunID] {
-				t.Fatalf("run %s was both claimed and cancelled", r.RunID)
+		for _, runID := range claimed {
+			if slices.Contains(cancelled, runID) {
+				t.Fatalf("run %s was both claimed and cancelled", runID)
 			}
-			wantStatus(t, a, r.RunID, db.StatusRunning)
+			wantStatus(t, ss[0], runID, db.StatusRunning)
 		}
-		nCancelled := 0
-		for runID, ok := range cancelled {
-			if ok {
-				nCancelled++
-				wantStatus(t, a, runID, db.StatusCancelled)
-			}
-		}
-		if nCancelled+len(claimed) != n {
-			t.Fatalf("%d claimed + %d cancelled, want %d", len(claimed), nCancelled, n)
+		for _, runID := range cancelled {
+			wantStatus(t, ss[0], runID, db.StatusCancelled)
 		}
 	})
 

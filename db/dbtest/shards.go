@@ -3,7 +3,6 @@ package dbtest
 import (
 	"encoding/json"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -136,57 +135,16 @@ func exerciseShards(t *testing.T, newURL func(t testing.TB) string) {
 
 	t.Run("ConcurrentClaimersAcrossStores", func(t *testing.T) {
 		t.Parallel()
-		url := newURL(t)
-		stores := []db.Store{
-			open(t, url, db.Options{InstanceID: "a"}),
-			open(t, url, db.Options{InstanceID: "b"}),
-			open(t, url, db.Options{InstanceID: "c"}),
-		}
+		ss := stores(t, newURL(t), "a", "b", "c")
 		const perRun = 100
 		for r := range 3 {
-			upsert(t, stores[0], newRun(id("run", r), db.StatusSharded, now()))
-			insertShards(t, stores[0], id("run", r), shardSpecs("s", perRun, ptr(int64(r)))...)
+			upsert(t, ss[0], newRun(id("run", r), db.StatusSharded, now()))
+			insertShards(t, ss[0], id("run", r), shardSpecs("s", perRun, ptr(int64(r)))...)
 		}
-		var mu sync.Mutex
-		seen := map[string]bool{}
-		var dup []string
-		var wg sync.WaitGroup
-		errs := make([]error, 9)
-		for i := range 9 {
-			s := stores[i%3]
-			wg.Go(func() {
-				for {
-					got, err := s.ShardClaim(t.Context(), 7)
-					if err != nil {
-						errs[i] = err
-						return
-					}
-					if len(got) == 0 {
-						return
-					}
-					mu.Lock()
-					for _, k := range shardKeys(got) {
-						if seen[k] {
-							dup = append(dup, k)
-						}
-						seen[k] = true
-					}
-					mu.Unlock()
-				}
-			})
-		}
-		wg.Wait()
-		for _, err := range errs {
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
-		if len(dup) > 0 {
-			t.Fatalf("shards claimed twice: %v", dup)
-		}
-		if len(seen) != 3*perRun {
-			t.Fatalf("%d shards claimed, want %d", len(seen), 3*perRun)
-		}
+		drainConcurrently(t, 9, 3*perRun, func(w int) ([]string, error) {
+			got, err := ss[w%3].ShardClaim(t.Context(), 7)
+			return shardKeys(got), err
+		})
 	})
 
 	t.Run("FinalizeIsOwnerFenced", func(t *testing.T) {

@@ -58,24 +58,34 @@ func poisonError(what string, maxAttempts int) string {
 
 // RunReclaimOrphans requeues or poisons running runs whose lease lapsed.
 func (s *Store) RunReclaimOrphans(ctx context.Context, maxAttempts int) (db.ReclaimReport, error) {
+	msg := poisonError("run", maxAttempts)
+	return s.reclaim(ctx, "run reclaim orphans",
+		func(q *dbsqlc.Queries, t time.Time) (int64, error) {
+			return q.RunReclaimPoison(ctx, dbsqlc.RunReclaimPoisonParams{Now: t, Error: msg, MaxAttempts: int32(maxAttempts)})
+		},
+		func(q *dbsqlc.Queries, t time.Time) (int64, error) {
+			return q.RunReclaimRequeue(ctx, dbsqlc.RunReclaimRequeueParams{Now: t, MaxAttempts: int32(maxAttempts)})
+		})
+}
+
+// reclaim runs a poison and a requeue statement in one transaction at one
+// instant. They select disjoint rows (attempt at or past the cap, below it),
+// and each is fenced on the lapsed lease, so concurrent reclaimers count
+// every row once.
+func (s *Store) reclaim(ctx context.Context, op string, poison, requeue func(*dbsqlc.Queries, time.Time) (int64, error)) (db.ReclaimReport, error) {
 	var rep db.ReclaimReport
 	t := now()
 	err := s.inTx(ctx, func(q *dbsqlc.Queries) error {
-		poisoned, err := q.RunReclaimPoison(ctx, dbsqlc.RunReclaimPoisonParams{
-			Now: t, Error: poisonError("run", maxAttempts), MaxAttempts: int32(maxAttempts),
-		})
+		poisoned, err := poison(q, t)
 		if err != nil {
 			return err
 		}
-		requeued, err := q.RunReclaimRequeue(ctx, dbsqlc.RunReclaimRequeueParams{Now: t, MaxAttempts: int32(maxAttempts)})
-		if err != nil {
-			return err
-		}
+		requeued, err := requeue(q, t)
 		rep = db.ReclaimReport{Requeued: int(requeued), Poisoned: int(poisoned)}
-		return nil
+		return err
 	})
 	if err != nil {
-		return db.ReclaimReport{}, fail("run reclaim orphans", err)
+		return db.ReclaimReport{}, fail(op, err)
 	}
 	return rep, nil
 }

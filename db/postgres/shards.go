@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/faucet-dev/faucet/db"
 	"github.com/faucet-dev/faucet/db/postgres/internal/dbsqlc"
@@ -96,26 +97,14 @@ func (s *Store) ShardRenewLeases(ctx context.Context) (int, error) {
 
 // ShardReclaimOrphans requeues or poisons running shards whose lease lapsed.
 func (s *Store) ShardReclaimOrphans(ctx context.Context, maxAttempts int) (db.ReclaimReport, error) {
-	var rep db.ReclaimReport
-	t := now()
-	err := s.inTx(ctx, func(q *dbsqlc.Queries) error {
-		poisoned, err := q.ShardReclaimPoison(ctx, dbsqlc.ShardReclaimPoisonParams{
-			Now: t, Error: poisonError("shard", maxAttempts), MaxAttempts: int32(maxAttempts),
+	msg := poisonError("shard", maxAttempts)
+	return s.reclaim(ctx, "shard reclaim orphans",
+		func(q *dbsqlc.Queries, t time.Time) (int64, error) {
+			return q.ShardReclaimPoison(ctx, dbsqlc.ShardReclaimPoisonParams{Now: t, Error: msg, MaxAttempts: int32(maxAttempts)})
+		},
+		func(q *dbsqlc.Queries, t time.Time) (int64, error) {
+			return q.ShardReclaimRequeue(ctx, dbsqlc.ShardReclaimRequeueParams{Now: t, MaxAttempts: int32(maxAttempts)})
 		})
-		if err != nil {
-			return err
-		}
-		requeued, err := q.ShardReclaimRequeue(ctx, dbsqlc.ShardReclaimRequeueParams{Now: t, MaxAttempts: int32(maxAttempts)})
-		if err != nil {
-			return err
-		}
-		rep = db.ReclaimReport{Requeued: int(requeued), Poisoned: int(poisoned)}
-		return nil
-	})
-	if err != nil {
-		return db.ReclaimReport{}, fail("shard reclaim orphans", err)
-	}
-	return rep, nil
 }
 
 // ShardFinalize writes a shard's result while this instance owns it.
