@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -73,6 +75,69 @@ func TestOpenRejectsUnusablePaths(t *testing.T) {
 	}
 	if got, err := os.ReadFile(notDB); err != nil || !bytes.Equal(got, notes) {
 		t.Errorf("the non-database file changed (err %v)", err)
+	}
+}
+
+// A database file this process may only read is refused at Open, by name.
+// Root may write any file, so as root the opener is a child process running
+// as nobody.
+func TestOpenRejectsAReadOnlyFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "history.db")
+	s, err := db.Open(t.Context(), "sqlite:"+path, db.Options{NoFallback: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0o444); err != nil {
+		t.Fatal(err)
+	}
+
+	var verdict, msg string
+	if os.Geteuid() != 0 {
+		_, err := db.Open(t.Context(), "sqlite:"+path, db.Options{NoFallback: true})
+		if err == nil {
+			t.Fatal("Open of a read-only file succeeded")
+		}
+		verdict, msg = db.TransienceOf(err).String(), err.Error()
+	} else {
+		if runtime.GOOS != "linux" {
+			t.Fatalf("running as root on %s: cannot drop to an unprivileged user", runtime.GOOS)
+		}
+		// The child needs to reach its binary and the file as nobody.
+		bin := filepath.Join(dir, "sqlite.test")
+		exe, err := os.ReadFile(os.Args[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(bin, exe, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range []string{filepath.Dir(dir), dir} {
+			if err := os.Chmod(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cmd := exec.CommandContext(t.Context(), bin, "-test.run=^$")
+		cmd.Env = append(os.Environ(), openerURLEnv+"=sqlite:"+path)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("opener as nobody: %v\n%s", err, out)
+		}
+		verdict, msg, _ = strings.Cut(strings.TrimSpace(string(out)), "\n")
+	}
+	if verdict != db.Permanent.String() || !strings.Contains(msg, path) || !strings.Contains(msg, "permission denied") {
+		t.Fatalf("Open of a read-only file: %s error %q; want a permanent error naming %s and the denial", verdict, msg, path)
+	}
+	if after, err := os.ReadFile(path); err != nil || !bytes.Equal(after, before) {
+		t.Errorf("the read-only file changed (err %v)", err)
 	}
 }
 

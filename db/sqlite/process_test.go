@@ -16,20 +16,32 @@ import (
 	"github.com/faucet-dev/faucet/db"
 )
 
-// Environment of a claimer child process (see TestMain).
+// Environment of a child process (see TestMain).
 const (
 	claimerURLEnv      = "FAUCET_SQLITE_TEST_CLAIMER_URL"
 	claimerInstanceEnv = "FAUCET_SQLITE_TEST_CLAIMER_INSTANCE"
+	openerURLEnv       = "FAUCET_SQLITE_TEST_OPENER_URL"
 )
 
-// TestMain lets the test binary double as a claimer process, so the
-// cross-process tests run real, separate processes against one file.
+// TestMain lets the test binary double as a child process, so tests can run
+// real, separate processes against one file: a claimer, or an opener that
+// reports what Open says.
 func TestMain(m *testing.M) {
 	if url := os.Getenv(claimerURLEnv); url != "" {
 		if err := claimUntilEmpty(url, os.Getenv(claimerInstanceEnv)); err != nil {
 			fmt.Fprintln(os.Stderr, "claimer:", err)
 			os.Exit(1)
 		}
+		os.Exit(0)
+	}
+	if url := os.Getenv(openerURLEnv); url != "" {
+		s, err := db.Open(context.Background(), url, db.Options{NoFallback: true})
+		if err != nil {
+			fmt.Printf("%s\n%v\n", db.TransienceOf(err), err)
+			os.Exit(0)
+		}
+		_ = s.Close()
+		fmt.Println("opened")
 		os.Exit(0)
 	}
 	os.Exit(m.Run())

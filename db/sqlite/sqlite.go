@@ -127,20 +127,21 @@ func resolve(dsn string) (*target, error) {
 		}, nil
 	}
 	if dsn == "" {
-		return nil, permanent("open sqlite history", fmt.Errorf("%w: empty SQLite path", db.ErrBadURL))
+		return nil, permanent("open", fmt.Errorf("%w: empty SQLite path", db.ErrBadURL))
 	}
+	op := "open " + dsn
 	dir := filepath.Dir(dsn)
 	info, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, permanent("open sqlite history", fmt.Errorf("directory %s of %s does not exist", dir, dsn))
+		return nil, permanent(op, fmt.Errorf("directory %s does not exist", dir))
 	case err != nil:
-		return nil, permanent("open sqlite history", fmt.Errorf("directory of %s: %w", dsn, err))
+		return nil, permanent(op, err)
 	case !info.IsDir():
-		return nil, permanent("open sqlite history", fmt.Errorf("%s is not a directory, so %s cannot be created in it", dir, dsn))
+		return nil, permanent(op, fmt.Errorf("%s is not a directory", dir))
 	}
 	if info, err := os.Stat(dsn); err == nil && info.IsDir() {
-		return nil, permanent("open sqlite history", fmt.Errorf("%s is a directory, not a SQLite file", dsn))
+		return nil, permanent(op, errors.New("it is a directory, not a SQLite file"))
 	}
 	return &target{path: dsn, name: dsn}, nil
 }
@@ -173,16 +174,15 @@ func (t *target) pool(ctx context.Context, n int, setup func(*sqlite3.Conn, bool
 // openError names the file and says what to check, keeping SQLite's typed
 // error (and its verdict) underneath.
 func (t *target) openError(err error) error {
-	var hint string
 	switch {
 	case errors.Is(err, sqlite3.CANTOPEN):
-		hint = " (check that the directory is writable)"
+		err = fmt.Errorf("%w (check that the file and its directory are writable)", err)
 	case errors.Is(err, sqlite3.READONLY), errors.Is(err, sqlite3.PERM):
-		hint = " (the file or its directory is read-only)"
+		err = fmt.Errorf("%w (the file or its directory is read-only)", err)
 	case errors.Is(err, sqlite3.NOTADB):
-		hint = " (the file is not a SQLite database)"
+		err = fmt.Errorf("%w (the file is not a SQLite database)", err)
 	}
-	return wrap(context.Background(), fmt.Sprintf("open sqlite history %s%s", t.path, hint), err)
+	return wrap(context.Background(), "open "+t.path, err)
 }
 
 // setupWriter configures a read-write connection. busy_timeout comes first so
@@ -226,7 +226,7 @@ func migrate(ctx context.Context, t *target) error {
 	if err != nil {
 		return err
 	}
-	op := "migrate sqlite history " + t.path
+	op := "migrate " + t.path
 	for {
 		before, err := p.GetDBVersion(ctx)
 		if err != nil {
@@ -287,14 +287,6 @@ func connect(ctx context.Context, t *target, opts db.Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A file SQLite may only read opens without complaint and fails on the
-	// first write; taking the write lock once says so now, by name.
-	tx, err := w.BeginTx(ctx, nil)
-	if err != nil {
-		_ = w.Close()
-		return nil, t.openError(err)
-	}
-	_ = tx.Rollback()
 	r, err := t.pool(ctx, readConns, setupReader)
 	if err != nil {
 		_ = w.Close()
