@@ -90,6 +90,44 @@ func exerciseMigrations(t *testing.T, newURL func(t testing.TB) string) {
 		}
 	})
 
+	t.Run("FailedMigrationLeavesNothingBehind", func(t *testing.T) {
+		t.Parallel()
+		url := newURL(t)
+		open(t, url, db.Options{InstanceID: "a"})
+		newest := db.NewestVersion(migrator(t, url))
+		create := func(fail bool) *goose.Migration {
+			up := func(ctx context.Context, tx *sql.Tx) error {
+				if _, err := tx.ExecContext(ctx, "CREATE TABLE faucet_half_migrated (id integer)"); err != nil {
+					return err
+				}
+				if fail {
+					return errors.New("migration fails after its first statement")
+				}
+				return nil
+			}
+			down := func(ctx context.Context, tx *sql.Tx) error {
+				_, err := tx.ExecContext(ctx, "DROP TABLE faucet_half_migrated")
+				return err
+			}
+			return goose.NewGoMigration(newest+1, &goose.GoFunc{RunTx: up}, &goose.GoFunc{RunTx: down})
+		}
+		if _, err := db.MigrateUp(t.Context(), migrator(t, url, goose.WithGoMigrations(create(true)))); err == nil {
+			t.Fatal("a failing migration succeeded")
+		}
+		assertVersion(t, migrator(t, url), newest)
+		// Had the failed migration left its table behind, this would fail.
+		p := migrator(t, url, goose.WithGoMigrations(create(false)))
+		if _, err := db.MigrateUp(t.Context(), p); err != nil {
+			t.Fatalf("the same migration, succeeding: %v", err)
+		}
+		assertVersion(t, p, newest+1)
+		if _, err := p.DownTo(t.Context(), newest); err != nil {
+			t.Fatal(err)
+		}
+		s := open(t, url, db.Options{InstanceID: "a"})
+		upsert(t, s, newRun("r1", db.StatusQueued, now()))
+	})
+
 	t.Run("RefusesNewerSchema", func(t *testing.T) {
 		t.Parallel()
 		url := newURL(t)
