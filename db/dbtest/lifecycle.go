@@ -122,8 +122,8 @@ func exerciseLeases(t *testing.T, newURL func(t testing.TB) string) {
 		done := newRun("done", db.StatusCompleted, now())
 		done.FinishedAt = ptr(now())
 		pending := newRun("pending", db.StatusPending, now())
-		t0 := time.Now()
 		upsert(t, dying, queued, running, done, pending)
+		t0 := time.Now()
 		upsert(t, live, newRun("peer", db.StatusRunning, now()))
 		waitPast(t0, shortLease)
 
@@ -160,9 +160,8 @@ func exerciseLeases(t *testing.T, newURL func(t testing.TB) string) {
 		url := newURL(t)
 		a := open(t, url, db.Options{InstanceID: "a", LeaseTTL: renewLease})
 		b := open(t, url, db.Options{InstanceID: "b"})
-		t0 := time.Now()
 		upsert(t, a, newRun("r1", db.StatusRunning, now()), newRun("q1", db.StatusQueued, now()))
-		waitPast(t0, renewLease)
+		waitPast(time.Now(), renewLease)
 		if n, err := a.RunRenewLeases(t.Context()); err != nil || n != 2 {
 			t.Fatalf("renew: %d, %v; want 2", n, err)
 		}
@@ -256,12 +255,12 @@ func exerciseReclaim(t *testing.T, newURL func(t testing.TB) string) {
 		dying := open(t, url, db.Options{InstanceID: "dying", LeaseTTL: shortLease})
 		peer := open(t, url, db.Options{InstanceID: "peer"})
 		pendingRuns(t, peer, "p", 1)
-		t0 := time.Now()
 		claimed := claimPending(t, dying, 1)
 		if len(claimed) != 1 {
 			t.Fatal("nothing claimed")
 		}
 		upsert(t, dying, newRun("queued", db.StatusQueued, now()))
+		t0 := time.Now()
 		upsert(t, peer, newRun("live", db.StatusRunning, now()))
 		waitPast(t0, shortLease)
 
@@ -292,8 +291,8 @@ func exerciseReclaim(t *testing.T, newURL func(t testing.TB) string) {
 		dying := open(t, url, db.Options{InstanceID: "dying", LeaseTTL: shortLease})
 		peer := open(t, url, db.Options{InstanceID: "peer"})
 		pendingRuns(t, peer, "p", 1)
-		t0 := time.Now()
 		claimPending(t, dying, 1)
+		t0 := time.Now()
 		if ok, err := peer.RunRequestCancel(t.Context(), "p-0000"); err != nil || !ok {
 			t.Fatalf("request cancel: %v, %v", ok, err)
 		}
@@ -315,12 +314,11 @@ func exerciseReclaim(t *testing.T, newURL func(t testing.TB) string) {
 		const maxAttempts = 2
 		pendingRuns(t, peer, "p", 1)
 		for attempt := range maxAttempts + 1 {
-			t0 := time.Now()
 			got := claimPending(t, dying, 1)
 			if len(got) != 1 || got[0].Attempt != attempt {
 				t.Fatalf("claim %d: %+v", attempt, got)
 			}
-			waitPast(t0, shortLease)
+			waitPast(time.Now(), shortLease)
 			rep := reclaim(t, peer, maxAttempts)
 			if attempt < maxAttempts {
 				wantReport(t, fmt.Sprintf("reclaim after attempt %d", attempt), rep, 1, 0)

@@ -189,7 +189,6 @@ func exerciseShards(t *testing.T, newURL func(t testing.TB) string) {
 		peer := open(t, url, db.Options{InstanceID: "peer"})
 		upsert(t, peer, newRun("r1", db.StatusSharded, now()))
 		insertShards(t, peer, "r1", shardSpecs("s", 4, nil)...)
-		t0 := time.Now()
 		if got := shardClaim(t, renewing, 2); len(got) != 2 {
 			t.Fatalf("claimed %d shards, want 2", len(got))
 		}
@@ -197,7 +196,7 @@ func exerciseShards(t *testing.T, newURL func(t testing.TB) string) {
 		if len(dyingShards) != 2 {
 			t.Fatalf("claimed %d shards, want 2", len(dyingShards))
 		}
-		waitPast(t0, renewLease)
+		waitPast(time.Now(), renewLease)
 		if n, err := renewing.ShardRenewLeases(t.Context()); err != nil || n != 2 {
 			t.Fatalf("renew: %d, %v; want 2", n, err)
 		}
@@ -232,11 +231,10 @@ func exerciseShards(t *testing.T, newURL func(t testing.TB) string) {
 		insertShards(t, peer, "r1", shardSpecs("s", 1, nil)...)
 		const maxAttempts = 1
 		for attempt := range maxAttempts + 1 {
-			t0 := time.Now()
 			if got := shardClaim(t, dying, 1); len(got) != 1 || got[0].Attempt != attempt {
 				t.Fatalf("claim %d: %+v", attempt, got)
 			}
-			waitPast(t0, shortLease)
+			waitPast(time.Now(), shortLease)
 			rep, err := peer.ShardReclaimOrphans(t.Context(), maxAttempts)
 			if err != nil {
 				t.Fatal(err)
