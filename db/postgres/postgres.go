@@ -124,7 +124,7 @@ func provider(pool *pgxpool.Pool, opts ...goose.ProviderOption) (*goose.Provider
 func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	p, sqlDB, err := provider(pool)
 	if err != nil {
-		return err
+		return fail("migrate", err)
 	}
 	defer sqlDB.Close()
 	if _, err := db.MigrateUp(ctx, p); err != nil {
