@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pressly/goose/v3"
+
 	"github.com/faucet-dev/faucet/db"
 )
 
@@ -194,5 +196,22 @@ func TestMemoryStoresArePrivate(t *testing.T) {
 	}
 	if err := a.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
+	}
+}
+
+// A goose provider that cannot be built is a permanent failure: retrying
+// the same options cannot help.
+func TestMigratorRejectsConflictingOptions(t *testing.T) {
+	d, err := db.LookupDialect("sqlite")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "history.db")
+	_, _, err = d.Migrator(t.Context(), path, goose.WithTableName("other_versions"))
+	if err == nil {
+		t.Fatal("Migrator accepted a table name next to its own version store")
+	}
+	if got := db.TransienceOf(err); got != db.Permanent || !strings.Contains(err.Error(), path) {
+		t.Fatalf("error %q (%v): want a permanent error naming %s", err, got, path)
 	}
 }

@@ -89,7 +89,7 @@ func Migrator(ctx context.Context, dsn string, opts ...goose.ProviderOption) (*g
 	if err != nil {
 		_ = conn.Close()
 		target.release()
-		return nil, nil, err
+		return nil, nil, permanent("migrate "+target.path, err)
 	}
 	return p, closerFunc(func() error {
 		err := conn.Close()
@@ -223,11 +223,11 @@ func migrate(ctx context.Context, t *target) error {
 		return err
 	}
 	defer func() { _ = conn.Close() }()
+	op := "migrate " + t.path
 	p, err := provider(conn)
 	if err != nil {
-		return err
+		return permanent(op, err)
 	}
-	op := "migrate " + t.path
 	for {
 		before, err := p.GetDBVersion(ctx)
 		if err != nil {
