@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -233,14 +232,8 @@ func migrate(ctx context.Context, t *target) error {
 		if err != nil {
 			return wrap(ctx, op, err)
 		}
-		applied, err := db.MigrateUp(ctx, p)
+		_, err = db.MigrateUp(ctx, p)
 		if err == nil {
-			if t.memory == "" {
-				for _, r := range applied {
-					slog.Info("migrated run history", "dialect", dialectName, "path", t.path,
-						"version", r.Source.Version, "migration", filepath.Base(r.Source.Path), "took", r.Duration)
-				}
-			}
 			return nil
 		}
 		if errors.Is(err, db.ErrSchemaTooNew) {
