@@ -29,14 +29,15 @@ CREATE TABLE faucet_runs (
     record              TEXT    NOT NULL CHECK (json_valid(record))
 ) STRICT;
 
--- Newest-first listing, its keyset cursor and the time-window filters.
+-- Newest-first listing, its keyset cursor and the time-window filters. A
+-- page walks it from the cursor down and stops after one row past the page,
+-- whatever the status and name filters; an index per filter would go unused,
+-- since one statement with optional filters cannot choose one.
 CREATE INDEX faucet_runs_submitted_idx ON faucet_runs (submitted_at, run_id);
--- Listing filtered by status; it also serves every scan of the few runs in
--- one active status: the oldest pending runs to claim, the running runs whose
--- lease may have expired, the sharded runs whose shards may all be done.
+-- Every scan of the few runs in one active status: the oldest pending runs to
+-- claim, the running runs whose lease may have expired, the sharded runs
+-- whose shards may all be done.
 CREATE INDEX faucet_runs_status_submitted_idx ON faucet_runs (status, submitted_at, run_id);
--- Listing filtered by name.
-CREATE INDEX faucet_runs_name_submitted_idx ON faucet_runs (name, submitted_at, run_id) WHERE name IS NOT NULL;
 -- Lease renewal by the owning instance.
 CREATE INDEX faucet_runs_owner_idx ON faucet_runs (owner) WHERE status IN ('pending', 'queued', 'running', 'sharded');
 -- Cross-instance cancellation requests an owner must act on.
@@ -105,9 +106,9 @@ CREATE TABLE faucet_audit (
     result             TEXT    NOT NULL
 ) STRICT;
 
+-- Newest-first listing (its principal and action filters ride along, as the
+-- run listing's do) and retention.
 CREATE INDEX faucet_audit_ts_idx ON faucet_audit (ts, id);
-CREATE INDEX faucet_audit_principal_idx ON faucet_audit (principal, ts, id);
-CREATE INDEX faucet_audit_action_idx ON faucet_audit (action, ts, id);
 
 -- Persisted, already redacted run log lines, paginated by sequence number.
 CREATE TABLE faucet_run_logs (
