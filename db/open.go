@@ -2,11 +2,17 @@ package db
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"os"
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/pressly/goose/v3"
 )
@@ -17,12 +23,16 @@ import (
 type Dialect struct {
 	// Name is the dialect's name: "postgres" or "sqlite".
 	Name string
-	// Open connects to dsn, migrates the schema up and returns a Store.
+	// Open connects to dsn, migrates the schema up (db.MigrateUp) and returns
+	// a Store. Open passes opts with their defaults applied. Every error it
+	// returns carries a transience verdict (*Error) or wraps ErrBadURL or
+	// ErrSchemaTooNew.
 	Open func(ctx context.Context, dsn string, opts Options) (Store, error)
 	// Migrator returns a goose provider over the dialect's embedded migrations
 	// connected to dsn, for `faucet migrate`; closing the Closer releases the
-	// connection.
-	Migrator func(ctx context.Context, dsn string) (*goose.Provider, io.Closer, error)
+	// connection. opts are appended to the dialect's own provider options
+	// (tests register a future Go migration to fake a newer schema).
+	Migrator func(ctx context.Context, dsn string, opts ...goose.ProviderOption) (*goose.Provider, io.Closer, error)
 }
 
 var (
@@ -86,4 +96,110 @@ func ParseURL(raw string) (dialect, dsn string, err error) {
 		return "", "", fmt.Errorf("%w %q: missing SQLite file path", ErrBadURL, raw)
 	}
 	return "sqlite", dsn, nil
+}
+
+// Open opens the run-history store named by url (see ParseURL), migrated to
+// the newest schema this binary knows.
+//
+// Transient or unclassified connection failures are retried with capped
+// exponential backoff for opts.ConnectBudget. When the budget is spent, or at
+// once on a permanent failure (authentication, a read-only file), Open logs
+// the cause and returns an in-memory SQLite store whose Degraded reports
+// true, so a server stays up and reports itself unready instead of crashing.
+// opts.NoFallback returns the error instead. A malformed URL, a dialect that
+// is not compiled in and a schema newer than this binary are usage errors:
+// they are always returned, never papered over.
+func Open(ctx context.Context, url string, opts Options) (Store, error) {
+	name, dsn, err := ParseURL(url)
+	if err != nil {
+		return nil, err
+	}
+	d, err := LookupDialect(name)
+	if err != nil {
+		return nil, err
+	}
+	opts = opts.WithDefaults()
+	st, err := connect(ctx, d, dsn, opts)
+	if err == nil {
+		return st, nil
+	}
+	if opts.NoFallback || errors.Is(err, ErrBadURL) || errors.Is(err, ErrSchemaTooNew) || ctx.Err() != nil {
+		return nil, err
+	}
+	slog.Error("run history unavailable; continuing DEGRADED on an in-memory store (nothing will persist)",
+		"dialect", name, "transience", TransienceOf(err).String(), "error", err)
+	mem, ferr := LookupDialect("sqlite")
+	if ferr != nil {
+		return nil, fmt.Errorf("%w (and no in-memory fallback: %v)", err, ferr)
+	}
+	st, ferr = mem.Open(ctx, MemoryDSN, opts)
+	if ferr != nil {
+		return nil, fmt.Errorf("%w (and the in-memory fallback failed: %v)", err, ferr)
+	}
+	return degraded{st}, nil
+}
+
+// connect opens d, retrying retriable failures within opts.ConnectBudget.
+func connect(ctx context.Context, d Dialect, dsn string, opts Options) (Store, error) {
+	const (
+		firstDelay = 100 * time.Millisecond
+		maxDelay   = time.Second
+	)
+	deadline := time.Now().Add(opts.ConnectBudget)
+	delay := firstDelay
+	for attempt := 1; ; attempt++ {
+		st, err := d.Open(ctx, dsn, opts)
+		if err == nil {
+			return st, nil
+		}
+		if !Retriable(err) || errors.Is(err, ErrBadURL) || errors.Is(err, ErrSchemaTooNew) {
+			return nil, err
+		}
+		wait := min(delay, time.Until(deadline))
+		if wait <= 0 {
+			return nil, fmt.Errorf("open %s history: gave up after %d attempts in %s: %w", d.Name, attempt, opts.ConnectBudget, err)
+		}
+		slog.Warn("run history unreachable; retrying", "dialect", d.Name, "attempt", attempt, "retry_in", wait, "error", err)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("open %s history: %w (last error: %v)", d.Name, ctx.Err(), err)
+		case <-t.C:
+		}
+		delay = min(delay*2, maxDelay)
+	}
+}
+
+// degraded marks the in-memory fallback store.
+type degraded struct{ Store }
+
+func (degraded) Degraded() bool { return true }
+
+// WithDefaults fills the zero fields of o with their defaults (a fresh
+// instance id, DefaultLeaseTTL, DefaultConnectBudget).
+func (o Options) WithDefaults() Options {
+	if o.InstanceID == "" {
+		o.InstanceID = NewInstanceID()
+	}
+	if o.LeaseTTL <= 0 {
+		o.LeaseTTL = DefaultLeaseTTL
+	}
+	if o.ConnectBudget <= 0 {
+		o.ConnectBudget = DefaultConnectBudget
+	}
+	return o
+}
+
+// NewInstanceID returns a fresh instance id: the host name, for operators
+// reading the membership table, and a random suffix, so two instances on one
+// host never share an id.
+func NewInstanceID() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "faucet"
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return host + "-" + hex.EncodeToString(b[:])
 }

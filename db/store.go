@@ -16,6 +16,10 @@ import (
 // Ownership: a store has an instance id. RunUpsert stamps that id as the run's
 // owner with a lease of LeaseTTL; heartbeats renew the leases of the runs and
 // shards this instance owns; peers reclaim runs whose lease expired.
+//
+// Time: every timestamp is truncated to microseconds before it is stored and
+// comes back in UTC, so a record reads back equal on every dialect. Methods
+// that return lists return them in a documented, deterministic order.
 type Store interface {
 	// InstanceID is the id this store stamps as owner.
 	InstanceID() string
@@ -26,12 +30,14 @@ type Store interface {
 	Degraded() bool
 	// Close releases the connections.
 	Close() error
+	// Ping checks that the database answers (readiness probes).
+	Ping(ctx context.Context) error
 
 	// IdempotencyClaim atomically claims key for runID. A held key yields
 	// ClaimReplay when fingerprint matches and ClaimConflict otherwise. A claim
 	// older than window is expired: it is taken over (ClaimFresh) only by the
 	// caller that still observes its claimed_at, so concurrent takeovers have a
-	// single winner.
+	// single winner. A window <= 0 means claims never expire.
 	IdempotencyClaim(ctx context.Context, key, fingerprint, runID string, window time.Duration) (Claim, error)
 	// IdempotencyRelease deletes the claims that point at runID (used when the
 	// record write after a fresh claim failed). A newer run that re-claimed the
@@ -44,7 +50,8 @@ type Store interface {
 	// RunGet returns one run, or ErrNotFound.
 	RunGet(ctx context.Context, runID string) (*RunRecord, error)
 	// RunList returns one page of runs, newest first (keyset pagination on
-	// (submitted_at, run_id)). An unknown cursor starts from the top.
+	// (submitted_at, run_id)). Since and Until are inclusive; a Limit <= 0
+	// means DefaultListLimit. An unknown cursor starts from the top.
 	RunList(ctx context.Context, f ListFilter) (ListPage, error)
 	// RunDelete deletes a terminal run together with its idempotency claims,
 	// shards and logs, in one transaction.
@@ -58,12 +65,14 @@ type Store interface {
 	// many it failed.
 	RunRecoverOrphans(ctx context.Context) (int, error)
 	// RunClaimPending moves up to limit of the oldest pending runs to running,
-	// owned by this instance with a fresh lease, and returns them. A run is
-	// returned to exactly one caller across all processes.
+	// owned by this instance with a fresh lease, and returns them oldest first
+	// (submitted_at, then run_id). A run is returned to exactly one caller
+	// across all processes.
 	RunClaimPending(ctx context.Context, limit int) ([]RunRecord, error)
 	// RunReclaimOrphans requeues running runs whose lease expired (pending,
 	// owner cleared, attempt+1; a cancel request survives) or, once attempt has
-	// reached maxAttempts, fails them as poison with an explanatory error.
+	// reached maxAttempts, fails them as poison with an explanatory error,
+	// keeping their attempt count (so attempt never exceeds maxAttempts).
 	RunReclaimOrphans(ctx context.Context, maxAttempts int) (ReclaimReport, error)
 	// RunFinalizeOwned writes a terminal record only while this instance owns
 	// the run and it is not yet terminal; it returns false when another
@@ -72,22 +81,25 @@ type Store interface {
 	RunFinalizeOwned(ctx context.Context, rec *RunRecord) (bool, error)
 	// RunFinalizeShardedParent moves a sharded run to the terminal status,
 	// fenced on status sharded; it never re-arms owner or lease. The parent's
-	// records_written becomes the sum of its shards'. The first caller wins.
+	// records_written becomes the sum of its shards'. The first caller wins. A
+	// non-terminal status is an error.
 	RunFinalizeShardedParent(ctx context.Context, runID string, status RunStatus, finishedAt time.Time, errMsg *string) (bool, error)
 	// RunCancelPending cancels a run that is still pending; false when it was
 	// already claimed (the caller falls back to RunRequestCancel).
 	RunCancelPending(ctx context.Context, runID string) (bool, error)
 	// RunRequestCancel flags a running or sharded run for cancellation by its
 	// owner(s); pending shards of a sharded run are cancelled at once. It
-	// returns false when the run is in neither state.
+	// returns false when the run is in neither state. Repeating the request
+	// returns true and keeps the first request.
 	RunRequestCancel(ctx context.Context, runID string) (bool, error)
 	// RunPendingCancellations lists this instance's running runs that carry a
-	// cancel request.
+	// cancel request, ordered by run id.
 	RunPendingCancellations(ctx context.Context) ([]string, error)
 
 	// InstanceHeartbeat upserts this instance's membership row.
 	InstanceHeartbeat(ctx context.Context, hb InstanceHeartbeat) error
-	// InstanceListLive lists members whose last heartbeat is within ttl.
+	// InstanceListLive lists members whose last heartbeat is within ttl,
+	// ordered by instance id.
 	InstanceListLive(ctx context.Context, ttl time.Duration) ([]InstanceRecord, error)
 	// InstancePrune deletes members not heartbeated within olderThan.
 	InstancePrune(ctx context.Context, olderThan time.Duration) (int, error)
@@ -96,44 +108,52 @@ type Store interface {
 	// (run, shard) are ignored) and returns how many rows were new.
 	ShardInsert(ctx context.Context, runID string, shards []ShardInsert) (int, error)
 	// ShardClaim claims up to limit pending shards, largest size estimate
-	// first, for this instance with a fresh lease. Exclusive across processes;
-	// shards of a run with a cancel request are not claimed.
+	// first (unknown sizes last, then run id, shard id), for this instance with
+	// a fresh lease, and returns them in that order. Exclusive across
+	// processes; shards of a run with a cancel request are not claimed.
 	ShardClaim(ctx context.Context, limit int) ([]ClaimedShard, error)
 	// ShardRenewLeases extends the lease of this instance's running shards.
 	ShardRenewLeases(ctx context.Context) (int, error)
-	// ShardReclaimOrphans requeues running shards whose lease expired
-	// (attempt+1) or fails them once attempt has reached maxAttempts.
+	// ShardReclaimOrphans requeues running shards whose lease expired (owner
+	// cleared, attempt+1) or, once attempt has reached maxAttempts, fails them
+	// with an explanatory error, keeping their attempt count.
 	ShardReclaimOrphans(ctx context.Context, maxAttempts int) (ReclaimReport, error)
 	// ShardFinalize writes a shard's terminal result only while this instance
-	// owns it and it is running.
+	// owns it and it is running. A non-terminal status is an error.
 	ShardFinalize(ctx context.Context, runID, shardID string, res ShardResult) (bool, error)
 	// ShardProgress aggregates the shard states of a run.
 	ShardProgress(ctx context.Context, runID string) (ShardProgress, error)
 	// ShardPendingCancellations lists the runs for which this instance runs a
-	// shard whose parent carries a cancel request.
+	// shard whose parent carries a cancel request, ordered by run id.
 	ShardPendingCancellations(ctx context.Context) ([]string, error)
 	// ShardFinalizeCompletedParents finalizes every sharded run whose shards
 	// are all terminal (failed if any shard failed, else cancelled if any was
-	// cancelled, else completed) and returns the run ids it finalized.
+	// cancelled, else completed) and returns the run ids it finalized, ordered.
+	// The parent's records_written becomes the sum of its shards'.
 	ShardFinalizeCompletedParents(ctx context.Context) ([]string, error)
 
 	// AuditInsert appends one audit entry.
 	AuditInsert(ctx context.Context, e AuditEntry) error
-	// AuditList returns matching entries, newest first.
+	// AuditList returns matching entries, newest first (timestamp, then id).
+	// Since and Until are inclusive; a Limit <= 0 means DefaultAuditLimit.
 	AuditList(ctx context.Context, f AuditFilter) ([]AuditEntry, error)
 
 	// RunLogAppend persists a batch of a run's log lines, keeping at most
-	// maxLinesPerRun of the newest lines; when older lines are dropped the run
-	// is marked truncated.
+	// maxLinesPerRun of the newest lines (<= 0: no cap); when older lines are
+	// dropped the run is marked truncated. A line whose seq is already stored
+	// is ignored, so a retried batch never duplicates.
 	RunLogAppend(ctx context.Context, runID string, lines []RunLogLine, maxLinesPerRun int) error
-	// RunLogList returns up to limit lines with seq > after, oldest first.
+	// RunLogList returns up to limit lines with seq > after, oldest first; a
+	// limit <= 0 means DefaultRunLogLimit.
 	RunLogList(ctx context.Context, runID string, after int64, limit int) (RunLogPage, error)
-	// RunLogPurge deletes log lines captured longer than olderThan ago.
+	// RunLogPurge deletes log lines captured longer than olderThan ago, and the
+	// truncation mark of a run with no lines left.
 	RunLogPurge(ctx context.Context, olderThan time.Duration) (int, error)
 
-	// Purge applies the retention policy: terminal runs finished before the
-	// window (with their shards and logs), expired idempotency claims, stale
-	// members, orphan shards and old audit entries.
+	// Purge applies the retention policy in one transaction: terminal runs
+	// finished before the window (with their shards and logs), expired
+	// idempotency claims, stale members and old audit entries; shards whose
+	// run no longer exists are always deleted.
 	Purge(ctx context.Context, p PurgePolicy) (PurgeReport, error)
 }
 
@@ -158,4 +178,12 @@ type Options struct {
 const (
 	DefaultLeaseTTL      = 30 * time.Second
 	DefaultConnectBudget = 5 * time.Second
+)
+
+// Page sizes used when a caller passes no limit; they match the /v1 API's
+// defaults.
+const (
+	DefaultListLimit   = 50
+	DefaultAuditLimit  = 100
+	DefaultRunLogLimit = 1000
 )

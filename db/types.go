@@ -85,6 +85,20 @@ type RunRecord struct {
 	Callback     json.RawMessage `json:"callback,omitempty"`
 }
 
+// MarshalJSON writes nil Labels and Invocations as {} and [], the shapes the
+// /v1 API requires (both fields are required, non-null in its schema).
+func (r RunRecord) MarshalJSON() ([]byte, error) {
+	type plain RunRecord
+	p := plain(r)
+	if p.Labels == nil {
+		p.Labels = map[string]string{}
+	}
+	if p.Invocations == nil {
+		p.Invocations = []InvocationRecord{}
+	}
+	return json.Marshal(p)
+}
+
 // ClaimOutcome is the result kind of an idempotency-key claim.
 type ClaimOutcome int
 

@@ -17,6 +17,7 @@ func newRootCmd() *cobra.Command {
 		newRunCmd(),
 		newValidateCmd(),
 		newConnectorsCmd(),
+		newMigrateCmd(),
 	)
 	return root
 }

@@ -71,8 +71,8 @@ func command(t *testing.T, dir string, env []string, args ...string) *exec.Cmd {
 	return cmd
 }
 
-// faucet runs the binary to completion and checks it left no process behind.
-func faucet(t *testing.T, dir string, env []string, args ...string) result {
+// runFaucet runs the binary to completion and checks it left no process behind.
+func runFaucet(t *testing.T, dir string, env []string, args ...string) result {
 	t.Helper()
 	cmd := command(t, dir, env, args...)
 	var stdout, stderr bytes.Buffer
@@ -210,7 +210,7 @@ pipeline:
   source: {type: jsonl, config: {path: in/a.jsonl}}
   sink: {type: sqlite, config: {path: out/db.sqlite, table: people, key: [id]}}
 `)
-	r := faucet(t, dir, nil, "run", "append.yaml")
+	r := runFaucet(t, dir, nil, "run", "append.yaml")
 	mustSucceed(t, r)
 	if !strings.Contains(r.stderr, "2 records in") {
 		t.Errorf("summary missing:\n%s", r.stderr)
@@ -223,7 +223,7 @@ pipeline:
 	writeFile(t, filepath.Join(dir, "in", "b.jsonl"), `{"id": 2, "name": "grace hopper", "tags": ["navy"]}
 {"id": 3, "name": "edsger", "tags": null}
 `)
-	r = faucet(t, dir, nil, "run", "append.yaml",
+	r = runFaucet(t, dir, nil, "run", "append.yaml",
 		"--set", "pipeline.source.config.path=in/b.jsonl",
 		"--set", "pipeline.sink.config.write_mode=upsert")
 	mustSucceed(t, r)
@@ -247,7 +247,7 @@ pipeline:
   source: {type: generate, config: {count: 5000, seed: 9}}
   sink: {type: sqlite, config: {path: %q, table: orders}}
 `, db))
-	mustSucceed(t, faucet(t, dir, nil, "run", "seed.yaml"))
+	mustSucceed(t, runFaucet(t, dir, nil, "run", "seed.yaml"))
 
 	// sqlite → postgres, the URL coming from the environment.
 	writeFile(t, filepath.Join(dir, "to-pg.yaml"), fmt.Sprintf(`version: 1
@@ -255,7 +255,7 @@ pipeline:
   source: {type: sqlite, config: {path: %q, table: orders}}
   sink: {type: postgres, config: {url: "${env:PG_URL}", table: public.orders, key: [id]}}
 `, db))
-	r := faucet(t, dir, []string{"PG_URL=" + url}, "run", "to-pg.yaml")
+	r := runFaucet(t, dir, []string{"PG_URL=" + url}, "run", "to-pg.yaml")
 	mustSucceed(t, r)
 	if strings.Contains(r.stderr, url) {
 		t.Errorf("the database URL (a secret) appears in the output:\n%s", r.stderr)
@@ -271,7 +271,7 @@ pipeline:
   source: {type: postgres, config: {url: "${env:PG_URL}", query: "SELECT * FROM orders ORDER BY id"}}
   sink: {type: jsonl, config: {path: out/orders.jsonl}}
 `)
-	mustSucceed(t, faucet(t, dir, []string{"PG_URL=" + url}, "run", "from-pg.yaml"))
+	mustSucceed(t, runFaucet(t, dir, []string{"PG_URL=" + url}, "run", "from-pg.yaml"))
 	f, err := os.Open(filepath.Join(dir, "out", "orders.jsonl"))
 	if err != nil {
 		t.Fatal(err)
@@ -309,7 +309,7 @@ func TestRunGenerateToPostgres(t *testing.T) {
     "sink": {"type": "postgres", "config": {"url": "${env:PG_URL}", "table": "people"}}
   }
 }`)
-	r := faucet(t, dir, []string{"PG_URL=" + url}, "run", "gen.json")
+	r := runFaucet(t, dir, []string{"PG_URL=" + url}, "run", "gen.json")
 	mustSucceed(t, r)
 	if !strings.Contains(r.stderr, "60,000 records in") {
 		t.Errorf("summary:\n%s", r.stderr)
@@ -340,7 +340,7 @@ matrix:
   - {id: missing-input, vars: {table: t2}, source: {config: {path: nope.jsonl}}}
   - {id: also-good, vars: {table: t3}}
 `)
-	r := faucet(t, dir, nil, "run", "matrix.yaml")
+	r := runFaucet(t, dir, nil, "run", "matrix.yaml")
 	if r.code == 0 {
 		t.Fatalf("a run with a failed row exited 0:\n%s", r.stderr)
 	}
@@ -356,7 +356,7 @@ matrix:
 		t.Errorf("the good rows wrote %v", got)
 	}
 
-	r = faucet(t, dir, nil, "run", "matrix.yaml", "--set", "execution.on_error=stop", "--set", "pipeline.sink.config.path=stop.db")
+	r = runFaucet(t, dir, nil, "run", "matrix.yaml", "--set", "execution.on_error=stop", "--set", "pipeline.sink.config.path=stop.db")
 	if r.code == 0 || !strings.Contains(r.stderr, "not run") {
 		t.Errorf("on_error stop should leave the last row not run:\n%s", r.stderr)
 	}
@@ -385,7 +385,7 @@ func TestRunBadInput(t *testing.T) {
 	}
 	for _, tc := range cases {
 		writeFile(t, filepath.Join(dir, "bad.yaml"), tc.config)
-		r := faucet(t, dir, tc.env, "run", "bad.yaml")
+		r := runFaucet(t, dir, tc.env, "run", "bad.yaml")
 		if r.code == 0 {
 			t.Errorf("%s: exited 0", tc.name)
 			continue
@@ -413,7 +413,7 @@ pipeline:
   sink: {type: sqlite, config: {path: never.db, table: t}}
 matrix: [{id: a}, {id: b}]
 `)
-	r := faucet(t, dir, nil, "validate", "ok.yaml")
+	r := runFaucet(t, dir, nil, "validate", "ok.yaml")
 	mustSucceed(t, r)
 	if !strings.Contains(r.stdout, "ok.yaml: valid, 2 invocation(s)") || !strings.Contains(r.stdout, "a: generate → sqlite") {
 		t.Errorf("validate output:\n%s", r.stdout)
@@ -422,7 +422,7 @@ matrix: [{id: a}, {id: b}]
 		t.Error("validate touched the sink")
 	}
 	writeFile(t, filepath.Join(dir, "bad.json"), "{\n  \"version\": 1,\n  \"pipline\": {}\n}\n")
-	r = faucet(t, dir, nil, "validate", "bad.json")
+	r = runFaucet(t, dir, nil, "validate", "bad.json")
 	if r.code == 0 || !strings.Contains(r.stderr, `bad.json:3:3: pipline: unknown key; did you mean "pipeline"?`) || !strings.Contains(r.stderr, "2 problem(s)") {
 		t.Errorf("validate bad.json exited %d:\n%s", r.code, r.stderr)
 	}
@@ -436,14 +436,14 @@ matrix: [{id: a}, {id: b}]
 func TestConnectorsCommands(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	r := faucet(t, dir, nil, "connectors", "list")
+	r := runFaucet(t, dir, nil, "connectors", "list")
 	mustSucceed(t, r)
 	for _, name := range []string{"csv", "generate", "jsonl", "postgres", "sqlite", "stdout"} {
 		if !regexp.MustCompile(`(?m)^` + name + `\s`).MatchString(r.stdout) {
 			t.Errorf("connectors list lacks %s:\n%s", name, r.stdout)
 		}
 	}
-	r = faucet(t, dir, nil, "connectors", "spec", "postgres")
+	r = runFaucet(t, dir, nil, "connectors", "spec", "postgres")
 	mustSucceed(t, r)
 	var spec struct {
 		Name         string   `json:"name"`
@@ -461,7 +461,7 @@ func TestConnectorsCommands(t *testing.T) {
 	if spec.Name != "postgres" || len(spec.Roles) != 2 || !spec.SourceSchema.Properties["url"].WriteOnly || len(spec.WriteModes) != 3 {
 		t.Errorf("spec = %+v", spec)
 	}
-	r = faucet(t, dir, nil, "connectors", "spec", "postgress")
+	r = runFaucet(t, dir, nil, "connectors", "spec", "postgress")
 	if r.code == 0 || !strings.Contains(r.stderr, `no connector "postgress"`) {
 		t.Errorf("spec of an unknown connector: %d %s", r.code, r.stderr)
 	}
@@ -536,7 +536,7 @@ matrix:
   - id: postgres
     sink: {type: postgres, config: {url: %q, table: people, key: [id]}}
 `, db, url))
-	mustSucceed(t, faucet(t, dir, nil, "run", "seed.yaml"))
+	mustSucceed(t, runFaucet(t, dir, nil, "run", "seed.yaml"))
 
 	var specs []sdk.Spec
 	for _, c := range builtin.All() {

@@ -1,0 +1,157 @@
+package dbtest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/faucet-dev/faucet/db"
+)
+
+func claim(t testing.TB, s db.Store, key, fp, runID string, window time.Duration) db.Claim {
+	t.Helper()
+	c, err := s.IdempotencyClaim(t.Context(), key, fp, runID, window)
+	if err != nil {
+		t.Fatalf("claim %s for %s: %v", key, runID, err)
+	}
+	return c
+}
+
+func wantClaim(t testing.TB, got db.Claim, outcome db.ClaimOutcome, runID string) {
+	t.Helper()
+	if got.Outcome != outcome || (outcome == db.ClaimReplay && got.RunID != runID) {
+		t.Fatalf("claim = %v %q, want %v %q", got.Outcome, got.RunID, outcome, runID)
+	}
+}
+
+func exerciseIdempotency(t *testing.T, newURL func(t testing.TB) string) {
+	const hour = time.Hour
+
+	t.Run("FreshReplayConflict", func(t *testing.T) {
+		t.Parallel()
+		s := fresh(t, newURL, "a")
+		wantClaim(t, claim(t, s, "k", "fp1", "r1", hour), db.ClaimFresh, "")
+		wantClaim(t, claim(t, s, "k", "fp1", "r2", hour), db.ClaimReplay, "r1")
+		wantClaim(t, claim(t, s, "k", "fp2", "r3", hour), db.ClaimConflict, "")
+		// Keys are independent.
+		wantClaim(t, claim(t, s, "other", "fp2", "r4", hour), db.ClaimFresh, "")
+	})
+
+	t.Run("ExpiredClaimIsTakenOver", func(t *testing.T) {
+		t.Parallel()
+		s := fresh(t, newURL, "a")
+		wantClaim(t, claim(t, s, "k", "fp1", "r1", hour), db.ClaimFresh, "")
+		time.Sleep(30 * time.Millisecond)
+		// Seen through a 10ms window the claim has expired: a different
+		// payload takes the key over instead of conflicting.
+		wantClaim(t, claim(t, s, "k", "fp2", "r2", 10*time.Millisecond), db.ClaimFresh, "")
+		wantClaim(t, claim(t, s, "k", "fp2", "r3", hour), db.ClaimReplay, "r2")
+		wantClaim(t, claim(t, s, "k", "fp1", "r4", hour), db.ClaimConflict, "")
+	})
+
+	t.Run("NonPositiveWindowNeverExpires", func(t *testing.T) {
+		t.Parallel()
+		s := fresh(t, newURL, "a")
+		wantClaim(t, claim(t, s, "k", "fp1", "r1", 0), db.ClaimFresh, "")
+		time.Sleep(5 * time.Millisecond)
+		wantClaim(t, claim(t, s, "k", "fp1", "r2", 0), db.ClaimReplay, "r1")
+		wantClaim(t, claim(t, s, "k", "fp2", "r3", -time.Second), db.ClaimConflict, "")
+	})
+
+	t.Run("Release", func(t *testing.T) {
+		t.Parallel()
+		s := fresh(t, newURL, "a")
+		wantClaim(t, claim(t, s, "k1", "fp", "r1", hour), db.ClaimFresh, "")
+		wantClaim(t, claim(t, s, "k2", "fp", "r1", hour), db.ClaimFresh, "")
+		wantClaim(t, claim(t, s, "k3", "fp", "r9", hour), db.ClaimFresh, "")
+		if err := s.IdempotencyRelease(t.Context(), "r1"); err != nil {
+			t.Fatal(err)
+		}
+		// Both claims of r1 are gone; r9's is untouched.
+		wantClaim(t, claim(t, s, "k1", "fp", "r2", hour), db.ClaimFresh, "")
+		wantClaim(t, claim(t, s, "k2", "fp", "r2", hour), db.ClaimFresh, "")
+		wantClaim(t, claim(t, s, "k3", "fp", "r2", hour), db.ClaimReplay, "r9")
+		// Releasing a run with no claim is not an error, and releasing the old
+		// run id again does not touch the new run's claims.
+		if err := s.IdempotencyRelease(t.Context(), "r1"); err != nil {
+			t.Fatal(err)
+		}
+		wantClaim(t, claim(t, s, "k1", "fp", "r3", hour), db.ClaimReplay, "r2")
+	})
+
+	t.Run("ConcurrentSameKey", func(t *testing.T) {
+		t.Parallel()
+		ss := stores(t, newURL(t), "a", "b")
+		claims := concurrently(t, 50, func(i int) (db.Claim, error) {
+			return ss[i%2].IdempotencyClaim(t.Context(), "k", "fp", id("r", i), hour)
+		})
+		winner := oneFresh(t, claims)
+		for i, c := range claims {
+			if i != winner {
+				wantClaim(t, c, db.ClaimReplay, id("r", winner))
+			}
+		}
+	})
+
+	t.Run("ConcurrentMixedFingerprints", func(t *testing.T) {
+		t.Parallel()
+		s := fresh(t, newURL, "a")
+		fps := func(i int) string {
+			if i%2 == 0 {
+				return "even"
+			}
+			return "odd"
+		}
+		claims := concurrently(t, 50, func(i int) (db.Claim, error) {
+			return s.IdempotencyClaim(t.Context(), "k", fps(i), id("r", i), hour)
+		})
+		winner := oneFresh(t, claims)
+		for i, c := range claims {
+			switch {
+			case i == winner:
+			case fps(i) == fps(winner):
+				wantClaim(t, c, db.ClaimReplay, id("r", winner))
+			default:
+				wantClaim(t, c, db.ClaimConflict, "")
+			}
+		}
+	})
+
+	t.Run("ConcurrentTakeoverHasOneWinner", func(t *testing.T) {
+		t.Parallel()
+		ss := stores(t, newURL(t), "a", "b")
+		wantClaim(t, claim(t, ss[0], "k", "old", "r-old", hour), db.ClaimFresh, "")
+		// The old claim is older than the window below; the winner's new claim
+		// is far younger, so every other caller replays it.
+		const window = 2 * time.Second
+		waitPast(time.Now(), window)
+		claims := concurrently(t, 30, func(i int) (db.Claim, error) {
+			return ss[i%2].IdempotencyClaim(t.Context(), "k", "new", id("r", i), window)
+		})
+		winner := oneFresh(t, claims)
+		for i, c := range claims {
+			if i != winner {
+				wantClaim(t, c, db.ClaimReplay, id("r", winner))
+			}
+		}
+	})
+}
+
+// oneFresh fails t unless exactly one of claims is fresh, and returns its
+// index.
+func oneFresh(t testing.TB, claims []db.Claim) int {
+	t.Helper()
+	winner := -1
+	for i, c := range claims {
+		if c.Outcome != db.ClaimFresh {
+			continue
+		}
+		if winner >= 0 {
+			t.Fatalf("claims %d and %d are both fresh", winner, i)
+		}
+		winner = i
+	}
+	if winner < 0 {
+		t.Fatal("no claim is fresh")
+	}
+	return winner
+}

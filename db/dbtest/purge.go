@@ -1,0 +1,100 @@
+package dbtest
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/faucet-dev/faucet/db"
+)
+
+func purge(t testing.TB, s db.Store, p db.PurgePolicy) db.PurgeReport {
+	t.Helper()
+	rep, err := s.Purge(t.Context(), p)
+	if err != nil {
+		t.Fatalf("purge: %v", err)
+	}
+	return rep
+}
+
+func exercisePurge(t *testing.T, newURL func(t testing.TB) string) {
+	t.Run("TerminalRunsWithShardsAndLogs", func(t *testing.T) {
+		t.Parallel()
+		s := fresh(t, newURL, "a")
+		long := now().Add(-2 * time.Hour)
+		for _, st := range []db.RunStatus{db.StatusCompleted, db.StatusFailed, db.StatusCancelled} {
+			old := newRun("old-"+string(st), st, long)
+			old.FinishedAt = &long
+			recent := newRun("recent-"+string(st), st, long)
+			recent.FinishedAt = ptr(now())
+			upsert(t, s, old, recent)
+			insertShards(t, s, old.RunID, shardSpecs("s", 2, nil)...)
+			appendLogs(t, s, old.RunID, 0, logLines(1, 3, now()))
+		}
+		// Non-terminal runs stay, however old.
+		upsert(t, s, newRun("old-running", db.StatusRunning, long), newRun("old-pending", db.StatusPending, long))
+
+		if rep := purge(t, s, db.PurgePolicy{}); rep != (db.PurgeReport{}) {
+			t.Fatalf("an empty policy purged %+v", rep)
+		}
+		rep := purge(t, s, db.PurgePolicy{TerminalRuns: time.Hour})
+		if rep.Runs != 3 || rep.Shards != 6 {
+			t.Fatalf("purged %+v, want 3 runs and 6 shards", rep)
+		}
+		for _, st := range []db.RunStatus{db.StatusCompleted, db.StatusFailed, db.StatusCancelled} {
+			if _, err := s.RunGet(t.Context(), "old-"+string(st)); !errors.Is(err, db.ErrNotFound) {
+				t.Fatalf("purged run still readable: %v", err)
+			}
+			if p := logPage(t, s, "old-"+string(st), 0, 10); len(p.Lines) != 0 {
+				t.Fatalf("purged run still has %d log lines", len(p.Lines))
+			}
+			wantStatus(t, s, "recent-"+string(st), st)
+		}
+		wantStatus(t, s, "old-running", db.StatusRunning)
+		wantStatus(t, s, "old-pending", db.StatusPending)
+	})
+
+	t.Run("OrphanShardsAlways", func(t *testing.T) {
+		t.Parallel()
+		s := fresh(t, newURL, "a")
+		upsert(t, s, newRun("alive", db.StatusSharded, now()))
+		insertShards(t, s, "alive", shardSpecs("s", 2, nil)...)
+		insertShards(t, s, "ghost", shardSpecs("s", 3, nil)...)
+		if rep := purge(t, s, db.PurgePolicy{}); rep.Shards != 3 {
+			t.Fatalf("purged %+v, want the 3 orphan shards", rep)
+		}
+		if p := progress(t, s, "alive"); p.Total != 2 {
+			t.Fatalf("shards of a live run: %d, want 2", p.Total)
+		}
+	})
+
+	t.Run("ClaimsMembersAndAudit", func(t *testing.T) {
+		t.Parallel()
+		url := newURL(t)
+		a := open(t, url, db.Options{InstanceID: "a"})
+		b := open(t, url, db.Options{InstanceID: "b"})
+		long := now().Add(-2 * time.Hour)
+		for i, ts := range []time.Time{long, long, now()} {
+			e := db.AuditEntry{ID: id("e", i), Timestamp: ts, Principal: "p", Role: "admin", Action: "run.submit", Result: "ok"}
+			if err := a.AuditInsert(t.Context(), e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		wantClaim(t, claim(t, a, "old-key", "fp", "r1", time.Hour), db.ClaimFresh, "")
+		heartbeat(t, a, db.InstanceHeartbeat{StartedAt: now()})
+		const window = time.Second
+		waitPast(time.Now(), window)
+		wantClaim(t, claim(t, a, "new-key", "fp", "r2", time.Hour), db.ClaimFresh, "")
+		heartbeat(t, b, db.InstanceHeartbeat{StartedAt: now()})
+
+		rep := purge(t, a, db.PurgePolicy{IdempotencyClaims: window, Instances: window, Audit: time.Hour})
+		want := db.PurgeReport{IdempotencyClaims: 1, Instances: 1, Audit: 2}
+		if rep != want {
+			t.Fatalf("purged %+v, want %+v", rep, want)
+		}
+		wantClaim(t, claim(t, a, "old-key", "fp", "r3", time.Hour), db.ClaimFresh, "")
+		wantClaim(t, claim(t, a, "new-key", "fp", "r4", time.Hour), db.ClaimReplay, "r2")
+		equalIDs(t, "members after purge", []string{"b"}, instanceIDs(liveInstances(t, a, time.Hour)))
+		equalIDs(t, "audit after purge", []string{"e-0002"}, auditIDs(auditList(t, a, db.AuditFilter{})))
+	})
+}

@@ -1,0 +1,327 @@
+package dbtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/faucet-dev/faucet/db"
+)
+
+// shardSpecs builds n shards prefix-0000… with the given size estimate.
+func shardSpecs(prefix string, n int, size *int64) []db.ShardInsert {
+	out := make([]db.ShardInsert, n)
+	for i := range n {
+		out[i] = db.ShardInsert{
+			ShardID:      id(prefix, i),
+			Descriptor:   json.RawMessage(fmt.Sprintf(`{"range": [%d, %d], "table": "orders"}`, i*100, i*100+99)),
+			SizeEstimate: size,
+		}
+	}
+	return out
+}
+
+func insertShards(t testing.TB, s db.Store, runID string, shards ...db.ShardInsert) int {
+	t.Helper()
+	n, err := s.ShardInsert(t.Context(), runID, shards)
+	if err != nil {
+		t.Fatalf("insert shards of %s: %v", runID, err)
+	}
+	return n
+}
+
+func shardClaim(t testing.TB, s db.Store, limit int) []db.ClaimedShard {
+	t.Helper()
+	got, err := s.ShardClaim(t.Context(), limit)
+	if err != nil {
+		t.Fatalf("claim shards: %v", err)
+	}
+	return got
+}
+
+func progress(t testing.TB, s db.Store, runID string) db.ShardProgress {
+	t.Helper()
+	p, err := s.ShardProgress(t.Context(), runID)
+	if err != nil {
+		t.Fatalf("shard progress of %s: %v", runID, err)
+	}
+	return p
+}
+
+func finishShard(t testing.TB, s db.Store, runID, shardID string, res db.ShardResult) bool {
+	t.Helper()
+	ok, err := s.ShardFinalize(t.Context(), runID, shardID, res)
+	if err != nil {
+		t.Fatalf("finalize shard %s/%s: %v", runID, shardID, err)
+	}
+	return ok
+}
+
+// finishAll claims every pending shard for s and finalizes each with result.
+func finishAll(t testing.TB, s db.Store, result func(db.ClaimedShard) db.ShardResult) {
+	t.Helper()
+	for _, sh := range shardClaim(t, s, 10000) {
+		if !finishShard(t, s, sh.RunID, sh.ShardID, result(sh)) {
+			t.Fatalf("owner could not finalize shard %s/%s", sh.RunID, sh.ShardID)
+		}
+	}
+}
+
+func shardKeys(shards []db.ClaimedShard) []string {
+	out := make([]string, len(shards))
+	for i, sh := range shards {
+		out[i] = sh.RunID + "/" + sh.ShardID
+	}
+	return out
+}
+
+func exerciseShards(t *testing.T, newURL func(t testing.TB) string) {
+	t.Run("InsertIsIdempotent", func(t *testing.T) {
+		t.Parallel()
+		s := fresh(t, newURL, "a")
+		upsert(t, s, newRun("r1", db.StatusSharded, now()))
+		if n := insertShards(t, s, "r1", shardSpecs("s", 3, nil)...); n != 3 {
+			t.Fatalf("inserted %d shards, want 3", n)
+		}
+		if n := insertShards(t, s, "r1", shardSpecs("s", 4, nil)...); n != 1 {
+			t.Fatalf("re-enumeration inserted %d shards, want only the 1 new one", n)
+		}
+		if n := insertShards(t, s, "r1"); n != 0 {
+			t.Fatalf("empty insert reported %d shards", n)
+		}
+		if p := progress(t, s, "r1"); p.Total != 4 || p.Pending != 4 {
+			t.Fatalf("progress %+v, want 4 pending", p)
+		}
+		if p := progress(t, s, "no-shards"); p != (db.ShardProgress{}) || p.AllTerminal() {
+			t.Fatalf("progress of a run without shards %+v, want zero", p)
+		}
+	})
+
+	t.Run("ClaimLargestFirst", func(t *testing.T) {
+		t.Parallel()
+		s := fresh(t, newURL, "a")
+		parent := fullRun("r1")
+		parent.Status = db.StatusSharded
+		upsert(t, s, parent, newRun("r2", db.StatusSharded, now()))
+		insertShards(t, s, "r1",
+			db.ShardInsert{ShardID: "small", Descriptor: json.RawMessage(`{"n": 1}`), SizeEstimate: ptr(int64(10))},
+			db.ShardInsert{ShardID: "huge", Descriptor: json.RawMessage(`{"n": 2}`), SizeEstimate: ptr(int64(1000))},
+			db.ShardInsert{ShardID: "unknown", Descriptor: json.RawMessage(`{"n": 3}`)},
+		)
+		insertShards(t, s, "r2",
+			db.ShardInsert{ShardID: "mid", Descriptor: json.RawMessage(`{"n": 4}`), SizeEstimate: ptr(int64(500))},
+			db.ShardInsert{ShardID: "a-unknown", Descriptor: json.RawMessage(`{"n": 5}`)},
+		)
+		first := shardClaim(t, s, 2)
+		equalIDs(t, "first claim", []string{"r1/huge", "r2/mid"}, shardKeys(first))
+		equalIDs(t, "second claim", []string{"r1/small", "r1/unknown", "r2/a-unknown"}, shardKeys(shardClaim(t, s, 10)))
+		if got := shardClaim(t, s, 10); len(got) != 0 {
+			t.Fatalf("claimed %v with nothing pending", shardKeys(got))
+		}
+		if got := shardClaim(t, s, 0); len(got) != 0 {
+			t.Fatalf("a zero limit claimed %d shards", len(got))
+		}
+		huge := first[0]
+		sameJSON(t, "descriptor", json.RawMessage(`{"n": 2}`), huge.Descriptor)
+		if huge.Attempt != 0 {
+			t.Fatalf("first claim: attempt %d, want 0", huge.Attempt)
+		}
+		sameJSON(t, "parent run of a claimed shard", normalized(parent), huge.Run)
+		if p := progress(t, s, "r1"); p.Running != 3 || p.Pending != 0 {
+			t.Fatalf("progress %+v, want 3 running", p)
+		}
+	})
+
+	t.Run("ConcurrentClaimersAcrossStores", func(t *testing.T) {
+		t.Parallel()
+		ss := stores(t, newURL(t), "a", "b", "c")
+		const perRun = 100
+		for r := range 3 {
+			upsert(t, ss[0], newRun(id("run", r), db.StatusSharded, now()))
+			insertShards(t, ss[0], id("run", r), shardSpecs("s", perRun, ptr(int64(r)))...)
+		}
+		drainConcurrently(t, 9, 3*perRun, func(w int) ([]string, error) {
+			got, err := ss[w%3].ShardClaim(t.Context(), 7)
+			return shardKeys(got), err
+		})
+	})
+
+	t.Run("FinalizeIsOwnerFenced", func(t *testing.T) {
+		t.Parallel()
+		url := newURL(t)
+		a := open(t, url, db.Options{InstanceID: "a"})
+		b := open(t, url, db.Options{InstanceID: "b"})
+		upsert(t, a, newRun("r1", db.StatusSharded, now()))
+		insertShards(t, a, "r1", shardSpecs("s", 2, nil)...)
+		res := db.ShardResult{Status: db.ShardCompleted, RecordsWritten: 7}
+		if finishShard(t, a, "r1", "s-0000", res) {
+			t.Fatal("finalized a pending shard nobody claimed")
+		}
+		shardClaim(t, a, 2)
+		if finishShard(t, b, "r1", "s-0000", res) {
+			t.Fatal("an instance finalized a shard it does not own")
+		}
+		if !finishShard(t, a, "r1", "s-0000", res) {
+			t.Fatal("the owner could not finalize its shard")
+		}
+		if finishShard(t, a, "r1", "s-0000", db.ShardResult{Status: db.ShardFailed, Error: ptr("late")}) {
+			t.Fatal("a finalized shard was finalized again")
+		}
+		if !finishShard(t, a, "r1", "s-0001", db.ShardResult{Status: db.ShardFailed, RecordsWritten: 3, Error: ptr("boom")}) {
+			t.Fatal("the owner could not fail its shard")
+		}
+		if _, err := a.ShardFinalize(t.Context(), "r1", "s-0001", db.ShardResult{Status: db.ShardRunning}); err == nil {
+			t.Fatal("finalizing a shard to a non-terminal status is not an error")
+		}
+		p := progress(t, a, "r1")
+		want := db.ShardProgress{Total: 2, Completed: 1, Failed: 1, RecordsWritten: 10}
+		if p != want || !p.AllTerminal() {
+			t.Fatalf("progress %+v, want %+v", p, want)
+		}
+	})
+
+	t.Run("RenewAndReclaim", func(t *testing.T) {
+		t.Parallel()
+		url := newURL(t)
+		renewing := open(t, url, db.Options{InstanceID: "renewing", LeaseTTL: renewLease})
+		dying := open(t, url, db.Options{InstanceID: "dying", LeaseTTL: renewLease})
+		peer := open(t, url, db.Options{InstanceID: "peer"})
+		upsert(t, peer, newRun("r1", db.StatusSharded, now()))
+		insertShards(t, peer, "r1", shardSpecs("s", 4, nil)...)
+		if got := shardClaim(t, renewing, 2); len(got) != 2 {
+			t.Fatalf("claimed %d shards, want 2", len(got))
+		}
+		dyingShards := shardClaim(t, dying, 2)
+		if len(dyingShards) != 2 {
+			t.Fatalf("claimed %d shards, want 2", len(dyingShards))
+		}
+		waitPast(time.Now(), renewLease)
+		if n, err := renewing.ShardRenewLeases(t.Context()); err != nil || n != 2 {
+			t.Fatalf("renew: %d, %v; want 2", n, err)
+		}
+		rep, err := peer.ShardReclaimOrphans(t.Context(), 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantReport(t, "shard reclaim", rep, 2, 0)
+		p := progress(t, peer, "r1")
+		if p.Pending != 2 || p.Running != 2 {
+			t.Fatalf("progress %+v, want 2 pending (reclaimed) and 2 running (renewed)", p)
+		}
+		again := shardClaim(t, peer, 10)
+		if len(again) != 2 || again[0].Attempt != 1 || again[1].Attempt != 1 {
+			t.Fatalf("reclaimed shards claimed again: %+v, want 2 at attempt 1", again)
+		}
+		late := dyingShards[0]
+		if finishShard(t, dying, late.RunID, late.ShardID, db.ShardResult{Status: db.ShardCompleted}) {
+			t.Fatal("the owner whose lease lapsed finalized a reclaimed shard")
+		}
+		if !finishShard(t, peer, late.RunID, late.ShardID, db.ShardResult{Status: db.ShardCompleted}) {
+			t.Fatal("the new owner could not finalize the shard")
+		}
+	})
+
+	t.Run("PoisonAtTheCap", func(t *testing.T) {
+		t.Parallel()
+		url := newURL(t)
+		dying := open(t, url, db.Options{InstanceID: "dying", LeaseTTL: shortLease})
+		peer := open(t, url, db.Options{InstanceID: "peer"})
+		upsert(t, peer, newRun("r1", db.StatusSharded, now()))
+		insertShards(t, peer, "r1", shardSpecs("s", 1, nil)...)
+		const maxAttempts = 1
+		for attempt := range maxAttempts + 1 {
+			if got := shardClaim(t, dying, 1); len(got) != 1 || got[0].Attempt != attempt {
+				t.Fatalf("claim %d: %+v", attempt, got)
+			}
+			waitPast(time.Now(), shortLease)
+			rep, err := peer.ShardReclaimOrphans(t.Context(), maxAttempts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if attempt < maxAttempts {
+				wantReport(t, "reclaim below the cap", rep, 1, 0)
+			} else {
+				wantReport(t, "reclaim at the cap", rep, 0, 1)
+			}
+		}
+		if p := progress(t, peer, "r1"); p.Failed != 1 || !p.AllTerminal() {
+			t.Fatalf("progress %+v, want the shard failed", p)
+		}
+	})
+
+	t.Run("CancelRequestedRunIsNotClaimed", func(t *testing.T) {
+		t.Parallel()
+		s := fresh(t, newURL, "a")
+		upsert(t, s, newRun("r1", db.StatusSharded, now()))
+		insertShards(t, s, "r1", shardSpecs("s", 2, nil)...)
+		if ok, err := s.RunRequestCancel(t.Context(), "r1"); err != nil || !ok {
+			t.Fatalf("request cancel: %v, %v", ok, err)
+		}
+		// Shards inserted after the request (a late re-enumeration) stay put.
+		insertShards(t, s, "r1", shardSpecs("late", 1, nil)...)
+		if got := shardClaim(t, s, 10); len(got) != 0 {
+			t.Fatalf("claimed %v of a run with a cancel request", shardKeys(got))
+		}
+	})
+
+	t.Run("SweepFinalizesCompletedParents", func(t *testing.T) {
+		t.Parallel()
+		url := newURL(t)
+		s := open(t, url, db.Options{InstanceID: "a"})
+		other := open(t, url, db.Options{InstanceID: "b"})
+		started := now().Add(-time.Minute)
+		for _, runID := range []string{"all-done", "one-failed", "one-cancelled", "still-running", "no-shards"} {
+			r := newRun(runID, db.StatusSharded, now())
+			r.StartedAt = &started
+			upsert(t, s, r)
+		}
+		upsert(t, s, newRun("not-sharded", db.StatusRunning, now()))
+		for _, runID := range []string{"all-done", "one-failed", "one-cancelled", "still-running", "not-sharded"} {
+			insertShards(t, s, runID, shardSpecs("s", 3, nil)...)
+		}
+		// still-running keeps one shard claimed but unfinished.
+		for _, sh := range shardClaim(t, other, 10000) {
+			if sh.RunID == "still-running" && sh.ShardID == "s-0002" {
+				continue
+			}
+			res := db.ShardResult{Status: db.ShardCompleted, RecordsWritten: 5}
+			switch {
+			case sh.RunID == "one-failed" && sh.ShardID == "s-0001":
+				res = db.ShardResult{Status: db.ShardFailed, RecordsWritten: 1, Error: ptr("boom")}
+			case sh.RunID == "one-cancelled" && sh.ShardID == "s-0001":
+				res = db.ShardResult{Status: db.ShardCancelled}
+			}
+			if !finishShard(t, other, sh.RunID, sh.ShardID, res) {
+				t.Fatalf("could not finalize %s/%s", sh.RunID, sh.ShardID)
+			}
+		}
+
+		ids, err := s.ShardFinalizeCompletedParents(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		equalIDs(t, "finalized parents", []string{"all-done", "one-cancelled", "one-failed"}, ids)
+
+		done := wantStatus(t, s, "all-done", db.StatusCompleted)
+		if done.RecordsWritten != 15 || done.Error != nil || done.FinishedAt == nil {
+			t.Fatalf("completed parent: records %d, error %v, finished_at %v", done.RecordsWritten, done.Error, done.FinishedAt)
+		}
+		if done.ElapsedSecs == nil || *done.ElapsedSecs < 60 {
+			t.Errorf("completed parent: elapsed_secs %v, want >= 60", done.ElapsedSecs)
+		}
+		failed := wantStatus(t, s, "one-failed", db.StatusFailed)
+		if failed.RecordsWritten != 11 || failed.Error == nil || *failed.Error == "" {
+			t.Fatalf("failed parent: records %d, error %v", failed.RecordsWritten, failed.Error)
+		}
+		wantStatus(t, s, "one-cancelled", db.StatusCancelled)
+		wantStatus(t, s, "still-running", db.StatusSharded)
+		wantStatus(t, s, "no-shards", db.StatusSharded)
+		wantStatus(t, s, "not-sharded", db.StatusRunning)
+
+		ids, err = other.ShardFinalizeCompletedParents(t.Context())
+		if err != nil || len(ids) != 0 {
+			t.Fatalf("second sweep: %v, %v; want nothing", ids, err)
+		}
+	})
+}

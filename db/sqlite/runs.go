@@ -1,0 +1,128 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+
+	"github.com/faucet-dev/faucet/db"
+	"github.com/faucet-dev/faucet/db/sqlite/internal/dbsqlc"
+)
+
+// RunUpsert inserts or replaces rec, owned by this instance with a fresh lease.
+func (s *Store) RunUpsert(ctx context.Context, rec *db.RunRecord) error {
+	r := normalize(rec)
+	cols, err := encodeRun(&r)
+	if err != nil {
+		return wrap(ctx, "run upsert", err)
+	}
+	err = s.wq.RunUpsert(ctx, dbsqlc.RunUpsertParams{
+		RunID:          r.RunID,
+		Name:           r.Name,
+		Labels:         cols.labels,
+		Status:         string(r.Status),
+		SubmittedAt:    micros(r.SubmittedAt),
+		StartedAt:      microsPtr(r.StartedAt),
+		FinishedAt:     microsPtr(r.FinishedAt),
+		IdempotencyKey: r.IdempotencyKey,
+		Owner:          s.owner,
+		LeaseExpiresAt: s.lease(now()),
+		Attempt:        int64(r.Attempt),
+		RecordsWritten: r.RecordsWritten,
+		Error:          r.Error,
+		Record:         cols.record,
+	})
+	return wrap(ctx, "run upsert", err)
+}
+
+// RunGet returns one run, or an error wrapping db.ErrNotFound.
+func (s *Store) RunGet(ctx context.Context, runID string) (*db.RunRecord, error) {
+	row, err := s.rq.RunGet(ctx, runID)
+	if err != nil {
+		return nil, wrap(ctx, "run get", err)
+	}
+	rec, err := decodeRun(row)
+	if err != nil {
+		return nil, wrap(ctx, "run get", err)
+	}
+	return &rec, nil
+}
+
+// RunList returns one page of runs, newest first, in one statement: it reads
+// one row past the page to know whether another page follows.
+func (s *Store) RunList(ctx context.Context, f db.ListFilter) (db.ListPage, error) {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = db.DefaultListLimit
+	}
+	var statuses *string
+	if len(f.Statuses) > 0 {
+		b, err := json.Marshal(f.Statuses)
+		if err != nil {
+			return db.ListPage{}, wrap(ctx, "run list", err)
+		}
+		v := string(b)
+		statuses = &v
+	}
+	rows, err := s.rq.RunList(ctx, dbsqlc.RunListParams{
+		Statuses: statuses,
+		Name:     f.Name,
+		Since:    microsPtr(f.Since),
+		Until:    microsPtr(f.Until),
+		Cursor:   f.Cursor,
+		RowLimit: int64(limit) + 1,
+	})
+	if err != nil {
+		return db.ListPage{}, wrap(ctx, "run list", err)
+	}
+	more := len(rows) > limit
+	if more {
+		rows = rows[:limit]
+	}
+	runs, err := decodeRuns(rows)
+	if err != nil {
+		return db.ListPage{}, wrap(ctx, "run list", err)
+	}
+	page := db.ListPage{Runs: runs}
+	if more {
+		last := runs[len(runs)-1].RunID
+		page.NextCursor = &last
+	}
+	return page, nil
+}
+
+// RunDelete deletes a terminal run with its claims, shards and logs in one
+// transaction. The delete itself is fenced on a terminal status; only when it
+// deletes nothing does the status tell not-found from still-running.
+func (s *Store) RunDelete(ctx context.Context, runID string) (db.DeleteOutcome, error) {
+	var outcome db.DeleteOutcome
+	err := s.write(ctx, "run delete", func(q *dbsqlc.Queries) error {
+		n, err := q.RunDelete(ctx, runID)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			_, err := q.RunStatus(ctx, runID)
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+				outcome = db.DeleteNotFound
+				return nil
+			case err != nil:
+				return err
+			}
+			outcome = db.DeleteStillRunning
+			return nil
+		}
+		for _, del := range []func(context.Context, string) (int64, error){
+			q.IdempotencyRelease, q.ShardDeleteByRun, q.RunLogDeleteByRun, q.RunLogDeleteTruncationByRun,
+		} {
+			if _, err := del(ctx, runID); err != nil {
+				return err
+			}
+		}
+		outcome = db.Deleted
+		return nil
+	})
+	return outcome, err
+}

@@ -1,0 +1,100 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/faucet-dev/faucet/db"
+	"github.com/faucet-dev/faucet/db/sqlite/internal/dbsqlc"
+)
+
+// Store is db.Store over one SQLite database.
+type Store struct {
+	w, r *sql.DB
+	// wc and rc cache the prepared statements of w and r; wq and rq run the
+	// queries on them.
+	wc, rc *stmtCache
+	wq, rq *dbsqlc.Queries
+	target *target
+
+	instanceID string
+	// owner is instanceID as the nullable owner column's parameter.
+	owner    *string
+	leaseTTL time.Duration
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ db.Store = (*Store)(nil)
+
+// InstanceID is the id this store stamps as owner.
+func (s *Store) InstanceID() string { return s.instanceID }
+
+// Dialect reports "sqlite".
+func (s *Store) Dialect() string { return dialectName }
+
+// Degraded is false: a Store is always on the database it was opened on. The
+// in-memory fallback is a Store too, and db.Open reports that it degraded.
+func (s *Store) Degraded() bool { return false }
+
+// Close closes both pools (and frees an in-memory database). Closing twice is
+// harmless.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.closeErr = errors.Join(s.rc.close(), s.wc.close(), s.r.Close(), s.w.Close())
+		s.target.release()
+	})
+	return s.closeErr
+}
+
+// Ping checks that both pools reach the database.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.w.PingContext(ctx); err != nil {
+		return wrap(ctx, "ping", err)
+	}
+	return wrap(ctx, "ping", s.r.PingContext(ctx))
+}
+
+func now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
+
+// lease is the lease expiry a write at t stamps.
+func (s *Store) lease(t time.Time) *int64 {
+	v := micros(t.Add(s.leaseTTL))
+	return &v
+}
+
+// write runs fn in one write transaction on the writer connection. The driver
+// begins it IMMEDIATE, so it holds SQLite's write lock from its first
+// statement and every read inside it sees what its writes will build on.
+func (s *Store) write(ctx context.Context, op string, fn func(q *dbsqlc.Queries) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return wrap(ctx, op, err)
+	}
+	stmts := s.wc.inTx(tx)
+	defer s.wc.warm(ctx, stmts)
+	if err := fn(dbsqlc.New(stmts)); err != nil {
+		_ = tx.Rollback()
+		return wrap(ctx, op, err)
+	}
+	return wrap(ctx, op, tx.Commit())
+}
+
+// read runs fn in one read-only transaction on the read pool, so several
+// reads see one snapshot.
+func (s *Store) read(ctx context.Context, op string, fn func(q *dbsqlc.Queries) error) error {
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return wrap(ctx, op, err)
+	}
+	stmts := s.rc.inTx(tx)
+	defer s.rc.warm(ctx, stmts)
+	defer func() { _ = tx.Rollback() }()
+	return wrap(ctx, op, fn(dbsqlc.New(stmts)))
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,129 @@
+-- name: ShardInsert :execrows
+-- Inserts a run's shard set from a JSON array of
+-- {shard_id, descriptor, size_estimate}; shards already present are kept.
+INSERT INTO faucet_shards (run_id, shard_id, descriptor, size_estimate)
+SELECT @run_id, s.shard_id, s.descriptor, s.size_estimate
+FROM jsonb_to_recordset(@shards::jsonb) AS s(shard_id text, descriptor jsonb, size_estimate bigint)
+ON CONFLICT (run_id, shard_id) DO NOTHING;
+
+-- name: ShardClaim :many
+-- Claims the largest pending shards of runs without a cancel request in one
+-- statement, skipping rows another claimer holds; returns each with its run.
+-- The picked keys reach the UPDATE as arrays the primary key answers (even in
+-- a generic plan); the pair test keeps exactly the picked shards.
+WITH picked AS (
+    SELECT p.run_id, p.shard_id
+    FROM faucet_shards p
+    JOIN faucet_runs pr ON pr.run_id = p.run_id
+    WHERE p.status = 'pending' AND pr.cancel_requested_at IS NULL
+    ORDER BY p.size_estimate DESC NULLS LAST, p.run_id, p.shard_id
+    LIMIT @claim_limit
+    FOR UPDATE OF p SKIP LOCKED
+)
+UPDATE faucet_shards s SET
+    status = 'running',
+    owner = @owner::text,
+    lease_expires_at = @lease_expires_at::timestamptz
+FROM faucet_runs r
+WHERE s.run_id = ANY (ARRAY(SELECT picked.run_id FROM picked))
+  AND s.shard_id = ANY (ARRAY(SELECT picked.shard_id FROM picked))
+  AND (s.run_id, s.shard_id) IN (SELECT picked.run_id, picked.shard_id FROM picked)
+  AND s.status = 'pending' AND r.run_id = s.run_id
+RETURNING s.run_id, s.shard_id, s.descriptor, s.size_estimate, s.attempt,
+    r.name, r.labels, r.status, r.submitted_at, r.started_at, r.finished_at, r.idempotency_key,
+    r.attempt AS run_attempt, r.records_written, r.error, r.record;
+
+-- name: ShardRenewLeases :execrows
+UPDATE faucet_shards SET lease_expires_at = @lease_expires_at::timestamptz
+WHERE owner = @owner::text AND status = 'running';
+
+-- name: ShardReclaimPoison :execrows
+UPDATE faucet_shards SET
+    status = 'failed',
+    finished_at = @now::timestamptz,
+    error = @error::text,
+    owner = NULL,
+    lease_expires_at = NULL
+WHERE status = 'running'
+  AND (lease_expires_at IS NULL OR lease_expires_at < @now::timestamptz)
+  AND attempt >= @max_attempts::integer;
+
+-- name: ShardReclaimRequeue :execrows
+UPDATE faucet_shards SET
+    status = 'pending',
+    owner = NULL,
+    lease_expires_at = NULL,
+    attempt = attempt + 1
+WHERE status = 'running'
+  AND (lease_expires_at IS NULL OR lease_expires_at < @now::timestamptz)
+  AND attempt < @max_attempts::integer;
+
+-- name: ShardFinalize :execrows
+UPDATE faucet_shards SET
+    status = @status,
+    records_written = @records_written,
+    error = sqlc.narg(error)::text,
+    finished_at = @now::timestamptz,
+    lease_expires_at = NULL
+WHERE run_id = @run_id AND shard_id = @shard_id AND owner = @owner::text AND status = 'running';
+
+-- name: ShardProgress :one
+SELECT
+    count(*) AS total,
+    count(*) FILTER (WHERE status = 'pending') AS pending,
+    count(*) FILTER (WHERE status = 'running') AS running,
+    count(*) FILTER (WHERE status = 'completed') AS completed,
+    count(*) FILTER (WHERE status = 'failed') AS failed,
+    count(*) FILTER (WHERE status = 'cancelled') AS cancelled,
+    COALESCE(sum(records_written), 0)::bigint AS records_written
+FROM faucet_shards WHERE run_id = @run_id;
+
+-- name: ShardPendingCancellations :many
+SELECT DISTINCT s.run_id
+FROM faucet_shards s
+JOIN faucet_runs r ON r.run_id = s.run_id
+WHERE s.owner = @owner::text AND s.status = 'running' AND r.cancel_requested_at IS NOT NULL
+ORDER BY s.run_id;
+
+-- name: ShardFinalizeCompletedParents :many
+-- Finalizes, in one statement, every sharded run whose shards are all
+-- terminal: failed if any shard failed, else cancelled if any was cancelled,
+-- else completed. Fenced on status sharded, so a concurrent finalize of the
+-- same run is a no-op.
+WITH done AS (
+    SELECT s.run_id,
+        count(*) AS total,
+        count(*) FILTER (WHERE s.status = 'failed') AS failed,
+        count(*) FILTER (WHERE s.status = 'cancelled') AS cancelled,
+        COALESCE(sum(s.records_written), 0)::bigint AS records
+    FROM faucet_shards s
+    JOIN faucet_runs p ON p.run_id = s.run_id AND p.status = 'sharded'
+    GROUP BY s.run_id
+    HAVING count(*) FILTER (WHERE s.status IN ('pending', 'running')) = 0
+), outcome AS (
+    SELECT done.run_id, done.records,
+        CASE WHEN done.failed > 0 THEN 'failed'
+             WHEN done.cancelled > 0 THEN 'cancelled'
+             ELSE 'completed' END AS status,
+        CASE WHEN done.failed > 0 THEN format('%s/%s shard(s) failed', done.failed, done.total) END AS error
+    FROM done
+)
+UPDATE faucet_runs r SET
+    status = o.status,
+    finished_at = @now::timestamptz,
+    error = o.error,
+    records_written = o.records,
+    record = r.record || jsonb_build_object(
+        'status', o.status,
+        'finished_at', @now::timestamptz,
+        'error', o.error,
+        'records_written', o.records,
+        'elapsed_secs', COALESCE(NULLIF(r.record -> 'elapsed_secs', 'null'::jsonb),
+                                 to_jsonb(date_part('epoch', sqlc.arg(now)::timestamptz - r.started_at))))
+FROM outcome o
+WHERE r.run_id = o.run_id AND r.status = 'sharded'
+RETURNING r.run_id;
+
+-- name: ShardPurgeOrphans :execrows
+DELETE FROM faucet_shards s
+WHERE NOT EXISTS (SELECT 1 FROM faucet_runs r WHERE r.run_id = s.run_id);

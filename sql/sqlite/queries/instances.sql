@@ -1,0 +1,19 @@
+-- name: InstanceHeartbeat :exec
+INSERT INTO faucet_instances (instance_id, started_at, last_heartbeat, listen, max_concurrent, in_flight, state_format)
+VALUES (sqlc.arg(instance_id), sqlc.arg(started_at), sqlc.arg(last_heartbeat), sqlc.arg(listen),
+        sqlc.arg(max_concurrent), sqlc.arg(in_flight), sqlc.arg(state_format))
+ON CONFLICT (instance_id) DO UPDATE SET
+    started_at = excluded.started_at,
+    last_heartbeat = excluded.last_heartbeat,
+    listen = excluded.listen,
+    max_concurrent = excluded.max_concurrent,
+    in_flight = excluded.in_flight,
+    state_format = excluded.state_format;
+
+-- name: InstanceListLive :many
+SELECT * FROM faucet_instances
+WHERE last_heartbeat >= sqlc.arg(since)
+ORDER BY instance_id;
+
+-- name: InstancePrune :execrows
+DELETE FROM faucet_instances WHERE last_heartbeat < sqlc.arg(before);

@@ -1,0 +1,59 @@
+-- RunLogInsert appends a batch of lines from a JSON array of
+-- {seq, ts, level, line}; a seq already stored is kept as it is.
+-- name: RunLogInsert :execrows
+INSERT INTO faucet_run_logs (run_id, seq, ts, level, line)
+SELECT sqlc.arg(run_id), json_extract(j.value, '$.seq'), json_extract(j.value, '$.ts'),
+       json_extract(j.value, '$.level'), json_extract(j.value, '$.line')
+FROM json_each(CAST(sqlc.arg(lines) AS TEXT)) AS j
+WHERE true
+ON CONFLICT (run_id, seq) DO NOTHING;
+
+-- RunLogTrim keeps a run's newest lines: it deletes every line older than the
+-- one at position keep_offset (0-based) counted from the newest.
+-- name: RunLogTrim :execrows
+DELETE FROM faucet_run_logs
+WHERE faucet_run_logs.run_id = sqlc.arg(run_id)
+  AND seq < (
+      SELECT k.seq FROM faucet_run_logs k WHERE k.run_id = sqlc.arg(run_id)
+      ORDER BY k.seq DESC LIMIT 1 OFFSET sqlc.arg(keep_offset));
+
+-- name: RunLogMarkTruncated :exec
+INSERT INTO faucet_run_log_truncations (run_id, truncated_at)
+VALUES (sqlc.arg(run_id), sqlc.arg(now))
+ON CONFLICT (run_id) DO UPDATE SET truncated_at = excluded.truncated_at;
+
+-- name: RunLogList :many
+SELECT seq, ts, level, line FROM faucet_run_logs
+WHERE run_id = sqlc.arg(run_id) AND seq > sqlc.arg(after_seq)
+ORDER BY seq
+LIMIT sqlc.arg(row_limit);
+
+-- name: RunLogTruncated :one
+SELECT EXISTS (SELECT 1 FROM faucet_run_log_truncations WHERE run_id = sqlc.arg(run_id)) AS truncated;
+
+-- name: RunLogPurge :execrows
+DELETE FROM faucet_run_logs WHERE ts < sqlc.arg(before);
+
+-- name: RunLogPurgeTruncations :execrows
+DELETE FROM faucet_run_log_truncations
+WHERE NOT EXISTS (SELECT 1 FROM faucet_run_logs l WHERE l.run_id = faucet_run_log_truncations.run_id);
+
+-- name: RunLogDeleteByRun :execrows
+DELETE FROM faucet_run_logs WHERE run_id = sqlc.arg(run_id);
+
+-- name: RunLogDeleteTruncationByRun :execrows
+DELETE FROM faucet_run_log_truncations WHERE run_id = sqlc.arg(run_id);
+
+-- RunLogPurgeForRuns and RunLogPurgeTruncationsForRuns delete the logs of the
+-- runs RunPurge is about to delete; they run first, in the same transaction.
+-- name: RunLogPurgeForRuns :execrows
+DELETE FROM faucet_run_logs
+WHERE run_id IN (
+    SELECT r.run_id FROM faucet_runs r INDEXED BY faucet_runs_finished_idx
+    WHERE r.status IN ('completed', 'failed', 'cancelled') AND r.finished_at < sqlc.arg(before));
+
+-- name: RunLogPurgeTruncationsForRuns :execrows
+DELETE FROM faucet_run_log_truncations
+WHERE run_id IN (
+    SELECT r.run_id FROM faucet_runs r INDEXED BY faucet_runs_finished_idx
+    WHERE r.status IN ('completed', 'failed', 'cancelled') AND r.finished_at < sqlc.arg(before));

@@ -1,0 +1,173 @@
+-- name: RunUpsert :exec
+INSERT INTO faucet_runs (
+    run_id, name, labels, status, submitted_at, started_at, finished_at,
+    idempotency_key, owner, lease_expires_at, attempt, records_written, error, record
+) VALUES (
+    sqlc.arg(run_id), sqlc.narg(name), sqlc.arg(labels), sqlc.arg(status),
+    sqlc.arg(submitted_at), sqlc.narg(started_at), sqlc.narg(finished_at),
+    sqlc.narg(idempotency_key), sqlc.arg(owner), sqlc.arg(lease_expires_at),
+    sqlc.arg(attempt), sqlc.arg(records_written), sqlc.narg(error), sqlc.arg(record)
+)
+ON CONFLICT (run_id) DO UPDATE SET
+    name = excluded.name,
+    labels = excluded.labels,
+    status = excluded.status,
+    submitted_at = excluded.submitted_at,
+    started_at = excluded.started_at,
+    finished_at = excluded.finished_at,
+    idempotency_key = excluded.idempotency_key,
+    owner = excluded.owner,
+    lease_expires_at = excluded.lease_expires_at,
+    attempt = excluded.attempt,
+    records_written = excluded.records_written,
+    error = excluded.error,
+    record = excluded.record;
+
+-- name: RunGet :one
+SELECT * FROM faucet_runs WHERE run_id = sqlc.arg(run_id);
+
+-- name: RunGetMany :many
+SELECT * FROM faucet_runs
+WHERE run_id IN (SELECT value FROM json_each(CAST(sqlc.arg(run_ids) AS TEXT)));
+
+-- RunList pages newest first. statuses is a JSON array (NULL: every status);
+-- the keyset bound is the cursor run's (submitted_at, run_id), or above every
+-- row when the cursor names no run, so an unknown cursor starts from the top.
+-- name: RunList :many
+SELECT * FROM faucet_runs
+WHERE (CAST(sqlc.narg(statuses) AS TEXT) IS NULL OR status IN (SELECT value FROM json_each(sqlc.narg(statuses))))
+  AND (CAST(sqlc.narg(name) AS TEXT) IS NULL OR name = sqlc.narg(name))
+  AND (CAST(sqlc.narg(since) AS INTEGER) IS NULL OR submitted_at >= sqlc.narg(since))
+  AND (CAST(sqlc.narg(until) AS INTEGER) IS NULL OR submitted_at <= sqlc.narg(until))
+  AND (submitted_at, run_id) < (
+      SELECT coalesce(max(c.submitted_at), 9223372036854775807), coalesce(max(c.run_id), '')
+      FROM faucet_runs c WHERE c.run_id = sqlc.arg(cursor))
+ORDER BY submitted_at DESC, run_id DESC
+LIMIT sqlc.arg(row_limit);
+
+-- name: RunStatus :one
+SELECT status FROM faucet_runs WHERE run_id = sqlc.arg(run_id);
+
+-- name: RunDelete :execrows
+DELETE FROM faucet_runs
+WHERE run_id = sqlc.arg(run_id) AND status IN ('completed', 'failed', 'cancelled');
+
+-- name: RunRenewLeases :execrows
+UPDATE faucet_runs SET lease_expires_at = sqlc.arg(lease_expires_at)
+WHERE owner = sqlc.arg(owner) AND status IN ('pending', 'queued', 'running', 'sharded');
+
+-- name: RunRecoverOrphans :execrows
+UPDATE faucet_runs
+SET status = 'failed',
+    finished_at = sqlc.arg(now),
+    error = sqlc.arg(error),
+    owner = NULL,
+    lease_expires_at = NULL,
+    record = json_set(record,
+        '$.status', 'failed',
+        '$.finished_at', CAST(sqlc.arg(now_text) AS TEXT),
+        '$.error', sqlc.arg(error),
+        '$.elapsed_secs', coalesce(json_extract(record, '$.elapsed_secs'), (sqlc.arg(now) - faucet_runs.started_at) / 1e6))
+WHERE status IN ('queued', 'running')
+  AND (lease_expires_at IS NULL OR lease_expires_at < sqlc.arg(now));
+
+-- RunClaimPending claims in one statement, so SQLite's write lock makes it
+-- exclusive across connections and processes. The claimed rows are named by
+-- rowid, and the unary + on the status fence keeps SQLite from answering it
+-- with the status index (walking every pending run): it looks each claimed
+-- row up directly and checks the fence there.
+-- name: RunClaimPending :many
+UPDATE faucet_runs
+SET status = 'running',
+    owner = sqlc.arg(owner),
+    lease_expires_at = sqlc.arg(lease_expires_at),
+    record = json_set(record, '$.status', 'running')
+WHERE +status = 'pending'
+  AND rowid IN (
+      SELECT p.rowid FROM faucet_runs p
+      WHERE p.status = 'pending'
+      ORDER BY p.submitted_at, p.run_id
+      LIMIT sqlc.arg(row_limit))
+RETURNING *;
+
+-- name: RunReclaimPoison :execrows
+UPDATE faucet_runs
+SET status = 'failed',
+    finished_at = sqlc.arg(now),
+    owner = NULL,
+    lease_expires_at = NULL,
+    error = sqlc.arg(error),
+    record = json_set(record,
+        '$.status', 'failed',
+        '$.finished_at', CAST(sqlc.arg(now_text) AS TEXT),
+        '$.error', sqlc.arg(error),
+        '$.elapsed_secs', coalesce(json_extract(record, '$.elapsed_secs'), (sqlc.arg(now) - faucet_runs.started_at) / 1e6))
+WHERE status = 'running'
+  AND (lease_expires_at IS NULL OR lease_expires_at < sqlc.arg(now))
+  AND attempt >= sqlc.arg(max_attempts);
+
+-- name: RunReclaimRequeue :execrows
+UPDATE faucet_runs
+SET status = 'pending',
+    owner = NULL,
+    lease_expires_at = NULL,
+    attempt = attempt + 1,
+    record = json_set(record, '$.status', 'pending', '$.attempt', attempt + 1)
+WHERE status = 'running'
+  AND (lease_expires_at IS NULL OR lease_expires_at < sqlc.arg(now))
+  AND attempt < sqlc.arg(max_attempts);
+
+-- name: RunFinalizeOwned :execrows
+UPDATE faucet_runs
+SET name = sqlc.narg(name),
+    labels = sqlc.arg(labels),
+    status = sqlc.arg(status),
+    submitted_at = sqlc.arg(submitted_at),
+    started_at = sqlc.narg(started_at),
+    finished_at = sqlc.narg(finished_at),
+    idempotency_key = sqlc.narg(idempotency_key),
+    lease_expires_at = NULL,
+    attempt = sqlc.arg(attempt),
+    records_written = sqlc.arg(records_written),
+    error = sqlc.narg(error),
+    record = sqlc.arg(record)
+WHERE run_id = sqlc.arg(run_id)
+  AND owner = sqlc.arg(owner)
+  AND status NOT IN ('completed', 'failed', 'cancelled');
+
+-- name: RunFinalizeShardedParent :execrows
+UPDATE faucet_runs
+SET status = sqlc.arg(status),
+    finished_at = sqlc.arg(finished_at),
+    error = sqlc.narg(error),
+    records_written = (SELECT coalesce(sum(s.records_written), 0) FROM faucet_shards s WHERE s.run_id = faucet_runs.run_id),
+    record = json_set(record,
+        '$.status', sqlc.arg(status),
+        '$.finished_at', CAST(sqlc.arg(finished_at_text) AS TEXT),
+        '$.error', sqlc.narg(error),
+        '$.records_written', (SELECT coalesce(sum(s.records_written), 0) FROM faucet_shards s WHERE s.run_id = faucet_runs.run_id),
+        '$.elapsed_secs', coalesce(json_extract(record, '$.elapsed_secs'), (sqlc.arg(finished_at) - faucet_runs.started_at) / 1e6))
+WHERE faucet_runs.run_id = sqlc.arg(run_id) AND faucet_runs.status = 'sharded';
+
+-- name: RunCancelPending :execrows
+UPDATE faucet_runs
+SET status = 'cancelled',
+    finished_at = sqlc.arg(now),
+    lease_expires_at = NULL,
+    record = json_set(record, '$.status', 'cancelled', '$.finished_at', CAST(sqlc.arg(now_text) AS TEXT))
+WHERE run_id = sqlc.arg(run_id) AND status = 'pending';
+
+-- name: RunRequestCancel :one
+UPDATE faucet_runs
+SET cancel_requested_at = coalesce(cancel_requested_at, sqlc.arg(now))
+WHERE run_id = sqlc.arg(run_id) AND status IN ('running', 'sharded')
+RETURNING status;
+
+-- name: RunPendingCancellations :many
+SELECT run_id FROM faucet_runs
+WHERE owner = sqlc.arg(owner) AND cancel_requested_at IS NOT NULL AND status = 'running'
+ORDER BY run_id;
+
+-- name: RunPurge :execrows
+DELETE FROM faucet_runs INDEXED BY faucet_runs_finished_idx
+WHERE status IN ('completed', 'failed', 'cancelled') AND finished_at < sqlc.arg(before);
