@@ -86,7 +86,7 @@ func Register(a huma.API, d *Deps) {
 	huma.Register(a, huma.Operation{
 		OperationID: "deleteRun", Method: http.MethodDelete, Path: "/v1/runs/{id}",
 		Summary: "Delete a finished run", Tags: []string{"runs"},
-		Description: "Deletes a terminal run with its logs and idempotency claim. 409 while the run is queued or running: cancel it first.",
+		Description:   "Deletes a terminal run with its logs and idempotency claim. 409 while the run is queued or running: cancel it first.",
 		DefaultStatus: http.StatusNoContent, Security: security, Errors: []int{401, 403, 404, 409},
 		Metadata: map[string]any{metaRole: auth.Operator, metaAction: "run.delete"},
 	}, d.deleteRun)

@@ -57,23 +57,23 @@ type InvocationRecord struct {
 type RunRecord struct {
 	_ struct{} `additionalProperties:"true"`
 
-	RunID          string               `json:"run_id"`
-	Name           *string              `json:"name" nullable:"true"`
-	Labels         map[string]string    `json:"labels"`
-	Status         string               `json:"status" enum:"pending,queued,running,sharded,completed,failed,cancelled"`
-	SubmittedAt    time.Time            `json:"submitted_at"`
-	StartedAt      *time.Time           `json:"started_at" nullable:"true"`
-	FinishedAt     *time.Time           `json:"finished_at" nullable:"true"`
-	ElapsedSecs    *float64             `json:"elapsed_secs" nullable:"true" doc:"Seconds between start and finish; live while running."`
-	RecordsWritten int64                `json:"records_written"`
-	Invocations    []InvocationRecord   `json:"invocations"`
-	Error          *string              `json:"error" nullable:"true"`
-	IdempotencyKey *string              `json:"idempotency_key" nullable:"true"`
-	DoctorReport   *DoctorReport `json:"doctor_report,omitempty" doc:"The doctor_first report, when the run was submitted with doctor_first."`
-	Attempt        int                  `json:"attempt" doc:"Execution attempt; above 1 only after a cluster failover."`
-	TimeoutSecs    *int64               `json:"timeout_secs,omitempty"`
-	Clock          *string              `json:"clock,omitempty"`
-	Callback       *CallbackSpec        `json:"callback,omitempty"`
+	RunID          string             `json:"run_id"`
+	Name           *string            `json:"name" nullable:"true"`
+	Labels         map[string]string  `json:"labels"`
+	Status         string             `json:"status" enum:"pending,queued,running,sharded,completed,failed,cancelled"`
+	SubmittedAt    time.Time          `json:"submitted_at"`
+	StartedAt      *time.Time         `json:"started_at" nullable:"true"`
+	FinishedAt     *time.Time         `json:"finished_at" nullable:"true"`
+	ElapsedSecs    *float64           `json:"elapsed_secs" nullable:"true" doc:"Seconds between start and finish; live while running."`
+	RecordsWritten int64              `json:"records_written"`
+	Invocations    []InvocationRecord `json:"invocations"`
+	Error          *string            `json:"error" nullable:"true"`
+	IdempotencyKey *string            `json:"idempotency_key" nullable:"true"`
+	DoctorReport   *DoctorReport      `json:"doctor_report,omitempty" doc:"The doctor_first report, when the run was submitted with doctor_first."`
+	Attempt        int                `json:"attempt" doc:"Execution attempt; above 1 only after a cluster failover."`
+	TimeoutSecs    *int64             `json:"timeout_secs,omitempty"`
+	Clock          *string            `json:"clock,omitempty"`
+	Callback       *CallbackSpec      `json:"callback,omitempty"`
 }
 
 // ListResponse is a page of GET /v1/runs.
