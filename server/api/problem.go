@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
@@ -238,4 +239,17 @@ func errUnavailable(msg string) *Problem {
 
 func errInternal() *Problem {
 	return NewProblem(http.StatusInternalServerError, CodeInternal, "internal error; see the server log", nil)
+}
+
+// WriteProblem writes p as a problem+json response, for handlers outside
+// huma (unknown routes).
+func WriteProblem(w http.ResponseWriter, p *Problem) {
+	for k, vs := range p.GetHeaders() {
+		for _, v := range vs {
+			w.Header().Add(k, v)
+		}
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(p.Status)
+	_ = json.NewEncoder(w).Encode(p)
 }

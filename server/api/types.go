@@ -138,6 +138,7 @@ type DoctorCheck struct {
 
 	Role       string `json:"role" enum:"source,sink"`
 	Connector  string `json:"connector"`
+	Name       string `json:"name,omitempty" doc:"What was probed, e.g. connect or write permission."`
 	OK         bool   `json:"ok"`
 	Message    string `json:"message,omitempty" doc:"Why the probe failed, or the probe's note."`
 	DurationMS int64  `json:"duration_ms"`
@@ -148,7 +149,7 @@ func toDoctorReport(r runner.DoctorReport) DoctorReport {
 	for i, inv := range r.Invocations {
 		checks := make([]DoctorCheck, len(inv.Checks))
 		for j, c := range inv.Checks {
-			checks[j] = DoctorCheck{Role: c.Role, Connector: c.Connector, OK: c.OK, Message: c.Message, DurationMS: c.DurationMS}
+			checks[j] = DoctorCheck{Role: c.Role, Connector: c.Connector, Name: c.Name, OK: c.OK, Message: c.Message, DurationMS: c.DurationMS}
 		}
 		out.Invocations[i] = DoctorInvocation{RowID: inv.RowID, Checks: checks}
 	}

@@ -46,7 +46,9 @@ type DoctorCheck struct {
 	// Role is "source" or "sink".
 	Role      string `json:"role"`
 	Connector string `json:"connector"`
-	OK        bool   `json:"ok"`
+	// Name says what was probed ("connect", "write permission").
+	Name string `json:"name,omitempty"`
+	OK   bool   `json:"ok"`
 	// Message explains a failure, or carries the probe's note on success.
 	Message    string `json:"message,omitempty"`
 	DurationMS int64  `json:"duration_ms"`
