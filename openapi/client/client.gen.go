@@ -382,7 +382,10 @@ type DoctorCheck struct {
 	DurationMs int64  `json:"duration_ms"`
 
 	// Message Why the probe failed, or the probe's note.
-	Message              *string                `json:"message,omitempty"`
+	Message *string `json:"message,omitempty"`
+
+	// Name What was probed, e.g. connect or write permission.
+	Name                 *string                `json:"name,omitempty"`
 	Ok                   bool                   `json:"ok"`
 	Role                 DoctorCheckRole        `json:"role"`
 	AdditionalProperties map[string]interface{} `json:"-"`
@@ -1112,6 +1115,14 @@ func (a *DoctorCheck) UnmarshalJSON(b []byte) error {
 		delete(object, "message")
 	}
 
+	if raw, found := object["name"]; found {
+		err = json.Unmarshal(raw, &a.Name)
+		if err != nil {
+			return fmt.Errorf("error reading 'name': %w", err)
+		}
+		delete(object, "name")
+	}
+
 	if raw, found := object["ok"]; found {
 		err = json.Unmarshal(raw, &a.Ok)
 		if err != nil {
@@ -1161,6 +1172,13 @@ func (a DoctorCheck) MarshalJSON() ([]byte, error) {
 		object["message"], err = json.Marshal(a.Message)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'message': %w", err)
+		}
+	}
+
+	if a.Name != nil {
+		object["name"], err = json.Marshal(a.Name)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'name': %w", err)
 		}
 	}
 
