@@ -14,6 +14,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(
 		newVersionCmd(),
 		newOpenAPICmd(),
+		newRunsCmd(),
 	)
 	return root
 }

@@ -113,6 +113,30 @@ func (e DoctorRequestConfigFormat) Valid() bool {
 	}
 }
 
+// Defines values for LogLineLevel.
+const (
+	Debug LogLineLevel = "debug"
+	Error LogLineLevel = "error"
+	Info  LogLineLevel = "info"
+	Warn  LogLineLevel = "warn"
+)
+
+// Valid indicates whether the value is a known member of the LogLineLevel enum.
+func (e LogLineLevel) Valid() bool {
+	switch e {
+	case Debug:
+		return true
+	case Error:
+		return true
+	case Info:
+		return true
+	case Warn:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ReadyStatusStatus.
 const (
 	NotReady ReadyStatusStatus = "not_ready"
@@ -457,6 +481,35 @@ type ListResponse struct {
 	// NextCursor Pass as cursor to read the next page; null on the last page.
 	NextCursor           *string                `json:"next_cursor"`
 	Runs                 []RunRecord            `json:"runs"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// LogEnd defines model for LogEnd.
+type LogEnd struct {
+	RunId string `json:"run_id"`
+
+	// Status The run's terminal status (empty if it could not be read).
+	Status               string                 `json:"status"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// LogLine defines model for LogLine.
+type LogLine struct {
+	Level LogLineLevel `json:"level"`
+	Line  string       `json:"line"`
+
+	// Seq Run-scoped sequence number; pass as after to page.
+	Seq                  int64                  `json:"seq"`
+	Ts                   time.Time              `json:"ts"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// LogLineLevel defines model for LogLine.Level.
+type LogLineLevel string
+
+// LogTruncated defines model for LogTruncated.
+type LogTruncated struct {
+	Reason               string                 `json:"reason"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -1726,6 +1779,256 @@ func (a ListResponse) MarshalJSON() ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'runs': %w", err)
 		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for LogEnd. Returns the specified
+// element and whether it was found
+func (a LogEnd) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for LogEnd
+func (a *LogEnd) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for LogEnd to handle AdditionalProperties
+func (a *LogEnd) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["run_id"]; found {
+		err = json.Unmarshal(raw, &a.RunId)
+		if err != nil {
+			return fmt.Errorf("error reading 'run_id': %w", err)
+		}
+		delete(object, "run_id")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for LogEnd to handle AdditionalProperties
+func (a LogEnd) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["run_id"], err = json.Marshal(a.RunId)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'run_id': %w", err)
+	}
+
+	object["status"], err = json.Marshal(a.Status)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'status': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for LogLine. Returns the specified
+// element and whether it was found
+func (a LogLine) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for LogLine
+func (a *LogLine) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for LogLine to handle AdditionalProperties
+func (a *LogLine) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["level"]; found {
+		err = json.Unmarshal(raw, &a.Level)
+		if err != nil {
+			return fmt.Errorf("error reading 'level': %w", err)
+		}
+		delete(object, "level")
+	}
+
+	if raw, found := object["line"]; found {
+		err = json.Unmarshal(raw, &a.Line)
+		if err != nil {
+			return fmt.Errorf("error reading 'line': %w", err)
+		}
+		delete(object, "line")
+	}
+
+	if raw, found := object["seq"]; found {
+		err = json.Unmarshal(raw, &a.Seq)
+		if err != nil {
+			return fmt.Errorf("error reading 'seq': %w", err)
+		}
+		delete(object, "seq")
+	}
+
+	if raw, found := object["ts"]; found {
+		err = json.Unmarshal(raw, &a.Ts)
+		if err != nil {
+			return fmt.Errorf("error reading 'ts': %w", err)
+		}
+		delete(object, "ts")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for LogLine to handle AdditionalProperties
+func (a LogLine) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["level"], err = json.Marshal(a.Level)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'level': %w", err)
+	}
+
+	object["line"], err = json.Marshal(a.Line)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'line': %w", err)
+	}
+
+	object["seq"], err = json.Marshal(a.Seq)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'seq': %w", err)
+	}
+
+	object["ts"], err = json.Marshal(a.Ts)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'ts': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for LogTruncated. Returns the specified
+// element and whether it was found
+func (a LogTruncated) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for LogTruncated
+func (a *LogTruncated) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for LogTruncated to handle AdditionalProperties
+func (a *LogTruncated) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["reason"]; found {
+		err = json.Unmarshal(raw, &a.Reason)
+		if err != nil {
+			return fmt.Errorf("error reading 'reason': %w", err)
+		}
+		delete(object, "reason")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for LogTruncated to handle AdditionalProperties
+func (a LogTruncated) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["reason"], err = json.Marshal(a.Reason)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'reason': %w", err)
 	}
 
 	for fieldName, field := range a.AdditionalProperties {

@@ -107,7 +107,7 @@ func (d *Deps) tailLive(ctx context.Context, s *sseWriter, run *logs.Run, after 
 		changed := run.Changed()
 		lines, truncated, done := run.Since(after, 500)
 		if truncated {
-			if s.event("truncated", 0, map[string]any{"reason": "lines were dropped from the live buffer before this reader saw them; read them with format=jsonl"}) != nil {
+			if s.event("truncated", 0, LogTruncated{Reason: "lines were dropped from the live buffer before this reader saw them; read them with format=jsonl"}) != nil {
 				return
 			}
 		}
@@ -149,7 +149,7 @@ func (d *Deps) tailPersisted(ctx context.Context, s *sseWriter, rec *db.RunRecor
 			return
 		}
 		if page.Truncated && after == 0 {
-			if s.event("truncated", 0, map[string]any{"reason": "earlier lines were dropped by the per-run log cap"}) != nil {
+			if s.event("truncated", 0, LogTruncated{Reason: "earlier lines were dropped by the per-run log cap"}) != nil {
 				return
 			}
 		}
@@ -188,7 +188,7 @@ func (d *Deps) sendEnd(ctx context.Context, s *sseWriter, runID string) {
 	if rec, err := d.Store.RunGet(ctx, runID); err == nil {
 		status = string(rec.Status)
 	}
-	_ = s.event("end", 0, map[string]string{"run_id": runID, "status": status})
+	_ = s.event("end", 0, LogEnd{RunID: runID, Status: status})
 }
 
 // sseWriter writes server-sent events and flushes each one.

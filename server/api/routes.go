@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"reflect"
 	"sort"
 	"time"
 
@@ -122,6 +123,11 @@ func Register(a huma.API, d *Deps) {
 		},
 		Metadata: map[string]any{metaRole: auth.Viewer},
 	}, d.streamRunLogs)
+	// The lines and events of the log stream are not JSON response bodies,
+	// so name their shapes in the components for SDK generators.
+	for _, t := range []reflect.Type{reflectType[LogLine](), reflectType[LogEnd](), reflectType[LogTruncated]()} {
+		a.OpenAPI().Components.Schemas.Schema(t, true, "")
+	}
 
 	huma.Register(a, huma.Operation{
 		OperationID: "listAudit", Method: http.MethodGet, Path: "/v1/audit",

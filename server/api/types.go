@@ -156,6 +156,22 @@ func toDoctorReport(r runner.DoctorReport) DoctorReport {
 	return out
 }
 
+// LogEnd is the data of the SSE end event: the run finished.
+type LogEnd struct {
+	_ struct{} `additionalProperties:"true"`
+
+	RunID  string `json:"run_id"`
+	Status string `json:"status" doc:"The run's terminal status (empty if it could not be read)."`
+}
+
+// LogTruncated is the data of the SSE truncated event: lines were dropped
+// before this reader saw them.
+type LogTruncated struct {
+	_ struct{} `additionalProperties:"true"`
+
+	Reason string `json:"reason"`
+}
+
 // ConnectorSummary names one connector of the catalog.
 type ConnectorSummary struct {
 	_ struct{} `additionalProperties:"true"`
