@@ -15,6 +15,7 @@ func newRootCmd() *cobra.Command {
 		newVersionCmd(),
 		newOpenAPICmd(),
 		newRunsCmd(),
+		newServeCmd(),
 	)
 	return root
 }
