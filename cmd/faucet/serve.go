@@ -20,10 +20,10 @@ import (
 
 func newServeCmd() *cobra.Command {
 	var (
-		cfg                                        server.Config
+		cfg                                         server.Config
 		shutdownSecs, retainSecs, idemSecs, logSecs int64
-		probeSecs                                  int64
-		logLevel                                   string
+		probeSecs                                   int64
+		logLevel                                    string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
