@@ -93,6 +93,8 @@ type serverOpts struct {
 	// runs with --auth-token adminToken.
 	args []string
 	env  []string
+	// token is the admin token the helpers send; default adminToken.
+	token string
 }
 
 // server is a running faucet serve process.
@@ -205,7 +207,12 @@ func (s *server) client(token string) *client.ClientWithResponses {
 }
 
 // admin is the client of the admin token.
-func (s *server) admin() *client.ClientWithResponses { return s.client(adminToken) }
+func (s *server) admin() *client.ClientWithResponses {
+	if s.opts.token != "" {
+		return s.client(s.opts.token)
+	}
+	return s.client(adminToken)
+}
 
 // submit submits body and fails the test unless it is accepted.
 func (s *server) submit(body client.SubmitRequest) client.SubmitResponse {
@@ -366,3 +373,10 @@ func holding(rows int, path string) string {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func deref(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
+}

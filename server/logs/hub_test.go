@@ -50,7 +50,7 @@ func TestLoggerFormatsAndRedacts(t *testing.T) {
 	if truncated || done || len(lines) != 1 {
 		t.Fatalf("Since = %v %v %v", lines, truncated, done)
 	}
-	want := `wrote batch with *** inside connector=csv batch.rows=3 batch.sink.path="/tmp/a b"`
+	want := `wrote batch with [REDACTED] inside connector=csv batch.rows=3 batch.sink.path="/tmp/a b"`
 	if lines[0].Line != want || lines[0].Level != "warn" || lines[0].Seq != 1 {
 		t.Fatalf("line = %+v, want %q at warn, seq 1", lines[0], want)
 	}

@@ -8,7 +8,7 @@ import (
 )
 
 // Mask replaces every occurrence of a secret.
-const Mask = "***"
+const Mask = "[REDACTED]"
 
 // Redactor replaces a fixed set of secrets. The zero value and nil redact
 // nothing.

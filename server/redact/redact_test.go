@@ -6,7 +6,7 @@ func TestRedactorMasksLongestFirst(t *testing.T) {
 	t.Parallel()
 	r := New([]string{"abc", "abcdef"}, []string{"", "tok-1"})
 	got := r.String("url=abcdef pw=abc token tok-1 tok-2")
-	want := "url=*** pw=*** token *** tok-2"
+	want := "url=[REDACTED] pw=[REDACTED] token [REDACTED] tok-2"
 	if got != want {
 		t.Fatalf("String = %q, want %q", got, want)
 	}
@@ -25,7 +25,7 @@ func TestNilAndEmptyRedactorsPassThrough(t *testing.T) {
 		t.Fatal("Ptr(nil) must stay nil")
 	}
 	s := "a s b"
-	if got := *New([]string{"s"}).Ptr(&s); got != "a *** b" {
+	if got := *New([]string{"s"}).Ptr(&s); got != "a [REDACTED] b" {
 		t.Fatalf("Ptr = %q", got)
 	}
 }
