@@ -185,6 +185,8 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 		}, leaseRenewEvery, purgeEvery)
 	}()
 
+	// Said plainly on out too, whatever the log level: scripts wait for it.
+	fmt.Fprintf(out, "faucet serve: listening on http://%s\n", ln.Addr())
 	log.Info("faucet serve listening", "addr", ln.Addr().String(), "history", store.Dialect(),
 		"degraded", store.Degraded(), "auth", authn.Enabled(), "max_concurrent_runs", run.Config().MaxConcurrent,
 		"max_queued_runs", run.Config().MaxQueued)
@@ -227,6 +229,9 @@ func withDefaults(cfg Config) Config {
 	}
 	if cfg.DataDir == "" {
 		cfg.DataDir = DefaultDataDir()
+	}
+	if cfg.MaxConcurrentRuns <= 0 {
+		cfg.MaxConcurrentRuns = runner.DefaultMaxConcurrent()
 	}
 	if cfg.BodyLimitBytes <= 0 {
 		cfg.BodyLimitBytes = api.DefaultBodyLimit

@@ -99,7 +99,7 @@ type serverOpts struct {
 
 // server is a running faucet serve process.
 type server struct {
-	t       *testing.T
+	t       testing.TB
 	opts    serverOpts
 	cmd     *exec.Cmd
 	url     string
@@ -108,10 +108,10 @@ type server struct {
 	waitErr error
 }
 
-var listenRE = regexp.MustCompile(`msg="faucet serve listening" addr=(\S+)`)
+var listenRE = regexp.MustCompile(`^faucet serve: listening on (http://\S+)$`)
 
 // start launches faucet serve and waits until /readyz answers 200.
-func start(t *testing.T, o serverOpts) *server {
+func start(t testing.TB, o serverOpts) *server {
 	t.Helper()
 	if o.dataDir == "" {
 		o.dataDir = t.TempDir()
@@ -157,7 +157,7 @@ func start(t *testing.T, o serverOpts) *server {
 	if err != nil {
 		t.Fatalf("faucet serve did not start: %v\n%s", err, s.stderr.String())
 	}
-	s.url = "http://" + listenRE.FindStringSubmatch(line)[1]
+	s.url = listenRE.FindStringSubmatch(line)[1]
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		resp, err := http.Get(s.url + "/readyz")

@@ -26,7 +26,9 @@ type Options struct {
 	// MaxLinesPerRun caps the persisted lines of one run (the store keeps the
 	// newest). Zero or less disables persistence.
 	MaxLinesPerRun int
-	// FlushInterval bounds how long a line waits before it is persisted.
+	// FlushInterval is how long a line may wait before it is persisted
+	// (give or take half of it); a run that finishes sooner is persisted
+	// whole when it finishes.
 	FlushInterval time.Duration
 	// FlushLines triggers an early flush of a run with this many pending lines.
 	FlushLines int
@@ -120,13 +122,13 @@ func (h *Hub) Close(ctx context.Context) {
 	h.closed.Do(func() {
 		close(h.stop)
 		<-h.done
-		h.flushAll(ctx)
+		h.flush(ctx, true)
 	})
 }
 
 func (h *Hub) flushLoop() {
 	defer close(h.done)
-	t := time.NewTicker(h.opts.FlushInterval)
+	t := time.NewTicker(h.opts.FlushInterval / 2)
 	defer t.Stop()
 	for {
 		select {
@@ -135,19 +137,24 @@ func (h *Hub) flushLoop() {
 		case <-t.C:
 		case <-h.kick:
 		}
-		h.flushAll(context.Background())
+		h.flush(context.Background(), false)
 	}
 }
 
-func (h *Hub) flushAll(ctx context.Context) {
+// flush persists the runs whose lines are due, or every pending line when
+// all is set.
+func (h *Hub) flush(ctx context.Context, all bool) {
 	h.mu.Lock()
 	runs := make([]*Run, 0, len(h.runs))
 	for _, r := range h.runs {
 		runs = append(runs, r)
 	}
 	h.mu.Unlock()
+	now := time.Now()
 	for _, r := range runs {
-		r.Flush(ctx)
+		if all || r.due(now) {
+			r.Flush(ctx)
+		}
 	}
 }
 

@@ -25,7 +25,9 @@ type Run struct {
 	head    int // index of the oldest line once the ring is full
 	nextSeq int64
 	pending []db.RunLogLine
-	done    bool
+	// pendingSince is when the oldest pending line was appended.
+	pendingSince time.Time
+	done         bool
 	changed chan struct{}
 
 	flushMu sync.Mutex
@@ -56,6 +58,9 @@ func (r *Run) Append(level slog.Level, msg string) int64 {
 	persist := r.hub.opts.Store != nil && r.hub.opts.MaxLinesPerRun > 0
 	var kick bool
 	if persist {
+		if len(r.pending) == 0 {
+			r.pendingSince = line.TS
+		}
 		r.pending = append(r.pending, line)
 		kick = len(r.pending) >= r.hub.opts.FlushLines
 	}
@@ -96,6 +101,14 @@ func (r *Run) Changed() <-chan struct{} {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.changed
+}
+
+// due reports whether the oldest pending line has waited a flush interval.
+// Short runs are persisted whole when they finish, in one write.
+func (r *Run) due(now time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.pending) >= r.hub.opts.FlushLines || (len(r.pending) > 0 && now.Sub(r.pendingSince) >= r.hub.opts.FlushInterval)
 }
 
 // Flush persists the pending lines now. Lines that fail to persist are kept

@@ -79,11 +79,12 @@ func (r *Runner) queue(a *active, plan *pipeline.Plan, red *redact.Redactor) {
 	r.inFlight++
 	r.mu.Unlock()
 	r.gauges()
-	r.execute(a, plan, red)
-	<-r.slots
-	r.mu.Lock()
-	r.inFlight--
-	r.mu.Unlock()
+	r.execute(a, plan, red, func() {
+		<-r.slots
+		r.mu.Lock()
+		r.inFlight--
+		r.mu.Unlock()
+	})
 	r.release(a)
 }
 
@@ -99,7 +100,9 @@ func (r *Runner) release(a *active) {
 // the engine, race completion against the cancel, timeout and shutdown
 // triggers, and finalize. It is the one execution path: the local queue
 // calls it now, and a cluster claim loop calls it with a claimed record.
-func (r *Runner) execute(a *active, plan *pipeline.Plan, red *redact.Redactor) {
+// stopped is called once the engine is done with the run, before the
+// terminal record is written, so the slot serves the next run meanwhile.
+func (r *Runner) execute(a *active, plan *pipeline.Plan, red *redact.Redactor, stopped func()) {
 	rec := a.rec
 	started := time.Now().UTC()
 	running := *rec
@@ -169,6 +172,7 @@ func (r *Runner) execute(a *active, plan *pipeline.Plan, red *redact.Redactor) {
 			o = trigger
 		}
 	}
+	stopped()
 	logger.Info("pipeline run finished", "status", string(o.status), "records_written", o.records)
 	r.finalize(a, o, started, red)
 }
