@@ -28,7 +28,7 @@ type Run struct {
 	// pendingSince is when the oldest pending line was appended.
 	pendingSince time.Time
 	done         bool
-	changed chan struct{}
+	changed      chan struct{}
 
 	flushMu sync.Mutex
 }
