@@ -537,7 +537,7 @@ type Problem struct {
 type ReadyStatus struct {
 	Cluster ClusterStatus `json:"cluster"`
 
-	// HistoryOk false when the history store fell back to memory.
+	// HistoryOk false when the history store fell back to memory or does not answer.
 	HistoryOk bool `json:"history_ok"`
 
 	// QueueOk false when the run queue is full.

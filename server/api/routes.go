@@ -189,10 +189,12 @@ type readyzOutput struct {
 	Body   ReadyStatus
 }
 
-func (d *Deps) readyz(context.Context, *struct{}) (*readyzOutput, error) {
+func (d *Deps) readyz(ctx context.Context, _ *struct{}) (*readyzOutput, error) {
 	st := d.Runner.Stats()
+	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
 	ready := ReadyStatus{
-		HistoryOK: !d.Store.Degraded(),
+		HistoryOK: !d.Store.Degraded() && d.Store.Ping(pctx) == nil,
 		QueueOK:   st.Queued < st.MaxQueued && !d.Runner.Closing(),
 	}
 	out := &readyzOutput{Status: http.StatusOK, Body: ready}
@@ -302,15 +304,7 @@ func (d *Deps) listRuns(ctx context.Context, in *listRunsInput) (*listRunsOutput
 		}
 		f.Statuses = append(f.Statuses, st)
 	}
-	if in.Name != "" {
-		f.Name = &in.Name
-	}
-	if !in.Since.IsZero() {
-		f.Since = &in.Since
-	}
-	if !in.Until.IsZero() {
-		f.Until = &in.Until
-	}
+	f.Name, f.Since, f.Until = optString(in.Name), optTime(in.Since), optTime(in.Until)
 	page, err := d.Runner.List(ctx, f)
 	if err != nil {
 		return nil, d.runnerError(err)
@@ -320,6 +314,22 @@ func (d *Deps) listRuns(ctx context.Context, in *listRunsInput) (*listRunsOutput
 		out.Body.Runs[i] = toRunRecord(&page.Runs[i])
 	}
 	return out, nil
+}
+
+// optString and optTime turn an absent query parameter (the zero value)
+// into a nil filter field.
+func optString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func optTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
 }
 
 type runIDInput struct {
@@ -375,18 +385,9 @@ type auditOutput struct {
 }
 
 func (d *Deps) listAudit(ctx context.Context, in *auditInput) (*auditOutput, error) {
-	f := db.AuditFilter{Limit: in.Limit}
-	if in.Principal != "" {
-		f.Principal = &in.Principal
-	}
-	if in.Action != "" {
-		f.Action = &in.Action
-	}
-	if !in.Since.IsZero() {
-		f.Since = &in.Since
-	}
-	if !in.Until.IsZero() {
-		f.Until = &in.Until
+	f := db.AuditFilter{
+		Limit: in.Limit, Principal: optString(in.Principal), Action: optString(in.Action),
+		Since: optTime(in.Since), Until: optTime(in.Until),
 	}
 	entries, err := d.Store.AuditList(ctx, f)
 	if err != nil {

@@ -201,7 +201,7 @@ type ReadyStatus struct {
 	_ struct{} `additionalProperties:"true"`
 
 	Status    string        `json:"status" enum:"ready,not_ready"`
-	HistoryOK bool          `json:"history_ok" doc:"false when the history store fell back to memory."`
+	HistoryOK bool          `json:"history_ok" doc:"false when the history store fell back to memory or does not answer."`
 	QueueOK   bool          `json:"queue_ok" doc:"false when the run queue is full."`
 	Cluster   ClusterStatus `json:"cluster"`
 }

@@ -188,6 +188,16 @@ func (r *Runner) Submit(ctx context.Context, req SubmitRequest) (SubmitResult, e
 	if r.isClosing() {
 		return SubmitResult{}, ErrShuttingDown
 	}
+	if req.Clock != nil {
+		// Normalized, so equal instants written differently fingerprint
+		// equally.
+		t, err := time.Parse(time.RFC3339, *req.Clock)
+		if err != nil {
+			return SubmitResult{}, &ConfigError{Err: fmt.Errorf("clock %q is not an RFC 3339 time", *req.Clock)}
+		}
+		clock := t.UTC().Format(time.RFC3339Nano)
+		req.Clock = &clock
+	}
 	plan, err := r.load(req)
 	if err != nil {
 		return SubmitResult{}, err
@@ -214,7 +224,10 @@ func (r *Runner) Submit(ctx context.Context, req SubmitRequest) (SubmitResult, e
 	}
 
 	runID := uuid.Must(uuid.NewV7()).String()
-	configFP := sha256Hex([]byte(req.Config))
+	configFP := plan.Fingerprint
+	if configFP == "" {
+		configFP = sha256Hex([]byte(req.Config))
+	}
 	if req.IdempotencyKey != nil {
 		replay, err := r.claim(ctx, *req.IdempotencyKey, requestFingerprint(configFP, req), runID)
 		if err != nil {
@@ -280,13 +293,8 @@ func (r *Runner) Submit(ctx context.Context, req SubmitRequest) (SubmitResult, e
 	return SubmitResult{RunID: runID, Status: db.StatusQueued, SubmittedAt: now, Fingerprint: configFP, Warnings: warnings}, nil
 }
 
-// load validates the request fields and loads the config.
+// load loads the config and applies the request's overrides.
 func (r *Runner) load(req SubmitRequest) (*pipeline.Plan, error) {
-	if req.Clock != nil {
-		if _, err := time.Parse(time.RFC3339, *req.Clock); err != nil {
-			return nil, &ConfigError{Err: fmt.Errorf("clock %q is not an RFC 3339 time", *req.Clock)}
-		}
-	}
 	plan, err := r.engine.Load([]byte(req.Config), req.ConfigFormat)
 	if err != nil {
 		return nil, &ConfigError{Err: err}
