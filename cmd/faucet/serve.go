@@ -77,11 +77,12 @@ FAUCET_MAX_CONCURRENT_RUNS, and so on. A flag on the command line wins.`,
 }
 
 // flagsFromEnv sets every flag not given on the command line from its
-// FAUCET_* environment variable.
+// FAUCET_* environment variable. FAUCET_PLUGIN_DIR is left to the plugin
+// host, which reads it as a PATH-style list after the --plugin-dir flags.
 func flagsFromEnv(fs *pflag.FlagSet) error {
 	var err error
 	fs.VisitAll(func(f *pflag.Flag) {
-		if err != nil || f.Changed {
+		if err != nil || f.Changed || f.Name == "plugin-dir" {
 			return
 		}
 		name := "FAUCET_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
