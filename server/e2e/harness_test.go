@@ -146,8 +146,9 @@ func start(t testing.TB, o serverOpts) *server {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	go s.stderr.consume(pipe)
 	go func() {
+		// Read stderr to its end before Wait, which closes the pipe.
+		s.stderr.consume(pipe)
 		s.waitErr = cmd.Wait()
 		close(s.exited)
 	}()
