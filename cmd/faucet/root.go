@@ -18,6 +18,9 @@ func newRootCmd() *cobra.Command {
 		newValidateCmd(),
 		newConnectorsCmd(),
 		newMigrateCmd(),
+		newOpenAPICmd(),
+		newRunsCmd(),
+		newServeCmd(),
 	)
 	return root
 }

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	_ "github.com/faucet-dev/faucet/db/postgres"
+	_ "github.com/faucet-dev/faucet/db/sqlite"
+	"github.com/faucet-dev/faucet/server"
+	"github.com/faucet-dev/faucet/server/api"
+	"github.com/faucet-dev/faucet/server/runner"
+)
+
+func newServeCmd() *cobra.Command {
+	var (
+		cfg                                         server.Config
+		shutdownSecs, retainSecs, idemSecs, logSecs int64
+		probeSecs                                   int64
+		logLevel                                    string
+	)
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the HTTP control plane: accept pipeline runs, execute them, keep their history",
+		Long: `Run faucet's HTTP control plane. With no flags it listens on 127.0.0.1:8080,
+keeps its run history in a SQLite file in faucet's data directory, and creates an
+admin API token on first start (printed once, stored beside the history file).
+
+Every flag can also be set through the environment: --max-concurrent-runs is
+FAUCET_MAX_CONCURRENT_RUNS, and so on. A flag on the command line wins.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := flagsFromEnv(cmd.Flags()); err != nil {
+				return err
+			}
+			var level slog.Level
+			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+				return fmt.Errorf("--log-level: %w", err)
+			}
+			cfg.ShutdownGrace = time.Duration(shutdownSecs) * time.Second
+			cfg.RetainTerminalRuns = time.Duration(retainSecs) * time.Second
+			cfg.IdempotencyRetention = time.Duration(idemSecs) * time.Second
+			cfg.LogRetention = time.Duration(logSecs) * time.Second
+			cfg.ProbeTimeout = time.Duration(probeSecs) * time.Second
+			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			slog.SetDefault(log)
+			return server.Run(cmd.Context(), cfg, cmd.ErrOrStderr(), log)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Listen, "listen", server.DefaultListen, "TCP address to serve the API on")
+	f.StringVar(&cfg.History, "history", "", "run history: memory, sqlite:PATH, or postgres://… (default: a SQLite file in the data directory)")
+	f.StringVar(&cfg.DataDir, "data-dir", server.DefaultDataDir(), "directory of the default history file and the admin token")
+	f.StringVar(&cfg.AuthToken, "auth-token", "", "accept this bearer token as the admin principal \"token\"")
+	f.StringVar(&cfg.AuthConfig, "auth-config", "", "YAML or JSON file of principals {name, token, role} (roles: viewer, operator, admin; tokens may use ${env:NAME})")
+	f.BoolVar(&cfg.NoAuth, "no-auth", false, "serve without authentication: every caller is admin")
+	f.IntVar(&cfg.MaxConcurrentRuns, "max-concurrent-runs", runner.DefaultMaxConcurrent(), "runs executing at once")
+	f.IntVar(&cfg.MaxQueuedRuns, "max-queued-runs", runner.DefaultMaxQueued, "runs waiting for an execution slot before submits get 429")
+	f.StringVar(&cfg.DefaultConfig, "default-config", "", "pipeline config file merged under every submitted config")
+	f.Int64Var(&cfg.BodyLimitBytes, "body-limit-bytes", api.DefaultBodyLimit, "largest request body accepted (larger: 413)")
+	f.Int64Var(&shutdownSecs, "shutdown-grace-secs", int64(server.DefaultShutdownGrace/time.Second), "on SIGTERM, how long running runs may take to flush before they are failed")
+	f.Int64Var(&retainSecs, "retain-terminal-runs-secs", int64(server.DefaultRetainTerminalRuns/time.Second), "delete finished runs this long after they finished (0: keep forever)")
+	f.Int64Var(&idemSecs, "idempotency-retention-secs", int64(server.DefaultIdempotencyRetention/time.Second), "how long an idempotency key stays claimed")
+	f.Int64Var(&logSecs, "log-retention-secs", int64(server.DefaultLogRetention/time.Second), "keep persisted run logs this long (0: do not persist run logs)")
+	f.IntVar(&cfg.LogMaxLinesPerRun, "log-max-lines-per-run", server.DefaultLogMaxLinesPerRun, "persist at most this many of a run's newest log lines")
+	f.Int64Var(&probeSecs, "probe-timeout-secs", int64(server.DefaultProbeTimeout/time.Second), "time limit of doctor probes")
+	f.StringSliceVar(&cfg.CORSOrigins, "cors-origin", nil, "browser origin allowed to call the API (repeatable; * for any)")
+	f.StringSliceVar(&cfg.PluginDirs, "plugin-dir", nil, "directory of third-party connector plugins (repeatable)")
+	f.StringVar(&logLevel, "log-level", "info", "server log level: debug, info, warn or error")
+	return cmd
+}
+
+// flagsFromEnv sets every flag not given on the command line from its
+// FAUCET_* environment variable. FAUCET_PLUGIN_DIR is left to the plugin
+// host, which reads it as a PATH-style list after the --plugin-dir flags.
+func flagsFromEnv(fs *pflag.FlagSet) error {
+	var err error
+	fs.VisitAll(func(f *pflag.Flag) {
+		if err != nil || f.Changed || f.Name == "plugin-dir" {
+			return
+		}
+		name := "FAUCET_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		v, ok := os.LookupEnv(name)
+		if !ok {
+			return
+		}
+		if f.Value.Type() == "stringSlice" {
+			v = strings.Join(strings.Fields(strings.ReplaceAll(v, ",", " ")), ",")
+		}
+		if f.Value.Type() == "bool" && v == "" {
+			v = strconv.FormatBool(true)
+		}
+		if setErr := fs.Set(f.Name, v); setErr != nil {
+			err = fmt.Errorf("%s=%q: %w", name, v, setErr)
+		}
+	})
+	return err
+}

@@ -1,0 +1,181 @@
+// Package api is faucet serve's HTTP API: the huma operations of the /v1
+// wire format, the one error model, bearer authentication with roles, the
+// audit hooks and per-operation metrics. The OpenAPI document is derived
+// from these Go types.
+package api
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/danielgtaylor/huma/v2/adapters/humago"
+	"github.com/google/uuid"
+
+	"github.com/faucet-dev/faucet/db"
+	"github.com/faucet-dev/faucet/pipeline"
+	"github.com/faucet-dev/faucet/server/auth"
+	"github.com/faucet-dev/faucet/server/logs"
+	"github.com/faucet-dev/faucet/server/metrics"
+	"github.com/faucet-dev/faucet/server/runner"
+)
+
+// Title and Version of the OpenAPI document. Version is the wire format's,
+// not faucet's: it changes only when the API does.
+const (
+	Title   = "faucet serve — HTTP control plane"
+	Version = "1.0.0"
+)
+
+// Deps are what the handlers use. Register only reads it when requests
+// arrive, so a zero Deps is enough to derive the OpenAPI document.
+type Deps struct {
+	Runner  *runner.Runner
+	Store   db.Store
+	Logs    *logs.Hub
+	Auth    *auth.Authenticator
+	Catalog pipeline.Catalog
+	Metrics *metrics.Metrics
+	Log     *slog.Logger
+	// BodyLimit caps request bodies in bytes; zero means DefaultBodyLimit.
+	BodyLimit int64
+}
+
+// DefaultBodyLimit is the default cap on request bodies.
+const DefaultBodyLimit = 4 << 20
+
+// Config is the huma configuration of the API, shared by the server and by
+// `faucet openapi`, so both describe the same document.
+func Config() huma.Config {
+	cfg := huma.DefaultConfig(Title, Version)
+	// The /v1 wire format has no $schema member in bodies.
+	cfg.CreateHooks = nil
+	cfg.Info.Description = "Submit pipeline runs over HTTP, poll their status, list, cancel and delete them, " +
+		"stream their logs, and read the audit log. Every /v1 operation requires a bearer token " +
+		"unless the server runs with --no-auth; /healthz, /readyz and /metrics are open.\n\n" +
+		"Every error is an RFC 9457 problem document (application/problem+json) that also carries " +
+		"faucet's envelope `error: {code, message, details?}`."
+	cfg.Servers = []*huma.Server{{URL: "http://127.0.0.1:8080", Description: "Default loopback bind"}}
+	cfg.Components.SecuritySchemes = map[string]*huma.SecurityScheme{
+		"bearerAuth": {Type: "http", Scheme: "bearer", Description: "A token from --auth-token, --auth-config, or the admin token file created on first start."},
+	}
+	cfg.Transformers = append(cfg.Transformers, fillInstance)
+	return cfg
+}
+
+// New returns the API mounted on mux, with every route registered.
+func New(mux *http.ServeMux, d *Deps) huma.API {
+	a := humago.New(mux, Config())
+	Register(a, d)
+	return a
+}
+
+// principalKey carries the authenticated principal in the request context.
+type principalKey struct{}
+
+// principalFrom returns the caller; handlers behind auth always have one.
+func principalFrom(ctx context.Context) auth.Principal {
+	if p, ok := ctx.Value(principalKey{}).(auth.Principal); ok {
+		return p
+	}
+	return auth.Anonymous
+}
+
+// sourceIPKey carries the caller's address for the audit log.
+type sourceIPKey struct{}
+
+func sourceIPFrom(ctx context.Context) *string {
+	if s, ok := ctx.Value(sourceIPKey{}).(string); ok && s != "" {
+		return &s
+	}
+	return nil
+}
+
+// audit records an action; a failure to record is logged, not returned: the
+// action itself already happened.
+func (d *Deps) audit(ctx context.Context, p auth.Principal, action string, runID, fingerprint *string, result string) {
+	e := db.AuditEntry{
+		ID:                uuid.Must(uuid.NewV7()).String(),
+		Timestamp:         time.Now().UTC(),
+		Principal:         p.Name,
+		Role:              p.Role.String(),
+		Action:            action,
+		RunID:             runID,
+		ConfigFingerprint: fingerprint,
+		SourceIP:          sourceIPFrom(ctx),
+		Result:            result,
+	}
+	if err := d.Store.AuditInsert(context.WithoutCancel(ctx), e); err != nil {
+		d.logger().Error("write audit entry", "action", action, "principal", p.Name, "error", err)
+	}
+}
+
+func (d *Deps) logger() *slog.Logger {
+	if d.Log == nil {
+		return slog.Default()
+	}
+	return d.Log
+}
+
+// security is the requirement of every authenticated operation.
+var security = []map[string][]string{{"bearerAuth": {}}}
+
+// Operation metadata keys read by the middleware.
+const (
+	metaRole   = "faucet-role"
+	metaAction = "faucet-action"
+)
+
+// middleware authenticates, authorizes (auditing denials) and measures every
+// operation.
+func (d *Deps) middleware(a huma.API) func(huma.Context, func(huma.Context)) {
+	return func(ctx huma.Context, next func(huma.Context)) {
+		start := time.Now()
+		op := ctx.Operation()
+		defer func() {
+			if d.Metrics != nil {
+				d.Metrics.ObserveHTTP(op.OperationID, op.Method, statusText(ctx.Status()), time.Since(start))
+			}
+		}()
+		if host, _, err := net.SplitHostPort(ctx.RemoteAddr()); err == nil {
+			ctx = huma.WithValue(ctx, sourceIPKey{}, host)
+		}
+		need, _ := op.Metadata[metaRole].(auth.Role)
+		if need == 0 {
+			next(ctx)
+			return
+		}
+		p, ok := d.Auth.Authenticate(ctx.Header("Authorization"))
+		if !ok {
+			ctx.SetHeader("WWW-Authenticate", `Bearer realm="faucet"`)
+			_ = huma.WriteErr(a, ctx, http.StatusUnauthorized, "missing or invalid bearer token")
+			return
+		}
+		if !p.Role.Allows(need) {
+			action, _ := op.Metadata[metaAction].(string)
+			if action == "" {
+				action = op.Method + " " + op.Path
+			}
+			var runID *string
+			if id := ctx.Param("id"); id != "" {
+				runID = &id
+			}
+			d.audit(ctx.Context(), p, action, runID, nil, "denied")
+			_ = huma.WriteErr(a, ctx, http.StatusForbidden,
+				"principal "+p.Name+" has role "+p.Role.String()+"; this operation needs "+need.String())
+			return
+		}
+		next(huma.WithValue(ctx, principalKey{}, p))
+	}
+}
+
+func statusText(code int) string {
+	if code == 0 {
+		code = http.StatusOK
+	}
+	return strconv.Itoa(code)
+}

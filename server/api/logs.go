@@ -1,0 +1,227 @@
+package api
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"reflect"
+	"strconv"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/danielgtaylor/huma/v2/adapters/humago"
+
+	"github.com/faucet-dev/faucet/db"
+	"github.com/faucet-dev/faucet/server/logs"
+)
+
+// sseKeepAlive is how often an idle stream sends a comment, so proxies and
+// clients do not time it out.
+const sseKeepAlive = 15 * time.Second
+
+// ssePoll is how often a stream of a run this process does not execute
+// re-reads the persisted lines.
+const ssePoll = 500 * time.Millisecond
+
+type logsInput struct {
+	ID          string `path:"id" doc:"Run id."`
+	Format      string `query:"format" enum:"jsonl,text" doc:"Read the persisted lines in this format; omit for the SSE stream."`
+	After       int64  `query:"after" minimum:"0" doc:"Only lines with seq greater than this."`
+	Limit       int    `query:"limit" default:"1000" minimum:"1" maximum:"10000" doc:"Most lines to return (persisted read)."`
+	LastEventID string `header:"Last-Event-ID" doc:"SSE resume point: the seq of the last line received."`
+}
+
+func reflectType[T any]() reflect.Type { return reflect.TypeOf((*T)(nil)).Elem() }
+
+func (d *Deps) streamRunLogs(ctx context.Context, in *logsInput) (*huma.StreamResponse, error) {
+	rec, err := d.Runner.Get(ctx, in.ID)
+	if err != nil {
+		return nil, d.runnerError(err)
+	}
+	after := in.After
+	if in.LastEventID != "" {
+		if n, err := strconv.ParseInt(in.LastEventID, 10, 64); err == nil && n > after {
+			after = n
+		}
+	}
+	if in.Format != "" {
+		page, err := d.Store.RunLogList(ctx, in.ID, after, in.Limit)
+		if err != nil {
+			return nil, d.runnerError(fmt.Errorf("read run logs: %w", err))
+		}
+		return &huma.StreamResponse{Body: func(hctx huma.Context) { writePersisted(hctx, in.Format, page) }}, nil
+	}
+	return &huma.StreamResponse{Body: func(hctx huma.Context) {
+		hctx.SetHeader("Content-Type", "text/event-stream")
+		hctx.SetHeader("Cache-Control", "no-cache")
+		hctx.SetHeader("X-Accel-Buffering", "no")
+		hctx.SetStatus(http.StatusOK)
+		_, w := humago.Unwrap(hctx)
+		s := &sseWriter{w: w, rc: http.NewResponseController(w)}
+		if run, ok := d.Logs.Lookup(in.ID); ok {
+			d.tailLive(hctx.Context(), s, run, after)
+			return
+		}
+		d.tailPersisted(hctx.Context(), s, rec, after)
+	}}, nil
+}
+
+func writePersisted(hctx huma.Context, format string, page db.RunLogPage) {
+	bw := bufio.NewWriter(hctx.BodyWriter())
+	defer bw.Flush()
+	if format == "text" {
+		hctx.SetHeader("Content-Type", "text/plain; charset=utf-8")
+		hctx.SetStatus(http.StatusOK)
+		if page.Truncated {
+			fmt.Fprintln(bw, "[earlier lines were dropped by the per-run log cap]")
+		}
+		for _, l := range page.Lines {
+			fmt.Fprintf(bw, "%s %-5s %s\n", l.TS.UTC().Format(time.RFC3339Nano), l.Level, l.Line)
+		}
+		return
+	}
+	hctx.SetHeader("Content-Type", "application/x-ndjson")
+	hctx.SetStatus(http.StatusOK)
+	enc := json.NewEncoder(bw)
+	enc.SetEscapeHTML(false)
+	for _, l := range page.Lines {
+		_ = enc.Encode(toLogLine(l))
+	}
+	if page.Truncated {
+		_ = enc.Encode(map[string]bool{"truncated": true})
+	}
+}
+
+func toLogLine(l db.RunLogLine) LogLine {
+	return LogLine{Seq: l.Seq, TS: l.TS.UTC(), Level: l.Level, Line: l.Line}
+}
+
+// tailLive streams a run this process holds in memory: replay from the ring,
+// then follow until the run finishes.
+func (d *Deps) tailLive(ctx context.Context, s *sseWriter, run *logs.Run, after int64) {
+	keep := time.NewTicker(sseKeepAlive)
+	defer keep.Stop()
+	for {
+		changed := run.Changed()
+		lines, truncated, done := run.Since(after, 500)
+		if truncated {
+			if s.event("truncated", 0, LogTruncated{Reason: "lines were dropped from the live buffer before this reader saw them; read them with format=jsonl"}) != nil {
+				return
+			}
+		}
+		for _, l := range lines {
+			if s.event("log", l.Seq, toLogLine(l)) != nil {
+				return
+			}
+			after = l.Seq
+		}
+		if done {
+			d.sendEnd(ctx, s, run.ID())
+			return
+		}
+		if len(lines) > 0 {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		case <-keep.C:
+			if s.comment("keepalive") != nil {
+				return
+			}
+		}
+	}
+}
+
+// tailPersisted streams a run this process does not hold: its persisted
+// lines, polled until the run is terminal.
+func (d *Deps) tailPersisted(ctx context.Context, s *sseWriter, rec *db.RunRecord, after int64) {
+	poll := time.NewTicker(ssePoll)
+	defer poll.Stop()
+	idle := time.Now()
+	for {
+		terminal := rec.Status.Terminal()
+		page, err := d.Store.RunLogList(ctx, rec.RunID, after, 1000)
+		if err != nil {
+			return
+		}
+		if page.Truncated && after == 0 {
+			if s.event("truncated", 0, LogTruncated{Reason: "earlier lines were dropped by the per-run log cap"}) != nil {
+				return
+			}
+		}
+		for _, l := range page.Lines {
+			if s.event("log", l.Seq, toLogLine(l)) != nil {
+				return
+			}
+			after = l.Seq
+		}
+		if len(page.Lines) == 1000 {
+			continue
+		}
+		if terminal {
+			d.sendEnd(ctx, s, rec.RunID)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-poll.C:
+		}
+		if time.Since(idle) > sseKeepAlive {
+			idle = time.Now()
+			if s.comment("keepalive") != nil {
+				return
+			}
+		}
+		if rec, err = d.Store.RunGet(ctx, rec.RunID); err != nil {
+			return
+		}
+	}
+}
+
+func (d *Deps) sendEnd(ctx context.Context, s *sseWriter, runID string) {
+	status := ""
+	if rec, err := d.Store.RunGet(ctx, runID); err == nil {
+		status = string(rec.Status)
+	}
+	_ = s.event("end", 0, LogEnd{RunID: runID, Status: status})
+}
+
+// sseWriter writes server-sent events and flushes each one.
+type sseWriter struct {
+	w  http.ResponseWriter
+	rc *http.ResponseController
+}
+
+func (s *sseWriter) event(name string, id int64, data any) error {
+	b, err := json.Marshal(data)
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, 0, len(b)+48)
+	if id > 0 {
+		buf = append(buf, "id: "...)
+		buf = strconv.AppendInt(buf, id, 10)
+		buf = append(buf, '\n')
+	}
+	buf = append(buf, "event: "...)
+	buf = append(buf, name...)
+	buf = append(buf, "\ndata: "...)
+	buf = append(buf, b...)
+	buf = append(buf, "\n\n"...)
+	if _, err := s.w.Write(buf); err != nil {
+		return err
+	}
+	return s.rc.Flush()
+}
+
+func (s *sseWriter) comment(text string) error {
+	if _, err := s.w.Write([]byte(": " + text + "\n\n")); err != nil {
+		return err
+	}
+	return s.rc.Flush()
+}

@@ -1,0 +1,491 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"reflect"
+	"sort"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/danielgtaylor/huma/v2/adapters/humago"
+
+	"github.com/faucet-dev/faucet/db"
+	"github.com/faucet-dev/faucet/pipeline"
+	"github.com/faucet-dev/faucet/server/auth"
+	"github.com/faucet-dev/faucet/server/runner"
+)
+
+// Register adds every operation of the API to a.
+func Register(a huma.API, d *Deps) {
+	a.UseMiddleware(d.middleware(a))
+	bodyLimit := d.BodyLimit
+	if bodyLimit <= 0 {
+		bodyLimit = DefaultBodyLimit
+	}
+	// huma rejects a body that reaches MaxBodyBytes, so allow one byte more
+	// than the limit: a body of exactly the limit is accepted.
+	maxBody := bodyLimit + 1
+
+	huma.Register(a, huma.Operation{
+		OperationID: "healthz", Method: http.MethodGet, Path: "/healthz",
+		Summary: "Liveness probe", Tags: []string{"health"},
+		Description: "200 while the process serves HTTP. Unauthenticated.",
+	}, d.healthz)
+
+	huma.Register(a, huma.Operation{
+		OperationID: "readyz", Method: http.MethodGet, Path: "/readyz",
+		Summary: "Readiness probe", Tags: []string{"health"},
+		Description: "200 when the server accepts runs; 503 (same body) when the history store is degraded, " +
+			"the run queue is full, or the server is shutting down. Unauthenticated.",
+		Responses: map[string]*huma.Response{
+			"503": {Description: "Not ready", Content: map[string]*huma.MediaType{
+				"application/json": {Schema: a.OpenAPI().Components.Schemas.Schema(reflectType[ReadyStatus](), true, "")},
+			}},
+		},
+	}, d.readyz)
+
+	huma.Register(a, huma.Operation{
+		OperationID: "metrics", Method: http.MethodGet, Path: "/metrics",
+		Summary: "Prometheus metrics", Tags: []string{"health"},
+		Description: "Prometheus text exposition of the run, queue and HTTP metrics. Unauthenticated.",
+		Responses: map[string]*huma.Response{
+			"200": {Description: "Prometheus text exposition", Content: map[string]*huma.MediaType{
+				"text/plain": {Schema: &huma.Schema{Type: huma.TypeString}},
+			}},
+		},
+	}, d.metrics)
+
+	huma.Register(a, huma.Operation{
+		OperationID: "submitRun", Method: http.MethodPost, Path: "/v1/runs",
+		Summary: "Submit a pipeline run", Tags: []string{"runs"},
+		Description: "Validates the config synchronously (400 with the parse or schema error), then queues the run " +
+			"and returns at once; poll GET /v1/runs/{id}. With an idempotency_key, a repeat of the same payload " +
+			"returns the existing run (202) and a different payload is 409. A full queue is 429 with Retry-After.",
+		DefaultStatus: http.StatusAccepted, Security: security, MaxBodyBytes: maxBody,
+		Errors:   []int{400, 401, 403, 409, 413, 422, 429, 503},
+		Metadata: map[string]any{metaRole: auth.Operator, metaAction: "run.submit"},
+	}, d.submitRun)
+
+	huma.Register(a, huma.Operation{
+		OperationID: "listRuns", Method: http.MethodGet, Path: "/v1/runs",
+		Summary: "List runs", Tags: []string{"runs"},
+		Description: "A page of runs, newest first (submitted_at, then run_id, descending). Pass next_cursor as cursor for the next page.",
+		Security:    security, Errors: []int{400, 401, 403, 422},
+		Metadata: map[string]any{metaRole: auth.Viewer},
+	}, d.listRuns)
+
+	huma.Register(a, huma.Operation{
+		OperationID: "getRun", Method: http.MethodGet, Path: "/v1/runs/{id}",
+		Summary: "Get a run", Tags: []string{"runs"},
+		Security: security, Errors: []int{401, 403, 404},
+		Metadata: map[string]any{metaRole: auth.Viewer},
+	}, d.getRun)
+
+	huma.Register(a, huma.Operation{
+		OperationID: "deleteRun", Method: http.MethodDelete, Path: "/v1/runs/{id}",
+		Summary: "Delete a finished run", Tags: []string{"runs"},
+		Description:   "Deletes a terminal run with its logs and idempotency claim. 409 while the run is queued or running: cancel it first.",
+		DefaultStatus: http.StatusNoContent, Security: security, Errors: []int{401, 403, 404, 409},
+		Metadata: map[string]any{metaRole: auth.Operator, metaAction: "run.delete"},
+	}, d.deleteRun)
+
+	huma.Register(a, huma.Operation{
+		OperationID: "cancelRun", Method: http.MethodPost, Path: "/v1/runs/{id}/cancel",
+		Summary: "Cancel a run", Tags: []string{"runs"},
+		Description: "202 when cancellation was requested: a queued run is cancelled at once, a running run stops at its " +
+			"next batch boundary after its sink flushed. 200 (no-op) when the run had already finished.",
+		DefaultStatus: http.StatusAccepted, Security: security, Errors: []int{401, 403, 404, 409},
+		Responses: map[string]*huma.Response{
+			"200": {Description: "Already terminal; nothing to do."},
+		},
+		Metadata: map[string]any{metaRole: auth.Operator, metaAction: "run.cancel"},
+	}, d.cancelRun)
+
+	huma.Register(a, huma.Operation{
+		OperationID: "streamRunLogs", Method: http.MethodGet, Path: "/v1/runs/{id}/logs",
+		Summary: "Stream a run's logs (SSE), or read its persisted logs", Tags: []string{"runs"},
+		Description: "Without format: a text/event-stream that replays the run's recent lines and follows the live tail. " +
+			"Events: `log` (data: {seq, ts, level, line}; the SSE id is seq, so Last-Event-ID resumes), `truncated` " +
+			"(lines were dropped before the reader saw them), `end` (data: {run_id, status}; the stream closes).\n\n" +
+			"With format=jsonl or format=text: the persisted lines with seq > after, oldest first, at most limit. " +
+			"jsonl is one {seq, ts, level, line} object per line plus a trailing {\"truncated\": true} when the per-run " +
+			"cap dropped earlier lines; text is one `ts level line` per line.",
+		Security: security, Errors: []int{400, 401, 403, 404, 422},
+		Responses: map[string]*huma.Response{
+			"200": {Description: "SSE stream (default), NDJSON (format=jsonl) or plain text (format=text).", Content: map[string]*huma.MediaType{
+				"text/event-stream":    {Schema: &huma.Schema{Type: huma.TypeString}},
+				"application/x-ndjson": {Schema: &huma.Schema{Type: huma.TypeString}},
+				"text/plain":           {Schema: &huma.Schema{Type: huma.TypeString}},
+			}},
+		},
+		Metadata: map[string]any{metaRole: auth.Viewer},
+	}, d.streamRunLogs)
+	// The lines and events of the log stream are not JSON response bodies,
+	// so name their shapes in the components for SDK generators.
+	for _, t := range []reflect.Type{reflectType[LogLine](), reflectType[LogEnd](), reflectType[LogTruncated]()} {
+		a.OpenAPI().Components.Schemas.Schema(t, true, "")
+	}
+
+	huma.Register(a, huma.Operation{
+		OperationID: "listAudit", Method: http.MethodGet, Path: "/v1/audit",
+		Summary: "Read the audit log", Tags: []string{"audit"},
+		Description: "Audited actions (every mutating request and every denial), newest first. Admin only.",
+		Security:    security, Errors: []int{400, 401, 403, 422},
+		Metadata: map[string]any{metaRole: auth.Admin, metaAction: "audit.read"},
+	}, d.listAudit)
+
+	huma.Register(a, huma.Operation{
+		OperationID: "listSchemas", Method: http.MethodGet, Path: "/v1/schemas",
+		Summary: "List the available connectors", Tags: []string{"schemas"},
+		Security: security, Errors: []int{401, 403},
+		Metadata: map[string]any{metaRole: auth.Viewer},
+	}, d.listSchemas)
+
+	huma.Register(a, huma.Operation{
+		OperationID: "getSchema", Method: http.MethodGet, Path: "/v1/schemas/{kind}/{name}",
+		Summary: "Get a connector's config JSON Schema", Tags: []string{"schemas"},
+		Security: security, Errors: []int{401, 403, 404, 422},
+		Metadata: map[string]any{metaRole: auth.Viewer},
+	}, d.getSchema)
+
+	huma.Register(a, huma.Operation{
+		OperationID: "runDoctor", Method: http.MethodPost, Path: "/v1/doctor",
+		Summary: "Validate a config and probe its connectors without running it", Tags: []string{"doctor"},
+		Description: "200 with the report when every probe passed; 422 with the report in error.details when one failed; 400 when the config does not load.",
+		Security:    security, MaxBodyBytes: maxBody, Errors: []int{400, 401, 403, 413, 422},
+		Metadata: map[string]any{metaRole: auth.Operator, metaAction: "doctor"},
+	}, d.runDoctor)
+
+	huma.Register(a, huma.Operation{
+		OperationID: "whoami", Method: http.MethodGet, Path: "/v1/whoami",
+		Summary: "Show the calling principal", Tags: []string{"auth"},
+		Security: security, Errors: []int{401},
+		Metadata: map[string]any{metaRole: auth.Viewer},
+	}, d.whoami)
+}
+
+// HealthStatus is the body of GET /healthz.
+type HealthStatus struct {
+	_ struct{} `additionalProperties:"true"`
+
+	Status string `json:"status" example:"ok"`
+}
+
+type healthzOutput struct {
+	Body HealthStatus
+}
+
+func (d *Deps) healthz(context.Context, *struct{}) (*healthzOutput, error) {
+	out := &healthzOutput{}
+	out.Body.Status = "ok"
+	return out, nil
+}
+
+type readyzOutput struct {
+	Status int
+	Body   ReadyStatus
+}
+
+func (d *Deps) readyz(ctx context.Context, _ *struct{}) (*readyzOutput, error) {
+	st := d.Runner.Stats()
+	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	ready := ReadyStatus{
+		HistoryOK: !d.Store.Degraded() && d.Store.Ping(pctx) == nil,
+		QueueOK:   st.Queued < st.MaxQueued && !d.Runner.Closing(),
+	}
+	out := &readyzOutput{Status: http.StatusOK, Body: ready}
+	out.Body.Status = "ready"
+	if !ready.HistoryOK || !ready.QueueOK {
+		out.Status = http.StatusServiceUnavailable
+		out.Body.Status = "not_ready"
+	}
+	return out, nil
+}
+
+func (d *Deps) metrics(context.Context, *struct{}) (*huma.StreamResponse, error) {
+	return &huma.StreamResponse{Body: func(ctx huma.Context) {
+		r, w := humago.Unwrap(ctx)
+		d.Metrics.Handler().ServeHTTP(w, r)
+	}}, nil
+}
+
+type submitInput struct {
+	Body SubmitRequest
+}
+
+type submitOutput struct {
+	Body SubmitResponse
+}
+
+func (d *Deps) submitRun(ctx context.Context, in *submitInput) (*submitOutput, error) {
+	p := principalFrom(ctx)
+	b := in.Body
+	format := b.ConfigFormat
+	if format == "" {
+		format = "yaml"
+	}
+	req := runner.SubmitRequest{
+		Config: b.Config, ConfigFormat: format, Name: b.Name, Labels: b.Labels,
+		TimeoutSecs: b.TimeoutSecs, DoctorFirst: b.DoctorFirst, IdempotencyKey: b.IdempotencyKey,
+		Clock: b.Clock, Concurrency: b.Concurrency,
+	}
+	if b.Callback != nil {
+		cb, err := json.Marshal(b.Callback)
+		if err != nil {
+			return nil, errBadConfig("callback: "+err.Error(), nil)
+		}
+		req.Callback = cb
+	}
+	res, err := d.Runner.Submit(ctx, req)
+	if err != nil {
+		return nil, d.runnerError(err)
+	}
+	d.audit(ctx, p, "run.submit", &res.RunID, &res.Fingerprint, "ok")
+	return &submitOutput{Body: SubmitResponse{
+		RunID: res.RunID, Status: string(res.Status), SubmittedAt: res.SubmittedAt.UTC(), Warnings: res.Warnings,
+	}}, nil
+}
+
+// runnerError maps a runner error to its problem.
+func (d *Deps) runnerError(err error) error {
+	var cfgErr *runner.ConfigError
+	var docErr *runner.DoctorError
+	switch {
+	case errors.As(err, &cfgErr):
+		return errBadConfig(cfgErr.Error(), nil)
+	case errors.As(err, &docErr):
+		var details map[string]any
+		if b, mErr := json.Marshal(toDoctorReport(docErr.Report)); mErr == nil {
+			_ = json.Unmarshal(b, &details)
+		}
+		return errUnprocessable(docErr.Error(), details)
+	case errors.Is(err, runner.ErrQueueFull):
+		return errQueueFull(int(d.Runner.RetryAfter().Seconds()))
+	case errors.Is(err, runner.ErrShuttingDown):
+		return errUnavailable("the server is shutting down and accepts no new runs")
+	case errors.Is(err, runner.ErrHistoryUnavailable):
+		return errUnavailable("the run history is degraded; idempotent submission is unsafe right now, retry later")
+	case errors.Is(err, runner.ErrIdempotencyConflict):
+		return errConflict("idempotency key reused with a different payload")
+	case errors.Is(err, runner.ErrNotFound):
+		return errNotFound("run not found")
+	case errors.Is(err, runner.ErrNotTerminal):
+		return errConflict("the run has not finished; cancel it and delete it once it is terminal")
+	case errors.Is(err, runner.ErrNotOwned):
+		return errConflict(err.Error())
+	}
+	d.logger().Error("request failed", "error", err)
+	return errInternal()
+}
+
+type listRunsInput struct {
+	Status []string  `query:"status,explode" enum:"pending,queued,running,sharded,completed,failed,cancelled" doc:"Only runs in these statuses (repeatable)."`
+	Name   string    `query:"name" doc:"Only runs with this name."`
+	Since  time.Time `query:"since" doc:"Only runs submitted at or after this time (RFC 3339)."`
+	Until  time.Time `query:"until" doc:"Only runs submitted before this time (RFC 3339)."`
+	Limit  int       `query:"limit" default:"50" minimum:"1" maximum:"500" doc:"Page size."`
+	Cursor string    `query:"cursor" doc:"next_cursor of the previous page."`
+}
+
+type listRunsOutput struct {
+	Body ListResponse
+}
+
+func (d *Deps) listRuns(ctx context.Context, in *listRunsInput) (*listRunsOutput, error) {
+	f := db.ListFilter{Limit: in.Limit, Cursor: in.Cursor}
+	for _, s := range in.Status {
+		st, err := db.ParseRunStatus(s)
+		if err != nil {
+			return nil, errBadConfig(err.Error(), nil)
+		}
+		f.Statuses = append(f.Statuses, st)
+	}
+	f.Name, f.Since, f.Until = optString(in.Name), optTime(in.Since), optTime(in.Until)
+	page, err := d.Runner.List(ctx, f)
+	if err != nil {
+		return nil, d.runnerError(err)
+	}
+	out := &listRunsOutput{Body: ListResponse{Runs: make([]RunRecord, len(page.Runs)), NextCursor: page.NextCursor}}
+	for i := range page.Runs {
+		out.Body.Runs[i] = toRunRecord(&page.Runs[i])
+	}
+	return out, nil
+}
+
+// optString and optTime turn an absent query parameter (the zero value)
+// into a nil filter field.
+func optString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func optTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+type runIDInput struct {
+	ID string `path:"id" doc:"Run id."`
+}
+
+type getRunOutput struct {
+	Body RunRecord
+}
+
+func (d *Deps) getRun(ctx context.Context, in *runIDInput) (*getRunOutput, error) {
+	rec, err := d.Runner.Get(ctx, in.ID)
+	if err != nil {
+		return nil, d.runnerError(err)
+	}
+	return &getRunOutput{Body: toRunRecord(rec)}, nil
+}
+
+func (d *Deps) deleteRun(ctx context.Context, in *runIDInput) (*struct{}, error) {
+	if err := d.Runner.Delete(ctx, in.ID); err != nil {
+		return nil, d.runnerError(err)
+	}
+	d.audit(ctx, principalFrom(ctx), "run.delete", &in.ID, nil, "ok")
+	return nil, nil
+}
+
+type cancelOutput struct {
+	Status int
+}
+
+func (d *Deps) cancelRun(ctx context.Context, in *runIDInput) (*cancelOutput, error) {
+	out, err := d.Runner.Cancel(ctx, in.ID)
+	if err != nil {
+		return nil, d.runnerError(err)
+	}
+	if out == runner.AlreadyTerminal {
+		return &cancelOutput{Status: http.StatusOK}, nil
+	}
+	d.audit(ctx, principalFrom(ctx), "run.cancel", &in.ID, nil, "ok")
+	return &cancelOutput{Status: http.StatusAccepted}, nil
+}
+
+type auditInput struct {
+	Principal string    `query:"principal" doc:"Only entries of this principal."`
+	Action    string    `query:"action" doc:"Only entries of this action."`
+	Since     time.Time `query:"since" doc:"Only entries at or after this time (RFC 3339)."`
+	Until     time.Time `query:"until" doc:"Only entries before this time (RFC 3339)."`
+	Limit     int       `query:"limit" default:"100" minimum:"1" maximum:"1000"`
+}
+
+type auditOutput struct {
+	Body AuditResponse
+}
+
+func (d *Deps) listAudit(ctx context.Context, in *auditInput) (*auditOutput, error) {
+	f := db.AuditFilter{
+		Limit: in.Limit, Principal: optString(in.Principal), Action: optString(in.Action),
+		Since: optTime(in.Since), Until: optTime(in.Until),
+	}
+	entries, err := d.Store.AuditList(ctx, f)
+	if err != nil {
+		return nil, d.runnerError(err)
+	}
+	out := &auditOutput{Body: AuditResponse{Entries: make([]AuditEntry, len(entries))}}
+	for i, e := range entries {
+		out.Body.Entries[i] = toAuditEntry(e)
+	}
+	return out, nil
+}
+
+type schemasOutput struct {
+	Body SchemasResponse
+}
+
+func (d *Deps) listSchemas(context.Context, *struct{}) (*schemasOutput, error) {
+	out := &schemasOutput{Body: SchemasResponse{
+		Sources: d.connectors(pipeline.RoleSource), Sinks: d.connectors(pipeline.RoleSink),
+		Transforms: []ConnectorSummary{}, State: []string{},
+	}}
+	return out, nil
+}
+
+func (d *Deps) connectors(role pipeline.Role) []ConnectorSummary {
+	out := []ConnectorSummary{}
+	if d.Catalog == nil {
+		return out
+	}
+	names := d.Catalog.ConnectorNames(role)
+	sort.Strings(names)
+	for _, n := range names {
+		s := ConnectorSummary{Name: n}
+		if raw, ok := d.Catalog.ConnectorSchema(role, n); ok {
+			var meta struct {
+				Description string `json:"description"`
+			}
+			if json.Unmarshal(raw, &meta) == nil {
+				s.Description = meta.Description
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+type schemaInput struct {
+	Kind string `path:"kind" enum:"source,sink,transform" doc:"Connector role."`
+	Name string `path:"name" doc:"Connector name."`
+}
+
+type schemaOutput struct {
+	Body map[string]any
+}
+
+func (d *Deps) getSchema(_ context.Context, in *schemaInput) (*schemaOutput, error) {
+	if d.Catalog == nil || in.Kind == "transform" {
+		return nil, errNotFound("no " + in.Kind + " named " + in.Name)
+	}
+	raw, ok := d.Catalog.ConnectorSchema(pipeline.Role(in.Kind), in.Name)
+	if !ok {
+		return nil, errNotFound("no " + in.Kind + " named " + in.Name)
+	}
+	var schema map[string]any
+	if err := json.Unmarshal(raw, &schema); err != nil {
+		return nil, d.runnerError(err)
+	}
+	return &schemaOutput{Body: schema}, nil
+}
+
+type doctorInput struct {
+	Body DoctorRequest
+}
+
+type doctorOutput struct {
+	Body DoctorReport
+}
+
+func (d *Deps) runDoctor(ctx context.Context, in *doctorInput) (*doctorOutput, error) {
+	format := in.Body.ConfigFormat
+	if format == "" {
+		format = "yaml"
+	}
+	rep, err := d.Runner.Doctor(ctx, in.Body.Config, format)
+	if err != nil {
+		return nil, d.runnerError(err)
+	}
+	if !rep.OK {
+		return nil, d.runnerError(&runner.DoctorError{Report: rep})
+	}
+	return &doctorOutput{Body: toDoctorReport(rep)}, nil
+}
+
+type whoamiOutput struct {
+	Body Whoami
+}
+
+func (d *Deps) whoami(ctx context.Context, _ *struct{}) (*whoamiOutput, error) {
+	p := principalFrom(ctx)
+	return &whoamiOutput{Body: Whoami{Name: p.Name, Role: p.Role.String(), AuthEnabled: d.Auth.Enabled()}}, nil
+}

@@ -1,0 +1,282 @@
+package api
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/faucet-dev/faucet/db"
+	"github.com/faucet-dev/faucet/server/runner"
+)
+
+// SubmitRequest is the body of POST /v1/runs.
+type SubmitRequest struct {
+	Config         string            `json:"config" minLength:"1" doc:"The pipeline config, YAML or JSON."`
+	ConfigFormat   string            `json:"config_format,omitempty" enum:"yaml,json" default:"yaml" doc:"Format of config."`
+	Name           *string           `json:"name,omitempty" maxLength:"256" doc:"Display name of the run; defaults to the config's name."`
+	Labels         map[string]string `json:"labels,omitempty" doc:"Free-form labels stored on the run record."`
+	TimeoutSecs    *int64            `json:"timeout_secs,omitempty" minimum:"1" nullable:"true" doc:"Cancel the run (status failed) when it executes longer than this; it flushes within a bounded grace."`
+	DoctorFirst    bool              `json:"doctor_first,omitempty" doc:"Probe every connector first; a failing probe rejects the submission with 422 and the report."`
+	IdempotencyKey *string           `json:"idempotency_key,omitempty" minLength:"1" maxLength:"256" nullable:"true" doc:"Submitting the same key with the same payload returns the existing run; with a different payload, 409."`
+	Clock          *string           `json:"clock,omitempty" format:"date-time" doc:"Override the run's clock (RFC 3339), for backfills."`
+	Callback       *CallbackSpec     `json:"callback,omitempty" doc:"Completion callback. Stored on the run record; this server version does not deliver callbacks yet and says so in warnings."`
+	Concurrency    *int              `json:"concurrency,omitempty" minimum:"1" maximum:"1024" doc:"Override execution.max_concurrent: how many invocations run at once."`
+}
+
+// CallbackSpec is a run's completion callback.
+type CallbackSpec struct {
+	URL         string            `json:"url" minLength:"1" doc:"http(s) URL to call when the run reaches a terminal status."`
+	Method      string            `json:"method,omitempty" default:"POST" doc:"HTTP method."`
+	Headers     map[string]string `json:"headers,omitempty" doc:"Extra request headers."`
+	ExtraFields map[string]any    `json:"extra_fields,omitempty" doc:"Static fields merged into the callback body."`
+	On          []string          `json:"on,omitempty" enum:"completed,failed,cancelled" doc:"Terminal statuses to fire on; empty means all."`
+}
+
+// SubmitResponse is the 202 body of POST /v1/runs.
+type SubmitResponse struct {
+	_ struct{} `additionalProperties:"true"`
+
+	RunID       string    `json:"run_id" doc:"The run's id (a time-ordered UUIDv7)."`
+	Status      string    `json:"status" enum:"pending,queued,running,sharded,completed,failed,cancelled" doc:"Status at submission, or the replayed run's current status."`
+	SubmittedAt time.Time `json:"submitted_at"`
+	Warnings    []string  `json:"warnings,omitempty" doc:"Non-fatal remarks about the submission."`
+}
+
+// InvocationRecord is the outcome of one invocation of a run.
+type InvocationRecord struct {
+	_ struct{} `additionalProperties:"true"`
+
+	RowID           string  `json:"row_id" doc:"Matrix row id, or \"default\"."`
+	ParentRecordKey *string `json:"parent_record_key" nullable:"true"`
+	RunID           string  `json:"run_id,omitempty"`
+	RecordsWritten  int64   `json:"records_written"`
+	DurationMS      int64   `json:"duration_ms"`
+	Error           *string `json:"error" nullable:"true"`
+}
+
+// RunRecord is a run as GET /v1/runs/{id} returns it.
+type RunRecord struct {
+	_ struct{} `additionalProperties:"true"`
+
+	RunID          string             `json:"run_id"`
+	Name           *string            `json:"name" nullable:"true"`
+	Labels         map[string]string  `json:"labels"`
+	Status         string             `json:"status" enum:"pending,queued,running,sharded,completed,failed,cancelled"`
+	SubmittedAt    time.Time          `json:"submitted_at"`
+	StartedAt      *time.Time         `json:"started_at" nullable:"true"`
+	FinishedAt     *time.Time         `json:"finished_at" nullable:"true"`
+	ElapsedSecs    *float64           `json:"elapsed_secs" nullable:"true" doc:"Seconds between start and finish; live while running."`
+	RecordsWritten int64              `json:"records_written"`
+	Invocations    []InvocationRecord `json:"invocations"`
+	Error          *string            `json:"error" nullable:"true"`
+	IdempotencyKey *string            `json:"idempotency_key" nullable:"true"`
+	DoctorReport   *DoctorReport      `json:"doctor_report,omitempty" doc:"The doctor_first report, when the run was submitted with doctor_first."`
+	Attempt        int                `json:"attempt" doc:"Execution attempt; above 1 only after a cluster failover."`
+	TimeoutSecs    *int64             `json:"timeout_secs,omitempty"`
+	Clock          *string            `json:"clock,omitempty"`
+	Callback       *CallbackSpec      `json:"callback,omitempty"`
+}
+
+// ListResponse is a page of GET /v1/runs.
+type ListResponse struct {
+	_ struct{} `additionalProperties:"true"`
+
+	Runs       []RunRecord `json:"runs"`
+	NextCursor *string     `json:"next_cursor" nullable:"true" doc:"Pass as cursor to read the next page; null on the last page."`
+}
+
+// AuditEntry is one audited control-plane action.
+type AuditEntry struct {
+	_ struct{} `additionalProperties:"true"`
+
+	ID                string    `json:"id" doc:"Time-ordered UUIDv7."`
+	Timestamp         time.Time `json:"timestamp"`
+	Principal         string    `json:"principal"`
+	Role              string    `json:"role" enum:"viewer,operator,admin"`
+	Action            string    `json:"action" doc:"run.submit, run.cancel, run.delete, or the denied operation."`
+	RunID             *string   `json:"run_id" nullable:"true"`
+	ConfigFingerprint *string   `json:"config_fingerprint" nullable:"true" doc:"sha256 of the submitted config (submit actions)."`
+	SourceIP          *string   `json:"source_ip" nullable:"true"`
+	Result            string    `json:"result" enum:"ok,denied"`
+}
+
+// AuditResponse is the body of GET /v1/audit.
+type AuditResponse struct {
+	_ struct{} `additionalProperties:"true"`
+
+	Entries []AuditEntry `json:"entries"`
+}
+
+// LogLine is one persisted or live log line of a run.
+type LogLine struct {
+	_ struct{} `additionalProperties:"true"`
+
+	Seq   int64     `json:"seq" doc:"Run-scoped sequence number; pass as after to page."`
+	TS    time.Time `json:"ts"`
+	Level string    `json:"level" enum:"debug,info,warn,error"`
+	Line  string    `json:"line"`
+}
+
+// DoctorReport is the outcome of probing a config's connectors.
+type DoctorReport struct {
+	_ struct{} `additionalProperties:"true"`
+
+	OK          bool               `json:"ok" doc:"true when every probe passed."`
+	Invocations []DoctorInvocation `json:"invocations"`
+}
+
+// DoctorInvocation is the probes of one invocation (matrix row).
+type DoctorInvocation struct {
+	_ struct{} `additionalProperties:"true"`
+
+	RowID  string        `json:"row_id"`
+	Checks []DoctorCheck `json:"checks"`
+}
+
+// DoctorCheck is one connector probe.
+type DoctorCheck struct {
+	_ struct{} `additionalProperties:"true"`
+
+	Role       string `json:"role" enum:"source,sink"`
+	Connector  string `json:"connector"`
+	Name       string `json:"name,omitempty" doc:"What was probed, e.g. connect or write permission."`
+	OK         bool   `json:"ok"`
+	Message    string `json:"message,omitempty" doc:"Why the probe failed, or the probe's note."`
+	DurationMS int64  `json:"duration_ms"`
+}
+
+func toDoctorReport(r runner.DoctorReport) DoctorReport {
+	out := DoctorReport{OK: r.OK, Invocations: make([]DoctorInvocation, len(r.Invocations))}
+	for i, inv := range r.Invocations {
+		checks := make([]DoctorCheck, len(inv.Checks))
+		for j, c := range inv.Checks {
+			checks[j] = DoctorCheck{Role: c.Role, Connector: c.Connector, Name: c.Name, OK: c.OK, Message: c.Message, DurationMS: c.DurationMS}
+		}
+		out.Invocations[i] = DoctorInvocation{RowID: inv.RowID, Checks: checks}
+	}
+	return out
+}
+
+// LogEnd is the data of the SSE end event: the run finished.
+type LogEnd struct {
+	_ struct{} `additionalProperties:"true"`
+
+	RunID  string `json:"run_id"`
+	Status string `json:"status" doc:"The run's terminal status (empty if it could not be read)."`
+}
+
+// LogTruncated is the data of the SSE truncated event: lines were dropped
+// before this reader saw them.
+type LogTruncated struct {
+	_ struct{} `additionalProperties:"true"`
+
+	Reason string `json:"reason"`
+}
+
+// ConnectorSummary names one connector of the catalog.
+type ConnectorSummary struct {
+	_ struct{} `additionalProperties:"true"`
+
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+}
+
+// SchemasResponse is the connector catalog.
+type SchemasResponse struct {
+	_ struct{} `additionalProperties:"true"`
+
+	Sources    []ConnectorSummary `json:"sources"`
+	Sinks      []ConnectorSummary `json:"sinks"`
+	Transforms []ConnectorSummary `json:"transforms" doc:"Always empty: faucet has no transforms yet."`
+	State      []string           `json:"state" doc:"Always empty: faucet has no state stores yet."`
+}
+
+// DoctorRequest is the body of POST /v1/doctor.
+type DoctorRequest struct {
+	Config       string `json:"config" minLength:"1"`
+	ConfigFormat string `json:"config_format,omitempty" enum:"yaml,json" default:"yaml"`
+}
+
+// ReadyStatus is the body of GET /readyz.
+type ReadyStatus struct {
+	_ struct{} `additionalProperties:"true"`
+
+	Status    string        `json:"status" enum:"ready,not_ready"`
+	HistoryOK bool          `json:"history_ok" doc:"false when the history store fell back to memory or does not answer."`
+	QueueOK   bool          `json:"queue_ok" doc:"false when the run queue is full."`
+	Cluster   ClusterStatus `json:"cluster"`
+}
+
+// ClusterStatus is the cluster part of ReadyStatus.
+type ClusterStatus struct {
+	_ struct{} `additionalProperties:"true"`
+
+	Enabled   bool `json:"enabled"`
+	Instances int  `json:"instances" doc:"Live cluster members; 0 when cluster mode is off."`
+}
+
+// Whoami is the calling principal.
+type Whoami struct {
+	_ struct{} `additionalProperties:"true"`
+
+	Name        string `json:"name"`
+	Role        string `json:"role" enum:"viewer,operator,admin"`
+	AuthEnabled bool   `json:"auth_enabled" doc:"false when the server runs with --no-auth."`
+}
+
+func toRunRecord(r *db.RunRecord) RunRecord {
+	out := RunRecord{
+		RunID:          r.RunID,
+		Name:           r.Name,
+		Labels:         r.Labels,
+		Status:         string(r.Status),
+		SubmittedAt:    r.SubmittedAt.UTC(),
+		StartedAt:      utcPtr(r.StartedAt),
+		FinishedAt:     utcPtr(r.FinishedAt),
+		ElapsedSecs:    r.ElapsedSecs,
+		RecordsWritten: r.RecordsWritten,
+		Invocations:    make([]InvocationRecord, len(r.Invocations)),
+		Error:          r.Error,
+		IdempotencyKey: r.IdempotencyKey,
+		Attempt:        r.Attempt,
+		TimeoutSecs:    r.TimeoutSecs,
+		Clock:          r.Clock,
+	}
+	if out.Labels == nil {
+		out.Labels = map[string]string{}
+	}
+	for i, inv := range r.Invocations {
+		out.Invocations[i] = InvocationRecord{
+			RowID: inv.RowID, ParentRecordKey: inv.ParentRecordKey, RunID: inv.RunID,
+			RecordsWritten: inv.RecordsWritten, DurationMS: inv.DurationMS, Error: inv.Error,
+		}
+	}
+	if len(r.DoctorReport) > 0 {
+		var rep runner.DoctorReport
+		if json.Unmarshal(r.DoctorReport, &rep) == nil {
+			wire := toDoctorReport(rep)
+			out.DoctorReport = &wire
+		}
+	}
+	if len(r.Callback) > 0 {
+		var cb CallbackSpec
+		if json.Unmarshal(r.Callback, &cb) == nil {
+			out.Callback = &cb
+		}
+	}
+	return out
+}
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+func toAuditEntry(e db.AuditEntry) AuditEntry {
+	return AuditEntry{
+		ID: e.ID, Timestamp: e.Timestamp.UTC(), Principal: e.Principal, Role: e.Role, Action: e.Action,
+		RunID: e.RunID, ConfigFingerprint: e.ConfigFingerprint, SourceIP: e.SourceIP, Result: e.Result,
+	}
+}

@@ -1,0 +1,79 @@
+// Command gate is a connector plugin for faucet serve's end-to-end tests. Its
+// source emits a given number of rows and then, with hold, keeps the run in
+// flight until faucet cancels it, so cancel, timeout and shutdown are tested
+// without sleeps. Its probe fails on request, and its errors can carry the
+// secret password field, to prove faucet redacts it.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/faucet-dev/faucet/plugins/sdk"
+)
+
+type config struct {
+	Rows      int    `json:"rows"`
+	Hold      bool   `json:"hold"`
+	FailCheck bool   `json:"fail_check"`
+	FailRead  bool   `json:"fail_read"`
+	Password  string `json:"password"`
+}
+
+type gate struct{}
+
+func (gate) Spec() sdk.Spec {
+	return sdk.Spec{
+		Name:        "gate",
+		Version:     "0.0.1",
+		Description: "Test source: emits rows, then optionally holds the run open until cancelled.",
+		SourceSchema: json.RawMessage(`{
+			"type": "object",
+			"additionalProperties": false,
+			"properties": {
+				"rows": {"type": "integer", "minimum": 0},
+				"hold": {"type": "boolean"},
+				"fail_check": {"type": "boolean"},
+				"fail_read": {"type": "boolean"},
+				"password": {"type": "string", "writeOnly": true}
+			}
+		}`),
+	}
+}
+
+func (gate) Read(ctx context.Context, req sdk.ReadRequest, w *sdk.BatchWriter) error {
+	var cfg config
+	if err := sdk.DecodeConfig(req.Config, &cfg); err != nil {
+		return err
+	}
+	if cfg.FailRead {
+		return fmt.Errorf("upstream rejected password %s", cfg.Password)
+	}
+	for i := range cfg.Rows {
+		if err := w.Append(map[string]int{"id": i}); err != nil {
+			return err
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if cfg.Hold {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return nil
+}
+
+func (gate) Check(_ context.Context, _ sdk.Role, raw json.RawMessage) ([]sdk.CheckItem, error) {
+	var cfg config
+	if err := sdk.DecodeConfig(raw, &cfg); err != nil {
+		return nil, err
+	}
+	if cfg.FailCheck {
+		return []sdk.CheckItem{{Name: "connect", OK: false, Message: "cannot reach upstream with password " + cfg.Password}}, nil
+	}
+	return []sdk.CheckItem{{Name: "connect", OK: true}}, nil
+}
+
+func main() { sdk.Serve(gate{}) }

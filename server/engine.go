@@ -1,0 +1,85 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/faucet-dev/faucet/pipeline"
+	"github.com/faucet-dev/faucet/plugins/builtin"
+	"github.com/faucet-dev/faucet/plugins/host"
+	"github.com/faucet-dev/faucet/plugins/sdk"
+	"github.com/faucet-dev/faucet/server/runner"
+)
+
+// engine runs pipelines for the runner: configs load against the connector
+// host's catalog and execute through its warm plugin processes.
+type engine struct {
+	host     *host.Host
+	defaults []byte
+}
+
+func newEngine(ctx context.Context, cfg Config, defaults []byte, log *slog.Logger) (*engine, error) {
+	specs := make([]sdk.Spec, 0, len(builtin.All()))
+	for _, c := range builtin.All() {
+		specs = append(specs, c.Spec())
+	}
+	dirs := append(append([]string{}, cfg.PluginDirs...), host.DefaultPluginDirs()...)
+	// Each session holds a plugin process; keep enough warm for every run
+	// that may execute at once, so trivial runs never wait for a launch.
+	h, err := host.New(ctx, host.Options{PluginDirs: dirs, Builtins: specs, Logger: log, MaxIdle: max(2, cfg.MaxConcurrentRuns)})
+	if err != nil {
+		return nil, fmt.Errorf("start connector host: %w", err)
+	}
+	return &engine{host: h, defaults: defaults}, nil
+}
+
+// Close stops every plugin process.
+func (e *engine) Close() error { return e.host.Close() }
+
+// Catalog is the connector catalog the API's schema routes show.
+func (e *engine) Catalog() pipeline.Catalog { return e.host }
+
+func (e *engine) Load(config []byte, format string) (*pipeline.Plan, error) {
+	return pipeline.Load(config, pipeline.LoadOptions{
+		Format: pipeline.Format(format), Defaults: e.defaults, Env: os.LookupEnv, Catalog: e.host,
+	})
+}
+
+func (e *engine) Execute(ctx context.Context, plan *pipeline.Plan, log *slog.Logger) ([]pipeline.InvocationResult, error) {
+	return pipeline.Execute(ctx, plan, pipeline.ExecuteOptions{Connectors: e.host, Logger: log})
+}
+
+// Probe runs the Check probe of the source and the sink of every invocation.
+// A probe that cannot run at all is a failed check, not an error: the report
+// says which connector could not be reached.
+func (e *engine) Probe(ctx context.Context, plan *pipeline.Plan) (runner.DoctorReport, error) {
+	rep := runner.DoctorReport{Invocations: make([]runner.DoctorInvocation, 0, len(plan.Invocations))}
+	for _, inv := range plan.Invocations {
+		di := runner.DoctorInvocation{RowID: inv.RowID, Checks: []runner.DoctorCheck{}}
+		for _, side := range []struct {
+			role pipeline.Role
+			conn pipeline.ConnectorConfig
+		}{{pipeline.RoleSource, inv.Source}, {pipeline.RoleSink, inv.Sink}} {
+			start := time.Now()
+			items, err := e.host.Check(ctx, side.role, side.conn)
+			took := time.Since(start).Milliseconds()
+			check := runner.DoctorCheck{Role: string(side.role), Connector: side.conn.Type, Name: "check", OK: true, DurationMS: took}
+			switch {
+			case err != nil:
+				check.OK, check.Message = false, err.Error()
+				di.Checks = append(di.Checks, check)
+			case len(items) == 0:
+				di.Checks = append(di.Checks, check)
+			}
+			for _, it := range items {
+				check.Name, check.OK, check.Message = it.Name, it.OK, it.Message
+				di.Checks = append(di.Checks, check)
+			}
+		}
+		rep.Invocations = append(rep.Invocations, di)
+	}
+	return rep, nil
+}

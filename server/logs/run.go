@@ -1,0 +1,242 @@
+package logs
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+
+	"github.com/faucet-dev/faucet/db"
+	"github.com/faucet-dev/faucet/server/redact"
+)
+
+// Run is the log capture of one run: a ring of its newest lines, the lines
+// not yet persisted, and a change signal live readers wait on.
+type Run struct {
+	hub    *Hub
+	id     string
+	redact *redact.Redactor
+
+	mu      sync.Mutex
+	ring    []db.RunLogLine
+	head    int // index of the oldest line once the ring is full
+	nextSeq int64
+	pending []db.RunLogLine
+	// pendingSince is when the oldest pending line was appended.
+	pendingSince time.Time
+	done         bool
+	changed      chan struct{}
+
+	flushMu sync.Mutex
+}
+
+// ID returns the run id.
+func (r *Run) ID() string { return r.id }
+
+// Logger returns a logger whose records become this run's lines. Records are
+// formatted as "message key=value …", secrets masked.
+func (r *Run) Logger() *slog.Logger {
+	return slog.New(&handler{run: r})
+}
+
+// Append records one line (already formatted) and returns its sequence number.
+func (r *Run) Append(level slog.Level, msg string) int64 {
+	line := db.RunLogLine{TS: time.Now().UTC(), Level: levelName(level), Line: r.redact.String(msg)}
+	r.mu.Lock()
+	r.nextSeq++
+	line.Seq = r.nextSeq
+	size := r.hub.opts.RingSize
+	if len(r.ring) < size {
+		r.ring = append(r.ring, line)
+	} else {
+		r.ring[r.head] = line
+		r.head = (r.head + 1) % size
+	}
+	persist := r.hub.opts.Store != nil && r.hub.opts.MaxLinesPerRun > 0
+	var kick bool
+	if persist {
+		if len(r.pending) == 0 {
+			r.pendingSince = line.TS
+		}
+		r.pending = append(r.pending, line)
+		kick = len(r.pending) >= r.hub.opts.FlushLines
+	}
+	close(r.changed)
+	r.changed = make(chan struct{})
+	r.mu.Unlock()
+	if kick {
+		r.hub.wake()
+	}
+	r.hub.opts.Log.Log(context.Background(), level, line.Line, "run_id", r.id)
+	return line.Seq
+}
+
+// Since returns up to limit ring lines with seq > after, oldest first.
+// truncated reports that lines after `after` were already evicted from the
+// ring, so the reader missed some. done reports that the run has finished and
+// no line will follow the returned ones.
+func (r *Run) Since(after int64, limit int) (lines []db.RunLogLine, truncated, done bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := len(r.ring)
+	if n > 0 {
+		oldest := r.ring[r.head].Seq
+		truncated = after+1 < oldest
+		for i := 0; i < n && len(lines) < limit; i++ {
+			l := r.ring[(r.head+i)%n]
+			if l.Seq > after {
+				lines = append(lines, l)
+			}
+		}
+	}
+	done = r.done && (len(lines) == 0 || lines[len(lines)-1].Seq == r.nextSeq)
+	return lines, truncated, done
+}
+
+// Changed returns a channel closed at the next line or when the run finishes.
+func (r *Run) Changed() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.changed
+}
+
+// due reports whether the oldest pending line has waited a flush interval.
+// Short runs are persisted whole when they finish, in one write.
+func (r *Run) due(now time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.pending) >= r.hub.opts.FlushLines || (len(r.pending) > 0 && now.Sub(r.pendingSince) >= r.hub.opts.FlushInterval)
+}
+
+// Flush persists the pending lines now. Lines that fail to persist are kept
+// for the next flush, up to the per-run cap.
+func (r *Run) Flush(ctx context.Context) {
+	opts := r.hub.opts
+	if opts.Store == nil || opts.MaxLinesPerRun <= 0 {
+		return
+	}
+	r.flushMu.Lock()
+	defer r.flushMu.Unlock()
+	r.mu.Lock()
+	batch := r.pending
+	r.pending = nil
+	r.mu.Unlock()
+	if len(batch) == 0 {
+		return
+	}
+	err := opts.Store.RunLogAppend(ctx, r.id, batch, opts.MaxLinesPerRun)
+	if err == nil {
+		return
+	}
+	opts.Log.Warn("persist run log lines", "run_id", r.id, "lines", len(batch), "error", err)
+	r.mu.Lock()
+	r.pending = append(batch, r.pending...)
+	if over := len(r.pending) - opts.MaxLinesPerRun; over > 0 {
+		r.pending = r.pending[over:]
+	}
+	r.mu.Unlock()
+}
+
+// Finish marks the run done: live readers receive their end event once they
+// have read every line. The ring is dropped after the hub's drain window.
+func (r *Run) Finish() {
+	r.mu.Lock()
+	if r.done {
+		r.mu.Unlock()
+		return
+	}
+	r.done = true
+	close(r.changed)
+	r.changed = make(chan struct{})
+	r.mu.Unlock()
+	time.AfterFunc(r.hub.opts.DrainWindow, func() {
+		r.Flush(context.Background())
+		r.hub.forget(r.id, r)
+	})
+}
+
+func levelName(l slog.Level) string {
+	switch {
+	case l >= slog.LevelError:
+		return "error"
+	case l >= slog.LevelWarn:
+		return "warn"
+	case l >= slog.LevelInfo:
+		return "info"
+	}
+	return "debug"
+}
+
+// handler turns slog records into run lines.
+type handler struct {
+	run    *Run
+	prefix string // text of the attrs bound with WithAttrs
+	group  string // dotted group prefix for later attrs
+}
+
+func (h *handler) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h *handler) Handle(_ context.Context, rec slog.Record) error {
+	var b strings.Builder
+	b.WriteString(rec.Message)
+	b.WriteString(h.prefix)
+	rec.Attrs(func(a slog.Attr) bool {
+		appendAttr(&b, h.group, a)
+		return true
+	})
+	h.run.Append(rec.Level, b.String())
+	return nil
+}
+
+func (h *handler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	var b strings.Builder
+	b.WriteString(h.prefix)
+	for _, a := range attrs {
+		appendAttr(&b, h.group, a)
+	}
+	return &handler{run: h.run, prefix: b.String(), group: h.group}
+}
+
+func (h *handler) WithGroup(name string) slog.Handler {
+	if name == "" {
+		return h
+	}
+	return &handler{run: h.run, prefix: h.prefix, group: h.group + name + "."}
+}
+
+func appendAttr(b *strings.Builder, group string, a slog.Attr) {
+	a.Value = a.Value.Resolve()
+	if a.Equal(slog.Attr{}) {
+		return
+	}
+	if a.Value.Kind() == slog.KindGroup {
+		g := group
+		if a.Key != "" {
+			g += a.Key + "."
+		}
+		for _, ga := range a.Value.Group() {
+			appendAttr(b, g, ga)
+		}
+		return
+	}
+	b.WriteByte(' ')
+	b.WriteString(group)
+	b.WriteString(a.Key)
+	b.WriteByte('=')
+	b.WriteString(quoteIfNeeded(a.Value.String()))
+}
+
+func quoteIfNeeded(s string) string {
+	if s == "" {
+		return `""`
+	}
+	for _, c := range s {
+		if unicode.IsSpace(c) || c == '"' || c == '=' || !unicode.IsPrint(c) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
+}

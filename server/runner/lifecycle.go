@@ -1,0 +1,395 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/faucet-dev/faucet/db"
+	"github.com/faucet-dev/faucet/pipeline"
+	"github.com/faucet-dev/faucet/server/redact"
+)
+
+// Terminal reasons, the `reason` label of faucet_runs_finished_total.
+const (
+	reasonOK        = "ok"
+	reasonError     = "error"
+	reasonCancelled = "cancelled"
+	reasonTimeout   = "timeout"
+	reasonShutdown  = "server_shutdown"
+	reasonRecovered = "recovered"
+)
+
+// Error messages of runs the server ended.
+const (
+	msgShutdown  = "server shutdown before the run finished"
+	msgRecovered = "faucet serve stopped before the run finished (recovered as failed at the next start)"
+)
+
+// outcome is how a run ended.
+type outcome struct {
+	status  db.RunStatus
+	reason  string
+	err     *string
+	records int64
+	invs    []db.InvocationRecord
+}
+
+func failed(reason, msg string) outcome {
+	return outcome{status: db.StatusFailed, reason: reason, err: &msg}
+}
+
+// queue waits for an execution slot, racing a cancel request and shutdown so
+// a run cancelled while queued ends at once.
+func (r *Runner) queue(a *active, plan *pipeline.Plan, red *redact.Redactor) {
+	defer r.wg.Done()
+	ended := func(o outcome) {
+		r.mu.Lock()
+		r.queued--
+		r.mu.Unlock()
+		r.finalize(a, o, time.Time{}, red)
+		r.release(a)
+	}
+	select {
+	case <-a.cancel:
+		ended(outcome{status: db.StatusCancelled, reason: reasonCancelled})
+		return
+	case <-r.shutdown:
+		ended(failed(reasonShutdown, msgShutdown))
+		return
+	case r.slots <- struct{}{}:
+	}
+	// Prefer a cancel or shutdown that raced the slot.
+	select {
+	case <-a.cancel:
+		<-r.slots
+		ended(outcome{status: db.StatusCancelled, reason: reasonCancelled})
+		return
+	case <-r.shutdown:
+		<-r.slots
+		ended(failed(reasonShutdown, msgShutdown))
+		return
+	default:
+	}
+	r.mu.Lock()
+	r.queued--
+	r.inFlight++
+	r.mu.Unlock()
+	r.gauges()
+	r.execute(a, plan, red, func() {
+		<-r.slots
+		r.mu.Lock()
+		r.inFlight--
+		r.mu.Unlock()
+	})
+	r.release(a)
+}
+
+// release forgets a finished run.
+func (r *Runner) release(a *active) {
+	r.mu.Lock()
+	delete(r.active, a.rec.RunID)
+	r.mu.Unlock()
+	r.gauges()
+}
+
+// execute runs one run that holds an execution slot: mark it running, call
+// the engine, race completion against the cancel, timeout and shutdown
+// triggers, and finalize. It is the one execution path: the local queue
+// calls it now, and a cluster claim loop calls it with a claimed record.
+// stopped is called once the engine is done with the run, before the
+// terminal record is written, so the slot serves the next run meanwhile.
+func (r *Runner) execute(a *active, plan *pipeline.Plan, red *redact.Redactor, stopped func()) {
+	rec := a.rec
+	started := time.Now().UTC()
+	running := *rec
+	running.Status = db.StatusRunning
+	running.StartedAt = &started
+	if err := r.store.RunUpsert(context.Background(), &running); err != nil {
+		r.log.Warn("mark run running", "run_id", rec.RunID, "error", err)
+	}
+	a.finalizeMu.Lock()
+	a.rec = &running
+	a.finalizeMu.Unlock()
+
+	lr := r.logs.Open(rec.RunID, red)
+	logger := lr.Logger()
+	logger.Info("pipeline run starting", "invocations", len(plan.Invocations))
+
+	type result struct {
+		res []pipeline.InvocationResult
+		err error
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	done := make(chan result, 1)
+	go func() {
+		res, err := r.engine.Execute(ctx, plan, logger)
+		done <- result{res, err}
+	}()
+
+	var timeout <-chan time.Time
+	if rec.TimeoutSecs != nil && *rec.TimeoutSecs > 0 {
+		t := time.NewTimer(time.Duration(*rec.TimeoutSecs) * time.Second)
+		defer t.Stop()
+		timeout = t.C
+	}
+
+	var o outcome
+	var trigger outcome
+	select {
+	case res := <-done:
+		o = classify(res.res, res.err, red)
+	case <-a.cancel:
+		trigger = outcome{status: db.StatusCancelled, reason: reasonCancelled}
+	case <-r.shutdown:
+		trigger = failed(reasonShutdown, msgShutdown)
+	case <-timeout:
+		trigger = failed(reasonTimeout, fmt.Sprintf("run exceeded timeout_secs (%ds)", *rec.TimeoutSecs))
+	}
+	if trigger.status != "" {
+		// Cancel cooperatively: the engine stops the sources and lets the
+		// sinks flush what they acknowledged, within a bounded grace.
+		logger.Info("stopping run", "reason", trigger.reason)
+		stop()
+		grace := time.NewTimer(r.flushGrace())
+		defer grace.Stop()
+		select {
+		case res := <-done:
+			o = classify(res.res, res.err, red)
+			if o.status != db.StatusFailed || o.reason != reasonError || cancelled(res.err, res.res) {
+				// A clean flush (or one that stopped on the cancel) ends
+				// with the trigger's status and the partial counts; a
+				// flush that failed for a real reason stays failed.
+				trigger.records, trigger.invs = o.records, o.invs
+				o = trigger
+			}
+		case <-grace.C:
+			logger.Warn("run did not flush within the grace period; finalizing it", "grace", r.flushGrace().String())
+			o = trigger
+		}
+	}
+	stopped()
+	logger.Info("pipeline run finished", "status", string(o.status), "records_written", o.records)
+	r.finalize(a, o, started, red)
+}
+
+// flushGrace is the flush grace of a stopped run, shortened during shutdown
+// so every run is finalized before the server's deadline.
+func (r *Runner) flushGrace() time.Duration {
+	g := r.cfg.FlushGrace
+	r.mu.Lock()
+	deadline := r.deadline
+	r.mu.Unlock()
+	if !deadline.IsZero() {
+		// Keep a margin for writing the terminal record.
+		left := time.Until(deadline) - time.Until(deadline)/10 - 100*time.Millisecond
+		g = max(0, min(g, left))
+	}
+	return g
+}
+
+// cancelled reports whether the engine stopped because it was cancelled.
+func cancelled(err error, res []pipeline.InvocationResult) bool {
+	if errors.Is(err, context.Canceled) {
+		return true
+	}
+	for _, inv := range res {
+		if errors.Is(inv.Err, context.Canceled) {
+			return true
+		}
+	}
+	return false
+}
+
+// classify turns the engine's results into an outcome. Error texts are
+// redacted here, before they reach the record or any response.
+func classify(res []pipeline.InvocationResult, err error, red *redact.Redactor) outcome {
+	o := outcome{status: db.StatusCompleted, reason: reasonOK, invs: make([]db.InvocationRecord, 0, len(res))}
+	var failures []string
+	for _, inv := range res {
+		ir := db.InvocationRecord{RowID: inv.RowID, RecordsWritten: inv.RecordsWritten, DurationMS: inv.Duration.Milliseconds()}
+		if inv.Err != nil {
+			msg := red.String(inv.Err.Error())
+			ir.Error = &msg
+			failures = append(failures, inv.RowID+": "+msg)
+		}
+		o.records += inv.RecordsWritten
+		o.invs = append(o.invs, ir)
+	}
+	switch {
+	case err != nil:
+		msg := red.String(err.Error())
+		o.status, o.reason, o.err = db.StatusFailed, reasonError, &msg
+	case len(failures) > 0:
+		msg := fmt.Sprintf("%d of %d invocation(s) failed: %s", len(failures), len(res), strings.Join(failures, "; "))
+		o.status, o.reason, o.err = db.StatusFailed, reasonError, &msg
+	}
+	return o
+}
+
+// finalize writes the terminal record once per run. It writes from the
+// record it holds, not from a fresh read, so a store that cannot read the
+// record (or lost it) still ends up with a terminal run. Transient write
+// failures are retried.
+func (r *Runner) finalize(a *active, o outcome, started time.Time, red *redact.Redactor) {
+	a.finalizeMu.Lock()
+	defer a.finalizeMu.Unlock()
+	if a.finalized {
+		return
+	}
+	a.finalized = true
+	rec := *a.rec
+	now := time.Now().UTC()
+	rec.Status = o.status
+	rec.FinishedAt = &now
+	if rec.StartedAt == nil && !started.IsZero() {
+		rec.StartedAt = &started
+	}
+	var elapsed time.Duration
+	if rec.StartedAt != nil {
+		elapsed = now.Sub(*rec.StartedAt)
+		secs := elapsed.Seconds()
+		rec.ElapsedSecs = &secs
+	}
+	rec.RecordsWritten = o.records
+	rec.Invocations = o.invs
+	if rec.Invocations == nil {
+		rec.Invocations = []db.InvocationRecord{}
+	}
+	rec.Error = red.Ptr(o.err)
+	a.rec = &rec
+
+	lr := r.logs.Open(rec.RunID, red)
+	if o.err != nil {
+		lr.Append(slog.LevelError, "run "+string(o.status)+": "+*rec.Error)
+	} else {
+		lr.Append(slog.LevelInfo, "run "+string(o.status))
+	}
+	// Persist the run's lines before its terminal record, so a client that
+	// sees the run finished reads every line.
+	lr.Flush(context.Background())
+
+	ctx := context.Background()
+	delay := 50 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := r.store.RunUpsert(ctx, &rec)
+		if err == nil {
+			break
+		}
+		if !db.Retriable(err) || attempt == 5 {
+			r.log.Error("write terminal run record", "run_id", rec.RunID, "status", rec.Status, "error", err)
+			break
+		}
+		time.Sleep(delay)
+		delay *= 2
+	}
+	lr.Finish()
+	if r.metrics != nil {
+		r.metrics.RunFinished(string(o.status), o.reason, elapsed, o.records)
+	}
+	r.log.Info("run finished", "run_id", rec.RunID, "status", rec.Status, "records_written", rec.RecordsWritten)
+}
+
+// CancelOutcome says what Cancel did.
+type CancelOutcome int
+
+// The outcomes of Cancel.
+const (
+	// CancelRequested: the run was queued or running; it is stopping (202).
+	CancelRequested CancelOutcome = iota + 1
+	// AlreadyTerminal: nothing to do (200).
+	AlreadyTerminal
+)
+
+// Cancel asks a run to stop. A queued run is finalized at once; a running
+// run is cancelled cooperatively.
+func (r *Runner) Cancel(ctx context.Context, runID string) (CancelOutcome, error) {
+	r.mu.Lock()
+	a := r.active[runID]
+	r.mu.Unlock()
+	if a != nil {
+		a.requestCancel()
+		return CancelRequested, nil
+	}
+	rec, err := r.store.RunGet(ctx, runID)
+	if errors.Is(err, db.ErrNotFound) {
+		return 0, ErrNotFound
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read run: %w", err)
+	}
+	if rec.Status.Terminal() {
+		return AlreadyTerminal, nil
+	}
+	// Not ours: another instance (cluster mode) owns it.
+	if ok, err := r.store.RunCancelPending(ctx, runID); err != nil {
+		return 0, fmt.Errorf("cancel pending run: %w", err)
+	} else if ok {
+		return CancelRequested, nil
+	}
+	if ok, err := r.store.RunRequestCancel(ctx, runID); err != nil {
+		return 0, fmt.Errorf("request run cancel: %w", err)
+	} else if ok {
+		return CancelRequested, nil
+	}
+	return 0, ErrNotOwned
+}
+
+// Delete removes a terminal run with its logs and idempotency claims.
+func (r *Runner) Delete(ctx context.Context, runID string) error {
+	r.mu.Lock()
+	_, running := r.active[runID]
+	r.mu.Unlock()
+	if running {
+		return ErrNotTerminal
+	}
+	out, err := r.store.RunDelete(ctx, runID)
+	if err != nil {
+		return fmt.Errorf("delete run: %w", err)
+	}
+	switch out {
+	case db.DeleteNotFound:
+		return ErrNotFound
+	case db.DeleteStillRunning:
+		return ErrNotTerminal
+	}
+	return nil
+}
+
+// Get returns a run, with elapsed_secs computed live while it runs.
+func (r *Runner) Get(ctx context.Context, runID string) (*db.RunRecord, error) {
+	rec, err := r.store.RunGet(ctx, runID)
+	if errors.Is(err, db.ErrNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read run: %w", err)
+	}
+	liveElapsed(rec, time.Now())
+	return rec, nil
+}
+
+// List returns a page of runs, newest first.
+func (r *Runner) List(ctx context.Context, f db.ListFilter) (db.ListPage, error) {
+	page, err := r.store.RunList(ctx, f)
+	if err != nil {
+		return db.ListPage{}, fmt.Errorf("list runs: %w", err)
+	}
+	now := time.Now()
+	for i := range page.Runs {
+		liveElapsed(&page.Runs[i], now)
+	}
+	return page, nil
+}
+
+func liveElapsed(rec *db.RunRecord, now time.Time) {
+	if rec.Status.Terminal() || rec.StartedAt == nil {
+		return
+	}
+	secs := now.Sub(*rec.StartedAt).Seconds()
+	rec.ElapsedSecs = &secs
+}

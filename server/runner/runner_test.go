@@ -1,0 +1,259 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/faucet-dev/faucet/db"
+	_ "github.com/faucet-dev/faucet/db/sqlite"
+	"github.com/faucet-dev/faucet/pipeline"
+	"github.com/faucet-dev/faucet/server/logs"
+)
+
+// testEngine stands in for the pipeline layer: a config is the number of
+// rows to "write"; "hold" keeps the run in flight until cancelled; "bad"
+// does not load.
+type testEngine struct{}
+
+func (testEngine) Load(config []byte, _ string) (*pipeline.Plan, error) {
+	switch s := string(config); s {
+	case "bad":
+		return nil, errors.New("line 1, column 1: not a pipeline")
+	case "hold":
+		return &pipeline.Plan{Name: "hold", Invocations: []pipeline.Invocation{{RowID: "hold"}}}, nil
+	default:
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return nil, err
+		}
+		return &pipeline.Plan{Name: "rows", Invocations: []pipeline.Invocation{{RowID: strconv.Itoa(n)}}}, nil
+	}
+}
+
+func (testEngine) Execute(ctx context.Context, plan *pipeline.Plan, _ *slog.Logger) ([]pipeline.InvocationResult, error) {
+	row := plan.Invocations[0].RowID
+	if row == "hold" {
+		<-ctx.Done()
+		return []pipeline.InvocationResult{{RowID: row, Err: ctx.Err()}}, ctx.Err()
+	}
+	n, _ := strconv.Atoi(row)
+	return []pipeline.InvocationResult{{RowID: row, RecordsWritten: int64(n)}}, nil
+}
+
+func (testEngine) Probe(context.Context, *pipeline.Plan) (DoctorReport, error) {
+	return DoctorReport{Invocations: []DoctorInvocation{{RowID: "x", Checks: []DoctorCheck{{Role: "source", OK: false, Message: "down"}}}}}, nil
+}
+
+// faultyStore wraps a real store and fails chosen calls.
+type faultyStore struct {
+	db.Store
+	failGet     atomic.Bool
+	failUpserts atomic.Int32 // fail this many RunUpsert calls
+}
+
+func (s *faultyStore) RunGet(ctx context.Context, id string) (*db.RunRecord, error) {
+	if s.failGet.Load() {
+		return nil, errors.New("injected read failure")
+	}
+	return s.Store.RunGet(ctx, id)
+}
+
+func (s *faultyStore) RunUpsert(ctx context.Context, rec *db.RunRecord) error {
+	if s.failUpserts.Add(-1) >= 0 {
+		return &db.Error{Op: "run upsert", Transience: db.Permanent, Err: errors.New("injected write failure")}
+	}
+	return s.Store.RunUpsert(ctx, rec)
+}
+
+func newTestRunner(t *testing.T, cfg Config) (*Runner, *faultyStore) {
+	t.Helper()
+	st, err := db.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "h.db"), db.Options{NoFallback: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := &faultyStore{Store: st}
+	hub := logs.NewHub(logs.Options{Store: st, MaxLinesPerRun: 1000})
+	r := New(cfg, fs, testEngine{}, hub, nil, nil)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = r.Shutdown(ctx)
+		hub.Close(ctx)
+		st.Close()
+	})
+	return r, fs
+}
+
+func await(t *testing.T, st db.Store, id string, want db.RunStatus) *db.RunRecord {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		rec, err := st.RunGet(context.Background(), id)
+		if err == nil && rec.Status == want {
+			return rec
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s never reached %s (last %+v, %v)", id, want, rec, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestFinalizeWritesTheTerminalRecordWithoutReadingIt(t *testing.T) {
+	r, fs := newTestRunner(t, Config{})
+	fs.failGet.Store(true)
+	res, err := r.Submit(context.Background(), SubmitRequest{Config: "7", ConfigFormat: "yaml", Name: ptr("n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := await(t, fs.Store, res.RunID, db.StatusCompleted)
+	if rec.RecordsWritten != 7 || rec.FinishedAt == nil || rec.StartedAt == nil || rec.Name == nil || *rec.Name != "n" {
+		t.Fatalf("terminal record = %+v", rec)
+	}
+}
+
+func TestFailedRecordWriteReleasesClaimAndReservation(t *testing.T) {
+	r, fs := newTestRunner(t, Config{MaxQueued: 1})
+	ctx := context.Background()
+	req := SubmitRequest{Config: "3", ConfigFormat: "yaml", IdempotencyKey: ptr("k")}
+	fs.failUpserts.Store(1)
+	if _, err := r.Submit(ctx, req); err == nil {
+		t.Fatal("submit succeeded although its record write failed")
+	}
+	if q := r.Stats().Queued; q != 0 {
+		t.Fatalf("queue holds %d reservations after a failed submit", q)
+	}
+	res, err := r.Submit(ctx, req)
+	if err != nil {
+		t.Fatalf("resubmit after the failed write: %v", err)
+	}
+	if res.Replay {
+		t.Fatal("the key still pointed at the run whose record was never written")
+	}
+	await(t, fs.Store, res.RunID, db.StatusCompleted)
+}
+
+func TestEarlyReturnsReleaseTheQueueSlot(t *testing.T) {
+	r, fs := newTestRunner(t, Config{MaxQueued: 1, MaxConcurrent: 1})
+	ctx := context.Background()
+	first, err := r.Submit(ctx, SubmitRequest{Config: "1", ConfigFormat: "yaml", IdempotencyKey: ptr("k")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	await(t, fs.Store, first.RunID, db.StatusCompleted)
+	cases := map[string]SubmitRequest{
+		"conflict":     {Config: "2", ConfigFormat: "yaml", IdempotencyKey: ptr("k")},
+		"replay":       {Config: "1", ConfigFormat: "yaml", IdempotencyKey: ptr("k")},
+		"doctor fails": {Config: "1", ConfigFormat: "yaml", DoctorFirst: true},
+		"bad config":   {Config: "bad", ConfigFormat: "yaml"},
+		"bad clock":    {Config: "1", ConfigFormat: "yaml", Clock: ptr("yesterday")},
+	}
+	for name, req := range cases {
+		res, err := r.Submit(ctx, req)
+		switch name {
+		case "replay":
+			if err != nil || !res.Replay || res.RunID != first.RunID {
+				t.Fatalf("replay: %+v %v", res, err)
+			}
+		case "conflict":
+			if !errors.Is(err, ErrIdempotencyConflict) {
+				t.Fatalf("conflict: %v", err)
+			}
+		case "doctor fails":
+			var de *DoctorError
+			if !errors.As(err, &de) || de.Report.OK {
+				t.Fatalf("doctor: %v", err)
+			}
+		default:
+			var ce *ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("%s: %v", name, err)
+			}
+		}
+		if q := r.Stats().Queued; q != 0 {
+			t.Fatalf("%s left %d reservations", name, q)
+		}
+	}
+	// The single slot is free: a hold run takes it, and the next is 429.
+	hold, err := r.Submit(ctx, SubmitRequest{Config: "hold", ConfigFormat: "yaml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	await(t, fs.Store, hold.RunID, db.StatusRunning)
+	queued, err := r.Submit(ctx, SubmitRequest{Config: "hold", ConfigFormat: "yaml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Submit(ctx, SubmitRequest{Config: "1", ConfigFormat: "yaml"}); !errors.Is(err, ErrQueueFull) {
+		t.Fatalf("third submit: %v, want ErrQueueFull", err)
+	}
+	for _, id := range []string{queued.RunID, hold.RunID} {
+		if out, err := r.Cancel(ctx, id); err != nil || out != CancelRequested {
+			t.Fatalf("cancel %s: %v %v", id, out, err)
+		}
+		await(t, fs.Store, id, db.StatusCancelled)
+	}
+}
+
+func TestConcurrentSubmitsOfOneKeyMakeOneRun(t *testing.T) {
+	r, fs := newTestRunner(t, Config{})
+	const n = 50
+	ids := make([]string, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := r.Submit(context.Background(), SubmitRequest{Config: "5", ConfigFormat: "yaml", IdempotencyKey: ptr("same")})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			ids[i] = res.RunID
+		}()
+	}
+	wg.Wait()
+	for _, id := range ids {
+		if id != ids[0] {
+			t.Fatalf("different runs for one key: %v", ids)
+		}
+	}
+	page, err := fs.Store.RunList(context.Background(), db.ListFilter{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Runs) != 1 {
+		t.Fatalf("%d runs recorded, want 1", len(page.Runs))
+	}
+}
+
+func TestShutdownFailsQueuedAndStopsRunning(t *testing.T) {
+	r, fs := newTestRunner(t, Config{MaxConcurrent: 1})
+	ctx := context.Background()
+	running, _ := r.Submit(ctx, SubmitRequest{Config: "hold", ConfigFormat: "yaml"})
+	await(t, fs.Store, running.RunID, db.StatusRunning)
+	queued, _ := r.Submit(ctx, SubmitRequest{Config: "hold", ConfigFormat: "yaml"})
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := r.Shutdown(sctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{running.RunID, queued.RunID} {
+		rec := await(t, fs.Store, id, db.StatusFailed)
+		if rec.Error == nil || *rec.Error != msgShutdown {
+			t.Fatalf("run %s after shutdown: %+v", id, rec)
+		}
+	}
+	if _, err := r.Submit(ctx, SubmitRequest{Config: "1", ConfigFormat: "yaml"}); !errors.Is(err, ErrShuttingDown) {
+		t.Fatalf("submit after shutdown: %v", err)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

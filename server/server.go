@@ -1,0 +1,333 @@
+// Package server assembles faucet serve: the run-history store, the
+// connector host, the runner, the HTTP API, and the background duties, and
+// runs them until the context ends, then shuts down gracefully.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/faucet-dev/faucet/db"
+	"github.com/faucet-dev/faucet/server/api"
+	"github.com/faucet-dev/faucet/server/auth"
+	"github.com/faucet-dev/faucet/server/logs"
+	"github.com/faucet-dev/faucet/server/metrics"
+	"github.com/faucet-dev/faucet/server/runner"
+)
+
+// Config is every setting of faucet serve; the zero value of a field takes
+// the default documented on its flag.
+type Config struct {
+	// Listen is the TCP address to serve on.
+	Listen string
+	// History is the run-history URL: "" (a SQLite file in DataDir),
+	// "memory", "sqlite:PATH" or "postgres://…".
+	History string
+	// DataDir holds the default history file and the admin token.
+	DataDir string
+
+	// AuthToken, AuthConfig and NoAuth select the auth mode; at most one may
+	// be set. With none, an admin token is created on first start and reused.
+	AuthToken  string
+	AuthConfig string
+	NoAuth     bool
+
+	MaxConcurrentRuns int
+	MaxQueuedRuns     int
+	// DefaultConfig is a pipeline config file merged under every submitted
+	// config.
+	DefaultConfig        string
+	BodyLimitBytes       int64
+	ShutdownGrace        time.Duration
+	RetainTerminalRuns   time.Duration
+	IdempotencyRetention time.Duration
+	// LogRetention is how long persisted run logs are kept; zero disables
+	// persisting them.
+	LogRetention      time.Duration
+	LogMaxLinesPerRun int
+	ProbeTimeout      time.Duration
+	// CORSOrigins may call the API from a browser; "*" allows any.
+	CORSOrigins []string
+	// PluginDirs are searched for third-party connector plugins.
+	PluginDirs []string
+}
+
+// Defaults of Config.
+const (
+	DefaultListen               = "127.0.0.1:8080"
+	DefaultShutdownGrace        = 30 * time.Second
+	DefaultRetainTerminalRuns   = 30 * 24 * time.Hour
+	DefaultIdempotencyRetention = 24 * time.Hour
+	DefaultLogRetention         = 7 * 24 * time.Hour
+	DefaultLogMaxLinesPerRun    = 100000
+	DefaultProbeTimeout         = 10 * time.Second
+	historyFileName             = "history.db"
+)
+
+// DefaultDataDir is faucet's data directory: $XDG_DATA_HOME/faucet, or
+// ~/.local/share/faucet.
+func DefaultDataDir() string {
+	if x := os.Getenv("XDG_DATA_HOME"); x != "" {
+		return filepath.Join(x, "faucet")
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".local", "share", "faucet")
+	}
+	return filepath.Join(os.TempDir(), "faucet")
+}
+
+// errNoLock: this platform cannot lock the history file.
+var errNoLock = errors.New("file locking is not supported on this platform")
+
+// maintenance intervals.
+const (
+	leaseRenewEvery = db.DefaultLeaseTTL / 3
+	purgeEvery      = 10 * time.Minute
+)
+
+// Run serves until ctx ends, then shuts down within cfg.ShutdownGrace.
+// Messages meant for the operator's eyes only (a new admin token) go to out.
+func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error {
+	cfg = withDefaults(cfg)
+	historyURL, historyFile, err := resolveHistory(cfg)
+	if err != nil {
+		return err
+	}
+	exclusive := false
+	if historyFile != "" {
+		unlock, err := lockFile(historyFile + ".lock")
+		switch {
+		case err == nil:
+			defer unlock()
+			exclusive = true
+		case !errors.Is(err, errNoLock):
+			return err
+		}
+	}
+	authn, err := resolveAuth(cfg, historyFile, out, log)
+	if err != nil {
+		return err
+	}
+	defaults, err := readDefaultConfig(cfg.DefaultConfig)
+	if err != nil {
+		return err
+	}
+
+	store, err := db.Open(ctx, historyURL, db.Options{})
+	if err != nil {
+		return fmt.Errorf("open run history: %w", err)
+	}
+	defer store.Close()
+
+	eng, err := newEngine(ctx, cfg, defaults, log)
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+
+	m := metrics.New()
+	persist := cfg.LogRetention > 0 && cfg.LogMaxLinesPerRun > 0
+	hubOpts := logs.Options{Log: log}
+	if persist {
+		hubOpts.Store = store
+		hubOpts.MaxLinesPerRun = cfg.LogMaxLinesPerRun
+	}
+	hub := logs.NewHub(hubOpts)
+	defer hub.Close(context.Background())
+
+	run := runner.New(runner.Config{
+		MaxConcurrent:        cfg.MaxConcurrentRuns,
+		MaxQueued:            cfg.MaxQueuedRuns,
+		IdempotencyRetention: cfg.IdempotencyRetention,
+		ProbeTimeout:         cfg.ProbeTimeout,
+		Secrets:              authn.Secrets(),
+	}, store, eng, hub, m, log)
+	if n, err := run.Recover(ctx, exclusive); err != nil {
+		log.Error("recover interrupted runs", "error", err)
+	} else if n > 0 {
+		log.Warn("runs interrupted by the previous shutdown were marked failed", "runs", n)
+	}
+
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+	}
+	mux := http.NewServeMux()
+	api.New(mux, &api.Deps{
+		Runner: run, Store: store, Logs: hub, Auth: authn, Catalog: eng.Catalog(),
+		Metrics: m, Log: log, BodyLimit: cfg.BodyLimitBytes,
+	})
+	mux.Handle("/", notFound())
+	srv := &http.Server{
+		Handler:           withCORS(mux, cfg.CORSOrigins),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+
+	maintCtx, stopMaint := context.WithCancel(context.Background())
+	maintDone := make(chan struct{})
+	go func() {
+		defer close(maintDone)
+		run.Maintain(maintCtx, runner.Retention{
+			TerminalRuns: cfg.RetainTerminalRuns, IdempotencyClaims: cfg.IdempotencyRetention, Logs: cfg.LogRetention,
+		}, leaseRenewEvery, purgeEvery)
+	}()
+
+	// Said plainly on out too, whatever the log level: scripts wait for it.
+	fmt.Fprintf(out, "faucet serve: listening on http://%s\n", ln.Addr())
+	log.Info("faucet serve listening", "addr", ln.Addr().String(), "history", store.Dialect(),
+		"degraded", store.Degraded(), "auth", authn.Enabled(), "max_concurrent_runs", run.Config().MaxConcurrent,
+		"max_queued_runs", run.Config().MaxQueued)
+
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		stopMaint()
+		<-maintDone
+		_ = run.Shutdown(context.Background())
+		return fmt.Errorf("serve http: %w", err)
+	}
+
+	// Graceful shutdown: stop intake, let running runs flush, fail the rest,
+	// keep answering status polls meanwhile, then close the listener. A
+	// slice of the grace is kept for the teardown after the runs.
+	start := time.Now()
+	log.Info("shutting down", "grace", cfg.ShutdownGrace.String())
+	reserve := min(2*time.Second, cfg.ShutdownGrace/5)
+	runCtx, cancelRuns := context.WithTimeout(context.Background(), cfg.ShutdownGrace-reserve)
+	if err := run.Shutdown(runCtx); err != nil {
+		log.Warn("shutdown", "error", err)
+	}
+	cancelRuns()
+	stopMaint()
+	<-maintDone
+	httpCtx, cancelHTTP := context.WithTimeout(context.Background(), max(reserve/2, 100*time.Millisecond))
+	if err := srv.Shutdown(httpCtx); err != nil {
+		_ = srv.Close()
+	}
+	cancelHTTP()
+	hub.Close(context.Background())
+	log.Info("stopped", "took", time.Since(start).Round(time.Millisecond).String())
+	return nil
+}
+
+func withDefaults(cfg Config) Config {
+	if cfg.Listen == "" {
+		cfg.Listen = DefaultListen
+	}
+	if cfg.DataDir == "" {
+		cfg.DataDir = DefaultDataDir()
+	}
+	if cfg.MaxConcurrentRuns <= 0 {
+		cfg.MaxConcurrentRuns = runner.DefaultMaxConcurrent()
+	}
+	if cfg.BodyLimitBytes <= 0 {
+		cfg.BodyLimitBytes = api.DefaultBodyLimit
+	}
+	if cfg.ShutdownGrace <= 0 {
+		cfg.ShutdownGrace = DefaultShutdownGrace
+	}
+	if cfg.IdempotencyRetention <= 0 {
+		cfg.IdempotencyRetention = DefaultIdempotencyRetention
+	}
+	if cfg.ProbeTimeout <= 0 {
+		cfg.ProbeTimeout = DefaultProbeTimeout
+	}
+	return cfg
+}
+
+// resolveHistory returns the store URL and, for a local SQLite file, its
+// path.
+func resolveHistory(cfg Config) (url, file string, err error) {
+	url = cfg.History
+	if url == "" {
+		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+			return "", "", fmt.Errorf("create data directory: %w", err)
+		}
+		file = filepath.Join(cfg.DataDir, historyFileName)
+		return "sqlite:" + file, file, nil
+	}
+	dialect, dsn, err := db.ParseURL(url)
+	if err != nil {
+		return "", "", err
+	}
+	if dialect == "sqlite" && dsn != db.MemoryDSN && !strings.HasPrefix(dsn, "file:") {
+		file, err = filepath.Abs(dsn)
+		if err != nil {
+			return "", "", fmt.Errorf("resolve history file: %w", err)
+		}
+		if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+			return "", "", fmt.Errorf("create history directory: %w", err)
+		}
+	}
+	return url, file, nil
+}
+
+// resolveAuth builds the authenticator of the selected auth mode.
+func resolveAuth(cfg Config, historyFile string, out io.Writer, log *slog.Logger) (*auth.Authenticator, error) {
+	modes := 0
+	for _, set := range []bool{cfg.AuthToken != "", cfg.AuthConfig != "", cfg.NoAuth} {
+		if set {
+			modes++
+		}
+	}
+	if modes > 1 {
+		return nil, errors.New("choose one of --auth-token, --auth-config and --no-auth")
+	}
+	switch {
+	case cfg.AuthToken != "":
+		return auth.Token(cfg.AuthToken)
+	case cfg.AuthConfig != "":
+		return auth.LoadFile(cfg.AuthConfig, os.LookupEnv)
+	case cfg.NoAuth:
+		log.Warn("authentication is OFF (--no-auth): anyone who reaches this address is admin")
+		return auth.Disabled(), nil
+	}
+	path := filepath.Join(cfg.DataDir, "admin.token")
+	if historyFile != "" {
+		path = historyFile + ".token"
+	}
+	token, created, err := auth.EnsureAdminToken(path)
+	if err != nil {
+		return nil, err
+	}
+	if created {
+		fmt.Fprintf(out, "\nfaucet serve created an admin API token (shown once; stored in %s, mode 0600):\n\n    %s\n\n"+
+			"Send it as \"Authorization: Bearer <token>\".\n\n", path, token)
+	} else {
+		log.Info("using the admin API token stored beside the history", "file", path)
+	}
+	return auth.Token(token)
+}
+
+func readDefaultConfig(path string) ([]byte, error) {
+	if path == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read --default-config: %w", err)
+	}
+	return b, nil
+}
+
+// notFound answers unknown paths with the API's problem document.
+func notFound() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := api.NewProblem(http.StatusNotFound, api.CodeNotFound, "no route for "+r.Method+" "+r.URL.Path, nil)
+		p.Instance = r.URL.Path
+		api.WriteProblem(w, p)
+	})
+}
