@@ -182,6 +182,55 @@ func testCancelCommitsExactlyTheAcknowledgedBatches(t *testing.T, _ *host.Host, 
 	}
 }
 
+// A cancel that lands while the source has not produced its first batch is a
+// clean stop with nothing written, not a failure of the source or the sink.
+// The example plugin's source blocks opening a FIFO nobody writes to.
+func TestCancelBeforeTheFirstBatch(t *testing.T) {
+	plugins := t.TempDir()
+	install(t, linesBin, plugins, "faucet-lines")
+	for _, mode := range []string{"pipe", "relay"} {
+		t.Run(mode, func(t *testing.T) {
+			h := newHost(t, plugins)
+			var conns pipeline.Connectors = h
+			if mode == "relay" {
+				conns = relayOnly{h}
+			}
+			dir := t.TempDir()
+			fifo := filepath.Join(dir, "in.txt")
+			if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			// Unblock the plugin's open once the run has ended, so its
+			// goroutine does not outlive the test.
+			t.Cleanup(func() {
+				if f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+					f.Close()
+				}
+			})
+			out := filepath.Join(dir, "out.jsonl")
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(200*time.Millisecond, cancel)
+			results, err := pipeline.Execute(ctx, plan(pipeline.Invocation{
+				RowID:  "default",
+				Source: cfg("lines", map[string]any{"path": fifo}),
+				Sink:   cfg("jsonl", map[string]any{"path": out}),
+			}), pipeline.ExecuteOptions{Connectors: conns})
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("error = %v, want cancellation", err)
+			}
+			if n := results[0].RecordsWritten; n != 0 {
+				t.Fatalf("records written = %d, want 0", n)
+			}
+			if msg := results[0].Err.Error(); strings.Contains(msg, "failed") {
+				t.Fatalf("a cancel before any batch reads as a failure: %s", msg)
+			}
+			if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("sink output after a cancel before any batch: %v", err)
+			}
+		})
+	}
+}
+
 func TestKilledSourcePlugin(t *testing.T) {
 	modes(t, testKilledSourcePlugin)
 }

@@ -75,7 +75,9 @@ func (s *server) writeFromUpstream(stream grpc.BidiStreamingServer[connectorv1.W
 		msg, err = rs.Recv()
 	}
 	if err != nil {
-		if _, abort := control(); abort {
+		// Stopped or aborted before the first batch: nothing was written, and
+		// the source's cancellation is not its failure.
+		if stop, abort := control(); stop || abort {
 			return stream.Send(&connectorv1.WriteResponse{Msg: &connectorv1.WriteResponse_Stats{Stats: &connectorv1.Stats{}}})
 		}
 		return failed(err)
