@@ -47,6 +47,23 @@ type Store interface {
 	// RunUpsert inserts or replaces a run record, stamping this instance as
 	// owner with a fresh lease. It never touches cancel_requested.
 	RunUpsert(ctx context.Context, rec *RunRecord) error
+	// RunSubmit writes a new run like RunUpsert and, when audit is not nil,
+	// appends the audit entry of its submission in the same transaction, so
+	// an accepted run and its audit trail are one write.
+	RunSubmit(ctx context.Context, rec *RunRecord, audit *AuditEntry) error
+	// RunStart moves a queued run this instance owns to running with the
+	// given start time and a fresh lease. It returns false when the run is
+	// not queued or another instance owns it.
+	RunStart(ctx context.Context, runID string, startedAt time.Time) (bool, error)
+	// RunFinish writes a run's terminal record together with the log lines
+	// it has not persisted yet (applying the per-run cap as RunLogAppend
+	// does), in one write, so a reader that sees the run finished reads
+	// every line. With f.Owned the record is fenced like RunFinalizeOwned
+	// and false means it was not written: another instance reclaimed the
+	// run, a finalizer already won, or the run does not exist (the lines are
+	// kept either way). Otherwise it is upserted like RunUpsert and the
+	// result is always true.
+	RunFinish(ctx context.Context, f RunFinal) (bool, error)
 	// RunGet returns one run, or ErrNotFound.
 	RunGet(ctx context.Context, runID string) (*RunRecord, error)
 	// RunList returns one page of runs, newest first (keyset pagination on
@@ -65,7 +82,8 @@ type Store interface {
 	// many it failed.
 	RunRecoverOrphans(ctx context.Context) (int, error)
 	// RunClaimPending moves up to limit of the oldest pending runs to running,
-	// owned by this instance with a fresh lease, and returns them oldest first
+	// started now, owned by this instance with a fresh lease, and returns
+	// them oldest first
 	// (submitted_at, then run_id). A run is returned to exactly one caller
 	// across all processes.
 	RunClaimPending(ctx context.Context, limit int) ([]RunRecord, error)
@@ -79,6 +97,18 @@ type Store interface {
 	// instance reclaimed it or a finalizer already won. It stamps FinishedAt
 	// when missing.
 	RunFinalizeOwned(ctx context.Context, rec *RunRecord) (bool, error)
+	// RunShard turns a running run this instance owns into a sharded run
+	// and inserts its shard set (conflicts on (run, shard) ignored), in one
+	// transaction: no shard row ever exists while its parent is running, and
+	// no sharded parent is left without its shards. Repeating the call for a
+	// run this instance already sharded inserts the missing shards and
+	// returns true; it returns false, inserting nothing, when the run is in
+	// any other state or another instance owns it.
+	RunShard(ctx context.Context, runID string, shards []ShardInsert) (bool, error)
+	// RunSetProgress records the records written so far by running runs
+	// this instance owns (run id → count), so peers read live counts, and
+	// returns how many runs it updated.
+	RunSetProgress(ctx context.Context, progress map[string]int64) (int, error)
 	// RunFinalizeShardedParent moves a sharded run to the terminal status,
 	// fenced on status sharded; it never re-arms owner or lease. The parent's
 	// records_written becomes the sum of its shards'. The first caller wins. A

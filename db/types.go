@@ -99,6 +99,18 @@ func (r RunRecord) MarshalJSON() ([]byte, error) {
 	return json.Marshal(p)
 }
 
+// RunFinal is a run's terminal write for Store.RunFinish.
+type RunFinal struct {
+	// Record is the terminal record; a missing FinishedAt is stamped.
+	Record *RunRecord
+	// Owned fences the write on this instance owning the run (cluster mode).
+	Owned bool
+	// Lines are the run's log lines not persisted yet.
+	Lines []RunLogLine
+	// MaxLinesPerRun caps the run's persisted lines as in RunLogAppend.
+	MaxLinesPerRun int
+}
+
 // ClaimOutcome is the result kind of an idempotency-key claim.
 type ClaimOutcome int
 

@@ -36,6 +36,7 @@ func Exercise(t *testing.T, newURL func(t testing.TB) string) {
 		{"ClaimPending", exerciseClaimPending},
 		{"Reclaim", exerciseReclaim},
 		{"Finalize", exerciseFinalize},
+		{"RunPath", exerciseRunPath},
 		{"Cancel", exerciseCancel},
 		{"Instances", exerciseInstances},
 		{"Shards", exerciseShards},

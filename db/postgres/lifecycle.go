@@ -33,6 +33,7 @@ func (s *Store) RunClaimPending(ctx context.Context, limit int) ([]db.RunRecord,
 		return nil, nil
 	}
 	rows, err := s.q.RunClaimPending(ctx, dbsqlc.RunClaimPendingParams{
+		Now:            now(),
 		Owner:          s.instanceID,
 		LeaseExpiresAt: s.lease(),
 		ClaimLimit:     int32(limit),

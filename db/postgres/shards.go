@@ -26,6 +26,16 @@ func (s *Store) ShardInsert(ctx context.Context, runID string, shards []db.Shard
 	if len(shards) == 0 {
 		return 0, nil
 	}
+	payload, err := encodeShards(runID, shards)
+	if err != nil {
+		return 0, fail(op, err)
+	}
+	n, err := s.q.ShardInsert(ctx, dbsqlc.ShardInsertParams{RunID: runID, Shards: payload})
+	return int(n), fail(op, err)
+}
+
+// encodeShards is the JSON array of shards the insert statements take.
+func encodeShards(runID string, shards []db.ShardInsert) ([]byte, error) {
 	docs := make([]shardDoc, len(shards))
 	for i, sh := range shards {
 		desc := sh.Descriptor
@@ -36,10 +46,9 @@ func (s *Store) ShardInsert(ctx context.Context, runID string, shards []db.Shard
 	}
 	payload, err := json.Marshal(docs)
 	if err != nil {
-		return 0, fail(op, fmt.Errorf("encode shards of run %s: %w", runID, err))
+		return nil, fmt.Errorf("encode shards of run %s: %w", runID, err)
 	}
-	n, err := s.q.ShardInsert(ctx, dbsqlc.ShardInsertParams{RunID: runID, Shards: payload})
-	return int(n), fail(op, err)
+	return payload, nil
 }
 
 // ShardClaim claims up to limit pending shards, largest first.

@@ -142,13 +142,27 @@ func utcPtr(t *time.Time) *time.Time {
 
 // RunUpsert inserts or replaces rec, owned by this instance with a fresh lease.
 func (s *Store) RunUpsert(ctx context.Context, rec *db.RunRecord) error {
-	const op = "run upsert"
+	lease := s.lease()
+	_, err := s.writeRun(ctx, "run upsert", rec, runWrite{lease: &lease})
+	return err
+}
+
+// runWrite is what RunWrite writes besides the record.
+type runWrite struct {
+	lease  *time.Time
+	fenced bool
+	audit  *db.AuditEntry
+	lines  []db.RunLogLine
+}
+
+// writeRun is the one statement behind RunUpsert, RunSubmit and RunFinish.
+func (s *Store) writeRun(ctx context.Context, op string, rec *db.RunRecord, w runWrite) (bool, error) {
 	e, err := encodeRun(rec)
 	if err != nil {
-		return fail(op, err)
+		return false, fail(op, err)
 	}
 	r := &e.rec
-	return fail(op, s.q.RunUpsert(ctx, dbsqlc.RunUpsertParams{
+	p := dbsqlc.RunWriteParams{
 		RunID:          r.RunID,
 		Name:           r.Name,
 		Labels:         e.labels,
@@ -158,12 +172,28 @@ func (s *Store) RunUpsert(ctx context.Context, rec *db.RunRecord) error {
 		FinishedAt:     r.FinishedAt,
 		IdempotencyKey: r.IdempotencyKey,
 		Owner:          s.instanceID,
-		LeaseExpiresAt: s.lease(),
+		LeaseExpiresAt: w.lease,
 		Attempt:        int32(r.Attempt),
 		RecordsWritten: r.RecordsWritten,
 		Error:          r.Error,
 		Record:         e.record,
-	}))
+		Fenced:         w.fenced,
+	}
+	if a := w.audit; a != nil {
+		p.AuditID, p.AuditTs, p.AuditPrincipal, p.AuditRole, p.AuditAction = &a.ID, micro(a.Timestamp), a.Principal, a.Role, a.Action
+		p.AuditConfigFingerprint, p.AuditSourceIp, p.AuditResult = a.ConfigFingerprint, a.SourceIP, a.Result
+	}
+	if n := len(w.lines); n > 0 {
+		p.Seqs, p.Tss, p.Levels, p.Lines = make([]int64, n), make([]time.Time, n), make([]string, n), make([]string, n)
+		for i, l := range w.lines {
+			p.Seqs[i], p.Tss[i], p.Levels[i], p.Lines[i] = l.Seq, micro(l.TS), l.Level, l.Line
+		}
+	}
+	n, err := s.q.RunWrite(ctx, p)
+	if err != nil {
+		return false, fail(op, err)
+	}
+	return n == 1, nil
 }
 
 // RunGet returns one run or db.ErrNotFound.

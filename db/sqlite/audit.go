@@ -9,7 +9,12 @@ import (
 
 // AuditInsert appends one audit entry.
 func (s *Store) AuditInsert(ctx context.Context, e db.AuditEntry) error {
-	err := s.wq.AuditInsert(ctx, dbsqlc.AuditInsertParams{
+	return wrap(ctx, "audit insert", s.wq.AuditInsert(ctx, auditParams(e)))
+}
+
+// auditParams is e as AuditInsert's parameters.
+func auditParams(e db.AuditEntry) dbsqlc.AuditInsertParams {
+	return dbsqlc.AuditInsertParams{
 		ID:                e.ID,
 		Ts:                micros(e.Timestamp),
 		Principal:         e.Principal,
@@ -19,8 +24,7 @@ func (s *Store) AuditInsert(ctx context.Context, e db.AuditEntry) error {
 		ConfigFingerprint: e.ConfigFingerprint,
 		SourceIp:          e.SourceIP,
 		Result:            e.Result,
-	})
-	return wrap(ctx, "audit insert", err)
+	}
 }
 
 // AuditList returns matching audit entries, newest first.

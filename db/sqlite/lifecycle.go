@@ -42,8 +42,9 @@ func (s *Store) RunClaimPending(ctx context.Context, limit int) ([]db.RunRecord,
 	if limit <= 0 {
 		return nil, nil
 	}
+	t := now()
 	rows, err := s.wq.RunClaimPending(ctx, dbsqlc.RunClaimPendingParams{
-		Owner: s.owner, LeaseExpiresAt: s.lease(now()), RowLimit: int64(limit),
+		Now: ptr(micros(t)), NowText: jsonTime(t), Owner: s.owner, LeaseExpiresAt: s.lease(t), RowLimit: int64(limit),
 	})
 	if err != nil {
 		return nil, wrap(ctx, "run claim pending", err)
@@ -86,6 +87,17 @@ func (s *Store) RunReclaimOrphans(ctx context.Context, maxAttempts int) (db.Recl
 // RunFinalizeOwned writes rec while this instance owns the run and it is not
 // yet terminal.
 func (s *Store) RunFinalizeOwned(ctx context.Context, rec *db.RunRecord) (bool, error) {
+	p, err := s.finalizeParams(rec)
+	if err != nil {
+		return false, wrap(ctx, "run finalize owned", err)
+	}
+	n, err := s.wq.RunFinalizeOwned(ctx, p)
+	return n == 1, wrap(ctx, "run finalize owned", err)
+}
+
+// finalizeParams is rec as RunFinalizeOwned's parameters, FinishedAt stamped
+// when a terminal record lacks it.
+func (s *Store) finalizeParams(rec *db.RunRecord) (dbsqlc.RunFinalizeOwnedParams, error) {
 	r := normalize(rec)
 	if r.Status.Terminal() && r.FinishedAt == nil {
 		t := now()
@@ -93,9 +105,9 @@ func (s *Store) RunFinalizeOwned(ctx context.Context, rec *db.RunRecord) (bool, 
 	}
 	cols, err := encodeRun(&r)
 	if err != nil {
-		return false, wrap(ctx, "run finalize owned", err)
+		return dbsqlc.RunFinalizeOwnedParams{}, err
 	}
-	n, err := s.wq.RunFinalizeOwned(ctx, dbsqlc.RunFinalizeOwnedParams{
+	return dbsqlc.RunFinalizeOwnedParams{
 		RunID:          r.RunID,
 		Owner:          s.owner,
 		Name:           r.Name,
@@ -109,8 +121,7 @@ func (s *Store) RunFinalizeOwned(ctx context.Context, rec *db.RunRecord) (bool, 
 		RecordsWritten: r.RecordsWritten,
 		Error:          r.Error,
 		Record:         cols.record,
-	})
-	return n == 1, wrap(ctx, "run finalize owned", err)
+	}, nil
 }
 
 // RunFinalizeShardedParent moves a sharded run to a terminal status.

@@ -17,6 +17,17 @@ func (s *Store) RunLogAppend(ctx context.Context, runID string, lines []db.RunLo
 	if len(lines) == 0 {
 		return nil
 	}
+	b, err := encodeLines(runID, lines)
+	if err != nil {
+		return wrap(ctx, op, err)
+	}
+	return s.write(ctx, op, func(q *dbsqlc.Queries) error {
+		return appendLines(ctx, q, runID, b, maxLinesPerRun)
+	})
+}
+
+// encodeLines is the JSON array of lines RunLogInsert takes.
+func encodeLines(runID string, lines []db.RunLogLine) (string, error) {
 	type line struct {
 		Seq   int64  `json:"seq"`
 		TS    int64  `json:"ts"`
@@ -29,21 +40,25 @@ func (s *Store) RunLogAppend(ctx context.Context, runID string, lines []db.RunLo
 	}
 	b, err := json.Marshal(rows)
 	if err != nil {
-		return wrap(ctx, op, fmt.Errorf("encode log lines of run %s: %w", runID, err))
+		return "", fmt.Errorf("encode log lines of run %s: %w", runID, err)
 	}
-	return s.write(ctx, op, func(q *dbsqlc.Queries) error {
-		if _, err := q.RunLogInsert(ctx, dbsqlc.RunLogInsertParams{RunID: runID, Lines: string(b)}); err != nil {
-			return err
-		}
-		if maxLinesPerRun <= 0 {
-			return nil
-		}
-		dropped, err := q.RunLogTrim(ctx, dbsqlc.RunLogTrimParams{RunID: runID, KeepOffset: int64(maxLinesPerRun) - 1})
-		if err != nil || dropped == 0 {
-			return err
-		}
-		return q.RunLogMarkTruncated(ctx, dbsqlc.RunLogMarkTruncatedParams{RunID: runID, Now: micros(now())})
-	})
+	return string(b), nil
+}
+
+// appendLines inserts encoded lines and applies the per-run cap inside the
+// caller's transaction.
+func appendLines(ctx context.Context, q *dbsqlc.Queries, runID, lines string, maxLinesPerRun int) error {
+	if _, err := q.RunLogInsert(ctx, dbsqlc.RunLogInsertParams{RunID: runID, Lines: lines}); err != nil {
+		return err
+	}
+	if maxLinesPerRun <= 0 {
+		return nil
+	}
+	dropped, err := q.RunLogTrim(ctx, dbsqlc.RunLogTrimParams{RunID: runID, KeepOffset: int64(maxLinesPerRun) - 1})
+	if err != nil || dropped == 0 {
+		return err
+	}
+	return q.RunLogMarkTruncated(ctx, dbsqlc.RunLogMarkTruncatedParams{RunID: runID, Now: micros(now())})
 }
 
 // RunLogList returns a page of a run's log lines, oldest first, with its

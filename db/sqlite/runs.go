@@ -12,12 +12,21 @@ import (
 
 // RunUpsert inserts or replaces rec, owned by this instance with a fresh lease.
 func (s *Store) RunUpsert(ctx context.Context, rec *db.RunRecord) error {
-	r := normalize(rec)
-	cols, err := encodeRun(&r)
+	p, err := s.upsertParams(rec)
 	if err != nil {
 		return wrap(ctx, "run upsert", err)
 	}
-	err = s.wq.RunUpsert(ctx, dbsqlc.RunUpsertParams{
+	return wrap(ctx, "run upsert", s.wq.RunUpsert(ctx, p))
+}
+
+// upsertParams is rec as RunUpsert's parameters.
+func (s *Store) upsertParams(rec *db.RunRecord) (dbsqlc.RunUpsertParams, error) {
+	r := normalize(rec)
+	cols, err := encodeRun(&r)
+	if err != nil {
+		return dbsqlc.RunUpsertParams{}, err
+	}
+	return dbsqlc.RunUpsertParams{
 		RunID:          r.RunID,
 		Name:           r.Name,
 		Labels:         cols.labels,
@@ -32,8 +41,7 @@ func (s *Store) RunUpsert(ctx context.Context, rec *db.RunRecord) error {
 		RecordsWritten: r.RecordsWritten,
 		Error:          r.Error,
 		Record:         cols.record,
-	})
-	return wrap(ctx, "run upsert", err)
+	}, nil
 }
 
 // RunGet returns one run, or an error wrapping db.ErrNotFound.

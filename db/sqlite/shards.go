@@ -18,6 +18,16 @@ func (s *Store) ShardInsert(ctx context.Context, runID string, shards []db.Shard
 	if len(shards) == 0 {
 		return 0, nil
 	}
+	b, err := encodeShards(runID, shards)
+	if err != nil {
+		return 0, wrap(ctx, op, err)
+	}
+	n, err := s.wq.ShardInsert(ctx, dbsqlc.ShardInsertParams{RunID: runID, Shards: b})
+	return int(n), wrap(ctx, op, err)
+}
+
+// encodeShards is the JSON array of shards ShardInsert takes.
+func encodeShards(runID string, shards []db.ShardInsert) (string, error) {
 	type shard struct {
 		ShardID      string          `json:"shard_id"`
 		Descriptor   json.RawMessage `json:"descriptor"`
@@ -32,10 +42,9 @@ func (s *Store) ShardInsert(ctx context.Context, runID string, shards []db.Shard
 	}
 	b, err := json.Marshal(rows)
 	if err != nil {
-		return 0, wrap(ctx, op, fmt.Errorf("encode shards of run %s: %w", runID, err))
+		return "", fmt.Errorf("encode shards of run %s: %w", runID, err)
 	}
-	n, err := s.wq.ShardInsert(ctx, dbsqlc.ShardInsertParams{RunID: runID, Shards: string(b)})
-	return int(n), wrap(ctx, op, err)
+	return string(b), nil
 }
 
 // ShardClaim claims up to limit pending shards in one statement, then reads

@@ -1,28 +1,3 @@
--- name: RunUpsert :exec
--- Inserts or replaces a run, stamping the writer as owner with a fresh lease.
--- cancel_requested_at is deliberately left alone.
-INSERT INTO faucet_runs (
-    run_id, name, labels, status, submitted_at, started_at, finished_at, idempotency_key,
-    owner, lease_expires_at, attempt, records_written, error, record
-) VALUES (
-    @run_id, @name, @labels, @status, @submitted_at, @started_at, @finished_at, @idempotency_key,
-    @owner::text, @lease_expires_at::timestamptz, @attempt, @records_written, @error, @record
-)
-ON CONFLICT (run_id) DO UPDATE SET
-    name = excluded.name,
-    labels = excluded.labels,
-    status = excluded.status,
-    submitted_at = excluded.submitted_at,
-    started_at = excluded.started_at,
-    finished_at = excluded.finished_at,
-    idempotency_key = excluded.idempotency_key,
-    owner = excluded.owner,
-    lease_expires_at = excluded.lease_expires_at,
-    attempt = excluded.attempt,
-    records_written = excluded.records_written,
-    error = excluded.error,
-    record = excluded.record;
-
 -- name: RunGet :one
 SELECT * FROM faucet_runs WHERE run_id = @run_id;
 
@@ -114,9 +89,10 @@ WITH picked AS (
 )
 UPDATE faucet_runs r SET
     status = 'running',
+    started_at = @now::timestamptz,
     owner = @owner::text,
     lease_expires_at = @lease_expires_at::timestamptz,
-    record = r.record || jsonb_build_object('status', 'running')
+    record = r.record || jsonb_build_object('status', 'running', 'started_at', @now::timestamptz)
 WHERE r.run_id = ANY (ARRAY(SELECT picked.run_id FROM picked)) AND r.status = 'pending'
 RETURNING r.*;
 
@@ -222,3 +198,85 @@ SELECT count(*) FROM flagged;
 SELECT run_id FROM faucet_runs
 WHERE owner = @owner::text AND status = 'running' AND cancel_requested_at IS NOT NULL
 ORDER BY run_id;
+
+-- name: RunStart :execrows
+UPDATE faucet_runs SET
+    status = 'running',
+    started_at = @started_at::timestamptz,
+    lease_expires_at = @lease_expires_at::timestamptz,
+    record = record || jsonb_build_object('status', 'running', 'started_at', @started_at::timestamptz)
+WHERE run_id = @run_id AND owner = @owner::text AND status = 'queued';
+
+-- name: RunWrite :one
+-- Inserts or replaces a run, stamping the caller as owner with the given
+-- lease (cancel_requested_at is deliberately left alone), together with an
+-- audit entry (when audit_id is set) and log lines, in one statement. With
+-- fenced, only an existing run is written, and only while the caller owns it
+-- and it is not terminal, like RunFinalizeOwned: the first finalizer wins and
+-- a reclaimed run is not overwritten. The entry and the lines are stored
+-- either way. Returns 1 when the run was written.
+WITH run AS (
+    INSERT INTO faucet_runs AS f (
+        run_id, name, labels, status, submitted_at, started_at, finished_at, idempotency_key,
+        owner, lease_expires_at, attempt, records_written, error, record
+    )
+    SELECT @run_id, @name, @labels, @status, @submitted_at, @started_at, @finished_at, @idempotency_key,
+        @owner::text, sqlc.narg(lease_expires_at)::timestamptz, @attempt, @records_written, @error, @record
+    WHERE NOT @fenced::boolean OR EXISTS (SELECT 1 FROM faucet_runs e WHERE e.run_id = @run_id)
+    ON CONFLICT (run_id) DO UPDATE SET
+        name = excluded.name,
+        labels = excluded.labels,
+        status = excluded.status,
+        submitted_at = excluded.submitted_at,
+        started_at = excluded.started_at,
+        finished_at = excluded.finished_at,
+        idempotency_key = excluded.idempotency_key,
+        owner = excluded.owner,
+        lease_expires_at = excluded.lease_expires_at,
+        attempt = excluded.attempt,
+        records_written = excluded.records_written,
+        error = excluded.error,
+        record = excluded.record
+    WHERE NOT @fenced::boolean
+       OR (f.owner = excluded.owner AND f.status NOT IN ('completed', 'failed', 'cancelled'))
+    RETURNING 1
+), audit AS (
+    INSERT INTO faucet_audit (id, ts, principal, role, action, run_id, config_fingerprint, source_ip, result)
+    SELECT sqlc.narg(audit_id)::text, @audit_ts::timestamptz, @audit_principal::text, @audit_role::text,
+        @audit_action::text, @run_id, sqlc.narg(audit_config_fingerprint)::text,
+        sqlc.narg(audit_source_ip)::text, @audit_result::text
+    WHERE sqlc.narg(audit_id)::text IS NOT NULL
+), lines AS (
+    INSERT INTO faucet_run_logs (run_id, seq, ts, level, line)
+    SELECT @run_id, unnest(@seqs::bigint[]), unnest(@tss::timestamptz[]), unnest(@levels::text[]), unnest(@lines::text[])
+    ON CONFLICT (run_id, seq) DO NOTHING
+)
+SELECT count(*) FROM run;
+
+-- name: RunShard :one
+-- Turns a running run the caller owns (or one it already sharded, so a
+-- repeated call completes the set) into a sharded run and inserts its shards
+-- from a JSON array of {shard_id, descriptor, size_estimate}, in one
+-- statement: the shards are inserted only when the fence let the run through.
+WITH marked AS (
+    UPDATE faucet_runs r SET
+        status = 'sharded',
+        record = r.record || jsonb_build_object('status', 'sharded')
+    WHERE r.run_id = @run_id AND r.owner = @owner::text AND r.status IN ('running', 'sharded')
+    RETURNING r.run_id
+), inserted AS (
+    INSERT INTO faucet_shards (run_id, shard_id, descriptor, size_estimate)
+    SELECT m.run_id, s.shard_id, s.descriptor, s.size_estimate
+    FROM marked m, jsonb_to_recordset(@shards::jsonb) AS s(shard_id text, descriptor jsonb, size_estimate bigint)
+    ON CONFLICT (run_id, shard_id) DO NOTHING
+)
+SELECT count(*) FROM marked;
+
+-- name: RunSetProgress :execrows
+-- Records the live counts of running runs the caller owns, given as
+-- parallel arrays.
+UPDATE faucet_runs r SET
+    records_written = p.records,
+    record = r.record || jsonb_build_object('records_written', p.records)
+FROM (SELECT unnest(@run_ids::text[]) AS run_id, unnest(@records::bigint[]) AS records) p
+WHERE r.run_id = p.run_id AND r.owner = @owner::text AND r.status = 'running';

@@ -79,9 +79,10 @@ WHERE status IN ('queued', 'running')
 -- name: RunClaimPending :many
 UPDATE faucet_runs
 SET status = 'running',
+    started_at = sqlc.arg(now),
     owner = sqlc.arg(owner),
     lease_expires_at = sqlc.arg(lease_expires_at),
-    record = json_set(record, '$.status', 'running')
+    record = json_set(record, '$.status', 'running', '$.started_at', CAST(sqlc.arg(now_text) AS TEXT))
 WHERE +status = 'pending'
   AND rowid IN (
       SELECT p.rowid FROM faucet_runs p
@@ -171,3 +172,26 @@ ORDER BY run_id;
 -- name: RunPurge :execrows
 DELETE FROM faucet_runs INDEXED BY faucet_runs_finished_idx
 WHERE status IN ('completed', 'failed', 'cancelled') AND finished_at < sqlc.arg(before);
+
+-- name: RunStart :execrows
+UPDATE faucet_runs
+SET status = 'running',
+    started_at = sqlc.arg(started_at),
+    lease_expires_at = sqlc.arg(lease_expires_at),
+    record = json_set(record, '$.status', 'running', '$.started_at', CAST(sqlc.arg(started_at_text) AS TEXT))
+WHERE run_id = sqlc.arg(run_id) AND owner = sqlc.arg(owner) AND status = 'queued';
+
+-- RunMarkSharded is the first half of RunShard; a run this instance already
+-- sharded matches too, so a repeated call completes its shard set.
+-- name: RunMarkSharded :execrows
+UPDATE faucet_runs
+SET status = 'sharded',
+    record = json_set(record, '$.status', 'sharded')
+WHERE run_id = sqlc.arg(run_id) AND owner = sqlc.arg(owner) AND status IN ('running', 'sharded');
+
+-- RunSetProgress updates one run's live count.
+-- name: RunSetProgress :execrows
+UPDATE faucet_runs
+SET records_written = sqlc.arg(records_written),
+    record = json_set(record, '$.records_written', sqlc.arg(records_written))
+WHERE run_id = sqlc.arg(run_id) AND owner = sqlc.arg(owner) AND status = 'running';

@@ -37,19 +37,21 @@ WITH picked AS (
     SELECT p.run_id FROM faucet_runs p
     WHERE p.status = 'pending'
     ORDER BY p.submitted_at, p.run_id
-    LIMIT $3
+    LIMIT $4
     FOR UPDATE SKIP LOCKED
 )
 UPDATE faucet_runs r SET
     status = 'running',
-    owner = $1::text,
-    lease_expires_at = $2::timestamptz,
-    record = r.record || jsonb_build_object('status', 'running')
+    started_at = $1::timestamptz,
+    owner = $2::text,
+    lease_expires_at = $3::timestamptz,
+    record = r.record || jsonb_build_object('status', 'running', 'started_at', $1::timestamptz)
 WHERE r.run_id = ANY (ARRAY(SELECT picked.run_id FROM picked)) AND r.status = 'pending'
 RETURNING r.run_id, r.name, r.labels, r.status, r.submitted_at, r.started_at, r.finished_at, r.idempotency_key, r.owner, r.lease_expires_at, r.cancel_requested_at, r.attempt, r.records_written, r.error, r.record
 `
 
 type RunClaimPendingParams struct {
+	Now            time.Time
 	Owner          string
 	LeaseExpiresAt time.Time
 	ClaimLimit     int32
@@ -60,7 +62,12 @@ type RunClaimPendingParams struct {
 // ids reach the UPDATE as an array, so even a generic plan finds them through
 // the primary key.
 func (q *Queries) RunClaimPending(ctx context.Context, arg RunClaimPendingParams) ([]FaucetRun, error) {
-	rows, err := q.db.Query(ctx, runClaimPending, arg.Owner, arg.LeaseExpiresAt, arg.ClaimLimit)
+	rows, err := q.db.Query(ctx, runClaimPending,
+		arg.Now,
+		arg.Owner,
+		arg.LeaseExpiresAt,
+		arg.ClaimLimit,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -513,6 +520,92 @@ func (q *Queries) RunRequestCancel(ctx context.Context, arg RunRequestCancelPara
 	return count, err
 }
 
+const runSetProgress = `-- name: RunSetProgress :execrows
+UPDATE faucet_runs r SET
+    records_written = p.records,
+    record = r.record || jsonb_build_object('records_written', p.records)
+FROM (SELECT unnest($2::text[]) AS run_id, unnest($3::bigint[]) AS records) p
+WHERE r.run_id = p.run_id AND r.owner = $1::text AND r.status = 'running'
+`
+
+type RunSetProgressParams struct {
+	Owner   string
+	RunIds  []string
+	Records []int64
+}
+
+// Records the live counts of running runs the caller owns, given as
+// parallel arrays.
+func (q *Queries) RunSetProgress(ctx context.Context, arg RunSetProgressParams) (int64, error) {
+	result, err := q.db.Exec(ctx, runSetProgress, arg.Owner, arg.RunIds, arg.Records)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const runShard = `-- name: RunShard :one
+WITH marked AS (
+    UPDATE faucet_runs r SET
+        status = 'sharded',
+        record = r.record || jsonb_build_object('status', 'sharded')
+    WHERE r.run_id = $1 AND r.owner = $2::text AND r.status IN ('running', 'sharded')
+    RETURNING r.run_id
+), inserted AS (
+    INSERT INTO faucet_shards (run_id, shard_id, descriptor, size_estimate)
+    SELECT m.run_id, s.shard_id, s.descriptor, s.size_estimate
+    FROM marked m, jsonb_to_recordset($3::jsonb) AS s(shard_id text, descriptor jsonb, size_estimate bigint)
+    ON CONFLICT (run_id, shard_id) DO NOTHING
+)
+SELECT count(*) FROM marked
+`
+
+type RunShardParams struct {
+	RunID  string
+	Owner  string
+	Shards []byte
+}
+
+// Turns a running run the caller owns (or one it already sharded, so a
+// repeated call completes the set) into a sharded run and inserts its shards
+// from a JSON array of {shard_id, descriptor, size_estimate}, in one
+// statement: the shards are inserted only when the fence let the run through.
+func (q *Queries) RunShard(ctx context.Context, arg RunShardParams) (int64, error) {
+	row := q.db.QueryRow(ctx, runShard, arg.RunID, arg.Owner, arg.Shards)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
+const runStart = `-- name: RunStart :execrows
+UPDATE faucet_runs SET
+    status = 'running',
+    started_at = $1::timestamptz,
+    lease_expires_at = $2::timestamptz,
+    record = record || jsonb_build_object('status', 'running', 'started_at', $1::timestamptz)
+WHERE run_id = $3 AND owner = $4::text AND status = 'queued'
+`
+
+type RunStartParams struct {
+	StartedAt      time.Time
+	LeaseExpiresAt time.Time
+	RunID          string
+	Owner          string
+}
+
+func (q *Queries) RunStart(ctx context.Context, arg RunStartParams) (int64, error) {
+	result, err := q.db.Exec(ctx, runStart,
+		arg.StartedAt,
+		arg.LeaseExpiresAt,
+		arg.RunID,
+		arg.Owner,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const runStatus = `-- name: RunStatus :one
 SELECT status FROM faucet_runs WHERE run_id = $1
 `
@@ -524,51 +617,85 @@ func (q *Queries) RunStatus(ctx context.Context, runID string) (string, error) {
 	return status, err
 }
 
-const runUpsert = `-- name: RunUpsert :exec
-INSERT INTO faucet_runs (
-    run_id, name, labels, status, submitted_at, started_at, finished_at, idempotency_key,
-    owner, lease_expires_at, attempt, records_written, error, record
-) VALUES (
-    $1, $2, $3, $4, $5, $6, $7, $8,
-    $9::text, $10::timestamptz, $11, $12, $13, $14
+const runWrite = `-- name: RunWrite :one
+WITH run AS (
+    INSERT INTO faucet_runs AS f (
+        run_id, name, labels, status, submitted_at, started_at, finished_at, idempotency_key,
+        owner, lease_expires_at, attempt, records_written, error, record
+    )
+    SELECT $1, $2, $3, $4, $5, $6, $7, $8,
+        $9::text, $10::timestamptz, $11, $12, $13, $14
+    WHERE NOT $15::boolean OR EXISTS (SELECT 1 FROM faucet_runs e WHERE e.run_id = $1)
+    ON CONFLICT (run_id) DO UPDATE SET
+        name = excluded.name,
+        labels = excluded.labels,
+        status = excluded.status,
+        submitted_at = excluded.submitted_at,
+        started_at = excluded.started_at,
+        finished_at = excluded.finished_at,
+        idempotency_key = excluded.idempotency_key,
+        owner = excluded.owner,
+        lease_expires_at = excluded.lease_expires_at,
+        attempt = excluded.attempt,
+        records_written = excluded.records_written,
+        error = excluded.error,
+        record = excluded.record
+    WHERE NOT $15::boolean
+       OR (f.owner = excluded.owner AND f.status NOT IN ('completed', 'failed', 'cancelled'))
+    RETURNING 1
+), audit AS (
+    INSERT INTO faucet_audit (id, ts, principal, role, action, run_id, config_fingerprint, source_ip, result)
+    SELECT $16::text, $17::timestamptz, $18::text, $19::text,
+        $20::text, $1, $21::text,
+        $22::text, $23::text
+    WHERE $16::text IS NOT NULL
+), lines AS (
+    INSERT INTO faucet_run_logs (run_id, seq, ts, level, line)
+    SELECT $1, unnest($24::bigint[]), unnest($25::timestamptz[]), unnest($26::text[]), unnest($27::text[])
+    ON CONFLICT (run_id, seq) DO NOTHING
 )
-ON CONFLICT (run_id) DO UPDATE SET
-    name = excluded.name,
-    labels = excluded.labels,
-    status = excluded.status,
-    submitted_at = excluded.submitted_at,
-    started_at = excluded.started_at,
-    finished_at = excluded.finished_at,
-    idempotency_key = excluded.idempotency_key,
-    owner = excluded.owner,
-    lease_expires_at = excluded.lease_expires_at,
-    attempt = excluded.attempt,
-    records_written = excluded.records_written,
-    error = excluded.error,
-    record = excluded.record
+SELECT count(*) FROM run
 `
 
-type RunUpsertParams struct {
-	RunID          string
-	Name           *string
-	Labels         []byte
-	Status         string
-	SubmittedAt    time.Time
-	StartedAt      *time.Time
-	FinishedAt     *time.Time
-	IdempotencyKey *string
-	Owner          string
-	LeaseExpiresAt time.Time
-	Attempt        int32
-	RecordsWritten int64
-	Error          *string
-	Record         []byte
+type RunWriteParams struct {
+	RunID                  string
+	Name                   *string
+	Labels                 []byte
+	Status                 string
+	SubmittedAt            time.Time
+	StartedAt              *time.Time
+	FinishedAt             *time.Time
+	IdempotencyKey         *string
+	Owner                  string
+	LeaseExpiresAt         *time.Time
+	Attempt                int32
+	RecordsWritten         int64
+	Error                  *string
+	Record                 []byte
+	Fenced                 bool
+	AuditID                *string
+	AuditTs                time.Time
+	AuditPrincipal         string
+	AuditRole              string
+	AuditAction            string
+	AuditConfigFingerprint *string
+	AuditSourceIp          *string
+	AuditResult            string
+	Seqs                   []int64
+	Tss                    []time.Time
+	Levels                 []string
+	Lines                  []string
 }
 
-// Inserts or replaces a run, stamping the writer as owner with a fresh lease.
-// cancel_requested_at is deliberately left alone.
-func (q *Queries) RunUpsert(ctx context.Context, arg RunUpsertParams) error {
-	_, err := q.db.Exec(ctx, runUpsert,
+// Inserts or replaces a run, stamping the caller as owner with the given
+// lease (cancel_requested_at is deliberately left alone), together with an
+// audit entry (when audit_id is set) and log lines, in one statement. With
+// fenced, only an existing run is written, and only while the caller owns it
+// and it is not terminal, like RunFinalizeOwned: the first finalizer wins and
+// a reclaimed run is not overwritten. The entry and the lines are stored
+// either way. Returns 1 when the run was written.
+func (q *Queries) RunWrite(ctx context.Context, arg RunWriteParams) (int64, error) {
+	row := q.db.QueryRow(ctx, runWrite,
 		arg.RunID,
 		arg.Name,
 		arg.Labels,
@@ -583,6 +710,21 @@ func (q *Queries) RunUpsert(ctx context.Context, arg RunUpsertParams) error {
 		arg.RecordsWritten,
 		arg.Error,
 		arg.Record,
+		arg.Fenced,
+		arg.AuditID,
+		arg.AuditTs,
+		arg.AuditPrincipal,
+		arg.AuditRole,
+		arg.AuditAction,
+		arg.AuditConfigFingerprint,
+		arg.AuditSourceIp,
+		arg.AuditResult,
+		arg.Seqs,
+		arg.Tss,
+		arg.Levels,
+		arg.Lines,
 	)
-	return err
+	var count int64
+	err := row.Scan(&count)
+	return count, err
 }

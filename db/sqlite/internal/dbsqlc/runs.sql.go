@@ -35,21 +35,24 @@ func (q *Queries) RunCancelPending(ctx context.Context, arg RunCancelPendingPara
 const runClaimPending = `-- name: RunClaimPending :many
 UPDATE faucet_runs
 SET status = 'running',
-    owner = ?1,
-    lease_expires_at = ?2,
-    record = json_set(record, '$.status', 'running')
+    started_at = ?1,
+    owner = ?2,
+    lease_expires_at = ?3,
+    record = json_set(record, '$.status', 'running', '$.started_at', CAST(?4 AS TEXT))
 WHERE +status = 'pending'
   AND rowid IN (
       SELECT p.rowid FROM faucet_runs p
       WHERE p.status = 'pending'
       ORDER BY p.submitted_at, p.run_id
-      LIMIT ?3)
+      LIMIT ?5)
 RETURNING run_id, name, labels, status, submitted_at, started_at, finished_at, idempotency_key, owner, lease_expires_at, cancel_requested_at, attempt, records_written, error, record
 `
 
 type RunClaimPendingParams struct {
+	Now            *int64
 	Owner          *string
 	LeaseExpiresAt *int64
+	NowText        string
 	RowLimit       int64
 }
 
@@ -59,7 +62,13 @@ type RunClaimPendingParams struct {
 // with the status index (walking every pending run): it looks each claimed
 // row up directly and checks the fence there.
 func (q *Queries) RunClaimPending(ctx context.Context, arg RunClaimPendingParams) ([]FaucetRun, error) {
-	rows, err := q.db.QueryContext(ctx, runClaimPending, arg.Owner, arg.LeaseExpiresAt, arg.RowLimit)
+	rows, err := q.db.QueryContext(ctx, runClaimPending,
+		arg.Now,
+		arg.Owner,
+		arg.LeaseExpiresAt,
+		arg.NowText,
+		arg.RowLimit,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -346,6 +355,28 @@ func (q *Queries) RunList(ctx context.Context, arg RunListParams) ([]FaucetRun, 
 	return items, nil
 }
 
+const runMarkSharded = `-- name: RunMarkSharded :execrows
+UPDATE faucet_runs
+SET status = 'sharded',
+    record = json_set(record, '$.status', 'sharded')
+WHERE run_id = ?1 AND owner = ?2 AND status IN ('running', 'sharded')
+`
+
+type RunMarkShardedParams struct {
+	RunID string
+	Owner *string
+}
+
+// RunMarkSharded is the first half of RunShard; a run this instance already
+// sharded matches too, so a repeated call completes its shard set.
+func (q *Queries) RunMarkSharded(ctx context.Context, arg RunMarkShardedParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, runMarkSharded, arg.RunID, arg.Owner)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const runPendingCancellations = `-- name: RunPendingCancellations :many
 SELECT run_id FROM faucet_runs
 WHERE owner = ?1 AND cancel_requested_at IS NOT NULL AND status = 'running'
@@ -515,6 +546,59 @@ func (q *Queries) RunRequestCancel(ctx context.Context, arg RunRequestCancelPara
 	var status string
 	err := row.Scan(&status)
 	return status, err
+}
+
+const runSetProgress = `-- name: RunSetProgress :execrows
+UPDATE faucet_runs
+SET records_written = ?1,
+    record = json_set(record, '$.records_written', ?1)
+WHERE run_id = ?2 AND owner = ?3 AND status = 'running'
+`
+
+type RunSetProgressParams struct {
+	RecordsWritten int64
+	RunID          string
+	Owner          *string
+}
+
+// RunSetProgress updates one run's live count.
+func (q *Queries) RunSetProgress(ctx context.Context, arg RunSetProgressParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, runSetProgress, arg.RecordsWritten, arg.RunID, arg.Owner)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const runStart = `-- name: RunStart :execrows
+UPDATE faucet_runs
+SET status = 'running',
+    started_at = ?1,
+    lease_expires_at = ?2,
+    record = json_set(record, '$.status', 'running', '$.started_at', CAST(?3 AS TEXT))
+WHERE run_id = ?4 AND owner = ?5 AND status = 'queued'
+`
+
+type RunStartParams struct {
+	StartedAt      *int64
+	LeaseExpiresAt *int64
+	StartedAtText  string
+	RunID          string
+	Owner          *string
+}
+
+func (q *Queries) RunStart(ctx context.Context, arg RunStartParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, runStart,
+		arg.StartedAt,
+		arg.LeaseExpiresAt,
+		arg.StartedAtText,
+		arg.RunID,
+		arg.Owner,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
 }
 
 const runStatus = `-- name: RunStatus :one

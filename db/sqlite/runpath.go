@@ -1,0 +1,129 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/faucet-dev/faucet/db"
+	"github.com/faucet-dev/faucet/db/sqlite/internal/dbsqlc"
+)
+
+// RunSubmit writes a new run and its submission's audit entry in one
+// transaction.
+func (s *Store) RunSubmit(ctx context.Context, rec *db.RunRecord, audit *db.AuditEntry) error {
+	const op = "run submit"
+	p, err := s.upsertParams(rec)
+	if err != nil {
+		return wrap(ctx, op, err)
+	}
+	if audit == nil {
+		return wrap(ctx, op, s.wq.RunUpsert(ctx, p))
+	}
+	return s.write(ctx, op, func(q *dbsqlc.Queries) error {
+		if err := q.RunUpsert(ctx, p); err != nil {
+			return err
+		}
+		return q.AuditInsert(ctx, auditParams(*audit))
+	})
+}
+
+// RunStart moves a queued run this instance owns to running.
+func (s *Store) RunStart(ctx context.Context, runID string, startedAt time.Time) (bool, error) {
+	t := fromMicros(micros(startedAt))
+	n, err := s.wq.RunStart(ctx, dbsqlc.RunStartParams{
+		StartedAt: ptr(micros(t)), StartedAtText: jsonTime(t), LeaseExpiresAt: s.lease(now()), RunID: runID, Owner: s.owner,
+	})
+	return n == 1, wrap(ctx, "run start", err)
+}
+
+// RunFinish writes a terminal record and the run's pending log lines in one
+// transaction.
+func (s *Store) RunFinish(ctx context.Context, f db.RunFinal) (bool, error) {
+	const op = "run finish"
+	if !f.Record.Status.Terminal() {
+		return false, permanent(op, fmt.Errorf("finish run %s: status %q is not terminal", f.Record.RunID, f.Record.Status))
+	}
+	var lines string
+	if len(f.Lines) > 0 {
+		var err error
+		if lines, err = encodeLines(f.Record.RunID, f.Lines); err != nil {
+			return false, wrap(ctx, op, err)
+		}
+	}
+	var write func(q *dbsqlc.Queries) (bool, error)
+	if f.Owned {
+		p, err := s.finalizeParams(f.Record)
+		if err != nil {
+			return false, wrap(ctx, op, err)
+		}
+		write = func(q *dbsqlc.Queries) (bool, error) {
+			n, err := q.RunFinalizeOwned(ctx, p)
+			return n == 1, err
+		}
+	} else {
+		stamped := *f.Record
+		if stamped.FinishedAt == nil {
+			t := now()
+			stamped.FinishedAt = &t
+		}
+		p, err := s.upsertParams(&stamped)
+		if err != nil {
+			return false, wrap(ctx, op, err)
+		}
+		write = func(q *dbsqlc.Queries) (bool, error) { return true, q.RunUpsert(ctx, p) }
+	}
+	var won bool
+	err := s.write(ctx, op, func(q *dbsqlc.Queries) error {
+		var err error
+		if won, err = write(q); err != nil || lines == "" {
+			return err
+		}
+		return appendLines(ctx, q, f.Record.RunID, lines, f.MaxLinesPerRun)
+	})
+	return won, err
+}
+
+// RunShard marks a running run sharded and inserts its shards in one
+// transaction.
+func (s *Store) RunShard(ctx context.Context, runID string, shards []db.ShardInsert) (bool, error) {
+	const op = "run shard"
+	var b string
+	if len(shards) > 0 {
+		var err error
+		if b, err = encodeShards(runID, shards); err != nil {
+			return false, wrap(ctx, op, err)
+		}
+	}
+	var marked bool
+	err := s.write(ctx, op, func(q *dbsqlc.Queries) error {
+		n, err := q.RunMarkSharded(ctx, dbsqlc.RunMarkShardedParams{RunID: runID, Owner: s.owner})
+		marked = n == 1
+		if err != nil || !marked || b == "" {
+			return err
+		}
+		_, err = q.ShardInsert(ctx, dbsqlc.ShardInsertParams{RunID: runID, Shards: b})
+		return err
+	})
+	return marked, err
+}
+
+// RunSetProgress records the live counts of this instance's running runs in
+// one transaction.
+func (s *Store) RunSetProgress(ctx context.Context, progress map[string]int64) (int, error) {
+	if len(progress) == 0 {
+		return 0, nil
+	}
+	var updated int64
+	err := s.write(ctx, "run set progress", func(q *dbsqlc.Queries) error {
+		for id, n := range progress {
+			c, err := q.RunSetProgress(ctx, dbsqlc.RunSetProgressParams{RecordsWritten: n, RunID: id, Owner: s.owner})
+			if err != nil {
+				return err
+			}
+			updated += c
+		}
+		return nil
+	})
+	return int(updated), err
+}
