@@ -100,7 +100,9 @@ type Store interface {
 	// RunShard turns a running run this instance owns into a sharded run
 	// and inserts its shard set (conflicts on (run, shard) ignored), in one
 	// transaction: no shard row ever exists while its parent is running, and
-	// no sharded parent is left without its shards. Repeating the call for a
+	// no sharded parent is left without its shards. A run that carries a
+	// cancel request gets its shards inserted cancelled, since no claimer
+	// takes them. Repeating the call for a
 	// run this instance already sharded inserts the missing shards and
 	// returns true; it returns false, inserting nothing, when the run is in
 	// any other state or another instance owns it.

@@ -225,6 +225,30 @@ func exerciseRunPath(t *testing.T, newURL func(t testing.TB) string) {
 		}
 	})
 
+	t.Run("ShardOfACancelledRunEndsCancelled", func(t *testing.T) {
+		t.Parallel()
+		s := fresh(t, newURL, "a")
+		upsert(t, s, newRun("r1", db.StatusPending, now()))
+		claimPending(t, s, 1)
+		if ok, err := s.RunRequestCancel(t.Context(), "r1"); err != nil || !ok {
+			t.Fatalf("request cancel: %v, %v", ok, err)
+		}
+		if ok, err := s.RunShard(t.Context(), "r1", shardSpecs("s", 3, nil)); err != nil || !ok {
+			t.Fatalf("shard: %v, %v", ok, err)
+		}
+		if p := progress(t, s, "r1"); p.Cancelled != 3 {
+			t.Fatalf("progress %+v, want 3 cancelled shards", p)
+		}
+		if got := shardClaim(t, s, 10); len(got) != 0 {
+			t.Fatalf("claimed %v of a cancelled run", shardKeys(got))
+		}
+		ids, err := s.ShardFinalizeCompletedParents(t.Context())
+		if err != nil || len(ids) != 1 {
+			t.Fatalf("sweep: %v, %v", ids, err)
+		}
+		wantStatus(t, s, "r1", db.StatusCancelled)
+	})
+
 	t.Run("SetProgressOnlyOwnRunningRuns", func(t *testing.T) {
 		t.Parallel()
 		url := newURL(t)

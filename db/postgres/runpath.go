@@ -63,7 +63,7 @@ func (s *Store) RunShard(ctx context.Context, runID string, shards []db.ShardIns
 	if err != nil {
 		return false, fail(op, err)
 	}
-	n, err := s.q.RunShard(ctx, dbsqlc.RunShardParams{RunID: runID, Owner: s.instanceID, Shards: payload})
+	n, err := s.q.RunShard(ctx, dbsqlc.RunShardParams{RunID: runID, Owner: s.instanceID, Shards: payload, Now: now()})
 	return n == 1, fail(op, err)
 }
 

@@ -2,6 +2,8 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -97,12 +99,22 @@ func (s *Store) RunShard(ctx context.Context, runID string, shards []db.ShardIns
 	}
 	var marked bool
 	err := s.write(ctx, op, func(q *dbsqlc.Queries) error {
-		n, err := q.RunMarkSharded(ctx, dbsqlc.RunMarkShardedParams{RunID: runID, Owner: s.owner})
-		marked = n == 1
-		if err != nil || !marked || b == "" {
+		cancelRequested, err := q.RunMarkSharded(ctx, dbsqlc.RunMarkShardedParams{RunID: runID, Owner: s.owner})
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
 			return err
 		}
-		_, err = q.ShardInsert(ctx, dbsqlc.ShardInsertParams{RunID: runID, Shards: b})
+		marked = true
+		if b == "" {
+			return nil
+		}
+		if _, err := q.ShardInsert(ctx, dbsqlc.ShardInsertParams{RunID: runID, Shards: b}); err != nil || !cancelRequested {
+			return err
+		}
+		// No claimer takes the shards of a run with a cancel request.
+		_, err = q.ShardCancelPending(ctx, dbsqlc.ShardCancelPendingParams{RunID: runID, Now: ptr(micros(now()))})
 		return err
 	})
 	return marked, err

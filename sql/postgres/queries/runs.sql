@@ -257,16 +257,21 @@ SELECT count(*) FROM run;
 -- Turns a running run the caller owns (or one it already sharded, so a
 -- repeated call completes the set) into a sharded run and inserts its shards
 -- from a JSON array of {shard_id, descriptor, size_estimate}, in one
--- statement: the shards are inserted only when the fence let the run through.
+-- statement: the shards are inserted only when the fence let the run through,
+-- and inserted cancelled when the run already carries a cancel request (no
+-- claimer would ever take them).
 WITH marked AS (
     UPDATE faucet_runs r SET
         status = 'sharded',
         record = r.record || jsonb_build_object('status', 'sharded')
     WHERE r.run_id = @run_id AND r.owner = @owner::text AND r.status IN ('running', 'sharded')
-    RETURNING r.run_id
+    RETURNING r.run_id, r.cancel_requested_at
 ), inserted AS (
-    INSERT INTO faucet_shards (run_id, shard_id, descriptor, size_estimate)
-    SELECT m.run_id, s.shard_id, s.descriptor, s.size_estimate
+    INSERT INTO faucet_shards (run_id, shard_id, descriptor, size_estimate, status, finished_at, error)
+    SELECT m.run_id, s.shard_id, s.descriptor, s.size_estimate,
+        CASE WHEN m.cancel_requested_at IS NULL THEN 'pending' ELSE 'cancelled' END,
+        CASE WHEN m.cancel_requested_at IS NULL THEN NULL ELSE @now::timestamptz END,
+        CASE WHEN m.cancel_requested_at IS NULL THEN NULL ELSE 'run cancelled before the shard started' END
     FROM marked m, jsonb_to_recordset(@shards::jsonb) AS s(shard_id text, descriptor jsonb, size_estimate bigint)
     ON CONFLICT (run_id, shard_id) DO NOTHING
 )

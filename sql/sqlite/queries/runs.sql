@@ -182,12 +182,14 @@ SET status = 'running',
 WHERE run_id = sqlc.arg(run_id) AND owner = sqlc.arg(owner) AND status = 'queued';
 
 -- RunMarkSharded is the first half of RunShard; a run this instance already
--- sharded matches too, so a repeated call completes its shard set.
--- name: RunMarkSharded :execrows
+-- sharded matches too, so a repeated call completes its shard set. It
+-- returns whether the run carries a cancel request.
+-- name: RunMarkSharded :one
 UPDATE faucet_runs
 SET status = 'sharded',
     record = json_set(record, '$.status', 'sharded')
-WHERE run_id = sqlc.arg(run_id) AND owner = sqlc.arg(owner) AND status IN ('running', 'sharded');
+WHERE run_id = sqlc.arg(run_id) AND owner = sqlc.arg(owner) AND status IN ('running', 'sharded')
+RETURNING cancel_requested_at IS NOT NULL AS cancel_requested;
 
 -- RunSetProgress updates one run's live count.
 -- name: RunSetProgress :execrows

@@ -550,11 +550,14 @@ WITH marked AS (
         status = 'sharded',
         record = r.record || jsonb_build_object('status', 'sharded')
     WHERE r.run_id = $1 AND r.owner = $2::text AND r.status IN ('running', 'sharded')
-    RETURNING r.run_id
+    RETURNING r.run_id, r.cancel_requested_at
 ), inserted AS (
-    INSERT INTO faucet_shards (run_id, shard_id, descriptor, size_estimate)
-    SELECT m.run_id, s.shard_id, s.descriptor, s.size_estimate
-    FROM marked m, jsonb_to_recordset($3::jsonb) AS s(shard_id text, descriptor jsonb, size_estimate bigint)
+    INSERT INTO faucet_shards (run_id, shard_id, descriptor, size_estimate, status, finished_at, error)
+    SELECT m.run_id, s.shard_id, s.descriptor, s.size_estimate,
+        CASE WHEN m.cancel_requested_at IS NULL THEN 'pending' ELSE 'cancelled' END,
+        CASE WHEN m.cancel_requested_at IS NULL THEN NULL ELSE $3::timestamptz END,
+        CASE WHEN m.cancel_requested_at IS NULL THEN NULL ELSE 'run cancelled before the shard started' END
+    FROM marked m, jsonb_to_recordset($4::jsonb) AS s(shard_id text, descriptor jsonb, size_estimate bigint)
     ON CONFLICT (run_id, shard_id) DO NOTHING
 )
 SELECT count(*) FROM marked
@@ -563,15 +566,23 @@ SELECT count(*) FROM marked
 type RunShardParams struct {
 	RunID  string
 	Owner  string
+	Now    time.Time
 	Shards []byte
 }
 
 // Turns a running run the caller owns (or one it already sharded, so a
 // repeated call completes the set) into a sharded run and inserts its shards
 // from a JSON array of {shard_id, descriptor, size_estimate}, in one
-// statement: the shards are inserted only when the fence let the run through.
+// statement: the shards are inserted only when the fence let the run through,
+// and inserted cancelled when the run already carries a cancel request (no
+// claimer would ever take them).
 func (q *Queries) RunShard(ctx context.Context, arg RunShardParams) (int64, error) {
-	row := q.db.QueryRow(ctx, runShard, arg.RunID, arg.Owner, arg.Shards)
+	row := q.db.QueryRow(ctx, runShard,
+		arg.RunID,
+		arg.Owner,
+		arg.Now,
+		arg.Shards,
+	)
 	var count int64
 	err := row.Scan(&count)
 	return count, err

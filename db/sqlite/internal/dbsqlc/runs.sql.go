@@ -355,11 +355,12 @@ func (q *Queries) RunList(ctx context.Context, arg RunListParams) ([]FaucetRun, 
 	return items, nil
 }
 
-const runMarkSharded = `-- name: RunMarkSharded :execrows
+const runMarkSharded = `-- name: RunMarkSharded :one
 UPDATE faucet_runs
 SET status = 'sharded',
     record = json_set(record, '$.status', 'sharded')
 WHERE run_id = ?1 AND owner = ?2 AND status IN ('running', 'sharded')
+RETURNING cancel_requested_at IS NOT NULL AS cancel_requested
 `
 
 type RunMarkShardedParams struct {
@@ -368,13 +369,13 @@ type RunMarkShardedParams struct {
 }
 
 // RunMarkSharded is the first half of RunShard; a run this instance already
-// sharded matches too, so a repeated call completes its shard set.
-func (q *Queries) RunMarkSharded(ctx context.Context, arg RunMarkShardedParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, runMarkSharded, arg.RunID, arg.Owner)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected()
+// sharded matches too, so a repeated call completes its shard set. It
+// returns whether the run carries a cancel request.
+func (q *Queries) RunMarkSharded(ctx context.Context, arg RunMarkShardedParams) (bool, error) {
+	row := q.db.QueryRowContext(ctx, runMarkSharded, arg.RunID, arg.Owner)
+	var column_1 bool
+	err := row.Scan(&column_1)
+	return column_1, err
 }
 
 const runPendingCancellations = `-- name: RunPendingCancellations :many
