@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -48,8 +49,45 @@ func (e *engine) Load(config []byte, format string) (*pipeline.Plan, error) {
 	})
 }
 
-func (e *engine) Execute(ctx context.Context, plan *pipeline.Plan, log *slog.Logger) ([]pipeline.InvocationResult, error) {
-	return pipeline.Execute(ctx, plan, pipeline.ExecuteOptions{Connectors: e.host, Logger: log})
+func (e *engine) Execute(ctx context.Context, plan *pipeline.Plan, log *slog.Logger, progress func(int64)) ([]pipeline.InvocationResult, error) {
+	opts := pipeline.ExecuteOptions{Connectors: e.host, Logger: log}
+	if progress != nil {
+		opts.Progress = func(p pipeline.Progress) { progress(p.Records) }
+	}
+	return pipeline.Execute(ctx, plan, opts)
+}
+
+func (e *engine) Shardable(source pipeline.ConnectorConfig) bool {
+	c, ok := e.host.Lookup(source.Type)
+	return ok && c.Source && c.Shardable
+}
+
+func (e *engine) Shards(ctx context.Context, source pipeline.ConnectorConfig, count int) ([]pipeline.SourceShard, error) {
+	return e.host.Shards(ctx, source, count)
+}
+
+func (e *engine) WriteMode(sink pipeline.ConnectorConfig) string {
+	var cfg struct {
+		WriteMode string `json:"write_mode"`
+	}
+	if json.Unmarshal(sink.Config, &cfg) == nil && cfg.WriteMode != "" {
+		return cfg.WriteMode
+	}
+	schema, ok := e.host.ConnectorSchema(pipeline.RoleSink, sink.Type)
+	if !ok {
+		return ""
+	}
+	var doc struct {
+		Properties struct {
+			WriteMode struct {
+				Default string `json:"default"`
+			} `json:"write_mode"`
+		} `json:"properties"`
+	}
+	if json.Unmarshal(schema, &doc) != nil {
+		return ""
+	}
+	return doc.Properties.WriteMode.Default
 }
 
 // Probe runs the Check probe of the source and the sink of every invocation.

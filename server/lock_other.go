@@ -4,4 +4,4 @@ package server
 
 // lockFile is unsupported here: the server then recovers interrupted runs
 // only once their leases expire.
-func lockFile(string) (func(), error) { return nil, errNoLock }
+func lockFile(string, bool) (func(), error) { return nil, errNoLock }

@@ -9,19 +9,28 @@ import (
 	"syscall"
 )
 
-// lockFile takes an exclusive advisory lock on path, so two servers never
-// share one SQLite history file: the server holding it may treat every
-// unfinished run in the file as its own crash's orphan. The lock dies with
-// the process, even on kill -9.
-func lockFile(path string) (unlock func(), err error) {
+// lockFile takes an advisory lock on path. A server outside a cluster takes
+// it exclusively, so two servers never share one SQLite history file: the
+// server holding it may treat every unfinished run in the file as its own
+// crash's orphan. Cluster members take it shared: they share the file with
+// each other, never with a server outside the cluster. The lock dies with the
+// process, even on kill -9.
+func lockFile(path string, shared bool) (unlock func(), err error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open history lock: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	how := syscall.LOCK_EX
+	if shared {
+		how = syscall.LOCK_SH
+	}
+	if err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB); err != nil {
 		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("history file is in use by another faucet serve (lock %s is held)", path)
+		switch {
+		case errors.Is(err, syscall.EWOULDBLOCK) && shared:
+			return nil, fmt.Errorf("history file is in use by a faucet serve outside the cluster (lock %s is held); start every server on it with --cluster", path)
+		case errors.Is(err, syscall.EWOULDBLOCK):
+			return nil, fmt.Errorf("history file is in use by another faucet serve (lock %s is held); servers share a history only with --cluster", path)
 		}
 		return nil, fmt.Errorf("lock history: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/faucet-dev/faucet/db"
@@ -59,6 +60,18 @@ type Config struct {
 	CORSOrigins []string
 	// PluginDirs are searched for third-party connector plugins.
 	PluginDirs []string
+
+	// Cluster makes this server one member of a cluster sharing History
+	// (Postgres, or a SQLite file shared by servers on one host).
+	Cluster bool
+	// ClusterPoll is how often the claim loop looks for work unprompted.
+	ClusterPoll time.Duration
+	// ClusterMaxAttempts: a run whose owner's lease lapses this many times is
+	// failed as poison.
+	ClusterMaxAttempts int
+	// LeaseTTL is how long a run stays owned without a heartbeat; peers
+	// take over a cluster member's runs this long after it died.
+	LeaseTTL time.Duration
 }
 
 // Defaults of Config.
@@ -70,6 +83,9 @@ const (
 	DefaultLogRetention         = 7 * 24 * time.Hour
 	DefaultLogMaxLinesPerRun    = 100000
 	DefaultProbeTimeout         = 10 * time.Second
+	DefaultClusterPoll          = runner.DefaultClusterPoll
+	DefaultClusterMaxAttempts   = runner.DefaultMaxAttempts
+	DefaultLeaseTTL             = db.DefaultLeaseTTL
 	historyFileName             = "history.db"
 )
 
@@ -88,27 +104,30 @@ func DefaultDataDir() string {
 // errNoLock: this platform cannot lock the history file.
 var errNoLock = errors.New("file locking is not supported on this platform")
 
-// maintenance intervals.
-const (
-	leaseRenewEvery = db.DefaultLeaseTTL / 3
-	purgeEvery      = 10 * time.Minute
-)
+// purgeEvery is how often expired history is purged.
+const purgeEvery = 10 * time.Minute
 
 // Run serves until ctx ends, then shuts down within cfg.ShutdownGrace.
 // Messages meant for the operator's eyes only (a new admin token) go to out.
 func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error {
 	cfg = withDefaults(cfg)
+	if err := checkCluster(cfg); err != nil {
+		return err
+	}
 	historyURL, historyFile, err := resolveHistory(cfg)
 	if err != nil {
 		return err
 	}
 	exclusive := false
 	if historyFile != "" {
-		unlock, err := lockFile(historyFile + ".lock")
+		// Cluster members share the file and take the lock shared; a server
+		// outside the cluster takes it exclusively, so it never mistakes
+		// the members' runs for its own crash's orphans.
+		unlock, err := lockFile(historyFile+".lock", cfg.Cluster)
 		switch {
 		case err == nil:
 			defer unlock()
-			exclusive = true
+			exclusive = !cfg.Cluster
 		case !errors.Is(err, errNoLock):
 			return err
 		}
@@ -122,7 +141,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 		return err
 	}
 
-	store, err := db.Open(ctx, historyURL, db.Options{})
+	store, err := db.Open(ctx, historyURL, db.Options{LeaseTTL: cfg.LeaseTTL})
 	if err != nil {
 		return fmt.Errorf("open run history: %w", err)
 	}
@@ -144,22 +163,30 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 	hub := logs.NewHub(hubOpts)
 	defer hub.Close(context.Background())
 
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+	}
 	run := runner.New(runner.Config{
 		MaxConcurrent:        cfg.MaxConcurrentRuns,
 		MaxQueued:            cfg.MaxQueuedRuns,
 		IdempotencyRetention: cfg.IdempotencyRetention,
 		ProbeTimeout:         cfg.ProbeTimeout,
 		Secrets:              authn.Secrets(),
+		Cluster:              cfg.Cluster,
+		ClusterPoll:          cfg.ClusterPoll,
+		LeaseTTL:             cfg.LeaseTTL,
+		MaxAttempts:          cfg.ClusterMaxAttempts,
+		Listen:               ln.Addr().String(),
 	}, store, eng, hub, m, log)
-	if n, err := run.Recover(ctx, exclusive); err != nil {
+	if cfg.Cluster {
+		if store.Degraded() {
+			log.Error("cluster mode without its shared history: submits are refused (503) until this server restarts with the database reachable")
+		}
+	} else if n, err := run.Recover(ctx, exclusive); err != nil {
 		log.Error("recover interrupted runs", "error", err)
 	} else if n > 0 {
 		log.Warn("runs interrupted by the previous shutdown were marked failed", "runs", n)
-	}
-
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
 	mux := http.NewServeMux()
 	api.New(mux, &api.Deps{
@@ -176,20 +203,29 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 
+	// The background duties outlive the runs' shutdown: leases must be
+	// renewed while runs flush.
 	maintCtx, stopMaint := context.WithCancel(context.Background())
-	maintDone := make(chan struct{})
-	go func() {
-		defer close(maintDone)
+	var maint sync.WaitGroup
+	maint.Go(func() {
 		run.Maintain(maintCtx, runner.Retention{
 			TerminalRuns: cfg.RetainTerminalRuns, IdempotencyClaims: cfg.IdempotencyRetention, Logs: cfg.LogRetention,
-		}, leaseRenewEvery, purgeEvery)
+		}, purgeEvery)
+	})
+	if cfg.Cluster {
+		maint.Go(func() { run.Cluster(maintCtx) })
+	}
+	maintDone := make(chan struct{})
+	go func() {
+		maint.Wait()
+		close(maintDone)
 	}()
 
 	// Said plainly on out too, whatever the log level: scripts wait for it.
 	fmt.Fprintf(out, "faucet serve: listening on http://%s\n", ln.Addr())
 	log.Info("faucet serve listening", "addr", ln.Addr().String(), "history", store.Dialect(),
 		"degraded", store.Degraded(), "auth", authn.Enabled(), "max_concurrent_runs", run.Config().MaxConcurrent,
-		"max_queued_runs", run.Config().MaxQueued)
+		"max_queued_runs", run.Config().MaxQueued, "cluster", cfg.Cluster, "instance", store.InstanceID())
 
 	select {
 	case <-ctx.Done():
@@ -223,6 +259,21 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 	return nil
 }
 
+// checkCluster refuses a cluster configuration that cannot work.
+func checkCluster(cfg Config) error {
+	if !cfg.Cluster {
+		return nil
+	}
+	if dialect, dsn, err := db.ParseURL(cfg.History); err == nil && dialect == "sqlite" && (dsn == db.MemoryDSN || strings.HasPrefix(dsn, "file:")) {
+		return errors.New("--cluster needs a history its members share: postgres://… (any hosts) or sqlite:PATH (one host); " +
+			"an in-memory history is private to one process")
+	}
+	if cfg.LeaseTTL < time.Second {
+		return fmt.Errorf("--lease-ttl-secs must be at least 1 (got %s)", cfg.LeaseTTL)
+	}
+	return nil
+}
+
 func withDefaults(cfg Config) Config {
 	if cfg.Listen == "" {
 		cfg.Listen = DefaultListen
@@ -244,6 +295,15 @@ func withDefaults(cfg Config) Config {
 	}
 	if cfg.ProbeTimeout <= 0 {
 		cfg.ProbeTimeout = DefaultProbeTimeout
+	}
+	if cfg.ClusterPoll <= 0 {
+		cfg.ClusterPoll = DefaultClusterPoll
+	}
+	if cfg.ClusterMaxAttempts <= 0 {
+		cfg.ClusterMaxAttempts = DefaultClusterMaxAttempts
+	}
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = DefaultLeaseTTL
 	}
 	return cfg
 }

@@ -23,6 +23,7 @@ func newServeCmd() *cobra.Command {
 		cfg                                         server.Config
 		shutdownSecs, retainSecs, idemSecs, logSecs int64
 		probeSecs                                   int64
+		pollSecs, leaseSecs                         float64
 		logLevel                                    string
 	)
 	cmd := &cobra.Command{
@@ -31,6 +32,13 @@ func newServeCmd() *cobra.Command {
 		Long: `Run faucet's HTTP control plane. With no flags it listens on 127.0.0.1:8080,
 keeps its run history in a SQLite file in faucet's data directory, and creates an
 admin API token on first start (printed once, stored beside the history file).
+
+With --cluster, several servers share one history database (Postgres, or a
+SQLite file on one host): any of them accepts a run, any of them executes it,
+the runs of a server that dies are taken over once its lease lapses, and a run
+whose config says shard: {count: N} is split into source shards that every
+member executes. Execution is then at-least-once: use a keyed sink
+(write_mode: upsert) to make a re-executed run idempotent.
 
 Every flag can also be set through the environment: --max-concurrent-runs is
 FAUCET_MAX_CONCURRENT_RUNS, and so on. A flag on the command line wins.`,
@@ -48,6 +56,11 @@ FAUCET_MAX_CONCURRENT_RUNS, and so on. A flag on the command line wins.`,
 			cfg.IdempotencyRetention = time.Duration(idemSecs) * time.Second
 			cfg.LogRetention = time.Duration(logSecs) * time.Second
 			cfg.ProbeTimeout = time.Duration(probeSecs) * time.Second
+			if pollSecs <= 0 || leaseSecs <= 0 {
+				return fmt.Errorf("--cluster-poll-secs and --lease-ttl-secs must be positive")
+			}
+			cfg.ClusterPoll = time.Duration(pollSecs * float64(time.Second))
+			cfg.LeaseTTL = time.Duration(leaseSecs * float64(time.Second))
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 			slog.SetDefault(log)
 			return server.Run(cmd.Context(), cfg, cmd.ErrOrStderr(), log)
@@ -73,6 +86,10 @@ FAUCET_MAX_CONCURRENT_RUNS, and so on. A flag on the command line wins.`,
 	f.StringSliceVar(&cfg.CORSOrigins, "cors-origin", nil, "browser origin allowed to call the API (repeatable; * for any)")
 	f.StringSliceVar(&cfg.PluginDirs, "plugin-dir", nil, "directory of third-party connector plugins (repeatable)")
 	f.StringVar(&logLevel, "log-level", "info", "server log level: debug, info, warn or error")
+	f.BoolVar(&cfg.Cluster, "cluster", false, "join the cluster of servers sharing --history (postgres://…, or a sqlite:PATH file on one host)")
+	f.Float64Var(&pollSecs, "cluster-poll-secs", server.DefaultClusterPoll.Seconds(), "how often a cluster member looks for runs to claim when nothing wakes it")
+	f.IntVar(&cfg.ClusterMaxAttempts, "cluster-max-attempts", server.DefaultClusterMaxAttempts, "a run whose owner's lease lapses this many times is failed as poison")
+	f.Float64Var(&leaseSecs, "lease-ttl-secs", server.DefaultLeaseTTL.Seconds(), "how long a run stays owned by a server that stopped heartbeating; peers take over after it")
 	return cmd
 }
 

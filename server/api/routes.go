@@ -197,6 +197,13 @@ func (d *Deps) readyz(ctx context.Context, _ *struct{}) (*readyzOutput, error) {
 		HistoryOK: !d.Store.Degraded() && d.Store.Ping(pctx) == nil,
 		QueueOK:   st.Queued < st.MaxQueued && !d.Runner.Closing(),
 	}
+	if ready.HistoryOK {
+		enabled, members, err := d.Runner.ClusterStatus(pctx)
+		ready.Cluster = ClusterStatus{Enabled: enabled, Instances: members}
+		ready.HistoryOK = err == nil
+	} else {
+		ready.Cluster.Enabled = d.Runner.Config().Cluster
+	}
 	out := &readyzOutput{Status: http.StatusOK, Body: ready}
 	out.Body.Status = "ready"
 	if !ready.HistoryOK || !ready.QueueOK {
@@ -232,6 +239,7 @@ func (d *Deps) submitRun(ctx context.Context, in *submitInput) (*submitOutput, e
 		Config: b.Config, ConfigFormat: format, Name: b.Name, Labels: b.Labels,
 		TimeoutSecs: b.TimeoutSecs, DoctorFirst: b.DoctorFirst, IdempotencyKey: b.IdempotencyKey,
 		Clock: b.Clock, Concurrency: b.Concurrency,
+		Audit: &db.AuditEntry{Principal: p.Name, Role: p.Role.String(), Action: "run.submit", SourceIP: sourceIPFrom(ctx)},
 	}
 	if b.Callback != nil {
 		cb, err := json.Marshal(b.Callback)
@@ -244,7 +252,6 @@ func (d *Deps) submitRun(ctx context.Context, in *submitInput) (*submitOutput, e
 	if err != nil {
 		return nil, d.runnerError(err)
 	}
-	d.audit(ctx, p, "run.submit", &res.RunID, &res.Fingerprint, "ok")
 	return &submitOutput{Body: SubmitResponse{
 		RunID: res.RunID, Status: string(res.Status), SubmittedAt: res.SubmittedAt.UTC(), Warnings: res.Warnings,
 	}}, nil
@@ -268,7 +275,7 @@ func (d *Deps) runnerError(err error) error {
 	case errors.Is(err, runner.ErrShuttingDown):
 		return errUnavailable("the server is shutting down and accepts no new runs")
 	case errors.Is(err, runner.ErrHistoryUnavailable):
-		return errUnavailable("the run history is degraded; idempotent submission is unsafe right now, retry later")
+		return errUnavailable(err.Error())
 	case errors.Is(err, runner.ErrIdempotencyConflict):
 		return errConflict("idempotency key reused with a different payload")
 	case errors.Is(err, runner.ErrNotFound):

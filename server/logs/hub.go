@@ -55,6 +55,9 @@ type Hub struct {
 
 	mu   sync.Mutex
 	runs map[string]*Run
+	// dirty holds the captures with lines not persisted yet, so the flusher
+	// never walks the (many) finished captures kept for late readers.
+	dirty map[*Run]struct{}
 
 	kick   chan struct{}
 	stop   chan struct{}
@@ -80,11 +83,12 @@ func NewHub(opts Options) *Hub {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
 	h := &Hub{
-		opts: opts,
-		runs: map[string]*Run{},
-		kick: make(chan struct{}, 1),
-		stop: make(chan struct{}),
-		done: make(chan struct{}),
+		opts:  opts,
+		runs:  map[string]*Run{},
+		dirty: map[*Run]struct{}{},
+		kick:  make(chan struct{}, 1),
+		stop:  make(chan struct{}),
+		done:  make(chan struct{}),
 	}
 	go h.flushLoop()
 	return h
@@ -93,19 +97,31 @@ func NewHub(opts Options) *Hub {
 // Open returns the capture of runID, creating it. secrets are masked in every
 // line the run logs.
 func (h *Hub) Open(runID string, r *redact.Redactor) *Run {
+	return h.OpenPart(runID, runID, 0, r)
+}
+
+// OpenPart returns the capture of one part of runID's execution, creating it:
+// the lines of a cluster run's later attempt or of one of its shards, which
+// other instances may log for the same run at the same time. Its lines are
+// persisted under runID with seqs above base, so the parts never collide; key
+// names the capture and is what Lookup finds (the run id for the part live
+// readers follow).
+func (h *Hub) OpenPart(key, runID string, base int64, r *redact.Redactor) *Run {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if run, ok := h.runs[runID]; ok {
+	if run, ok := h.runs[key]; ok {
 		return run
 	}
 	run := &Run{
 		hub:     h,
+		key:     key,
 		id:      runID,
 		redact:  r,
-		ring:    make([]db.RunLogLine, 0, min(h.opts.RingSize, 64)),
+		ring:    make([]db.RunLogLine, 0, min(h.opts.RingSize, 8)),
+		nextSeq: base,
 		changed: make(chan struct{}),
 	}
-	h.runs[runID] = run
+	h.runs[key] = run
 	return run
 }
 
@@ -145,17 +161,28 @@ func (h *Hub) flushLoop() {
 // all is set.
 func (h *Hub) flush(ctx context.Context, all bool) {
 	h.mu.Lock()
-	runs := make([]*Run, 0, len(h.runs))
-	for _, r := range h.runs {
+	runs := make([]*Run, 0, len(h.dirty))
+	for r := range h.dirty {
 		runs = append(runs, r)
 	}
+	clear(h.dirty)
 	h.mu.Unlock()
 	now := time.Now()
 	for _, r := range runs {
 		if all || r.due(now) {
 			r.Flush(ctx)
 		}
+		if r.hasPending() {
+			h.markDirty(r)
+		}
 	}
+}
+
+// markDirty notes that r has lines to persist.
+func (h *Hub) markDirty(r *Run) {
+	h.mu.Lock()
+	h.dirty[r] = struct{}{}
+	h.mu.Unlock()
 }
 
 func (h *Hub) wake() {
@@ -165,10 +192,10 @@ func (h *Hub) wake() {
 	}
 }
 
-func (h *Hub) forget(runID string, run *Run) {
+func (h *Hub) forget(key string, run *Run) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.runs[runID] == run {
-		delete(h.runs, runID)
+	if h.runs[key] == run {
+		delete(h.runs, key)
 	}
 }

@@ -16,7 +16,9 @@ import (
 // Run is the log capture of one run: a ring of its newest lines, the lines
 // not yet persisted, and a change signal live readers wait on.
 type Run struct {
-	hub    *Hub
+	hub *Hub
+	// key names the capture in the hub; id is the run its lines belong to.
+	key    string
 	id     string
 	redact *redact.Redactor
 
@@ -56,9 +58,9 @@ func (r *Run) Append(level slog.Level, msg string) int64 {
 		r.head = (r.head + 1) % size
 	}
 	persist := r.hub.opts.Store != nil && r.hub.opts.MaxLinesPerRun > 0
-	var kick bool
+	var kick, first bool
 	if persist {
-		if len(r.pending) == 0 {
+		if first = len(r.pending) == 0; first {
 			r.pendingSince = line.TS
 		}
 		r.pending = append(r.pending, line)
@@ -67,6 +69,9 @@ func (r *Run) Append(level slog.Level, msg string) int64 {
 	close(r.changed)
 	r.changed = make(chan struct{})
 	r.mu.Unlock()
+	if first {
+		r.hub.markDirty(r)
+	}
 	if kick {
 		r.hub.wake()
 	}
@@ -111,12 +116,37 @@ func (r *Run) due(now time.Time) bool {
 	return len(r.pending) >= r.hub.opts.FlushLines || (len(r.pending) > 0 && now.Sub(r.pendingSince) >= r.hub.opts.FlushInterval)
 }
 
+func (r *Run) hasPending() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.pending) > 0
+}
+
 // Flush persists the pending lines now. Lines that fail to persist are kept
 // for the next flush, up to the per-run cap.
 func (r *Run) Flush(ctx context.Context) {
 	opts := r.hub.opts
+	err := r.FlushWith(func(batch []db.RunLogLine, maxLines int) error {
+		if len(batch) == 0 {
+			return nil
+		}
+		return opts.Store.RunLogAppend(ctx, r.id, batch, maxLines)
+	})
+	if err != nil {
+		opts.Log.Warn("persist run log lines", "run_id", r.id, "error", err)
+	}
+}
+
+// FlushWith hands the pending lines, and the per-run cap, to write, which
+// persists them, typically together with the run's terminal record so that
+// both land in one write. It waits for a flush in progress first, so when
+// write runs no earlier line of this capture is still on its way. write gets
+// no lines (and a zero cap) when the hub does not persist. When write fails
+// the lines stay pending for the next flush, up to the cap.
+func (r *Run) FlushWith(write func(lines []db.RunLogLine, maxLinesPerRun int) error) error {
+	opts := r.hub.opts
 	if opts.Store == nil || opts.MaxLinesPerRun <= 0 {
-		return
+		return write(nil, 0)
 	}
 	r.flushMu.Lock()
 	defer r.flushMu.Unlock()
@@ -124,20 +154,21 @@ func (r *Run) Flush(ctx context.Context) {
 	batch := r.pending
 	r.pending = nil
 	r.mu.Unlock()
-	if len(batch) == 0 {
-		return
+	err := write(batch, opts.MaxLinesPerRun)
+	if err == nil || len(batch) == 0 {
+		return err
 	}
-	err := opts.Store.RunLogAppend(ctx, r.id, batch, opts.MaxLinesPerRun)
-	if err == nil {
-		return
-	}
-	opts.Log.Warn("persist run log lines", "run_id", r.id, "lines", len(batch), "error", err)
 	r.mu.Lock()
 	r.pending = append(batch, r.pending...)
 	if over := len(r.pending) - opts.MaxLinesPerRun; over > 0 {
 		r.pending = r.pending[over:]
 	}
+	if len(r.pending) > 0 {
+		r.pendingSince = r.pending[0].TS
+	}
 	r.mu.Unlock()
+	r.hub.markDirty(r)
+	return err
 }
 
 // Finish marks the run done: live readers receive their end event once they
@@ -154,7 +185,7 @@ func (r *Run) Finish() {
 	r.mu.Unlock()
 	time.AfterFunc(r.hub.opts.DrainWindow, func() {
 		r.Flush(context.Background())
-		r.hub.forget(r.id, r)
+		r.hub.forget(r.key, r)
 	})
 }
 

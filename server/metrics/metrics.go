@@ -23,6 +23,14 @@ type Metrics struct {
 	QueueDepth         prometheus.Gauge
 	InFlight           prometheus.Gauge
 	HTTPDuration       *prometheus.HistogramVec
+
+	// Cluster mode.
+	ClusterClaims   *prometheus.CounterVec
+	ClusterReclaims *prometheus.CounterVec
+	ClusterPoisoned *prometheus.CounterVec
+	ClusterMembers  prometheus.Gauge
+	ShardsInFlight  prometheus.Gauge
+	ShardsFinished  *prometheus.CounterVec
 }
 
 // New registers every instrument, plus the Go runtime and process collectors.
@@ -64,10 +72,36 @@ func New() *Metrics {
 			Help:    "HTTP request durations by API operation, method and status code.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 		}, []string{"operation", "method", "code"}),
+		ClusterClaims: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "faucet_cluster_claims_total",
+			Help: "Runs and shards this instance claimed from the cluster, by kind (run, shard).",
+		}, []string{"kind"}),
+		ClusterReclaims: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "faucet_cluster_reclaims_total",
+			Help: "Runs and shards whose owner's lease lapsed that this instance put back to pending, by kind.",
+		}, []string{"kind"}),
+		ClusterPoisoned: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "faucet_cluster_poisoned_total",
+			Help: "Runs and shards this instance failed as poison (their lease lapsed --cluster-max-attempts times), by kind.",
+		}, []string{"kind"}),
+		ClusterMembers: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "faucet_cluster_members",
+			Help: "Cluster members that heartbeated within the lease, as of this instance's last heartbeat.",
+		}),
+		ShardsInFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "faucet_cluster_shards_in_flight",
+			Help: "Source shards executing on this instance now.",
+		}),
+		ShardsFinished: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "faucet_cluster_shards_finished_total",
+			Help: "Source shards this instance executed to an end, by status (completed, failed, cancelled).",
+		}, []string{"status"}),
 	}
 	reg.MustRegister(
 		m.RunsSubmitted, m.RunsFinished, m.RunDuration, m.RecordsWritten,
 		m.IdempotencyReplays, m.QueueDepth, m.InFlight, m.HTTPDuration,
+		m.ClusterClaims, m.ClusterReclaims, m.ClusterPoisoned, m.ClusterMembers,
+		m.ShardsInFlight, m.ShardsFinished,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -95,5 +129,15 @@ func (m *Metrics) RunFinished(status, reason string, d time.Duration, records in
 	}
 	if records > 0 {
 		m.RecordsWritten.Add(float64(records))
+	}
+}
+
+// Reclaimed records one reclaim pass over runs or shards (kind).
+func (m *Metrics) Reclaimed(kind string, requeued, poisoned int) {
+	if requeued > 0 {
+		m.ClusterReclaims.WithLabelValues(kind).Add(float64(requeued))
+	}
+	if poisoned > 0 {
+		m.ClusterPoisoned.WithLabelValues(kind).Add(float64(poisoned))
 	}
 }

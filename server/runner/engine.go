@@ -21,10 +21,20 @@ type Engine interface {
 	// Execute runs plan until it completes or ctx is cancelled; on
 	// cancellation the sinks flush what they acknowledged and the partial
 	// results are returned with an error wrapping context.Canceled. log
-	// receives the run's log lines.
-	Execute(ctx context.Context, plan *pipeline.Plan, log *slog.Logger) ([]pipeline.InvocationResult, error)
+	// receives the run's log lines; progress, when not nil, the records the
+	// sinks acknowledged so far, after every acknowledged batch.
+	Execute(ctx context.Context, plan *pipeline.Plan, log *slog.Logger, progress func(records int64)) ([]pipeline.InvocationResult, error)
 	// Probe runs every connector's Check probe of plan.
 	Probe(ctx context.Context, plan *pipeline.Plan) (DoctorReport, error)
+	// Shardable reports whether the source connector can be split into
+	// shards (cluster Mode B).
+	Shardable(source pipeline.ConnectorConfig) bool
+	// Shards splits a source into about count shards.
+	Shards(ctx context.Context, source pipeline.ConnectorConfig, count int) ([]pipeline.SourceShard, error)
+	// WriteMode is the write mode a sink config resolves to (its write_mode,
+	// else the default its connector's schema declares), "" when the sink
+	// has none.
+	WriteMode(sink pipeline.ConnectorConfig) string
 }
 
 // DoctorReport is the outcome of probing a plan's connectors, as returned by
@@ -100,6 +110,16 @@ var (
 	// safely right now (503).
 	ErrHistoryUnavailable = errors.New("run history is unavailable")
 )
+
+// unavailableError is an ErrHistoryUnavailable that says why, in words an
+// operator can act on (never a driver's error text).
+type unavailableError struct{ reason string }
+
+func (e *unavailableError) Error() string { return e.reason }
+
+func (e *unavailableError) Is(target error) bool { return target == ErrHistoryUnavailable }
+
+func unavailable(reason string) error { return &unavailableError{reason: reason} }
 
 // ConfigError wraps a rejected submission: a config that does not load, or a
 // request field that is invalid (400).

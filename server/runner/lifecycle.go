@@ -79,13 +79,35 @@ func (r *Runner) queue(a *active, plan *pipeline.Plan, red *redact.Redactor) {
 	r.inFlight++
 	r.mu.Unlock()
 	r.gauges()
-	r.execute(a, plan, red, func() {
-		<-r.slots
-		r.mu.Lock()
-		r.inFlight--
-		r.mu.Unlock()
-	})
+	started := time.Now().UTC().Truncate(time.Microsecond)
+	a.finalizeMu.Lock()
+	running := *a.rec
+	running.Status = db.StatusRunning
+	running.StartedAt = &started
+	a.rec = &running
+	a.finalizeMu.Unlock()
+	// Published beside the execution, not before it: a narrow update fenced
+	// on the run still being queued, so it can never undo the terminal
+	// record of a run that finished first.
+	go func() {
+		if _, err := r.store.RunStart(context.Background(), running.RunID, started); err != nil {
+			r.log.Warn("mark run running", "run_id", running.RunID, "error", err)
+		}
+	}()
+	r.execute(a, plan, red, r.freeSlot)
 	r.release(a)
+}
+
+// freeSlot gives an execution slot back.
+func (r *Runner) freeSlot() {
+	<-r.slots
+	r.mu.Lock()
+	r.inFlight--
+	r.mu.Unlock()
+	r.gauges()
+	if r.cfg.Cluster {
+		r.kick()
+	}
 }
 
 // release forgets a finished run.
@@ -96,29 +118,28 @@ func (r *Runner) release(a *active) {
 	r.gauges()
 }
 
-// execute runs one run that holds an execution slot: mark it running, call
-// the engine, race completion against the cancel, timeout and shutdown
-// triggers, and finalize. It is the one execution path: the local queue
-// calls it now, and a cluster claim loop calls it with a claimed record.
-// stopped is called once the engine is done with the run, before the
-// terminal record is written, so the slot serves the next run meanwhile.
+// execute runs one run that holds an execution slot and finalizes it. It is
+// the one execution path of whole runs: the local queue calls it, and so
+// does the cluster claim loop with a claimed record. stopped is called once
+// the engine is done with the run, before the terminal record is written,
+// so the slot serves the next run meanwhile.
 func (r *Runner) execute(a *active, plan *pipeline.Plan, red *redact.Redactor, stopped func()) {
-	rec := a.rec
 	started := time.Now().UTC()
-	running := *rec
-	running.Status = db.StatusRunning
-	running.StartedAt = &started
-	if err := r.store.RunUpsert(context.Background(), &running); err != nil {
-		r.log.Warn("mark run running", "run_id", rec.RunID, "error", err)
+	if a.rec.StartedAt != nil {
+		started = *a.rec.StartedAt
 	}
-	a.finalizeMu.Lock()
-	a.rec = &running
-	a.finalizeMu.Unlock()
-
-	lr := r.logs.Open(rec.RunID, red)
-	logger := lr.Logger()
+	logger := a.log.Logger()
 	logger.Info("pipeline run starting", "invocations", len(plan.Invocations))
+	o := r.perform(a, plan, red, logger)
+	stopped()
+	logger.Info("pipeline run finished", "status", string(o.status), "records_written", o.records)
+	r.finalize(a, o, started, red)
+}
 
+// perform executes plan for a, racing completion against the cancel,
+// timeout and shutdown triggers, and returns how it ended. The records the
+// sinks acknowledge are counted into a.records as they come.
+func (r *Runner) perform(a *active, plan *pipeline.Plan, red *redact.Redactor, logger *slog.Logger) outcome {
 	type result struct {
 		res []pipeline.InvocationResult
 		err error
@@ -127,54 +148,49 @@ func (r *Runner) execute(a *active, plan *pipeline.Plan, red *redact.Redactor, s
 	defer stop()
 	done := make(chan result, 1)
 	go func() {
-		res, err := r.engine.Execute(ctx, plan, logger)
+		res, err := r.engine.Execute(ctx, plan, logger, a.records.Store)
 		done <- result{res, err}
 	}()
 
 	var timeout <-chan time.Time
-	if rec.TimeoutSecs != nil && *rec.TimeoutSecs > 0 {
-		t := time.NewTimer(time.Duration(*rec.TimeoutSecs) * time.Second)
+	if secs := a.rec.TimeoutSecs; secs != nil && *secs > 0 {
+		t := time.NewTimer(time.Duration(*secs) * time.Second)
 		defer t.Stop()
 		timeout = t.C
 	}
 
-	var o outcome
 	var trigger outcome
 	select {
 	case res := <-done:
-		o = classify(res.res, res.err, red)
+		return classify(res.res, res.err, red)
 	case <-a.cancel:
 		trigger = outcome{status: db.StatusCancelled, reason: reasonCancelled}
 	case <-r.shutdown:
 		trigger = failed(reasonShutdown, msgShutdown)
 	case <-timeout:
-		trigger = failed(reasonTimeout, fmt.Sprintf("run exceeded timeout_secs (%ds)", *rec.TimeoutSecs))
+		trigger = failed(reasonTimeout, fmt.Sprintf("run exceeded timeout_secs (%ds)", *a.rec.TimeoutSecs))
 	}
-	if trigger.status != "" {
-		// Cancel cooperatively: the engine stops the sources and lets the
-		// sinks flush what they acknowledged, within a bounded grace.
-		logger.Info("stopping run", "reason", trigger.reason)
-		stop()
-		grace := time.NewTimer(r.flushGrace())
-		defer grace.Stop()
-		select {
-		case res := <-done:
-			o = classify(res.res, res.err, red)
-			if o.status != db.StatusFailed || o.reason != reasonError || cancelled(res.err, res.res) {
-				// A clean flush (or one that stopped on the cancel) ends
-				// with the trigger's status and the partial counts; a
-				// flush that failed for a real reason stays failed.
-				trigger.records, trigger.invs = o.records, o.invs
-				o = trigger
-			}
-		case <-grace.C:
-			logger.Warn("run did not flush within the grace period; finalizing it", "grace", r.flushGrace().String())
-			o = trigger
+	// Cancel cooperatively: the engine stops the sources and lets the sinks
+	// flush what they acknowledged, within a bounded grace.
+	logger.Info("stopping run", "reason", trigger.reason)
+	stop()
+	grace := time.NewTimer(r.flushGrace())
+	defer grace.Stop()
+	select {
+	case res := <-done:
+		o := classify(res.res, res.err, red)
+		if o.status == db.StatusFailed && o.reason == reasonError && !cancelled(res.err, res.res) {
+			// A flush that failed for a real reason stays failed.
+			return o
 		}
+		// A clean flush (or one that stopped on the cancel) ends with the
+		// trigger's status and the partial counts.
+		trigger.records, trigger.invs = o.records, o.invs
+	case <-grace.C:
+		logger.Warn("run did not flush within the grace period; finalizing it", "grace", r.flushGrace().String())
+		trigger.records = a.records.Load()
 	}
-	stopped()
-	logger.Info("pipeline run finished", "status", string(o.status), "records_written", o.records)
-	r.finalize(a, o, started, red)
+	return trigger
 }
 
 // flushGrace is the flush grace of a stopped run, shortened during shutdown
@@ -231,10 +247,12 @@ func classify(res []pipeline.InvocationResult, err error, red *redact.Redactor) 
 	return o
 }
 
-// finalize writes the terminal record once per run. It writes from the
-// record it holds, not from a fresh read, so a store that cannot read the
-// record (or lost it) still ends up with a terminal run. Transient write
-// failures are retried.
+// finalize writes the terminal record once per run, together with the log
+// lines not persisted yet. It writes from the record it holds, not from a
+// fresh read, so a store that cannot read the record (or lost it) still ends
+// up with a terminal run. A claimed run's write is fenced on this instance
+// still owning it: when a peer reclaimed it meanwhile, the result is
+// discarded. Transient write failures are retried until the write lands.
 func (r *Runner) finalize(a *active, o outcome, started time.Time, red *redact.Redactor) {
 	a.finalizeMu.Lock()
 	defer a.finalizeMu.Unlock()
@@ -263,35 +281,56 @@ func (r *Runner) finalize(a *active, o outcome, started time.Time, red *redact.R
 	rec.Error = red.Ptr(o.err)
 	a.rec = &rec
 
-	lr := r.logs.Open(rec.RunID, red)
+	lr := a.log
 	if o.err != nil {
 		lr.Append(slog.LevelError, "run "+string(o.status)+": "+*rec.Error)
 	} else {
 		lr.Append(slog.LevelInfo, "run "+string(o.status))
 	}
-	// Persist the run's lines before its terminal record, so a client that
-	// sees the run finished reads every line.
-	lr.Flush(context.Background())
-
-	ctx := context.Background()
-	delay := 50 * time.Millisecond
-	for attempt := 1; ; attempt++ {
-		err := r.store.RunUpsert(ctx, &rec)
-		if err == nil {
-			break
-		}
-		if !db.Retriable(err) || attempt == 5 {
-			r.log.Error("write terminal run record", "run_id", rec.RunID, "status", rec.Status, "error", err)
-			break
-		}
-		time.Sleep(delay)
-		delay *= 2
-	}
+	won := true
+	err := lr.FlushWith(func(lines []db.RunLogLine, maxLines int) error {
+		return r.retry(func(ctx context.Context) error {
+			var err error
+			won, err = r.store.RunFinish(ctx, db.RunFinal{Record: &rec, Owned: a.owned, Lines: lines, MaxLinesPerRun: maxLines})
+			return err
+		})
+	})
 	lr.Finish()
+	switch {
+	case err != nil:
+		r.log.Error("write terminal run record", "run_id", rec.RunID, "status", rec.Status, "error", err)
+	case !won:
+		r.log.Warn("run was reclaimed by another instance while it ran here; discarding this result",
+			"run_id", rec.RunID, "status", rec.Status, "records_written", rec.RecordsWritten)
+		return
+	}
 	if r.metrics != nil {
 		r.metrics.RunFinished(string(o.status), o.reason, elapsed, o.records)
 	}
 	r.log.Info("run finished", "run_id", rec.RunID, "status", rec.Status, "records_written", rec.RecordsWritten)
+}
+
+// retry calls write until it succeeds or fails for good: a transient store
+// failure (a database restart) is retried with capped backoff for as long as
+// the server runs, and until its shutdown deadline once it stops; a failure
+// the store could not classify, a few times.
+func (r *Runner) retry(write func(ctx context.Context) error) error {
+	const unknownAttempts = 8
+	delay := 50 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := write(context.Background())
+		if err == nil || !db.Retriable(err) || (db.TransienceOf(err) == db.Unknown && attempt >= unknownAttempts) {
+			return err
+		}
+		r.mu.Lock()
+		deadline := r.deadline
+		r.mu.Unlock()
+		if !deadline.IsZero() && time.Now().Add(delay).After(deadline) {
+			return err
+		}
+		time.Sleep(delay)
+		delay = min(2*delay, 2*time.Second)
+	}
 }
 
 // CancelOutcome says what Cancel did.
@@ -305,13 +344,24 @@ const (
 	AlreadyTerminal
 )
 
-// Cancel asks a run to stop. A queued run is finalized at once; a running
-// run is cancelled cooperatively.
+// Cancel asks a run to stop. A queued or pending run is finalized at once; a
+// running run is cancelled cooperatively, by its owner when that is another
+// instance (which sees the request at its next poll), and so are the shards
+// of a sharded run wherever they execute.
 func (r *Runner) Cancel(ctx context.Context, runID string) (CancelOutcome, error) {
 	r.mu.Lock()
 	a := r.active[runID]
 	r.mu.Unlock()
+	if a != nil && !a.owned {
+		a.requestCancel()
+		return CancelRequested, nil
+	}
 	if a != nil {
+		// A claimed run: flag it in the store too, so the request survives
+		// this instance losing the run to a peer.
+		if _, err := r.store.RunRequestCancel(ctx, runID); err != nil {
+			r.log.Warn("record cancel request", "run_id", runID, "error", err)
+		}
 		a.requestCancel()
 		return CancelRequested, nil
 	}
@@ -334,6 +384,7 @@ func (r *Runner) Cancel(ctx context.Context, runID string) (CancelOutcome, error
 	if ok, err := r.store.RunRequestCancel(ctx, runID); err != nil {
 		return 0, fmt.Errorf("request run cancel: %w", err)
 	} else if ok {
+		r.cancelShards(runID)
 		return CancelRequested, nil
 	}
 	return 0, ErrNotOwned
@@ -360,7 +411,10 @@ func (r *Runner) Delete(ctx context.Context, runID string) error {
 	return nil
 }
 
-// Get returns a run, with elapsed_secs computed live while it runs.
+// Get returns a run, with elapsed_secs and records_written live while it
+// runs: the count the sinks acknowledged so far when it executes here, as a
+// peer last recorded it otherwise, and for a sharded run the sum over its
+// shards.
 func (r *Runner) Get(ctx context.Context, runID string) (*db.RunRecord, error) {
 	rec, err := r.store.RunGet(ctx, runID)
 	if errors.Is(err, db.ErrNotFound) {
@@ -369,7 +423,14 @@ func (r *Runner) Get(ctx context.Context, runID string) (*db.RunRecord, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read run: %w", err)
 	}
-	liveElapsed(rec, time.Now())
+	r.live(rec, time.Now())
+	if rec.Status == db.StatusSharded {
+		p, err := r.store.ShardProgress(ctx, runID)
+		if err != nil {
+			return nil, fmt.Errorf("read shard progress: %w", err)
+		}
+		rec.RecordsWritten = p.RecordsWritten + r.liveShardRecords(runID)
+	}
 	return rec, nil
 }
 
@@ -381,15 +442,24 @@ func (r *Runner) List(ctx context.Context, f db.ListFilter) (db.ListPage, error)
 	}
 	now := time.Now()
 	for i := range page.Runs {
-		liveElapsed(&page.Runs[i], now)
+		r.live(&page.Runs[i], now)
 	}
 	return page, nil
 }
 
-func liveElapsed(rec *db.RunRecord, now time.Time) {
-	if rec.Status.Terminal() || rec.StartedAt == nil {
+// live fills in the live fields of a run that has not finished.
+func (r *Runner) live(rec *db.RunRecord, now time.Time) {
+	if rec.Status.Terminal() {
 		return
 	}
-	secs := now.Sub(*rec.StartedAt).Seconds()
-	rec.ElapsedSecs = &secs
+	if rec.StartedAt != nil {
+		secs := now.Sub(*rec.StartedAt).Seconds()
+		rec.ElapsedSecs = &secs
+	}
+	r.mu.Lock()
+	a := r.active[rec.RunID]
+	r.mu.Unlock()
+	if a != nil {
+		rec.RecordsWritten = max(rec.RecordsWritten, a.records.Load())
+	}
 }

@@ -66,10 +66,16 @@ type Retention struct {
 
 // Maintain runs the background duties until ctx ends: renew the leases of
 // this instance's runs (so no peer, and no later recovery pass, mistakes them
-// for orphans), fail runs whose owner died, and purge expired history.
-func (r *Runner) Maintain(ctx context.Context, ret Retention, leaseEvery, purgeEvery time.Duration) {
-	lease := time.NewTicker(leaseEvery)
-	defer lease.Stop()
+// for orphans), fail runs whose owner died, and purge expired history. In
+// cluster mode the cluster heartbeat renews the leases and the claim loop
+// requeues the runs of dead members instead, so only purging is left here.
+func (r *Runner) Maintain(ctx context.Context, ret Retention, purgeEvery time.Duration) {
+	var leaseC <-chan time.Time
+	if !r.cfg.Cluster {
+		lease := time.NewTicker(r.cfg.LeaseTTL / 3)
+		defer lease.Stop()
+		leaseC = lease.C
+	}
 	purge := time.NewTicker(purgeEvery)
 	defer purge.Stop()
 	r.purge(ctx, ret)
@@ -77,7 +83,7 @@ func (r *Runner) Maintain(ctx context.Context, ret Retention, leaseEvery, purgeE
 		select {
 		case <-ctx.Done():
 			return
-		case <-lease.C:
+		case <-leaseC:
 			if _, err := r.store.RunRenewLeases(ctx); err != nil && ctx.Err() == nil {
 				r.log.Warn("renew run leases", "error", err)
 			}
@@ -91,7 +97,12 @@ func (r *Runner) Maintain(ctx context.Context, ret Retention, leaseEvery, purgeE
 }
 
 func (r *Runner) purge(ctx context.Context, ret Retention) {
-	rep, err := r.store.Purge(ctx, db.PurgePolicy{TerminalRuns: ret.TerminalRuns, IdempotencyClaims: ret.IdempotencyClaims})
+	policy := db.PurgePolicy{TerminalRuns: ret.TerminalRuns, IdempotencyClaims: ret.IdempotencyClaims}
+	if r.cfg.Cluster {
+		// A member gone for a day is not coming back under its id.
+		policy.Instances = 24 * time.Hour
+	}
+	rep, err := r.store.Purge(ctx, policy)
 	if err != nil {
 		if ctx.Err() == nil {
 			r.log.Warn("purge run history", "error", err)

@@ -1,7 +1,8 @@
 // Package runner owns the run lifecycle of faucet serve: submit (validate,
 // reserve a queue slot, doctor_first, idempotency, record), the local queue,
 // execution with its cancel, timeout and shutdown triggers, finalize, startup
-// recovery and the retention loop.
+// recovery and the retention loop; in cluster mode also the claim loop, the
+// heartbeat, reclaim of runs whose owner died, and source shards.
 package runner
 
 import (
@@ -14,6 +15,7 @@ import (
 	"log/slog"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -43,6 +45,20 @@ type Config struct {
 	// Secrets are masked in every run's logs and records besides the plan's
 	// own (the API tokens).
 	Secrets []string
+
+	// Cluster makes this instance one member of a cluster sharing the store:
+	// submits are written pending and any member's claim loop executes them.
+	Cluster bool
+	// ClusterPoll is how often the claim loop looks for work (and reclaims
+	// runs whose owner died) without a wake-up.
+	ClusterPoll time.Duration
+	// LeaseTTL is the store's lease; the heartbeat renews every third of it.
+	LeaseTTL time.Duration
+	// MaxAttempts is how many times a run or shard whose owner's lease
+	// lapsed is requeued before it is failed as poison.
+	MaxAttempts int
+	// Listen is the address this instance serves on, for the membership row.
+	Listen string
 }
 
 // DefaultMaxConcurrent is the default number of runs executing at once: runs
@@ -56,6 +72,8 @@ const (
 	DefaultFlushGrace           = 30 * time.Second
 	DefaultProbeTimeout         = 10 * time.Second
 	DefaultQueueFullRetryAfter  = 5 * time.Second
+	DefaultClusterPoll          = 2 * time.Second
+	DefaultMaxAttempts          = 3
 )
 
 // Runner executes submitted runs on this instance.
@@ -74,6 +92,8 @@ type Runner struct {
 	queued   int // reserved queue slots: submits in progress and runs waiting for a slot
 	inFlight int
 	active   map[string]*active
+	// shards are the source shards executing here, by run id then shard id.
+	shards map[string]map[string]*active
 	// recording holds runs whose idempotency claim is fresh but whose record
 	// is not yet written; a replay of the key waits for it.
 	recording map[string]chan struct{}
@@ -83,6 +103,11 @@ type Runner struct {
 	// deadline is when shutdown gives up waiting for runs to flush.
 	deadline time.Time
 	wg       sync.WaitGroup
+
+	// wake asks the cluster claim loop to look for work now.
+	wake chan struct{}
+	// started is when this instance started, for the membership row.
+	started time.Time
 }
 
 // New returns a Runner. Call Shutdown to stop it.
@@ -105,6 +130,15 @@ func New(cfg Config, store db.Store, engine Engine, hub *logs.Hub, m *metrics.Me
 	if cfg.QueueFullRetryAfter <= 0 {
 		cfg.QueueFullRetryAfter = DefaultQueueFullRetryAfter
 	}
+	if cfg.ClusterPoll <= 0 {
+		cfg.ClusterPoll = DefaultClusterPoll
+	}
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = db.DefaultLeaseTTL
+	}
+	if cfg.MaxAttempts <= 0 {
+		cfg.MaxAttempts = DefaultMaxAttempts
+	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -117,19 +151,30 @@ func New(cfg Config, store db.Store, engine Engine, hub *logs.Hub, m *metrics.Me
 		log:       log,
 		slots:     make(chan struct{}, cfg.MaxConcurrent),
 		active:    map[string]*active{},
+		shards:    map[string]map[string]*active{},
 		recording: map[string]chan struct{}{},
 		shutdown:  make(chan struct{}),
+		wake:      make(chan struct{}, 1),
+		started:   time.Now().UTC(),
 	}
 }
 
 // Config returns the effective configuration.
 func (r *Runner) Config() Config { return r.cfg }
 
-// active is a run this process owns: queued or executing.
+// active is a run (or one shard of a run) this process owns: queued or
+// executing.
 type active struct {
 	rec    *db.RunRecord
 	cancel chan struct{}
 	once   sync.Once
+	// log is the run's log capture.
+	log *logs.Run
+	// owned fences the terminal write on this instance's ownership: the run
+	// was claimed from the cluster, and a peer may reclaim it.
+	owned bool
+	// records is the count the sinks acknowledged so far.
+	records atomic.Int64
 
 	finalizeMu sync.Mutex
 	finalized  bool
@@ -150,6 +195,10 @@ type SubmitRequest struct {
 	Clock       *string
 	Concurrency *int
 	Callback    json.RawMessage
+	// Audit, when set, is the audit entry of the submission: who and from
+	// where. Submit completes it (id, time, run, fingerprint, result) and
+	// writes it together with the run record.
+	Audit *db.AuditEntry
 }
 
 // SubmitResult describes the accepted (or replayed) run.
@@ -182,11 +231,18 @@ func (v *reservation) release() {
 }
 
 // Submit validates a submission, reserves a queue slot, runs the doctor_first
-// probes, claims the idempotency key, writes the queued record and hands the
-// run to the local queue.
+// probes, claims the idempotency key and writes the run record together with
+// its audit entry. A local run is handed to the local queue; in cluster mode
+// the record is written pending, with its raw config, for any member's claim
+// loop.
 func (r *Runner) Submit(ctx context.Context, req SubmitRequest) (SubmitResult, error) {
 	if r.isClosing() {
 		return SubmitResult{}, ErrShuttingDown
+	}
+	if r.cfg.Cluster && r.store.Degraded() {
+		// The in-memory fallback is private to this process: no peer could
+		// ever claim a run written there.
+		return SubmitResult{}, unavailable("the run history is degraded (an in-memory fallback): no cluster member could claim the run; retry once the database is back")
 	}
 	if req.Clock != nil {
 		// Normalized, so equal instants written differently fingerprint
@@ -235,17 +291,27 @@ func (r *Runner) Submit(ctx context.Context, req SubmitRequest) (SubmitResult, e
 		}
 		if replay != nil {
 			replay.Fingerprint = configFP
+			if e := r.auditEntry(req.Audit, replay.RunID, configFP); e != nil {
+				if err := r.store.AuditInsert(context.WithoutCancel(ctx), *e); err != nil {
+					r.log.Error("write audit entry", "action", e.Action, "principal", e.Principal, "error", err)
+				}
+			}
 			return *replay, nil
 		}
 		defer r.recorded(runID)
 	}
 
-	now := time.Now().UTC()
+	// The store keeps microseconds: the response says what a read returns.
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	status := db.StatusQueued
+	if r.cfg.Cluster {
+		status = db.StatusPending
+	}
 	rec := &db.RunRecord{
 		RunID:          runID,
 		Name:           req.Name,
 		Labels:         req.Labels,
-		Status:         db.StatusQueued,
+		Status:         status,
 		SubmittedAt:    now,
 		Invocations:    []db.InvocationRecord{},
 		IdempotencyKey: req.IdempotencyKey,
@@ -264,33 +330,63 @@ func (r *Runner) Submit(ctx context.Context, req SubmitRequest) (SubmitResult, e
 	}
 	format := req.ConfigFormat
 	rec.ConfigFormat = &format
-	if err := r.store.RunUpsert(ctx, rec); err != nil {
+	if r.cfg.Cluster {
+		// Raw, as submitted: the claiming member interpolates it with its own
+		// environment, so no resolved secret is ever stored.
+		rec.ConfigBody = &req.Config
+	}
+	if err := r.store.RunSubmit(ctx, rec, r.auditEntry(req.Audit, runID, configFP)); err != nil {
 		if req.IdempotencyKey != nil {
 			if relErr := r.store.IdempotencyRelease(context.WithoutCancel(ctx), runID); relErr != nil {
 				r.log.Warn("release idempotency claim after failed record write", "run_id", runID, "error", relErr)
 			}
 		}
+		if db.Retriable(err) {
+			r.log.Warn("write run record", "run_id", runID, "error", err)
+			return SubmitResult{}, unavailable("the run history did not accept the run record; retry")
+		}
 		return SubmitResult{}, fmt.Errorf("write run record: %w", err)
 	}
+	if r.metrics != nil {
+		r.metrics.RunsSubmitted.Inc()
+	}
+	warnings := r.warnings(plan)
+	if len(req.Callback) > 0 {
+		warnings = append(warnings, "completion callbacks are not delivered by this server version; the callback was stored on the run record only")
+	}
+	for _, w := range warnings {
+		r.log.Warn("submission warning", "run_id", runID, "warning", w)
+	}
+	result := SubmitResult{RunID: runID, Status: status, SubmittedAt: now, Fingerprint: configFP, Warnings: warnings}
+	if r.cfg.Cluster {
+		r.kick()
+		return result, nil
+	}
 
-	a := &active{rec: rec, cancel: make(chan struct{})}
+	a := &active{rec: rec, cancel: make(chan struct{}), log: r.logs.Open(runID, red)}
 	r.mu.Lock()
 	r.active[runID] = a
 	r.wg.Add(1)
 	r.mu.Unlock()
 	res.kept = true
-	if r.metrics != nil {
-		r.metrics.RunsSubmitted.Inc()
-	}
-	lr := r.logs.Open(runID, red)
-	lr.Append(slog.LevelInfo, "run queued")
+	a.log.Append(slog.LevelInfo, "run queued")
 	go r.queue(a, plan, red)
+	return result, nil
+}
 
-	var warnings []string
-	if len(req.Callback) > 0 {
-		warnings = append(warnings, "completion callbacks are not delivered by this server version; the callback was stored on the run record only")
+// auditEntry completes the submission's audit entry for runID; nil when the
+// request carries none.
+func (r *Runner) auditEntry(base *db.AuditEntry, runID, fingerprint string) *db.AuditEntry {
+	if base == nil {
+		return nil
 	}
-	return SubmitResult{RunID: runID, Status: db.StatusQueued, SubmittedAt: now, Fingerprint: configFP, Warnings: warnings}, nil
+	e := *base
+	e.ID = uuid.Must(uuid.NewV7()).String()
+	e.Timestamp = time.Now().UTC()
+	e.RunID = &runID
+	e.ConfigFingerprint = &fingerprint
+	e.Result = "ok"
+	return &e
 }
 
 // load loads the config and applies the request's overrides.
@@ -364,7 +460,11 @@ func (r *Runner) claim(ctx context.Context, key, fp, runID string) (*SubmitResul
 		if err != nil {
 			r.recorded(runID)
 			if r.store.Degraded() {
-				return nil, fmt.Errorf("%w: claim idempotency key: %v", ErrHistoryUnavailable, err)
+				return nil, unavailable("the run history is degraded; idempotent submission is unsafe right now, retry later")
+			}
+			if db.Retriable(err) {
+				r.log.Warn("claim idempotency key", "error", err)
+				return nil, unavailable("the run history did not answer the idempotency claim; retry")
 			}
 			return nil, fmt.Errorf("claim idempotency key: %w", err)
 		}

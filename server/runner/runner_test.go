@@ -37,15 +37,24 @@ func (testEngine) Load(config []byte, _ string) (*pipeline.Plan, error) {
 	}
 }
 
-func (testEngine) Execute(ctx context.Context, plan *pipeline.Plan, _ *slog.Logger) ([]pipeline.InvocationResult, error) {
+func (testEngine) Execute(ctx context.Context, plan *pipeline.Plan, _ *slog.Logger, progress func(int64)) ([]pipeline.InvocationResult, error) {
 	row := plan.Invocations[0].RowID
 	if row == "hold" {
+		progress(3)
 		<-ctx.Done()
-		return []pipeline.InvocationResult{{RowID: row, Err: ctx.Err()}}, ctx.Err()
+		return []pipeline.InvocationResult{{RowID: row, RecordsWritten: 3, Err: ctx.Err()}}, ctx.Err()
 	}
 	n, _ := strconv.Atoi(row)
 	return []pipeline.InvocationResult{{RowID: row, RecordsWritten: int64(n)}}, nil
 }
+
+func (testEngine) Shardable(pipeline.ConnectorConfig) bool { return false }
+
+func (testEngine) Shards(context.Context, pipeline.ConnectorConfig, int) ([]pipeline.SourceShard, error) {
+	return nil, errors.New("not shardable")
+}
+
+func (testEngine) WriteMode(pipeline.ConnectorConfig) string { return "append" }
 
 func (testEngine) Probe(context.Context, *pipeline.Plan) (DoctorReport, error) {
 	return DoctorReport{Invocations: []DoctorInvocation{{RowID: "x", Checks: []DoctorCheck{{Role: "source", OK: false, Message: "down"}}}}}, nil
@@ -55,7 +64,7 @@ func (testEngine) Probe(context.Context, *pipeline.Plan) (DoctorReport, error) {
 type faultyStore struct {
 	db.Store
 	failGet     atomic.Bool
-	failUpserts atomic.Int32 // fail this many RunUpsert calls
+	failSubmits atomic.Int32 // fail this many RunSubmit calls
 }
 
 func (s *faultyStore) RunGet(ctx context.Context, id string) (*db.RunRecord, error) {
@@ -65,11 +74,11 @@ func (s *faultyStore) RunGet(ctx context.Context, id string) (*db.RunRecord, err
 	return s.Store.RunGet(ctx, id)
 }
 
-func (s *faultyStore) RunUpsert(ctx context.Context, rec *db.RunRecord) error {
-	if s.failUpserts.Add(-1) >= 0 {
-		return &db.Error{Op: "run upsert", Transience: db.Permanent, Err: errors.New("injected write failure")}
+func (s *faultyStore) RunSubmit(ctx context.Context, rec *db.RunRecord, audit *db.AuditEntry) error {
+	if s.failSubmits.Add(-1) >= 0 {
+		return &db.Error{Op: "run submit", Transience: db.Permanent, Err: errors.New("injected write failure")}
 	}
-	return s.Store.RunUpsert(ctx, rec)
+	return s.Store.RunSubmit(ctx, rec, audit)
 }
 
 func newTestRunner(t *testing.T, cfg Config) (*Runner, *faultyStore) {
@@ -123,7 +132,7 @@ func TestFailedRecordWriteReleasesClaimAndReservation(t *testing.T) {
 	r, fs := newTestRunner(t, Config{MaxQueued: 1})
 	ctx := context.Background()
 	req := SubmitRequest{Config: "3", ConfigFormat: "yaml", IdempotencyKey: ptr("k")}
-	fs.failUpserts.Store(1)
+	fs.failSubmits.Store(1)
 	if _, err := r.Submit(ctx, req); err == nil {
 		t.Fatal("submit succeeded although its record write failed")
 	}
