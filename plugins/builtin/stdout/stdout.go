@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"os"
 	"strconv"
+	"sync"
 
 	"github.com/faucet-dev/faucet/plugins/sdk"
 )
@@ -52,12 +53,19 @@ func (Connector) Open(_ context.Context, raw json.RawMessage) (sdk.Writer, error
 	if err := sdk.DecodeConfig(raw, &cfg); err != nil {
 		return nil, err
 	}
-	out := os.Stdout
-	if fd, err := strconv.Atoi(os.Getenv(FDEnv)); err == nil {
-		out = os.NewFile(uintptr(fd), "stdout")
-	}
-	return &writer{w: bufio.NewWriterSize(out, 256<<10), pretty: cfg.Pretty}, nil
+	return &writer{w: bufio.NewWriterSize(output(), 256<<10), pretty: cfg.Pretty}, nil
 }
+
+// output is faucet's standard output: the inherited descriptor FDEnv names,
+// else this process's. The *os.File is made once for the process and kept:
+// a File closes its descriptor when it is garbage collected, so one made per
+// session would close the descriptor under the plugin's later sessions.
+var output = sync.OnceValue(func() *os.File {
+	if fd, err := strconv.Atoi(os.Getenv(FDEnv)); err == nil {
+		return os.NewFile(uintptr(fd), "stdout")
+	}
+	return os.Stdout
+})
 
 type writer struct {
 	w      *bufio.Writer
