@@ -388,6 +388,9 @@ type CallbackSpecOn string
 type ClusterStatus struct {
 	Enabled bool `json:"enabled"`
 
+	// Instance This member's instance id (the owner the history records for the runs it executes); empty when cluster mode is off.
+	Instance *string `json:"instance,omitempty"`
+
 	// Instances Live cluster members; 0 when cluster mode is off.
 	Instances            int64                  `json:"instances"`
 	AdditionalProperties map[string]interface{} `json:"-"`
@@ -992,6 +995,14 @@ func (a *ClusterStatus) UnmarshalJSON(b []byte) error {
 		delete(object, "enabled")
 	}
 
+	if raw, found := object["instance"]; found {
+		err = json.Unmarshal(raw, &a.Instance)
+		if err != nil {
+			return fmt.Errorf("error reading 'instance': %w", err)
+		}
+		delete(object, "instance")
+	}
+
 	if raw, found := object["instances"]; found {
 		err = json.Unmarshal(raw, &a.Instances)
 		if err != nil {
@@ -1022,6 +1033,13 @@ func (a ClusterStatus) MarshalJSON() ([]byte, error) {
 	object["enabled"], err = json.Marshal(a.Enabled)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'enabled': %w", err)
+	}
+
+	if a.Instance != nil {
+		object["instance"], err = json.Marshal(a.Instance)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'instance': %w", err)
+		}
 	}
 
 	object["instances"], err = json.Marshal(a.Instances)

@@ -204,6 +204,9 @@ func (d *Deps) readyz(ctx context.Context, _ *struct{}) (*readyzOutput, error) {
 	} else {
 		ready.Cluster.Enabled = d.Runner.Config().Cluster
 	}
+	if ready.Cluster.Enabled {
+		ready.Cluster.Instance = d.Store.InstanceID()
+	}
 	out := &readyzOutput{Status: http.StatusOK, Body: ready}
 	out.Body.Status = "ready"
 	if !ready.HistoryOK || !ready.QueueOK {

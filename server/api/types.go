@@ -210,8 +210,9 @@ type ReadyStatus struct {
 type ClusterStatus struct {
 	_ struct{} `additionalProperties:"true"`
 
-	Enabled   bool `json:"enabled"`
-	Instances int  `json:"instances" doc:"Live cluster members; 0 when cluster mode is off."`
+	Enabled   bool   `json:"enabled"`
+	Instances int    `json:"instances" doc:"Live cluster members; 0 when cluster mode is off."`
+	Instance  string `json:"instance,omitempty" doc:"This member's instance id (the owner the history records for the runs it executes); empty when cluster mode is off."`
 }
 
 // Whoami is the calling principal.

@@ -26,6 +26,10 @@ import (
 
 var (
 	faucetBin string
+	// fastBin is faucet built without the race detector, for the suites
+	// that start many servers (cluster mode): their subject is what the
+	// processes do together, and the race build would make them crawl.
+	fastBin   string
 	pluginDir string
 )
 
@@ -38,14 +42,19 @@ func TestMain(m *testing.M) {
 	code := func() int {
 		defer os.RemoveAll(dir)
 		faucetBin = filepath.Join(dir, "faucet")
+		fastBin = faucetBin
 		pluginDir = filepath.Join(dir, "plugins")
 		builds := [][]string{
 			{"-o", faucetBin, "github.com/faucet-dev/faucet/cmd/faucet"},
 			{"-o", filepath.Join(pluginDir, "faucet-gate"), "./testdata/gate"},
 		}
+		if raceEnabled {
+			fastBin = filepath.Join(dir, "faucet-norace")
+			builds = append(builds, []string{"-o", fastBin, "github.com/faucet-dev/faucet/cmd/faucet"})
+		}
 		for _, b := range builds {
 			args := []string{"build"}
-			if raceEnabled {
+			if raceEnabled && b[1] != fastBin {
 				args = append(args, "-race")
 			}
 			cmd := exec.Command("go", append(args, b...)...)
@@ -95,6 +104,8 @@ type serverOpts struct {
 	env  []string
 	// token is the admin token the helpers send; default adminToken.
 	token string
+	// bin is the faucet binary to run; default faucetBin.
+	bin string
 }
 
 // server is a running faucet serve process.
@@ -130,7 +141,11 @@ func start(t testing.TB, o serverOpts) *server {
 		args = append(args, "--auth-token", adminToken)
 	}
 	args = append(args, o.args...)
-	cmd := exec.Command(faucetBin, args...)
+	bin := o.bin
+	if bin == "" {
+		bin = faucetBin
+	}
+	cmd := exec.Command(bin, args...)
 	env := []string{"XDG_DATA_HOME=" + filepath.Join(o.dataDir, "xdg")}
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "FAUCET_") && !strings.HasPrefix(kv, "XDG_DATA_HOME=") {
@@ -253,7 +268,7 @@ func (s *server) await(id string, want ...client.RunRecordStatus) client.RunReco
 			}
 		}
 		if isTerminal(rec.Status) || time.Now().After(deadline) {
-			s.t.Fatalf("run %s is %s, want %v: %+v\n%s", id, rec.Status, want, rec, s.stderr.String())
+			s.t.Fatalf("run %s is %s (error %s), want %v: %+v\n%s", id, rec.Status, deref(rec.Error), want, rec, s.stderr.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

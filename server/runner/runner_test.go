@@ -2,10 +2,13 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,40 +21,96 @@ import (
 )
 
 // testEngine stands in for the pipeline layer: a config is the number of
-// rows to "write"; "hold" keeps the run in flight until cancelled; "bad"
-// does not load.
-type testEngine struct{}
+// rows to "write"; "hold" keeps the run in flight until cancelled; "gated"
+// until gate closes; "split:N" asks for N shards of a shardable source whose
+// shards write 10 rows each, and "split:N:F" makes shard F fail; "bad" does
+// not load.
+type testEngine struct {
+	// scale multiplies the rows written (0 means 1), so a test can tell
+	// which engine, and so which instance, wrote a result.
+	scale int64
+	// executions counts Execute calls when set.
+	executions *atomic.Int64
+	gate       chan struct{}
+}
 
-func (testEngine) Load(config []byte, _ string) (*pipeline.Plan, error) {
-	switch s := string(config); s {
-	case "bad":
+func (e testEngine) Load(config []byte, _ string) (*pipeline.Plan, error) {
+	s := string(config)
+	switch {
+	case s == "bad":
 		return nil, errors.New("line 1, column 1: not a pipeline")
-	case "hold":
-		return &pipeline.Plan{Name: "hold", Invocations: []pipeline.Invocation{{RowID: "hold"}}}, nil
-	default:
-		n, err := strconv.Atoi(s)
+	case s == "hold", s == "gated":
+		return &pipeline.Plan{Name: s, Invocations: []pipeline.Invocation{{RowID: s}}}, nil
+	case strings.HasPrefix(s, "split:"):
+		parts := strings.Split(s, ":")
+		n, err := strconv.Atoi(parts[1])
 		if err != nil {
 			return nil, err
 		}
-		return &pipeline.Plan{Name: "rows", Invocations: []pipeline.Invocation{{RowID: strconv.Itoa(n)}}}, nil
+		src := pipeline.ConnectorConfig{Type: "split", Config: json.RawMessage("-1")}
+		if len(parts) > 2 {
+			src.Config = json.RawMessage(parts[2])
+		}
+		return &pipeline.Plan{Name: "split", Shard: &pipeline.Shard{Count: n}, Invocations: []pipeline.Invocation{{RowID: "split", Source: src}}}, nil
 	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return nil, err
+	}
+	return &pipeline.Plan{Name: "rows", Invocations: []pipeline.Invocation{{RowID: strconv.Itoa(n)}}}, nil
 }
 
-func (testEngine) Execute(ctx context.Context, plan *pipeline.Plan, _ *slog.Logger, progress func(int64)) ([]pipeline.InvocationResult, error) {
-	row := plan.Invocations[0].RowID
-	if row == "hold" {
+func (e testEngine) Execute(ctx context.Context, plan *pipeline.Plan, _ *slog.Logger, progress func(int64)) ([]pipeline.InvocationResult, error) {
+	if e.executions != nil {
+		e.executions.Add(1)
+	}
+	scale := max(e.scale, 1)
+	inv := plan.Invocations[0]
+	row := inv.RowID
+	switch row {
+	case "hold":
 		progress(3)
 		<-ctx.Done()
 		return []pipeline.InvocationResult{{RowID: row, RecordsWritten: 3, Err: ctx.Err()}}, ctx.Err()
+	case "gated":
+		select {
+		case <-e.gate:
+		case <-ctx.Done():
+			return []pipeline.InvocationResult{{RowID: row, Err: ctx.Err()}}, ctx.Err()
+		}
+		return []pipeline.InvocationResult{{RowID: row, RecordsWritten: 5 * scale}}, nil
+	case "split":
+		if inv.SourceShard == nil {
+			return []pipeline.InvocationResult{{RowID: row, RecordsWritten: 1000}}, nil
+		}
+		var shard, fail int
+		if err := json.Unmarshal(inv.SourceShard.Descriptor, &shard); err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(inv.Source.Config, &fail); err != nil {
+			return nil, err
+		}
+		if shard == fail {
+			err := fmt.Errorf("shard %d broke", shard)
+			return []pipeline.InvocationResult{{RowID: row, Err: err}}, err
+		}
+		return []pipeline.InvocationResult{{RowID: row, RecordsWritten: 10}}, nil
 	}
 	n, _ := strconv.Atoi(row)
-	return []pipeline.InvocationResult{{RowID: row, RecordsWritten: int64(n)}}, nil
+	return []pipeline.InvocationResult{{RowID: row, RecordsWritten: int64(n) * scale}}, nil
 }
 
-func (testEngine) Shardable(pipeline.ConnectorConfig) bool { return false }
+func (testEngine) Shardable(src pipeline.ConnectorConfig) bool { return src.Type == "split" }
 
-func (testEngine) Shards(context.Context, pipeline.ConnectorConfig, int) ([]pipeline.SourceShard, error) {
-	return nil, errors.New("not shardable")
+func (testEngine) Shards(_ context.Context, src pipeline.ConnectorConfig, count int) ([]pipeline.SourceShard, error) {
+	if src.Type != "split" {
+		return nil, errors.New("not shardable")
+	}
+	out := make([]pipeline.SourceShard, count)
+	for i := range out {
+		out[i] = pipeline.SourceShard{Descriptor: json.RawMessage(strconv.Itoa(i)), EstimatedRecords: 10}
+	}
+	return out, nil
 }
 
 func (testEngine) WriteMode(pipeline.ConnectorConfig) string { return "append" }

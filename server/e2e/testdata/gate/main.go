@@ -1,7 +1,8 @@
 // Command gate is a connector plugin for faucet serve's end-to-end tests. Its
 // source emits a given number of rows and then, with hold, keeps the run in
 // flight until faucet cancels it, so cancel, timeout and shutdown are tested
-// without sleeps. Its probe fails on request, and its errors can carry the
+// without sleeps; with hold_ms it keeps it in flight that long and then ends,
+// so a run is still running when a test kills its server. Its probe fails on request, and its errors can carry the
 // secret password field, to prove faucet redacts it.
 package main
 
@@ -9,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/faucet-dev/faucet/plugins/sdk"
 )
@@ -16,6 +18,7 @@ import (
 type config struct {
 	Rows      int    `json:"rows"`
 	Hold      bool   `json:"hold"`
+	HoldMS    int    `json:"hold_ms"`
 	FailCheck bool   `json:"fail_check"`
 	FailRead  bool   `json:"fail_read"`
 	Password  string `json:"password"`
@@ -34,6 +37,7 @@ func (gate) Spec() sdk.Spec {
 			"properties": {
 				"rows": {"type": "integer", "minimum": 0},
 				"hold": {"type": "boolean"},
+				"hold_ms": {"type": "integer", "minimum": 0},
 				"fail_check": {"type": "boolean"},
 				"fail_read": {"type": "boolean"},
 				"password": {"type": "string", "writeOnly": true}
@@ -61,6 +65,11 @@ func (gate) Read(ctx context.Context, req sdk.ReadRequest, w *sdk.BatchWriter) e
 	if cfg.Hold {
 		<-ctx.Done()
 		return ctx.Err()
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(time.Duration(cfg.HoldMS) * time.Millisecond):
 	}
 	return nil
 }

@@ -1,0 +1,602 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/faucet-dev/faucet/internal/testpg"
+	"github.com/faucet-dev/faucet/openapi/client"
+)
+
+// Cluster mode end to end: several faucet serve processes on one history,
+// killed with SIGKILL while they hold runs. Every claim about which run went
+// where is read back through the API (run logs name the instance that
+// claimed each attempt), and every claim about what was written from what
+// the sinks received.
+
+// clusterLease and clusterPoll are short, so takeovers happen in seconds.
+const (
+	clusterLease = "2"
+	clusterPoll  = "0.2"
+)
+
+// clusterHistory is one kind of shared history the cluster suites run on.
+type clusterHistory struct {
+	name string
+	// url returns the history URL every member of one test's cluster shares.
+	url func(t *testing.T) string
+}
+
+var clusterHistories = []clusterHistory{
+	{name: "postgres", url: func(t *testing.T) string { return testpg.Database(t) }},
+	{name: "sqlite", url: func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "shared.db") }},
+}
+
+// eachClusterHistory runs f as a subtest per shared history.
+func eachClusterHistory(t *testing.T, f func(t *testing.T, hist string)) {
+	for _, h := range clusterHistories {
+		t.Run(h.name, func(t *testing.T) {
+			t.Parallel()
+			f(t, h.url(t))
+		})
+	}
+}
+
+// member is one running cluster member.
+type member struct {
+	*server
+	// id is the instance id the member reports in /readyz.
+	id string
+}
+
+// startMember starts one cluster member on hist.
+func startMember(t *testing.T, hist string, args ...string) *member {
+	t.Helper()
+	all := append([]string{"--cluster", "--lease-ttl-secs", clusterLease, "--cluster-poll-secs", clusterPoll}, args...)
+	s := start(t, serverOpts{history: hist, args: all, bin: fastBin})
+	rs := s.ready()
+	if !rs.Cluster.Enabled || rs.Cluster.Instance == nil || *rs.Cluster.Instance == "" {
+		t.Fatalf("member's /readyz: %+v", rs)
+	}
+	return &member{server: s, id: *rs.Cluster.Instance}
+}
+
+// startCluster starts n members on hist and waits until each sees all n.
+func startCluster(t *testing.T, n int, hist string, args ...string) []*member {
+	t.Helper()
+	ms := make([]*member, n)
+	for i := range ms {
+		ms[i] = startMember(t, hist, args...)
+	}
+	for _, m := range ms {
+		deadline := time.Now().Add(time.Minute)
+		for m.ready().Cluster.Instances < int64(n) {
+			if time.Now().After(deadline) {
+				t.Fatalf("member %s never saw %d members", m.id, n)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return ms
+}
+
+// ready reads /readyz.
+func (s *server) ready() client.ReadyStatus {
+	s.t.Helper()
+	resp, err := s.admin().ReadyzWithResponse(context.Background())
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	switch {
+	case resp.JSON200 != nil:
+		return *resp.JSON200
+	case resp.JSON503 != nil:
+		return *resp.JSON503
+	}
+	s.t.Fatalf("readyz: %d %s", resp.StatusCode(), resp.Body)
+	return client.ReadyStatus{}
+}
+
+// kill9 kills the member with SIGKILL and waits until it is gone.
+func (m *member) kill9() {
+	m.t.Helper()
+	if err := m.cmd.Process.Kill(); err != nil {
+		m.t.Fatal(err)
+	}
+	<-m.exited
+}
+
+var claimedRE = regexp.MustCompile(`^run claimed by instance (\S+) \(attempt (\d+)\)$`)
+
+// claims reads from a run's persisted logs which instance claimed each
+// attempt of it.
+func (s *server) claims(runID string) map[int]string {
+	s.t.Helper()
+	out := map[int]string{}
+	for _, l := range s.logs(runID, 0, 10000) {
+		if m := claimedRE.FindStringSubmatch(l.Line); m != nil {
+			n, _ := strconv.Atoi(m[2])
+			out[n] = m[1]
+		}
+	}
+	return out
+}
+
+var shardClaimedRE = regexp.MustCompile(`^shard claimed shard=(\d+) instance=(\S+) attempt=(\d+)$`)
+
+// shardClaims reads from a sharded run's persisted logs which instances
+// claimed its shards: shard id → instances, in claim order.
+func (s *server) shardClaims(runID string) map[string][]string {
+	s.t.Helper()
+	out := map[string][]string{}
+	for after := int64(0); ; {
+		page := s.logs(runID, after, 10000)
+		if len(page) == 0 {
+			return out
+		}
+		for _, l := range page {
+			if m := shardClaimedRE.FindStringSubmatch(l.Line); m != nil {
+				out[m[1]] = append(out[m[1]], m[2])
+			}
+		}
+		after = page[len(page)-1].Seq
+	}
+}
+
+// claimedBy polls until attempt of runID is claimed and returns the id of
+// the instance that claimed it.
+func claimedBy(tb testing.TB, via *server, runID string, attempt int) string {
+	tb.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		if id, ok := via.claims(runID)[attempt]; ok {
+			return id
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	tb.Fatalf("run %s attempt %d was never claimed\n%s", runID, attempt, via.stderr.String())
+	return ""
+}
+
+// awaitClaim is claimedBy returning the member that claimed the attempt.
+func awaitClaim(t *testing.T, via *member, members []*member, runID string, attempt int) *member {
+	t.Helper()
+	id := claimedBy(t, via.server, runID, attempt)
+	for _, m := range members {
+		if m.id == id {
+			return m
+		}
+	}
+	t.Fatalf("run %s attempt %d was claimed by %s, no member of this test", runID, attempt, id)
+	return nil
+}
+
+// appendTo is generateToFile writing in append mode, so a run executed twice
+// leaves twice its rows.
+func appendTo(rows int, path string) string {
+	return fmt.Sprintf("version: 1\nname: gen\npipeline:\n  source: {type: generate, config: {count: %d}}\n  sink: {type: jsonl, config: {path: %q, write_mode: append}}\n", rows, path)
+}
+
+// holdFor emits rows, keeps the run in flight for ms, then completes; the
+// sink overwrites its file, so a run executed again leaves the same file.
+func holdFor(rows, ms int, path string) string {
+	return fmt.Sprintf("version: 1\nname: hold-for\npipeline:\n  source: {type: gate, config: {rows: %d, hold_ms: %d}}\n  sink: {type: jsonl, config: {path: %q}}\n", rows, ms, path)
+}
+
+// metric reads one counter or gauge of a server, summed over the series
+// whose labels include match.
+func (s *server) metric(name string, match map[string]string) float64 {
+	s.t.Helper()
+	resp, err := http.Get(s.url + "/metrics")
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.LegacyValidation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		s.t.Fatalf("metrics do not parse: %v", err)
+	}
+	total := 0.0
+	for _, m := range families[name].GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		ok := true
+		for k, v := range match {
+			ok = ok && labels[k] == v
+		}
+		if !ok {
+			continue
+		}
+		if c := m.GetCounter(); c != nil {
+			total += c.GetValue()
+		} else {
+			total += m.GetGauge().GetValue()
+		}
+	}
+	return total
+}
+
+func TestClusterRunsEachRunExactlyOnce(t *testing.T) {
+	eachClusterHistory(t, func(t *testing.T, hist string) {
+		members := startCluster(t, 3, hist, "--max-concurrent-runs", "4", "--log-level", "warn")
+		dir := t.TempDir()
+		const runs, rows = 300, 5
+		ids := make([]string, runs)
+		var wg sync.WaitGroup
+		for w := range 6 {
+			wg.Go(func() {
+				for i := w; i < runs; i += 6 {
+					m := members[i%len(members)]
+					sub := m.submit(client.SubmitRequest{Config: appendTo(rows, filepath.Join(dir, fmt.Sprintf("run-%03d.jsonl", i)))})
+					if sub.Status != client.SubmitResponseStatusPending {
+						t.Errorf("a clustered submit answered %s, want pending", sub.Status)
+					}
+					if sub.Warnings == nil || !strings.Contains(strings.Join(*sub.Warnings, "\n"), "at-least-once") {
+						t.Errorf("an append-mode clustered run got no at-least-once warning: %v", sub.Warnings)
+					}
+					ids[i] = sub.RunId
+				}
+			})
+		}
+		wg.Wait()
+		for i, id := range ids {
+			rec := members[(i+1)%len(members)].await(id, client.RunRecordStatusCompleted)
+			if rec.RecordsWritten != rows || rec.Attempt != 0 {
+				t.Fatalf("run %d = %+v", i, rec)
+			}
+		}
+		// What the sinks received: every run's rows, once.
+		for i := range runs {
+			if n := countLines(t, filepath.Join(dir, fmt.Sprintf("run-%03d.jsonl", i))); n != rows {
+				t.Fatalf("run %d's sink file has %d lines, want %d: the run executed %v times", i, n, rows, float64(n)/rows)
+			}
+		}
+		// Every member claimed some of them, and the claims add up.
+		total := 0.0
+		for _, m := range members {
+			n := m.metric("faucet_cluster_claims_total", map[string]string{"kind": "run"})
+			if n == 0 {
+				t.Errorf("member %s executed none of the %d runs", m.id, runs)
+			}
+			total += n
+		}
+		if total != runs {
+			t.Fatalf("the members claimed %v runs in all, want %d", total, runs)
+		}
+	})
+}
+
+func TestClusterSurvivorsTakeOverAKilledMembersRuns(t *testing.T) {
+	eachClusterHistory(t, func(t *testing.T, hist string) {
+		members := startCluster(t, 3, hist, "--max-concurrent-runs", "2")
+		dir := t.TempDir()
+		const rows = 10
+		var ids []string
+		for i := range 6 {
+			ids = append(ids, members[i%3].submit(client.SubmitRequest{Config: holdFor(rows, 3000, filepath.Join(dir, fmt.Sprintf("run-%d.jsonl", i)))}).RunId)
+		}
+		// Kill the member that claimed the first run while it runs.
+		victim := awaitClaim(t, members[0], members, ids[0], 0)
+		members[0].await(ids[0], client.RunRecordStatusRunning)
+		victim.kill9()
+		var survivor *member
+		for _, m := range members {
+			if m != victim {
+				survivor = m
+			}
+		}
+
+		reclaimed := 0
+		for i, id := range ids {
+			rec := survivor.await(id, client.RunRecordStatusCompleted)
+			if rec.RecordsWritten != rows {
+				t.Fatalf("run %d = %+v", i, rec)
+			}
+			if n := countLines(t, filepath.Join(dir, fmt.Sprintf("run-%d.jsonl", i))); n != rows {
+				t.Fatalf("run %d's sink file has %d lines, want %d", i, n, rows)
+			}
+			claims := survivor.claims(id)
+			switch rec.Attempt {
+			case 0:
+				if claims[0] == victim.id {
+					t.Fatalf("run %d was claimed by the killed member yet never taken over", i)
+				}
+			case 1:
+				// The killed member may have died before persisting its
+				// claim line; the takeover's line is always there.
+				reclaimed++
+				if by, ok := claims[0]; ok && by != victim.id {
+					t.Fatalf("run %d was taken over from %s, a live member", i, by)
+				}
+				if by := claims[1]; by == "" || by == victim.id {
+					t.Fatalf("run %d's second attempt was claimed by %q", i, by)
+				}
+			default:
+				t.Fatalf("run %d: attempt %d, want 0 or 1", i, rec.Attempt)
+			}
+		}
+		if rec := survivor.get(ids[0]); rec.Attempt != 1 {
+			t.Fatalf("the run the killed member held: attempt %d, want 1", rec.Attempt)
+		}
+		reclaims := 0.0
+		for _, m := range members {
+			if m != victim {
+				reclaims += m.metric("faucet_cluster_reclaims_total", map[string]string{"kind": "run"})
+			}
+		}
+		if int(reclaims) != reclaimed {
+			t.Fatalf("survivors counted %v reclaims, want %d", reclaims, reclaimed)
+		}
+	})
+}
+
+func TestClusterPoisonsARunThatKillsEveryMember(t *testing.T) {
+	eachClusterHistory(t, func(t *testing.T, hist string) {
+		const maxAttempts = 2
+		args := []string{"--cluster-max-attempts", strconv.Itoa(maxAttempts)}
+		members := startCluster(t, 3, hist, args...)
+		id := members[0].submit(client.SubmitRequest{Config: holding(1, filepath.Join(t.TempDir(), "out.jsonl"))}).RunId
+		// The run kills whichever member executes it; the member comes back.
+		for attempt := 0; attempt <= maxAttempts; attempt++ {
+			owner := awaitClaim(t, members[len(members)-1], members, id, attempt)
+			owner.kill9()
+			for i, m := range members {
+				if m == owner {
+					members[i] = startMember(t, hist, args...)
+				}
+			}
+		}
+		rec := members[0].await(id, client.RunRecordStatusFailed)
+		if rec.Attempt != maxAttempts || rec.Error == nil || !strings.Contains(*rec.Error, "poison") {
+			t.Fatalf("poisoned run = attempt %d, error %s", rec.Attempt, deref(rec.Error))
+		}
+		if got := len(members[0].claims(id)); got != maxAttempts+1 {
+			t.Fatalf("the run was claimed %d times, want %d", got, maxAttempts+1)
+		}
+	})
+}
+
+func TestClusterCancelReachesAnotherMembersRun(t *testing.T) {
+	eachClusterHistory(t, func(t *testing.T, hist string) {
+		members := startCluster(t, 2, hist, "--max-concurrent-runs", "1")
+		dir := t.TempDir()
+		var running []string
+		for i := range 2 {
+			running = append(running, members[i].submit(client.SubmitRequest{Config: holding(3, filepath.Join(dir, fmt.Sprintf("hold-%d.jsonl", i)))}).RunId)
+		}
+		for _, id := range running {
+			members[0].await(id, client.RunRecordStatusRunning)
+		}
+		// Every slot is taken: a third run stays pending, and a cancel ends
+		// it at once.
+		pending := members[0].submit(client.SubmitRequest{Config: appendTo(3, filepath.Join(dir, "never.jsonl"))}).RunId
+		resp, err := members[1].admin().CancelRunWithResponse(context.Background(), pending)
+		if err != nil || resp.StatusCode() != http.StatusAccepted {
+			t.Fatalf("cancel pending run: %v %d", err, resp.StatusCode())
+		}
+		if st := members[0].get(pending).Status; st != client.RunRecordStatusCancelled {
+			t.Fatalf("cancelled pending run is %s", st)
+		}
+		// A cancel on one member stops the run another member executes.
+		for _, id := range running {
+			owner := awaitClaim(t, members[0], members, id, 0)
+			other := members[0]
+			if owner == other {
+				other = members[1]
+			}
+			resp, err := other.admin().CancelRunWithResponse(context.Background(), id)
+			if err != nil || resp.StatusCode() != http.StatusAccepted {
+				t.Fatalf("cancel on the other member: %v %d", err, resp.StatusCode())
+			}
+			rec := other.await(id, client.RunRecordStatusCancelled)
+			if rec.RecordsWritten != 3 {
+				t.Fatalf("cancelled run = %+v, want the 3 acknowledged records", rec)
+			}
+		}
+		for i := range 2 {
+			if n := countLines(t, filepath.Join(dir, fmt.Sprintf("hold-%d.jsonl", i))); n != 3 {
+				t.Fatalf("cancelled run %d flushed %d lines, want 3", i, n)
+			}
+		}
+		if n := countLinesIfExists(t, filepath.Join(dir, "never.jsonl")); n != 0 {
+			t.Fatalf("the run cancelled while pending wrote %d lines", n)
+		}
+	})
+}
+
+// awaitSharded waits for a sharded run to end and fails t, with the lines
+// its shards logged, unless it completed.
+func awaitSharded(t *testing.T, via *member, runID string) client.RunRecord {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		rec := via.get(runID)
+		if rec.Status == client.RunRecordStatusCompleted {
+			return rec
+		}
+		if isTerminal(rec.Status) || time.Now().After(deadline) {
+			var lines []string
+			for _, l := range via.logs(runID, 0, 10000) {
+				lines = append(lines, string(l.Level)+" "+l.Line)
+			}
+			t.Fatalf("sharded run %s is %s (error %s), want completed; its log:\n%s", runID, rec.Status, deref(rec.Error), strings.Join(lines, "\n"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// shardedGenerate is a Mode B run: rows generated rows split into shards
+// shards, into the sink given as a YAML flow mapping.
+func shardedGenerate(rows, shards int, sink string) string {
+	return fmt.Sprintf("version: 1\nname: sharded\nshard: {count: %d}\npipeline:\n  source: {type: generate, config: {count: %d}}\n  sink: %s\n", shards, rows, sink)
+}
+
+func TestClusterShardsOneRunAcrossMembers(t *testing.T) {
+	hist := testpg.Database(t)
+	members := startCluster(t, 3, hist, "--max-concurrent-runs", "2")
+	const rows = 1_000_000
+	id := members[0].submit(client.SubmitRequest{Config: shardedGenerate(rows, 8, "{type: stdout, config: {}}")}).RunId
+	rec := awaitSharded(t, members[1], id)
+	if rec.RecordsWritten != rows {
+		t.Fatalf("sharded run wrote %d records, want %d", rec.RecordsWritten, rows)
+	}
+	claims := members[2].shardClaims(id)
+	if len(claims) != 8 {
+		t.Fatalf("%d shards were claimed, want 8: %v", len(claims), claims)
+	}
+	workers := map[string]bool{}
+	for _, by := range claims {
+		workers[by[len(by)-1]] = true
+	}
+	if len(workers) < 2 {
+		t.Fatalf("every shard ran on one member: %v", claims)
+	}
+}
+
+func TestClusterShardedRunSurvivesAKilledMember(t *testing.T) {
+	hist := testpg.Database(t)
+	sinkDB := testpg.Database(t)
+	if err := execSQL(sinkDB, `CREATE TABLE people (
+		id bigint PRIMARY KEY, first_name text, country text, amount numeric,
+		created_at timestamptz, active boolean, attributes jsonb)`); err != nil {
+		t.Fatal(err)
+	}
+	members := startCluster(t, 3, hist, "--max-concurrent-runs", "2")
+	const rows = 1_000_000
+	sink := fmt.Sprintf("{type: postgres, config: {url: %q, table: people, write_mode: upsert, key: [id]}}", sinkDB)
+	id := members[0].submit(client.SubmitRequest{Config: shardedGenerate(rows, 8, sink)}).RunId
+	// Kill a member while it executes a shard.
+	var victim *member
+	deadline := time.Now().Add(2 * time.Minute)
+	for victim == nil {
+		for _, by := range members[0].shardClaims(id) {
+			for _, m := range members {
+				if m.id == by[0] && m != members[0] {
+					victim = m
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no member but the first claimed a shard\n%s", members[0].stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	victim.kill9()
+	var survivor *member
+	for _, m := range members {
+		if m != victim {
+			survivor = m
+		}
+	}
+	rec := awaitSharded(t, survivor, id)
+	if rec.RecordsWritten != rows {
+		t.Fatalf("sharded run wrote %d records, want %d", rec.RecordsWritten, rows)
+	}
+	reclaimed := 0
+	for _, by := range survivor.shardClaims(id) {
+		if len(by) > 1 {
+			reclaimed++
+		}
+	}
+	if reclaimed == 0 {
+		t.Fatal("no shard of the killed member was claimed again")
+	}
+	count, distinct, err := countKeys(sinkDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if count != rows || distinct != rows {
+		t.Fatalf("the sink holds %d rows with %d distinct keys, want %d of each", count, distinct, rows)
+	}
+}
+
+func TestClusterRidesOutAPostgresRestart(t *testing.T) {
+	ctx := context.Background()
+	pg, err := testpg.Start(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pg.Close() })
+	// The throwaway server commits asynchronously, so a crash loses the last
+	// commits it acknowledged; an accepted run must survive one, so the
+	// history commits durably, as it would on a production server.
+	for _, stmt := range []string{"CREATE DATABASE history", "ALTER DATABASE history SET synchronous_commit = on"} {
+		if err := execSQL(pg.URL(), stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hist := pg.DatabaseURL("history")
+	members := startCluster(t, 2, hist, "--max-concurrent-runs", "2")
+	dir := t.TempDir()
+
+	// Submit runs throughout the restart; every accepted one must finish.
+	var (
+		mu       sync.Mutex
+		accepted []string
+		refused  int
+	)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 2 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				m := members[w]
+				cfg := holdFor(2, 200, filepath.Join(dir, fmt.Sprintf("w%d-%d.jsonl", w, i)))
+				resp, err := m.admin().SubmitRunWithResponse(ctx, client.SubmitRequest{Config: cfg})
+				mu.Lock()
+				switch {
+				case err == nil && resp.JSON202 != nil:
+					accepted = append(accepted, resp.JSON202.RunId)
+				case err == nil && resp.StatusCode() == http.StatusServiceUnavailable:
+					refused++
+				case err == nil:
+					t.Errorf("submit during the restart: %d %s", resp.StatusCode(), resp.Body)
+				}
+				mu.Unlock()
+				time.Sleep(50 * time.Millisecond)
+			}
+		})
+	}
+	time.Sleep(time.Second)
+	// An immediate shutdown: every connection breaks mid-conversation.
+	if err := pg.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	close(stop)
+	wg.Wait()
+	t.Logf("%d runs accepted, %d submits refused with 503 while the database was down", len(accepted), refused)
+	for _, m := range members {
+		deadline := time.Now().Add(time.Minute)
+		for !m.ready().HistoryOk {
+			if time.Now().After(deadline) {
+				t.Fatalf("member %s never became ready again\n%s", m.id, m.stderr.String())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	for _, id := range accepted {
+		if rec := members[0].await(id, client.RunRecordStatusCompleted); rec.RecordsWritten != 2 {
+			t.Fatalf("run %s = %+v", id, rec)
+		}
+	}
+}

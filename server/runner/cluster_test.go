@@ -1,0 +1,247 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/faucet-dev/faucet/db"
+	"github.com/faucet-dev/faucet/server/logs"
+)
+
+// clusterLease is short so leases lapse within a test; the poll shorter.
+const (
+	clusterLease = 2 * time.Second
+	clusterPoll  = 50 * time.Millisecond
+)
+
+// leaseStore is a member's store whose heartbeat can be cut, so its leases
+// lapse while it still runs: the slow owner a peer takes over from.
+type leaseStore struct {
+	db.Store
+	noRenew atomic.Bool
+}
+
+func (s *leaseStore) RunRenewLeases(ctx context.Context) (int, error) {
+	if s.noRenew.Load() {
+		return 0, errors.New("injected: renewal lost")
+	}
+	return s.Store.RunRenewLeases(ctx)
+}
+
+// clusterMember is one in-process cluster member over a shared SQLite file.
+type clusterMember struct {
+	*Runner
+	store *leaseStore
+}
+
+// sharedHistory is a SQLite history file for one test's cluster.
+func sharedHistory(t *testing.T) string {
+	return "sqlite:" + filepath.Join(t.TempDir(), "shared.db")
+}
+
+// newCluster starts one member per engine on the history at path, each with
+// slots execution slots.
+func newCluster(t *testing.T, path string, slots int, engines ...testEngine) []clusterMember {
+	t.Helper()
+	out := make([]clusterMember, len(engines))
+	for i, e := range engines {
+		st, err := db.Open(context.Background(), path, db.Options{NoFallback: true, LeaseTTL: clusterLease})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls := &leaseStore{Store: st}
+		hub := logs.NewHub(logs.Options{Store: st, MaxLinesPerRun: 1000})
+		r := New(Config{
+			Cluster: true, ClusterPoll: clusterPoll, LeaseTTL: clusterLease, MaxAttempts: 3, MaxConcurrent: slots,
+		}, ls, e, hub, nil, nil)
+		ctx, stop := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			r.Cluster(ctx)
+		}()
+		t.Cleanup(func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = r.Shutdown(sctx)
+			stop()
+			<-done
+			hub.Close(sctx)
+			st.Close()
+		})
+		out[i] = clusterMember{Runner: r, store: ls}
+	}
+	return out
+}
+
+// awaitRun polls a run until f accepts it.
+func awaitRun(t *testing.T, st db.Store, id string, what string, f func(*db.RunRecord) bool) *db.RunRecord {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		rec, err := st.RunGet(context.Background(), id)
+		if err == nil && f(rec) {
+			return rec
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s never became %s (last %+v, %v)", id, what, rec, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestClusterExecutesEverySubmitOnce(t *testing.T) {
+	var executions atomic.Int64
+	e := testEngine{executions: &executions}
+	members := newCluster(t, sharedHistory(t), 4, e, e, e)
+	const runs = 60
+	ids := make([]string, runs)
+	var wg sync.WaitGroup
+	for i := range runs {
+		wg.Go(func() {
+			res, err := members[i%3].Submit(context.Background(), SubmitRequest{Config: "7", ConfigFormat: "yaml"})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if res.Status != db.StatusPending {
+				t.Errorf("clustered submit answered %s", res.Status)
+			}
+			ids[i] = res.RunID
+		})
+	}
+	wg.Wait()
+	for _, id := range ids {
+		rec := await(t, members[0].store, id, db.StatusCompleted)
+		if rec.RecordsWritten != 7 || rec.Attempt != 0 || rec.StartedAt == nil {
+			t.Fatalf("run %s = %+v", id, rec)
+		}
+	}
+	if n := executions.Load(); n != runs {
+		t.Fatalf("%d executions for %d runs", n, runs)
+	}
+}
+
+// idle reports whether the member has finished with every run it held.
+func (m clusterMember) idle() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.active) == 0 && len(m.shards) == 0
+}
+
+func TestClusterDiscardsTheResultOfAReclaimedRun(t *testing.T) {
+	path := sharedHistory(t)
+	gate := make(chan struct{})
+	// One slot, held by the run: the owner cannot take the run back itself.
+	first := newCluster(t, path, 1, testEngine{scale: 1, gate: gate})[0]
+	res, err := first.Submit(context.Background(), SubmitRequest{Config: "gated", ConfigFormat: "yaml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	await(t, first.store, res.RunID, db.StatusRunning)
+	// The owner stops renewing its lease while it still runs the run; a
+	// peer takes the run over once the lease lapsed.
+	first.store.noRenew.Store(true)
+	peer := newCluster(t, path, 1, testEngine{scale: 2, gate: gate})[0]
+	awaitRun(t, peer.store, res.RunID, "claimed again", func(r *db.RunRecord) bool {
+		return r.Attempt == 1 && r.Status == db.StatusRunning
+	})
+	close(gate)
+	rec := await(t, peer.store, res.RunID, db.StatusCompleted)
+	if rec.RecordsWritten != 10 {
+		t.Fatalf("the record is not the reclaiming member's result: %+v", rec)
+	}
+	// The first owner finished too; its late result is discarded.
+	deadline := time.Now().Add(30 * time.Second)
+	for !first.idle() {
+		if time.Now().After(deadline) {
+			t.Fatal("the first owner never finished its copy of the run")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if rec := await(t, peer.store, res.RunID, db.StatusCompleted); rec.RecordsWritten != 10 || rec.Attempt != 1 {
+		t.Fatalf("the first owner's late result replaced the record: %+v", rec)
+	}
+}
+
+func TestClusterCancelReachesThePeerThatRunsIt(t *testing.T) {
+	path := sharedHistory(t)
+	owner := newCluster(t, path, 4, testEngine{})[0]
+	res, err := owner.Submit(context.Background(), SubmitRequest{Config: "hold", ConfigFormat: "yaml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	await(t, owner.store, res.RunID, db.StatusRunning)
+	other := newCluster(t, path, 4, testEngine{})[0]
+	if out, err := other.Cancel(context.Background(), res.RunID); err != nil || out != CancelRequested {
+		t.Fatalf("cancel on the other member: %v %v", out, err)
+	}
+	rec := await(t, other.store, res.RunID, db.StatusCancelled)
+	if rec.RecordsWritten != 3 {
+		t.Fatalf("cancelled run = %+v, want the 3 acknowledged records", rec)
+	}
+	// A pending run is cancelled by whichever member is asked, at once.
+	pending := &db.RunRecord{RunID: "p1", Status: db.StatusPending, SubmittedAt: time.Now(), ConfigBody: ptr("hold")}
+	if err := owner.store.RunSubmit(context.Background(), pending, nil); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := other.Cancel(context.Background(), "p1"); err != nil || out != CancelRequested {
+		// A member may have claimed it first; then the cancel still lands.
+		t.Logf("cancel of p1: %v %v", out, err)
+	}
+	await(t, other.store, "p1", db.StatusCancelled)
+}
+
+func TestClusterSplitsARunIntoShards(t *testing.T) {
+	path := sharedHistory(t)
+	members := newCluster(t, path, 4, testEngine{}, testEngine{})
+	cases := map[string]struct {
+		config  string
+		status  db.RunStatus
+		records int64
+		err     string
+	}{
+		"all shards complete": {"split:6", db.StatusCompleted, 60, ""},
+		"one shard fails":     {"split:4:2", db.StatusFailed, 30, "1/4 shard(s) failed"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			res, err := members[0].Submit(context.Background(), SubmitRequest{Config: c.config, ConfigFormat: "yaml"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := await(t, members[1].store, res.RunID, c.status)
+			if rec.RecordsWritten != c.records || (c.err != "" && (rec.Error == nil || *rec.Error != c.err)) {
+				t.Fatalf("sharded run = %+v (error %v)", rec, rec.Error)
+			}
+			p, err := members[1].store.ShardProgress(context.Background(), res.RunID)
+			if err != nil || p.Total != int(c.records/10)+len(strings.Split(c.config, ":"))-2 {
+				t.Fatalf("shard progress %+v, %v", p, err)
+			}
+		})
+	}
+}
+
+func TestClusterSubmitFailsClosedOnADegradedStore(t *testing.T) {
+	st, err := db.Open(context.Background(), "memory", db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	r := New(Config{Cluster: true}, degradedStore{st}, testEngine{}, logs.NewHub(logs.Options{}), nil, nil)
+	defer r.Shutdown(context.Background())
+	if _, err := r.Submit(context.Background(), SubmitRequest{Config: "1", ConfigFormat: "yaml"}); !errors.Is(err, ErrHistoryUnavailable) {
+		t.Fatalf("submit on a degraded clustered store: %v, want ErrHistoryUnavailable", err)
+	}
+}
+
+// degradedStore reports itself degraded, like db.Open's in-memory fallback.
+type degradedStore struct{ db.Store }
+
+func (degradedStore) Degraded() bool { return true }
