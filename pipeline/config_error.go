@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -166,7 +165,19 @@ func (p path) child(elem any) path {
 	return out
 }
 
-var plainKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
+// plainKey reports whether key is an identifier ([A-Za-z_][A-Za-z0-9_-]*),
+// written bare in a path.
+func plainKey(key string) bool {
+	for i, c := range []byte(key) {
+		switch {
+		case c == '_', 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
+		case i > 0 && (c == '-' || '0' <= c && c <= '9'):
+		default:
+			return false
+		}
+	}
+	return key != ""
+}
 
 // String renders p the way users write it: dotted keys, bracketed indexes,
 // and quoted brackets for keys that are not plain identifiers.
@@ -179,7 +190,7 @@ func (p path) String() string {
 			b.WriteString(strconv.Itoa(e))
 			b.WriteString("]")
 		case string:
-			if plainKey.MatchString(e) {
+			if plainKey(e) {
 				if b.Len() > 0 {
 					b.WriteString(".")
 				}

@@ -38,12 +38,20 @@ type position struct{ line, col int }
 type document struct {
 	tree      any
 	positions map[string]position
+	// locate, when set, fills positions on first use: most documents load
+	// without a problem to place.
+	locate func(map[string]position)
 }
 
 // at returns the position of the value at p, or zero when it has none.
 func (d *document) at(p path) position {
 	if d == nil {
 		return position{}
+	}
+	if d.locate != nil {
+		d.positions = map[string]position{}
+		d.locate(d.positions)
+		d.locate = nil
 	}
 	return d.positions[p.String()]
 }
@@ -107,8 +115,7 @@ func parseYAML(data []byte) (*document, *ConfigError) {
 	if err := yaml.NodeToValue(body, &raw); err != nil {
 		return nil, yamlError(err)
 	}
-	doc := &document{positions: map[string]position{}}
-	yamlPositions(body, nil, doc.positions)
+	doc := &document{locate: func(out map[string]position) { yamlPositions(body, nil, out) }}
 	tree, cerr := normalize(raw, nil)
 	if cerr != nil {
 		p := doc.at(cerr.at)

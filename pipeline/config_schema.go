@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
@@ -388,4 +389,45 @@ func editDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(rb)]
+}
+
+// connectorSchemas keeps the connector schemas compiled so far: compiling
+// one (the meta-schema check included) costs more than the rest of a load,
+// and a catalog hands out the same few schemas on every submission.
+var connectorSchemas = &schemaCache{entries: map[string]*cachedSchema{}}
+
+// schemaCacheSize bounds the cache for a catalog whose schemas keep
+// changing; reaching it starts the cache afresh.
+const schemaCacheSize = 1024
+
+// schemaCache compiles each distinct (name, schema) pair once; the result,
+// an error included, is shared by every load that meets the pair. A
+// compiled schema is immutable, so loads use it concurrently.
+type schemaCache struct {
+	mu      sync.Mutex
+	entries map[string]*cachedSchema
+}
+
+type cachedSchema struct {
+	once sync.Once
+	doc  *schemaDoc
+	err  error
+}
+
+// compile returns compileSchema(name, raw), compiling only on the first
+// call with that name and those bytes.
+func (c *schemaCache) compile(name string, raw []byte) (*schemaDoc, error) {
+	key := name + "\x00" + string(raw)
+	c.mu.Lock()
+	e, ok := c.entries[key]
+	if !ok {
+		if len(c.entries) >= schemaCacheSize {
+			clear(c.entries)
+		}
+		e = &cachedSchema{}
+		c.entries[key] = e
+	}
+	c.mu.Unlock()
+	e.once.Do(func() { e.doc, e.err = compileSchema(name, raw) })
+	return e.doc, e.err
 }

@@ -424,7 +424,7 @@ func (l *loader) schema(role Role, name string, typePath path, row string) *sche
 	if len(raw) == 0 {
 		raw = json.RawMessage(`{"type":"object"}`)
 	}
-	s, err := compileSchema(key, raw)
+	s, err := connectorSchemas.compile(key, raw)
 	if err != nil {
 		l.report(typePath, row, fmt.Sprintf("connector %q publishes an unusable config schema: %v", name, err))
 	}

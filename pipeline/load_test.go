@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -795,6 +796,39 @@ func TestBrokenConnectorSchema(t *testing.T) {
 	probs := loadErr(t, minimalYAML, LoadOptions{Catalog: broken})
 	wantProblem(t, probs, "pipeline.source.type", 5, 5, `connector "csv" publishes an unusable config schema`)
 	wantProblem(t, probs, "pipeline.sink.type", 10, 5, `connector "jsonl" publishes an unusable config schema`)
+}
+
+// TestCompiledSchemasAreShared loads configs from many goroutines at once
+// while the catalog changes a connector's schema: each load validates
+// against the schema its catalog hands out (compiled once, then shared),
+// and an unusable schema fails every load with the same message.
+func TestCompiledSchemasAreShared(t *testing.T) {
+	strict := `{"type": "object", "additionalProperties": false, "required": ["path"], "properties": {"path": {"type": "string"}}}`
+	loose := `{"type": "object", "properties": {"path": {"type": "string"}}}`
+	broken := `{"type": "object", "properties": {"x": {"$ref": "https://example.com/x.json"}}}`
+	src := "version: 1\npipeline:\n  source: {type: csv, config: {path: in.csv, extra: 1}}\n  sink: {type: jsonl, config: {path: out.jsonl}}\n"
+	want := map[string]string{
+		strict: "line 3, column 46: pipeline.source.config.extra: unknown key",
+		loose:  "",
+		broken: `line 3, column 12: pipeline.source.type: connector "csv" publishes an unusable config schema: compile schema: failing loading "https://example.com/x.json": schema references https://example.com/x.json; only references inside the schema are allowed`,
+	}
+	schemas := []string{strict, loose, broken}
+	var wg sync.WaitGroup
+	for i := range 48 {
+		wg.Go(func() {
+			schema := schemas[i%len(schemas)]
+			cat := testCatalog{RoleSource: {"csv": schema}, RoleSink: {"jsonl": fileSchema}}
+			_, err := Load([]byte(src), testOptions(LoadOptions{Catalog: cat}))
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if got != want[schema] {
+				t.Errorf("load %d: error %q, want %q", i, got, want[schema])
+			}
+		})
+	}
+	wg.Wait()
 }
 
 func TestManyProblemsAreCapped(t *testing.T) {

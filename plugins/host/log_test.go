@@ -10,13 +10,13 @@ import (
 // testLogger collects the host's log and prints it if the test fails, so a
 // failure shows what the plugins said. Register it before anything that
 // logs in a cleanup.
-func testLogger(t *testing.T) *slog.Logger {
+func testLogger(t testing.TB) *slog.Logger {
 	logger, _ := testLog(t)
 	return logger
 }
 
 // testLog is testLogger that also returns what was logged.
-func testLog(t *testing.T) (*slog.Logger, *lockedBuffer) {
+func testLog(t testing.TB) (*slog.Logger, *lockedBuffer) {
 	w := &lockedBuffer{}
 	t.Cleanup(func() {
 		if t.Failed() {

@@ -30,15 +30,16 @@ func (h *Host) OpenPipe(ctx context.Context, source pipeline.ConnectorConfig, sh
 	if !kc.readsUpstream {
 		return nil, pipeline.ErrNoPipe
 	}
-	src, err := h.checkout(ctx, sc)
+	src, err := h.checkout(ctx, sc, nil)
 	if err != nil {
 		return nil, err
 	}
-	dst, err := h.checkout(ctx, kc)
+	dst, err := h.checkout(ctx, kc, src)
 	if err != nil {
 		h.checkin(sc.Name, src)
 		return nil, err
 	}
+	h.pair(src, dst)
 	release := func() {
 		h.checkin(sc.Name, src)
 		h.checkin(kc.Name, dst)

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,6 +33,9 @@ type proc struct {
 	rpc    connectorv1.ConnectorServiceClient
 	tail   *tail
 	idle   time.Time
+	// peer is the process this one last exchanged records with directly
+	// (source and sink of a pipe), guarded by the host's mu.
+	peer *proc
 
 	mu     sync.Mutex
 	broken bool
@@ -156,19 +160,26 @@ func (h *Host) env() []string {
 	return env
 }
 
-// checkout hands out an idle process of the connector, or starts one. The
-// caller has it exclusively until checkin.
-func (h *Host) checkout(ctx context.Context, c *Connector) (*proc, error) {
+// checkout hands out an idle process of the connector, the one last paired
+// with peer if there is one, or starts one. The caller has it exclusively
+// until checkin.
+func (h *Host) checkout(ctx context.Context, c *Connector, peer *proc) (*proc, error) {
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
 		return nil, errors.New("plugin host is closed")
 	}
-	idle := h.idle[c.Name]
-	for len(idle) > 0 {
-		p := idle[len(idle)-1]
-		idle = idle[:len(idle)-1]
-		h.idle[c.Name] = idle
+	for idle := h.idle[c.Name]; len(idle) > 0; idle = h.idle[c.Name] {
+		// The most recently used process, unless peer's partner is idle: a
+		// sink keeps its connection to the source it read last.
+		i := len(idle) - 1
+		if peer != nil {
+			if j := slices.IndexFunc(idle, func(p *proc) bool { return p.peer == peer }); j >= 0 {
+				i = j
+			}
+		}
+		p := idle[i]
+		h.idle[c.Name] = slices.Delete(idle, i, i+1)
 		if !p.isBroken() {
 			h.busy[p] = struct{}{}
 			h.mu.Unlock()
@@ -190,6 +201,14 @@ func (h *Host) checkout(ctx context.Context, c *Connector) (*proc, error) {
 	}
 	h.busy[p] = struct{}{}
 	return p, nil
+}
+
+// pair records that src and dst exchange records directly, so a later pipe
+// can pair them again.
+func (h *Host) pair(src, dst *proc) {
+	h.mu.Lock()
+	src.peer, dst.peer = dst, src
+	h.mu.Unlock()
 }
 
 // checkin returns a process to the pool, or stops it when it is broken,

@@ -73,7 +73,7 @@ func (h *Host) OpenSource(ctx context.Context, cfg pipeline.ConnectorConfig, sha
 	if err != nil {
 		return nil, err
 	}
-	p, err := h.checkout(ctx, c)
+	p, err := h.checkout(ctx, c, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +147,7 @@ func (h *Host) OpenSink(ctx context.Context, cfg pipeline.ConnectorConfig, acked
 	if err != nil {
 		return nil, err
 	}
-	p, err := h.checkout(ctx, c)
+	p, err := h.checkout(ctx, c, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -288,7 +288,7 @@ func (h *Host) Shards(ctx context.Context, cfg pipeline.ConnectorConfig, count i
 	if !c.Shardable {
 		return nil, fmt.Errorf("connector %s cannot be sharded", c.Name)
 	}
-	p, err := h.checkout(ctx, c)
+	p, err := h.checkout(ctx, c, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -310,7 +310,7 @@ func (h *Host) Check(ctx context.Context, role pipeline.Role, cfg pipeline.Conne
 	if err != nil {
 		return nil, err
 	}
-	p, err := h.checkout(ctx, c)
+	p, err := h.checkout(ctx, c, nil)
 	if err != nil {
 		return nil, err
 	}

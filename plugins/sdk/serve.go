@@ -106,12 +106,13 @@ func checkConnector(c Connector) error {
 
 // newServer adapts c to the gRPC connector service.
 func newServer(c Connector) connectorv1.ConnectorServiceServer {
-	return &server{c: c}
+	return &server{c: c, upstreams: newUpstreamPool()}
 }
 
 type server struct {
 	connectorv1.UnimplementedConnectorServiceServer
-	c Connector
+	c         Connector
+	upstreams *upstreamPool
 }
 
 func (s *server) Spec(context.Context, *connectorv1.SpecRequest) (*connectorv1.SpecResponse, error) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 )
 
 // The write modes of the file sinks.
@@ -60,8 +61,24 @@ func Create(path, mode string, sync bool) (*Output, error) {
 	default:
 		return nil, fmt.Errorf("unknown write mode %q", mode)
 	}
-	o.w = bufio.NewWriterSize(o.f, 1<<20)
+	o.w = buffers.Get().(*bufio.Writer)
+	o.w.Reset(o.f)
 	return o, nil
+}
+
+// buffers recycles the sessions' write buffers: a plugin process runs one
+// session after another, and allocating (and zeroing) a fresh megabyte for
+// each cost a short run more than its records did.
+var buffers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 1<<20) }}
+
+// release hands the write buffer back once the session is done with it.
+func (o *Output) release() {
+	if o.w == nil {
+		return
+	}
+	o.w.Reset(nil)
+	buffers.Put(o.w)
+	o.w = nil
 }
 
 // Empty reports whether the file held nothing before this session, which
@@ -74,6 +91,7 @@ func (o *Output) Write(p []byte) (int, error) { return o.w.Write(p) }
 // Commit makes everything written part of the file.
 func (o *Output) Commit() error {
 	err := o.w.Flush()
+	o.release()
 	if err == nil && o.sync {
 		err = o.f.Sync()
 	}
@@ -93,6 +111,7 @@ func (o *Output) Commit() error {
 
 // Abort leaves the file as it was before the session.
 func (o *Output) Abort() error {
+	o.release()
 	o.f.Close()
 	return o.discard()
 }
