@@ -3,7 +3,10 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -37,6 +40,7 @@ func BenchmarkClusterTrivialRuns(b *testing.B) {
 				members[i] = benchMember(b, hist)
 			}
 			dir := b.TempDir()
+			cpu := newCPUMeter(members)
 			b.ResetTimer()
 			start := time.Now()
 			var next atomic.Int64
@@ -58,6 +62,9 @@ func BenchmarkClusterTrivialRuns(b *testing.B) {
 			drainCluster(b, members[0].server)
 			b.StopTimer()
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "runs/s")
+			servers, plugins := cpu.used()
+			b.ReportMetric(servers.Seconds()*1000/float64(b.N), "server-cpu-ms/run")
+			b.ReportMetric(plugins.Seconds()*1000/float64(b.N), "plugin-cpu-ms/run")
 			if st := members[0].get(lastRun(b, members[0].server)); st.Status != client.RunRecordStatusCompleted || st.RecordsWritten != 10 {
 				b.Fatalf("last run = %+v", st)
 			}
@@ -113,4 +120,53 @@ func BenchmarkClusterReclaim(b *testing.B) {
 		done++
 	}
 	b.ReportMetric(total.Seconds()/float64(b.N), "s-to-reclaim")
+}
+
+// cpuMeter measures the CPU time the members' processes and their plugin
+// processes use from its creation on.
+type cpuMeter struct {
+	members []*member
+	start   map[int]time.Duration
+}
+
+func newCPUMeter(members []*member) *cpuMeter {
+	m := &cpuMeter{members: members, start: map[int]time.Duration{}}
+	for _, mem := range members {
+		pid := mem.cmd.Process.Pid
+		m.start[pid] = procCPU(pid)
+		for _, child := range childPIDs(pid) {
+			m.start[child] = procCPU(child)
+		}
+	}
+	return m
+}
+
+// used returns the CPU time used since the meter started by the servers and
+// by their plugin processes.
+func (m *cpuMeter) used() (servers, plugins time.Duration) {
+	for _, mem := range m.members {
+		pid := mem.cmd.Process.Pid
+		servers += procCPU(pid) - m.start[pid]
+		for _, child := range childPIDs(pid) {
+			plugins += procCPU(child) - m.start[child]
+		}
+	}
+	return servers, plugins
+}
+
+// procCPU is the user and system CPU time a process used so far.
+func procCPU(pid int) time.Duration {
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0
+	}
+	// The fields after the parenthesised command: state is field 3, utime
+	// and stime fields 14 and 15, in clock ticks (100 a second on Linux).
+	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	if len(fields) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(fields[11], 10, 64)
+	st, _ := strconv.ParseInt(fields[12], 10, 64)
+	return time.Duration(ut+st) * 10 * time.Millisecond
 }

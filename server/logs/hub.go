@@ -105,11 +105,12 @@ func (h *Hub) Open(runID string, r *redact.Redactor) *Run {
 // other instances may log for the same run at the same time. Its lines are
 // persisted under runID with seqs above base, so the parts never collide; key
 // names the capture and is what Lookup finds (the run id for the part live
-// readers follow).
+// readers follow). A finished capture still held under key for late readers
+// is replaced.
 func (h *Hub) OpenPart(key, runID string, base int64, r *redact.Redactor) *Run {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if run, ok := h.runs[key]; ok {
+	if run, ok := h.runs[key]; ok && !run.finished() {
 		return run
 	}
 	run := &Run{
@@ -118,6 +119,7 @@ func (h *Hub) OpenPart(key, runID string, base int64, r *redact.Redactor) *Run {
 		id:      runID,
 		redact:  r,
 		ring:    make([]db.RunLogLine, 0, min(h.opts.RingSize, 8)),
+		base:    base,
 		nextSeq: base,
 		changed: make(chan struct{}),
 	}

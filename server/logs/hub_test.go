@@ -162,3 +162,71 @@ func TestConcurrentWritersAndReaders(t *testing.T) {
 		t.Fatalf("persisted %d lines, want %d", got, writers*each)
 	}
 }
+
+func TestPartsOfARunNumberTheirLinesApart(t *testing.T) {
+	t.Parallel()
+	store := &memAppender{}
+	h := NewHub(Options{Store: store, MaxLinesPerRun: 100})
+	defer h.Close(context.Background())
+	whole := h.Open("r", nil)
+	shard := h.OpenPart("r/00001", "r", 2<<40, nil)
+	if whole == shard {
+		t.Fatal("a shard's capture is the run's")
+	}
+	whole.Append(slog.LevelInfo, "claimed")
+	if seq := shard.Append(slog.LevelInfo, "shard claimed"); seq != 2<<40+1 {
+		t.Fatalf("shard line seq %d, want %d", seq, 2<<40+1)
+	}
+	if got, ok := h.Lookup("r"); !ok || got != whole {
+		t.Fatal("Lookup does not find the run's own capture")
+	}
+	whole.Flush(context.Background())
+	shard.Flush(context.Background())
+	if lines := store.get("r"); len(lines) != 2 || lines[0].Seq != 1 || lines[1].Seq != 2<<40+1 {
+		t.Fatalf("persisted %+v", lines)
+	}
+	// A later attempt on this instance gets a fresh capture, not the
+	// finished one kept for late readers.
+	whole.Finish()
+	again := h.OpenPart("r", "r", 1<<32, nil)
+	if again == whole {
+		t.Fatal("a finished capture was reused")
+	}
+	if seq := again.Append(slog.LevelInfo, "claimed again"); seq != 1<<32+1 {
+		t.Fatalf("second attempt's first seq %d", seq)
+	}
+}
+
+func TestFlushWithHandsOverThePendingLines(t *testing.T) {
+	t.Parallel()
+	store := &memAppender{}
+	h := NewHub(Options{Store: store, MaxLinesPerRun: 3, FlushInterval: time.Hour})
+	defer h.Close(context.Background())
+	run := h.Open("r", nil)
+	run.Append(slog.LevelInfo, "one")
+	run.Append(slog.LevelInfo, "two")
+	var got []db.RunLogLine
+	var limit int
+	err := run.FlushWith(func(lines []db.RunLogLine, maxLines int) error {
+		got, limit = lines, maxLines
+		return errors.New("terminal write failed")
+	})
+	if err == nil || len(got) != 2 || limit != 0 {
+		t.Fatalf("FlushWith handed %d lines, cap %d, err %v; want 2 lines and no cap (2 < 3 lines in the run's only capture)", len(got), limit, err)
+	}
+	// The lines of a failed write stay pending; the cap applies once the
+	// run has as many lines as the cap.
+	run.Append(slog.LevelInfo, "three")
+	if err := run.FlushWith(func(lines []db.RunLogLine, maxLines int) error {
+		got, limit = lines, maxLines
+		return nil
+	}); err != nil || len(got) != 3 || got[0].Line != "one" || limit != 3 {
+		t.Fatalf("second FlushWith: %d lines (%+v), cap %d, %v", len(got), got, limit, err)
+	}
+	if err := run.FlushWith(func(lines []db.RunLogLine, _ int) error {
+		got = lines
+		return nil
+	}); err != nil || len(got) != 0 {
+		t.Fatalf("a third FlushWith handed %d lines again", len(got))
+	}
+}

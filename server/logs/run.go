@@ -21,6 +21,8 @@ type Run struct {
 	key    string
 	id     string
 	redact *redact.Redactor
+	// base is where this capture's seqs start; 0 for a run's only part.
+	base int64
 
 	mu      sync.Mutex
 	ring    []db.RunLogLine
@@ -116,6 +118,12 @@ func (r *Run) due(now time.Time) bool {
 	return len(r.pending) >= r.hub.opts.FlushLines || (len(r.pending) > 0 && now.Sub(r.pendingSince) >= r.hub.opts.FlushInterval)
 }
 
+func (r *Run) finished() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.done
+}
+
 func (r *Run) hasPending() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -141,8 +149,10 @@ func (r *Run) Flush(ctx context.Context) {
 // persists them, typically together with the run's terminal record so that
 // both land in one write. It waits for a flush in progress first, so when
 // write runs no earlier line of this capture is still on its way. write gets
-// no lines (and a zero cap) when the hub does not persist. When write fails
-// the lines stay pending for the next flush, up to the cap.
+// no lines (and a zero cap) when the hub does not persist, and a zero cap
+// when applying it cannot drop anything: this capture is the run's only one
+// and has logged fewer lines than the cap. When write fails the lines stay
+// pending for the next flush, up to the cap.
 func (r *Run) FlushWith(write func(lines []db.RunLogLine, maxLinesPerRun int) error) error {
 	opts := r.hub.opts
 	if opts.Store == nil || opts.MaxLinesPerRun <= 0 {
@@ -153,8 +163,12 @@ func (r *Run) FlushWith(write func(lines []db.RunLogLine, maxLinesPerRun int) er
 	r.mu.Lock()
 	batch := r.pending
 	r.pending = nil
+	limit := opts.MaxLinesPerRun
+	if r.base == 0 && r.nextSeq < int64(limit) {
+		limit = 0
+	}
 	r.mu.Unlock()
-	err := write(batch, opts.MaxLinesPerRun)
+	err := write(batch, limit)
 	if err == nil || len(batch) == 0 {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/faucet-dev/faucet/db"
@@ -84,6 +85,7 @@ func (r *Runner) claimLoop(ctx context.Context) {
 	sweeps := &storeTrouble{log: r.log, duty: "reclaim"}
 	r.sweep(ctx, sweeps)
 	for {
+		polled := false
 		select {
 		case <-ctx.Done():
 			return
@@ -91,9 +93,10 @@ func (r *Runner) claimLoop(ctx context.Context) {
 			return
 		case <-poll.C:
 			r.sweep(ctx, sweeps)
+			polled = true
 		case <-r.wake:
 		}
-		claims.report(r.claimWork(ctx))
+		claims.report(r.claimWork(ctx, polled))
 	}
 }
 
@@ -162,8 +165,9 @@ func (r *Runner) deliverCancels(ctx context.Context) error {
 // claimWork claims as much work as this member has free slots for: shards
 // of runs already split first (work in progress), then the oldest pending
 // runs. Each claimed item takes a slot before it is claimed, so a claim
-// never waits for one.
-func (r *Runner) claimWork(ctx context.Context) error {
+// never waits for one. Shards are looked for when shardsToo (the poll) or
+// when the last look found more than it could take.
+func (r *Runner) claimWork(ctx context.Context, shardsToo bool) error {
 	if r.isClosing() {
 		return nil
 	}
@@ -186,20 +190,25 @@ fill:
 	if free == 0 {
 		return nil
 	}
-	shards, err := r.store.ShardClaim(ctx, free)
-	if err != nil {
-		return err
-	}
-	for _, sh := range shards {
-		used++
-		r.startClaimed(func() { r.executeShard(sh) })
-	}
-	if r.metrics != nil && len(shards) > 0 {
-		r.metrics.ClusterClaims.WithLabelValues("shard").Add(float64(len(shards)))
-	}
-	if used == free {
-		// More may be waiting: look again once a slot frees.
-		return nil
+	if shardsToo || r.shardsSeen.Load() {
+		shards, err := r.store.ShardClaim(ctx, free)
+		if err != nil {
+			return err
+		}
+		// Shards come from splits, which are rare: after a claim that left
+		// none pending, only the poll looks for them again.
+		r.shardsSeen.Store(len(shards) == free)
+		for _, sh := range shards {
+			used++
+			r.startClaimed(func() { r.executeShard(sh) })
+		}
+		if r.metrics != nil && len(shards) > 0 {
+			r.metrics.ClusterClaims.WithLabelValues("shard").Add(float64(len(shards)))
+		}
+		if used == free {
+			// More may be waiting: look again once a slot frees.
+			return nil
+		}
 	}
 	runs, err := r.store.RunClaimPending(ctx, free-used)
 	if err != nil {
@@ -242,11 +251,14 @@ func (r *Runner) executeClaimed(rec db.RunRecord) {
 	a.log = r.logs.OpenPart(rec.RunID, rec.RunID, int64(rec.Attempt)<<attemptShift, red)
 	a.log.Append(slog.LevelInfo, fmt.Sprintf("run claimed by instance %s (attempt %d)", r.store.InstanceID(), rec.Attempt))
 
-	plan, err := r.reload(&rec)
-	if err != nil {
-		r.freeSlot()
-		r.finalize(a, failed(reasonError, "re-load the claimed run's config: "+red.String(err.Error())), time.Time{}, red)
-		return
+	plan, ok := r.plans.take(rec.RunID)
+	if !ok {
+		var err error
+		if plan, err = r.reload(&rec); err != nil {
+			r.freeSlot()
+			r.finalize(a, failed(reasonError, "re-load the claimed run's config: "+red.String(err.Error())), time.Time{}, red)
+			return
+		}
 	}
 	red = r.redactor(plan)
 	if shards, whole := r.shardCount(plan); shards > 0 {
@@ -330,6 +342,7 @@ func (r *Runner) split(a *active, plan *pipeline.Plan, count int, red *redact.Re
 	r.log.Info("run split into shards", "run_id", runID, "shards", len(rows))
 	// A run cancelled while it was being split got its shards cancelled.
 	r.finishParent(runID)
+	r.shardsSeen.Store(true)
 	r.kick()
 	return true, nil
 }
@@ -578,4 +591,39 @@ func (r *Runner) ClusterStatus(ctx context.Context) (enabled bool, members int, 
 	}
 	live, err := r.store.InstanceListLive(ctx, r.cfg.LeaseTTL)
 	return true, len(live), err
+}
+
+// planCacheSize bounds the plans kept for runs this member accepted: enough
+// for every run a burst of local submits wakes its own claim loop for,
+// while the plans of runs peers claim age out.
+const planCacheSize = 1024
+
+// planCache keeps the plans of recently accepted runs, oldest evicted first.
+type planCache struct {
+	mu    sync.Mutex
+	plans map[string]*pipeline.Plan
+	order []string
+}
+
+func (c *planCache) put(runID string, plan *pipeline.Plan) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.plans == nil {
+		c.plans = map[string]*pipeline.Plan{}
+	}
+	if len(c.order) >= planCacheSize {
+		delete(c.plans, c.order[0])
+		c.order = c.order[1:]
+	}
+	c.plans[runID] = plan
+	c.order = append(c.order, runID)
+}
+
+// take returns runID's plan and forgets it: a plan serves one execution.
+func (c *planCache) take(runID string) (*pipeline.Plan, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p, ok := c.plans[runID]
+	delete(c.plans, runID)
+	return p, ok
 }

@@ -106,6 +106,13 @@ type Runner struct {
 
 	// wake asks the cluster claim loop to look for work now.
 	wake chan struct{}
+	// shardsSeen says the claim loop may find pending shards without
+	// waiting for its poll.
+	shardsSeen atomic.Bool
+	// plans holds the plans of the runs this member accepted in cluster
+	// mode, so when it claims one of them itself (a submit wakes its own
+	// claim loop) the config is not loaded a second time.
+	plans planCache
 	// started is when this instance started, for the membership row.
 	started time.Time
 }
@@ -334,8 +341,12 @@ func (r *Runner) Submit(ctx context.Context, req SubmitRequest) (SubmitResult, e
 		// Raw, as submitted: the claiming member interpolates it with its own
 		// environment, so no resolved secret is ever stored.
 		rec.ConfigBody = &req.Config
+		// Cached before the write: this member's claim loop may take the
+		// run the moment it is written.
+		r.plans.put(runID, plan)
 	}
 	if err := r.store.RunSubmit(ctx, rec, r.auditEntry(req.Audit, runID, configFP)); err != nil {
+		r.plans.take(runID)
 		if req.IdempotencyKey != nil {
 			if relErr := r.store.IdempotencyRelease(context.WithoutCancel(ctx), runID); relErr != nil {
 				r.log.Warn("release idempotency claim after failed record write", "run_id", runID, "error", relErr)
