@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -32,6 +33,8 @@ type testEngine struct {
 	// executions counts Execute calls when set.
 	executions *atomic.Int64
 	gate       chan struct{}
+	// writeMode is every sink's write mode; "" means append.
+	writeMode string
 }
 
 func (e testEngine) Load(config []byte, _ string) (*pipeline.Plan, error) {
@@ -113,7 +116,7 @@ func (testEngine) Shards(_ context.Context, src pipeline.ConnectorConfig, count 
 	return out, nil
 }
 
-func (testEngine) WriteMode(pipeline.ConnectorConfig) string { return "append" }
+func (e testEngine) WriteMode(pipeline.ConnectorConfig) string { return cmp.Or(e.writeMode, "append") }
 
 func (testEngine) Probe(context.Context, *pipeline.Plan) (DoctorReport, error) {
 	return DoctorReport{Invocations: []DoctorInvocation{{RowID: "x", Checks: []DoctorCheck{{Role: "source", OK: false, Message: "down"}}}}}, nil
@@ -124,6 +127,8 @@ type faultyStore struct {
 	db.Store
 	failGet     atomic.Bool
 	failSubmits atomic.Int32 // fail this many RunSubmit calls
+	// transient makes the injected submit failures transient.
+	transient atomic.Bool
 }
 
 func (s *faultyStore) RunGet(ctx context.Context, id string) (*db.RunRecord, error) {
@@ -135,7 +140,11 @@ func (s *faultyStore) RunGet(ctx context.Context, id string) (*db.RunRecord, err
 
 func (s *faultyStore) RunSubmit(ctx context.Context, rec *db.RunRecord, audit *db.AuditEntry) error {
 	if s.failSubmits.Add(-1) >= 0 {
-		return &db.Error{Op: "run submit", Transience: db.Permanent, Err: errors.New("injected write failure")}
+		verdict := db.Permanent
+		if s.transient.Load() {
+			verdict = db.Transient
+		}
+		return &db.Error{Op: "run submit", Transience: verdict, Err: errors.New("injected write failure")}
 	}
 	return s.Store.RunSubmit(ctx, rec, audit)
 }
@@ -325,3 +334,97 @@ func TestShutdownFailsQueuedAndStopsRunning(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func TestSubmittedAtIsWhatTheRecordSays(t *testing.T) {
+	r, fs := newTestRunner(t, Config{})
+	res, err := r.Submit(context.Background(), SubmitRequest{Config: "2", ConfigFormat: "yaml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := await(t, fs.Store, res.RunID, db.StatusCompleted)
+	if !rec.SubmittedAt.Equal(res.SubmittedAt) {
+		t.Fatalf("submit answered %v, the record says %v", res.SubmittedAt, rec.SubmittedAt)
+	}
+}
+
+func TestRecordsWrittenIsLiveWhileARunExecutes(t *testing.T) {
+	r, fs := newTestRunner(t, Config{})
+	res, err := r.Submit(context.Background(), SubmitRequest{Config: "hold", ConfigFormat: "yaml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	await(t, fs.Store, res.RunID, db.StatusRunning)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		rec, err := r.Get(context.Background(), res.RunID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.RecordsWritten == 3 && rec.ElapsedSecs != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET of the running run = %+v, want the 3 acknowledged records", rec)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if _, err := r.Cancel(context.Background(), res.RunID); err != nil {
+		t.Fatal(err)
+	}
+	if rec := await(t, fs.Store, res.RunID, db.StatusCancelled); rec.RecordsWritten != 3 {
+		t.Fatalf("cancelled run = %+v", rec)
+	}
+}
+
+func TestSubmitWarnings(t *testing.T) {
+	cases := []struct {
+		name    string
+		cluster bool
+		mode    string
+		plan    *pipeline.Plan
+		want    []string
+	}{
+		{"local run", false, "", &pipeline.Plan{Invocations: []pipeline.Invocation{{}}}, nil},
+		{"shard outside a cluster", false, "", &pipeline.Plan{Shard: &pipeline.Shard{Count: 4}, Invocations: []pipeline.Invocation{{Source: pipeline.ConnectorConfig{Type: "split"}}}},
+			[]string{"cluster mode only"}},
+		{"clustered run into an appending sink", true, "", &pipeline.Plan{Invocations: []pipeline.Invocation{{Sink: pipeline.ConnectorConfig{Type: "jsonl"}}}},
+			[]string{"clustered execution is at-least-once", "jsonl (write_mode append)"}},
+		{"sharded run", true, "", &pipeline.Plan{Shard: &pipeline.Shard{Count: 4}, Invocations: []pipeline.Invocation{{Source: pipeline.ConnectorConfig{Type: "split"}, Sink: pipeline.ConnectorConfig{Type: "csv"}}}},
+			[]string{"sharded execution (4 shards) is at-least-once"}},
+		{"sharded matrix", true, "", &pipeline.Plan{Shard: &pipeline.Shard{Count: 4}, Invocations: []pipeline.Invocation{{}, {}}},
+			[]string{"2 matrix rows; the run executes whole", "clustered execution is at-least-once"}},
+		{"unshardable source", true, "", &pipeline.Plan{Shard: &pipeline.Shard{Count: 4}, Invocations: []pipeline.Invocation{{Source: pipeline.ConnectorConfig{Type: "stdin"}}}},
+			[]string{"source connector stdin cannot be sharded"}},
+		{"clustered run into a keyed sink", true, "upsert", &pipeline.Plan{Invocations: []pipeline.Invocation{{}}}, nil},
+		{"clustered run that overwrites", true, "overwrite", &pipeline.Plan{Invocations: []pipeline.Invocation{{}}}, nil},
+		{"sharded run that overwrites", true, "overwrite", &pipeline.Plan{Shard: &pipeline.Shard{Count: 4}, Invocations: []pipeline.Invocation{{Source: pipeline.ConnectorConfig{Type: "split"}, Sink: pipeline.ConnectorConfig{Type: "csv"}}}},
+			[]string{"sink csv overwrites its target", "the run executes whole"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := New(Config{Cluster: c.cluster}, nil, testEngine{writeMode: c.mode}, nil, nil, nil)
+			got := strings.Join(r.warnings(c.plan), "\n")
+			if len(c.want) == 0 && got != "" {
+				t.Fatalf("warnings %q, want none", got)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(got, w) {
+					t.Fatalf("warnings %q lack %q", got, w)
+				}
+			}
+		})
+	}
+}
+
+func TestATransientRecordWriteFailureIsUnavailable(t *testing.T) {
+	r, fs := newTestRunner(t, Config{})
+	fs.transient.Store(true)
+	fs.failSubmits.Store(1)
+	_, err := r.Submit(context.Background(), SubmitRequest{Config: "1", ConfigFormat: "yaml"})
+	if !errors.Is(err, ErrHistoryUnavailable) || strings.Contains(err.Error(), "injected") {
+		t.Fatalf("submit during a database blip: %v, want ErrHistoryUnavailable without the driver's words", err)
+	}
+	if q := r.Stats().Queued; q != 0 {
+		t.Fatalf("the refused submit left %d reservations", q)
+	}
+}
