@@ -92,6 +92,11 @@ type Store interface {
 	// reached maxAttempts, fails them as poison with an explanatory error,
 	// keeping their attempt count (so attempt never exceeds maxAttempts).
 	RunReclaimOrphans(ctx context.Context, maxAttempts int) (ReclaimReport, error)
+	// RunRelease puts a running run this instance owns back to pending, owner
+	// cleared and attempt+1, for a peer to claim at once: a member that shuts
+	// down hands its runs over instead of failing them. It returns false
+	// when this instance no longer owns the run or it is not running.
+	RunRelease(ctx context.Context, runID string) (bool, error)
 	// RunFinalizeOwned writes a terminal record only while this instance owns
 	// the run and it is not yet terminal; it returns false when another
 	// instance reclaimed it or a finalizer already won. It stamps FinishedAt
@@ -150,6 +155,9 @@ type Store interface {
 	// cleared, attempt+1) or, once attempt has reached maxAttempts, fails them
 	// with an explanatory error, keeping their attempt count.
 	ShardReclaimOrphans(ctx context.Context, maxAttempts int) (ReclaimReport, error)
+	// ShardRelease puts a running shard this instance owns back to pending,
+	// owner cleared and attempt+1, like RunRelease.
+	ShardRelease(ctx context.Context, runID, shardID string) (bool, error)
 	// ShardFinalize writes a shard's terminal result only while this instance
 	// owns it and it is running. A non-terminal status is an error.
 	ShardFinalize(ctx context.Context, runID, shardID string, res ShardResult) (bool, error)

@@ -249,6 +249,63 @@ func exerciseRunPath(t *testing.T, newURL func(t testing.TB) string) {
 		wantStatus(t, s, "r1", db.StatusCancelled)
 	})
 
+	t.Run("ReleaseHandsOwnRunsBack", func(t *testing.T) {
+		t.Parallel()
+		url := newURL(t)
+		a := open(t, url, db.Options{InstanceID: "a"})
+		b := open(t, url, db.Options{InstanceID: "b"})
+		upsert(t, a, newRun("r1", db.StatusPending, now()), newRun("done", db.StatusCompleted, now()))
+		claimPending(t, a, 1)
+		if ok, err := b.RunRelease(t.Context(), "r1"); err != nil || ok {
+			t.Fatalf("another instance released the run: %v, %v", ok, err)
+		}
+		if ok, err := a.RunRelease(t.Context(), "done"); err != nil || ok {
+			t.Fatalf("a finished run was released: %v, %v", ok, err)
+		}
+		if ok, err := a.RunRelease(t.Context(), "r1"); err != nil || !ok {
+			t.Fatalf("the owner could not release its run: %v, %v", ok, err)
+		}
+		if r := wantStatus(t, b, "r1", db.StatusPending); r.Attempt != 1 {
+			t.Fatalf("released run: attempt %d, want 1", r.Attempt)
+		}
+		if got := claimPending(t, b, 1); len(got) != 1 || got[0].Attempt != 1 {
+			t.Fatalf("a peer could not claim the released run: %+v", got)
+		}
+		if done := newRun("r1", db.StatusCompleted, now()); finalize(t, a, done) {
+			t.Fatal("the instance that released the run finalized it")
+		}
+
+		upsert(t, a, newRun("p", db.StatusPending, now()))
+		claimPending(t, a, 1)
+		if ok, err := a.RunShard(t.Context(), "p", shardSpecs("s", 2, nil)); err != nil || !ok {
+			t.Fatalf("shard: %v, %v", ok, err)
+		}
+		sh := shardClaim(t, a, 1)
+		if len(sh) != 1 {
+			t.Fatal("no shard claimed")
+		}
+		if ok, err := b.ShardRelease(t.Context(), "p", sh[0].ShardID); err != nil || ok {
+			t.Fatalf("another instance released the shard: %v, %v", ok, err)
+		}
+		if ok, err := a.ShardRelease(t.Context(), "p", sh[0].ShardID); err != nil || !ok {
+			t.Fatalf("the owner could not release its shard: %v, %v", ok, err)
+		}
+		if p := progress(t, b, "p"); p.Pending != 2 || p.Running != 0 {
+			t.Fatalf("progress after release %+v, want 2 pending", p)
+		}
+		again := shardClaim(t, b, 2)
+		attempts := map[string]int{}
+		for _, c := range again {
+			attempts[c.ShardID] = c.Attempt
+		}
+		if attempts[sh[0].ShardID] != 1 {
+			t.Fatalf("released shard claimed with attempt %d, want 1", attempts[sh[0].ShardID])
+		}
+		if finishShard(t, a, "p", sh[0].ShardID, db.ShardResult{Status: db.ShardCompleted}) {
+			t.Fatal("the instance that released the shard finalized it")
+		}
+	})
+
 	t.Run("SetProgressOnlyOwnRunningRuns", func(t *testing.T) {
 		t.Parallel()
 		url := newURL(t)

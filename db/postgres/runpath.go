@@ -81,3 +81,15 @@ func (s *Store) RunSetProgress(ctx context.Context, progress map[string]int64) (
 	n, err := s.q.RunSetProgress(ctx, p)
 	return int(n), fail("run set progress", err)
 }
+
+// RunRelease hands a running run this instance owns back to pending.
+func (s *Store) RunRelease(ctx context.Context, runID string) (bool, error) {
+	n, err := s.q.RunRelease(ctx, dbsqlc.RunReleaseParams{RunID: runID, Owner: s.instanceID})
+	return n == 1, fail("run release", err)
+}
+
+// ShardRelease hands a running shard this instance owns back to pending.
+func (s *Store) ShardRelease(ctx context.Context, runID, shardID string) (bool, error) {
+	n, err := s.q.ShardRelease(ctx, dbsqlc.ShardReleaseParams{RunID: runID, ShardID: shardID, Owner: s.instanceID})
+	return n == 1, fail("shard release", err)
+}

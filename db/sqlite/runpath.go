@@ -139,3 +139,15 @@ func (s *Store) RunSetProgress(ctx context.Context, progress map[string]int64) (
 	})
 	return int(updated), err
 }
+
+// RunRelease hands a running run this instance owns back to pending.
+func (s *Store) RunRelease(ctx context.Context, runID string) (bool, error) {
+	n, err := s.wq.RunRelease(ctx, dbsqlc.RunReleaseParams{RunID: runID, Owner: s.owner})
+	return n == 1, wrap(ctx, "run release", err)
+}
+
+// ShardRelease hands a running shard this instance owns back to pending.
+func (s *Store) ShardRelease(ctx context.Context, runID, shardID string) (bool, error) {
+	n, err := s.wq.ShardRelease(ctx, dbsqlc.ShardReleaseParams{RunID: runID, ShardID: shardID, Owner: s.owner})
+	return n == 1, wrap(ctx, "shard release", err)
+}

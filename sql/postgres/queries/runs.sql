@@ -285,3 +285,13 @@ UPDATE faucet_runs r SET
     record = r.record || jsonb_build_object('records_written', p.records)
 FROM (SELECT unnest(@run_ids::text[]) AS run_id, unnest(@records::bigint[]) AS records) p
 WHERE r.run_id = p.run_id AND r.owner = @owner::text AND r.status = 'running';
+
+-- name: RunRelease :execrows
+-- Hands a running run the caller owns back to pending for any instance.
+UPDATE faucet_runs SET
+    status = 'pending',
+    owner = NULL,
+    lease_expires_at = NULL,
+    attempt = attempt + 1,
+    record = record || jsonb_build_object('status', 'pending', 'attempt', attempt + 1)
+WHERE run_id = @run_id AND owner = @owner::text AND status = 'running';

@@ -127,3 +127,8 @@ RETURNING r.run_id;
 -- name: ShardPurgeOrphans :execrows
 DELETE FROM faucet_shards s
 WHERE NOT EXISTS (SELECT 1 FROM faucet_runs r WHERE r.run_id = s.run_id);
+
+-- name: ShardRelease :execrows
+-- Hands a running shard the caller owns back to pending for any instance.
+UPDATE faucet_shards SET status = 'pending', owner = NULL, lease_expires_at = NULL, attempt = attempt + 1
+WHERE run_id = @run_id AND shard_id = @shard_id AND owner = @owner::text AND status = 'running';

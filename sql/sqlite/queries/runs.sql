@@ -197,3 +197,12 @@ UPDATE faucet_runs
 SET records_written = sqlc.arg(records_written),
     record = json_set(record, '$.records_written', sqlc.arg(records_written))
 WHERE run_id = sqlc.arg(run_id) AND owner = sqlc.arg(owner) AND status = 'running';
+
+-- name: RunRelease :execrows
+UPDATE faucet_runs
+SET status = 'pending',
+    owner = NULL,
+    lease_expires_at = NULL,
+    attempt = attempt + 1,
+    record = json_set(record, '$.status', 'pending', '$.attempt', attempt + 1)
+WHERE run_id = sqlc.arg(run_id) AND owner = sqlc.arg(owner) AND status = 'running';

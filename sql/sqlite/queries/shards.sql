@@ -94,3 +94,8 @@ DELETE FROM faucet_shards WHERE run_id = sqlc.arg(run_id);
 -- name: ShardPurgeOrphans :execrows
 DELETE FROM faucet_shards
 WHERE NOT EXISTS (SELECT 1 FROM faucet_runs r WHERE r.run_id = faucet_shards.run_id);
+
+-- name: ShardRelease :execrows
+UPDATE faucet_shards
+SET status = 'pending', owner = NULL, lease_expires_at = NULL, attempt = attempt + 1
+WHERE run_id = sqlc.arg(run_id) AND shard_id = sqlc.arg(shard_id) AND owner = sqlc.arg(owner) AND status = 'running';

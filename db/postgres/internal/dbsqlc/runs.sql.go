@@ -471,6 +471,30 @@ func (q *Queries) RunRecoverOrphans(ctx context.Context, arg RunRecoverOrphansPa
 	return result.RowsAffected(), nil
 }
 
+const runRelease = `-- name: RunRelease :execrows
+UPDATE faucet_runs SET
+    status = 'pending',
+    owner = NULL,
+    lease_expires_at = NULL,
+    attempt = attempt + 1,
+    record = record || jsonb_build_object('status', 'pending', 'attempt', attempt + 1)
+WHERE run_id = $1 AND owner = $2::text AND status = 'running'
+`
+
+type RunReleaseParams struct {
+	RunID string
+	Owner string
+}
+
+// Hands a running run the caller owns back to pending for any instance.
+func (q *Queries) RunRelease(ctx context.Context, arg RunReleaseParams) (int64, error) {
+	result, err := q.db.Exec(ctx, runRelease, arg.RunID, arg.Owner)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const runRenewLeases = `-- name: RunRenewLeases :execrows
 UPDATE faucet_runs SET lease_expires_at = $1::timestamptz
 WHERE owner = $2::text AND status IN ('pending', 'queued', 'running', 'sharded')

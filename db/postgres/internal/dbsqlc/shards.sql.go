@@ -346,6 +346,26 @@ func (q *Queries) ShardReclaimRequeue(ctx context.Context, arg ShardReclaimReque
 	return result.RowsAffected(), nil
 }
 
+const shardRelease = `-- name: ShardRelease :execrows
+UPDATE faucet_shards SET status = 'pending', owner = NULL, lease_expires_at = NULL, attempt = attempt + 1
+WHERE run_id = $1 AND shard_id = $2 AND owner = $3::text AND status = 'running'
+`
+
+type ShardReleaseParams struct {
+	RunID   string
+	ShardID string
+	Owner   string
+}
+
+// Hands a running shard the caller owns back to pending for any instance.
+func (q *Queries) ShardRelease(ctx context.Context, arg ShardReleaseParams) (int64, error) {
+	result, err := q.db.Exec(ctx, shardRelease, arg.RunID, arg.ShardID, arg.Owner)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const shardRenewLeases = `-- name: ShardRenewLeases :execrows
 UPDATE faucet_shards SET lease_expires_at = $1::timestamptz
 WHERE owner = $2::text AND status = 'running'

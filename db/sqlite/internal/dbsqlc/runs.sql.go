@@ -512,6 +512,29 @@ func (q *Queries) RunRecoverOrphans(ctx context.Context, arg RunRecoverOrphansPa
 	return result.RowsAffected()
 }
 
+const runRelease = `-- name: RunRelease :execrows
+UPDATE faucet_runs
+SET status = 'pending',
+    owner = NULL,
+    lease_expires_at = NULL,
+    attempt = attempt + 1,
+    record = json_set(record, '$.status', 'pending', '$.attempt', attempt + 1)
+WHERE run_id = ?1 AND owner = ?2 AND status = 'running'
+`
+
+type RunReleaseParams struct {
+	RunID string
+	Owner *string
+}
+
+func (q *Queries) RunRelease(ctx context.Context, arg RunReleaseParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, runRelease, arg.RunID, arg.Owner)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const runRenewLeases = `-- name: RunRenewLeases :execrows
 UPDATE faucet_runs SET lease_expires_at = ?1
 WHERE owner = ?2 AND status IN ('pending', 'queued', 'running', 'sharded')

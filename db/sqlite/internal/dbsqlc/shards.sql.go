@@ -334,6 +334,26 @@ func (q *Queries) ShardReclaimRequeue(ctx context.Context, arg ShardReclaimReque
 	return result.RowsAffected()
 }
 
+const shardRelease = `-- name: ShardRelease :execrows
+UPDATE faucet_shards
+SET status = 'pending', owner = NULL, lease_expires_at = NULL, attempt = attempt + 1
+WHERE run_id = ?1 AND shard_id = ?2 AND owner = ?3 AND status = 'running'
+`
+
+type ShardReleaseParams struct {
+	RunID   string
+	ShardID string
+	Owner   *string
+}
+
+func (q *Queries) ShardRelease(ctx context.Context, arg ShardReleaseParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, shardRelease, arg.RunID, arg.ShardID, arg.Owner)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const shardRenewLeases = `-- name: ShardRenewLeases :execrows
 UPDATE faucet_shards SET lease_expires_at = ?1
 WHERE owner = ?2 AND status = 'running'
