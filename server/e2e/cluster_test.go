@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -340,6 +341,47 @@ func TestClusterSurvivorsTakeOverAKilledMembersRuns(t *testing.T) {
 		}
 		if int(reclaims) != reclaimed {
 			t.Fatalf("survivors counted %v reclaims, want %d", reclaims, reclaimed)
+		}
+	})
+}
+
+func TestClusterMemberHandsItsRunsOverOnSIGTERM(t *testing.T) {
+	eachClusterHistory(t, func(t *testing.T, hist string) {
+		members := startCluster(t, 2, hist, "--max-concurrent-runs", "1")
+		dir := t.TempDir()
+		var ids []string
+		for i := range 2 {
+			ids = append(ids, members[i].submit(client.SubmitRequest{Config: holdFor(4, 1500, filepath.Join(dir, fmt.Sprintf("run-%d.jsonl", i)))}).RunId)
+		}
+		leaving := awaitClaim(t, members[0], members, ids[0], 0)
+		members[0].await(ids[0], client.RunRecordStatusRunning)
+		staying := members[0]
+		if staying == leaving {
+			staying = members[1]
+		}
+		if err := leaving.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		<-leaving.exited
+		if leaving.waitErr != nil {
+			t.Fatalf("the leaving member exited with %v\n%s", leaving.waitErr, leaving.stderr.String())
+		}
+		for i, id := range ids {
+			rec := staying.await(id, client.RunRecordStatusCompleted)
+			if rec.RecordsWritten != 4 {
+				t.Fatalf("run %d = %+v", i, rec)
+			}
+			if n := countLines(t, filepath.Join(dir, fmt.Sprintf("run-%d.jsonl", i))); n != 4 {
+				t.Fatalf("run %d's sink file has %d lines, want 4", i, n)
+			}
+		}
+		rec := staying.get(ids[0])
+		if rec.Attempt != 1 || staying.claims(ids[0])[1] != staying.id {
+			t.Fatalf("the run the leaving member held: attempt %d, claims %v", rec.Attempt, staying.claims(ids[0]))
+		}
+		// Handed over, not left to lapse: nothing was reclaimed.
+		if n := staying.metric("faucet_cluster_reclaims_total", map[string]string{"kind": "run"}); n != 0 {
+			t.Fatalf("%v runs were reclaimed; the leaving member should have handed them over", n)
 		}
 	})
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/faucet-dev/faucet/db"
 	"github.com/faucet-dev/faucet/pipeline"
+	"github.com/faucet-dev/faucet/server/logs"
 	"github.com/faucet-dev/faucet/server/redact"
 )
 
@@ -347,6 +348,51 @@ func (r *Runner) split(a *active, plan *pipeline.Plan, count int, red *redact.Re
 	return true, nil
 }
 
+// handBack gives a claimed run this member stopped for its shutdown back to
+// the cluster, pending for a peer, instead of failing it. When the write
+// cannot land, the run's lease lapses and a peer takes it over all the same.
+func (r *Runner) handBack(a *active) {
+	a.finalizeMu.Lock()
+	defer a.finalizeMu.Unlock()
+	if a.finalized {
+		return
+	}
+	a.finalized = true
+	runID := a.rec.RunID
+	a.log.Append(slog.LevelWarn, "instance "+r.store.InstanceID()+" is shutting down; the run goes back to the cluster for another member")
+	ok, err := r.giveBack(a.log, runID, func(ctx context.Context) (bool, error) { return r.store.RunRelease(ctx, runID) })
+	r.logHandBack("run", runID, "", ok, err)
+}
+
+// giveBack persists a stopped part's pending lines and then hands the part
+// back with give.
+func (r *Runner) giveBack(lr *logs.Run, runID string, give func(context.Context) (bool, error)) (bool, error) {
+	var ok bool
+	err := lr.FlushWith(func(lines []db.RunLogLine, maxLines int) error {
+		return r.retry(func(ctx context.Context) error {
+			if err := r.store.RunLogAppend(ctx, runID, lines, maxLines); err != nil {
+				return err
+			}
+			var err error
+			ok, err = give(ctx)
+			return err
+		})
+	})
+	lr.Finish()
+	return ok, err
+}
+
+func (r *Runner) logHandBack(kind, runID, shardID string, ok bool, err error) {
+	switch {
+	case err != nil:
+		r.log.Error("hand "+kind+" back to the cluster; a peer takes it over once its lease lapses", "run_id", runID, "shard", shardID, "error", err)
+	case !ok:
+		r.log.Warn(kind+" was reclaimed by another instance while it ran here", "run_id", runID, "shard", shardID)
+	default:
+		r.log.Info(kind+" handed back to the cluster at shutdown", "run_id", runID, "shard", shardID)
+	}
+}
+
 // executeShard executes one claimed shard: the run's config re-loaded,
 // its source narrowed to the shard. The shard's result is written fenced on
 // this member still owning it, and the last shard to end finalizes the run.
@@ -393,6 +439,14 @@ func (r *Runner) executeShard(cs db.ClaimedShard) {
 		return r.perform(a, plan, red, logger)
 	}()
 	r.freeSlot()
+	if o.reason == reasonShutdown {
+		logger.Warn("instance " + r.store.InstanceID() + " is shutting down; the shard goes back to the cluster for another member")
+		ok, err := r.giveBack(a.log, cs.RunID, func(ctx context.Context) (bool, error) {
+			return r.store.ShardRelease(ctx, cs.RunID, cs.ShardID)
+		})
+		r.logHandBack("shard", cs.RunID, cs.ShardID, ok, err)
+		return
+	}
 	status := db.ShardCompleted
 	switch o.status {
 	case db.StatusFailed:

@@ -245,3 +245,27 @@ func TestClusterSubmitFailsClosedOnADegradedStore(t *testing.T) {
 type degradedStore struct{ db.Store }
 
 func (degradedStore) Degraded() bool { return true }
+
+func TestClusterShutdownHandsRunsToAPeer(t *testing.T) {
+	path := sharedHistory(t)
+	gate := make(chan struct{})
+	leaving := newCluster(t, path, 1, testEngine{scale: 1, gate: gate})[0]
+	res, err := leaving.Submit(context.Background(), SubmitRequest{Config: "gated", ConfigFormat: "yaml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	await(t, leaving.store, res.RunID, db.StatusRunning)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := leaving.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if rec := await(t, leaving.store, res.RunID, db.StatusPending); rec.Attempt != 1 {
+		t.Fatalf("handed-back run = %+v, want pending at attempt 1", rec)
+	}
+	close(gate)
+	peer := newCluster(t, path, 1, testEngine{scale: 2, gate: gate})[0]
+	if rec := await(t, peer.store, res.RunID, db.StatusCompleted); rec.RecordsWritten != 10 || rec.Attempt != 1 {
+		t.Fatalf("the peer's run = %+v", rec)
+	}
+}

@@ -132,6 +132,10 @@ func (r *Runner) execute(a *active, plan *pipeline.Plan, red *redact.Redactor, s
 	logger.Info("pipeline run starting", "invocations", len(plan.Invocations))
 	o := r.perform(a, plan, red, logger)
 	stopped()
+	if a.owned && o.reason == reasonShutdown {
+		r.handBack(a)
+		return
+	}
 	logger.Info("pipeline run finished", "status", string(o.status), "records_written", o.records)
 	r.finalize(a, o, started, red)
 }

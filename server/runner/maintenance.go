@@ -153,6 +153,10 @@ func (r *Runner) Shutdown(ctx context.Context) error {
 	}
 	r.mu.Unlock()
 	for _, a := range left {
+		if a.owned {
+			r.handBack(a)
+			continue
+		}
 		r.finalize(a, failed(reasonShutdown, msgShutdown), time.Time{}, nil)
 	}
 	if len(left) > 0 {
