@@ -201,7 +201,9 @@ fill:
 		r.shardsSeen.Store(len(shards) == free)
 		for _, sh := range shards {
 			used++
-			r.startClaimed(func() { r.executeShard(sh) })
+			r.startClaimed(func() { r.executeShard(sh) }, func(ctx context.Context) (bool, error) {
+				return r.store.ShardRelease(ctx, sh.RunID, sh.ShardID)
+			})
 		}
 		if r.metrics != nil && len(shards) > 0 {
 			r.metrics.ClusterClaims.WithLabelValues("shard").Add(float64(len(shards)))
@@ -217,7 +219,9 @@ fill:
 	}
 	for _, rec := range runs {
 		used++
-		r.startClaimed(func() { r.executeClaimed(rec) })
+		r.startClaimed(func() { r.executeClaimed(rec) }, func(ctx context.Context) (bool, error) {
+			return r.store.RunRelease(ctx, rec.RunID)
+		})
 	}
 	if r.metrics != nil && len(runs) > 0 {
 		r.metrics.ClusterClaims.WithLabelValues("run").Add(float64(len(runs)))
@@ -226,9 +230,18 @@ fill:
 }
 
 // startClaimed runs one claimed item, which holds one slot, in the
-// background; Shutdown waits for it.
-func (r *Runner) startClaimed(run func()) {
+// background; Shutdown waits for it. An item claimed while Shutdown began is
+// handed back with giveBack instead.
+func (r *Runner) startClaimed(run func(), giveBack func(context.Context) (bool, error)) {
 	r.mu.Lock()
+	if r.closing {
+		r.mu.Unlock()
+		<-r.slots
+		if _, err := giveBack(context.Background()); err != nil {
+			r.log.Warn("hand work claimed during shutdown back to the cluster; a peer takes it over once its lease lapses", "error", err)
+		}
+		return
+	}
 	r.inFlight++
 	r.wg.Add(1)
 	r.mu.Unlock()
