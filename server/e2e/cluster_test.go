@@ -509,6 +509,51 @@ func TestClusterShardsOneRunAcrossMembers(t *testing.T) {
 	}
 }
 
+func TestClusterCancelStopsEveryShard(t *testing.T) {
+	hist := testpg.Database(t)
+	members := startCluster(t, 3, hist, "--max-concurrent-runs", "2")
+	// Far more rows than the test waits for: the shards run until cancelled.
+	id := members[0].submit(client.SubmitRequest{Config: shardedGenerate(2_000_000_000, 6, "{type: stdout, config: {}}")}).RunId
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		workers := map[string]bool{}
+		for _, by := range members[0].shardClaims(id) {
+			workers[by[0]] = true
+		}
+		if len(workers) >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the shards never ran on two members: %v", members[0].shardClaims(id))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	resp, err := members[2].admin().CancelRunWithResponse(context.Background(), id)
+	if err != nil || resp.StatusCode() != http.StatusAccepted {
+		t.Fatalf("cancel: %v %d %s", err, resp.StatusCode(), resp.Body)
+	}
+	rec := members[1].await(id, client.RunRecordStatusCancelled)
+	if rec.FinishedAt == nil {
+		t.Fatalf("cancelled sharded run = %+v", rec)
+	}
+	for _, m := range members {
+		deadline := time.Now().Add(time.Minute)
+		for m.metric("faucet_cluster_shards_in_flight", nil) != 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("member %s still runs shards of the cancelled run", m.id)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	cancelled := 0.0
+	for _, m := range members {
+		cancelled += m.metric("faucet_cluster_shards_finished_total", map[string]string{"status": "cancelled"})
+	}
+	if cancelled == 0 {
+		t.Fatal("no running shard was stopped by the cancel")
+	}
+}
+
 func TestClusterShardedRunSurvivesAKilledMember(t *testing.T) {
 	hist := testpg.Database(t)
 	sinkDB := testpg.Database(t)
