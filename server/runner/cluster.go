@@ -23,13 +23,26 @@ import (
 
 // Log seqs of the parts of a cluster run. A run's later attempts and its
 // shards log under the run id from whichever member executes them, so each
-// part numbers its lines above its own base: attempt a of the whole run
-// from a<<attemptShift, attempt a of shard i from (i+1)<<shardShift plus
-// a<<attemptShift. Lines then read back grouped by part.
+// part numbers its lines above its own base (partBase): attempt a of the
+// whole run from a<<attemptShift, attempt a of shard i from (i+1)<<shardShift
+// plus a<<attemptShift. Lines then read back grouped by part.
 const (
 	attemptShift = 32
 	shardShift   = 40
+	// maxLogAttempt is the last attempt with a base of its own; later ones
+	// share it (their lines may then collide with each other's).
+	maxLogAttempt = 1<<(shardShift-attemptShift) - 1
 )
+
+// partBase is the first log seq of attempt of a run (shard < 0) or of
+// its shard shard.
+func partBase(shard int64, attempt int) int64 {
+	base := int64(min(attempt, maxLogAttempt)) << attemptShift
+	if shard >= 0 {
+		base |= (shard + 1) << shardShift
+	}
+	return base
+}
 
 // shardIDFormat names shard i of a run; the id sorts like the index.
 const shardIDFormat = "%05d"
@@ -262,7 +275,7 @@ func (r *Runner) executeClaimed(rec db.RunRecord) {
 	r.mu.Unlock()
 	defer r.release(a)
 	red := redact.New(r.cfg.Secrets)
-	a.log = r.logs.OpenPart(rec.RunID, rec.RunID, int64(rec.Attempt)<<attemptShift, red)
+	a.log = r.logs.OpenPart(rec.RunID, rec.RunID, partBase(-1, rec.Attempt), red)
 	a.log.Append(slog.LevelInfo, fmt.Sprintf("run claimed by instance %s (attempt %d)", r.store.InstanceID(), rec.Attempt))
 
 	plan, ok := r.plans.take(rec.RunID)
@@ -430,8 +443,7 @@ func (r *Runner) executeShard(cs db.ClaimedShard) {
 		r.mu.Unlock()
 	}()
 	red := redact.New(r.cfg.Secrets)
-	base := (index+1)<<shardShift | int64(cs.Attempt)<<attemptShift
-	a.log = r.logs.OpenPart(cs.RunID+"/"+cs.ShardID, cs.RunID, base, red)
+	a.log = r.logs.OpenPart(cs.RunID+"/"+cs.ShardID, cs.RunID, partBase(index, cs.Attempt), red)
 	if r.metrics != nil {
 		r.metrics.ShardsInFlight.Inc()
 		defer r.metrics.ShardsInFlight.Dec()
@@ -589,20 +601,24 @@ func (r *Runner) liveShardRecords(runID string) int64 {
 	return n
 }
 
+// heartbeatLoop heartbeats every third of the lease, and after a failed
+// heartbeat sooner, so one lost beat does not put the leases at risk.
 func (r *Runner) heartbeatLoop(ctx context.Context) {
-	every := r.cfg.LeaseTTL / 3
-	t := time.NewTicker(every)
-	defer t.Stop()
 	trouble := &storeTrouble{log: r.log, duty: "heartbeat"}
 	var reported map[string]int64
 	for {
 		next, err := r.heartbeat(ctx, reported)
+		wait := r.cfg.LeaseTTL / 3
 		if err == nil {
 			reported = next
+		} else {
+			wait = r.cfg.LeaseTTL / 10
 		}
 		trouble.report(err)
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return
 		case <-t.C:
 		}
