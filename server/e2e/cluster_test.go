@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -685,5 +686,23 @@ func TestClusterRidesOutAPostgresRestart(t *testing.T) {
 		if rec := members[0].await(id, client.RunRecordStatusCompleted); rec.RecordsWritten != 2 {
 			t.Fatalf("run %s = %+v", id, rec)
 		}
+	}
+}
+
+func TestClusterRefusesAHistoryItCannotShare(t *testing.T) {
+	serve := func(args ...string) (string, error) {
+		all := append([]string{"serve", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--no-auth"}, args...)
+		out, err := exec.Command(fastBin, all...).CombinedOutput()
+		return string(out), err
+	}
+	if out, err := serve("--cluster", "--history", "memory"); err == nil || !strings.Contains(out, "members share") {
+		t.Fatalf("--cluster on a memory history: %v\n%s", err, out)
+	}
+	// A SQLite file cluster members share is off limits to a server outside
+	// the cluster, which would take the members' runs for its own orphans.
+	hist := "sqlite:" + filepath.Join(t.TempDir(), "shared.db")
+	startMember(t, hist)
+	if out, err := serve("--history", hist); err == nil || !strings.Contains(out, "servers share a history only with --cluster") {
+		t.Fatalf("a server outside the cluster on its file: %v\n%s", err, out)
 	}
 }
