@@ -146,6 +146,17 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 		return fmt.Errorf("open run history: %w", err)
 	}
 	defer store.Close()
+	if !cfg.Cluster && !store.Degraded() {
+		// A server outside a cluster fails the runs whose lease lapsed, where
+		// the cluster requeues them: the two must not share a history.
+		members, err := store.InstanceListLive(ctx, cfg.LeaseTTL)
+		if err != nil {
+			return fmt.Errorf("read cluster membership: %w", err)
+		}
+		if len(members) > 0 {
+			return fmt.Errorf("the history is shared by a faucet serve cluster (%d live members); start this server with --cluster too", len(members))
+		}
+	}
 
 	eng, err := newEngine(ctx, cfg, defaults, log)
 	if err != nil {
