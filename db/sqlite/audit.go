@@ -9,7 +9,7 @@ import (
 
 // AuditInsert appends one audit entry.
 func (s *Store) AuditInsert(ctx context.Context, e db.AuditEntry) error {
-	err := s.wq.AuditInsert(ctx, dbsqlc.AuditInsertParams{
+	params := dbsqlc.AuditInsertParams{
 		ID:                e.ID,
 		Ts:                micros(e.Timestamp),
 		Principal:         e.Principal,
@@ -19,8 +19,10 @@ func (s *Store) AuditInsert(ctx context.Context, e db.AuditEntry) error {
 		ConfigFingerprint: e.ConfigFingerprint,
 		SourceIp:          e.SourceIP,
 		Result:            e.Result,
+	}
+	return s.writeOne(ctx, "audit insert", func(ctx context.Context, q *dbsqlc.Queries) error {
+		return q.AuditInsert(ctx, params)
 	})
-	return wrap(ctx, "audit insert", err)
 }
 
 // AuditList returns matching audit entries, newest first.

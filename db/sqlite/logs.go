@@ -31,7 +31,7 @@ func (s *Store) RunLogAppend(ctx context.Context, runID string, lines []db.RunLo
 	if err != nil {
 		return wrap(ctx, op, fmt.Errorf("encode log lines of run %s: %w", runID, err))
 	}
-	return s.write(ctx, op, func(q *dbsqlc.Queries) error {
+	return s.write(ctx, op, func(ctx context.Context, q *dbsqlc.Queries) error {
 		if _, err := q.RunLogInsert(ctx, dbsqlc.RunLogInsertParams{RunID: runID, Lines: string(b)}); err != nil {
 			return err
 		}
@@ -72,7 +72,7 @@ func (s *Store) RunLogList(ctx context.Context, runID string, after int64, limit
 // of runs left without lines.
 func (s *Store) RunLogPurge(ctx context.Context, olderThan time.Duration) (int, error) {
 	var purged int64
-	err := s.write(ctx, "run log purge", func(q *dbsqlc.Queries) error {
+	err := s.write(ctx, "run log purge", func(ctx context.Context, q *dbsqlc.Queries) error {
 		var err error
 		if purged, err = q.RunLogPurge(ctx, micros(now().Add(-olderThan))); err != nil {
 			return err

@@ -17,7 +17,7 @@ func (s *Store) RunUpsert(ctx context.Context, rec *db.RunRecord) error {
 	if err != nil {
 		return wrap(ctx, "run upsert", err)
 	}
-	err = s.wq.RunUpsert(ctx, dbsqlc.RunUpsertParams{
+	params := dbsqlc.RunUpsertParams{
 		RunID:          r.RunID,
 		Name:           r.Name,
 		Labels:         cols.labels,
@@ -32,8 +32,10 @@ func (s *Store) RunUpsert(ctx context.Context, rec *db.RunRecord) error {
 		RecordsWritten: r.RecordsWritten,
 		Error:          r.Error,
 		Record:         cols.record,
+	}
+	return s.writeOne(ctx, "run upsert", func(ctx context.Context, q *dbsqlc.Queries) error {
+		return q.RunUpsert(ctx, params)
 	})
-	return wrap(ctx, "run upsert", err)
 }
 
 // RunGet returns one run, or an error wrapping db.ErrNotFound.
@@ -97,7 +99,7 @@ func (s *Store) RunList(ctx context.Context, f db.ListFilter) (db.ListPage, erro
 // deletes nothing does the status tell not-found from still-running.
 func (s *Store) RunDelete(ctx context.Context, runID string) (db.DeleteOutcome, error) {
 	var outcome db.DeleteOutcome
-	err := s.write(ctx, "run delete", func(q *dbsqlc.Queries) error {
+	err := s.write(ctx, "run delete", func(ctx context.Context, q *dbsqlc.Queries) error {
 		n, err := q.RunDelete(ctx, runID)
 		if err != nil {
 			return err
