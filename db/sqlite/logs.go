@@ -38,7 +38,7 @@ func (s *Store) RunLogAppend(ctx context.Context, runID string, lines []db.RunLo
 		if maxLinesPerRun <= 0 {
 			return nil
 		}
-		dropped, err := q.RunLogTrim(ctx, dbsqlc.RunLogTrimParams{RunID: runID, KeepOffset: int64(maxLinesPerRun) - 1})
+		dropped, err := q.RunLogTrim(ctx, dbsqlc.RunLogTrimParams{RunID: runID, Keep: int64(maxLinesPerRun)})
 		if err != nil || dropped == 0 {
 			return err
 		}
