@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync/atomic"
 
 	"github.com/faucet-dev/faucet/db/sqlite/internal/dbsqlc"
@@ -127,6 +128,11 @@ func (b *batcher) gather(batch []*writeReq) []*writeReq {
 // run runs first and whatever else has queued meanwhile.
 func (b *batcher) run(first *writeReq) {
 	batch := b.gather([]*writeReq{first})
+	if len(batch) == 1 {
+		// Callers just answered may be about to write again: let them.
+		runtime.Gosched()
+		batch = b.gather(batch)
+	}
 	if len(batch) == 1 && first.single {
 		if first.take() {
 			// Alone, the write may be interrupted by its own context.
