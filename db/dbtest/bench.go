@@ -139,6 +139,26 @@ func Benchmark(b *testing.B, newURL func(t testing.TB) string) {
 		done()
 	})
 
+	b.Run("RunListActive", func(b *testing.B) {
+		// What a dashboard (or faucet serve's own drain) polls: the running
+		// runs, among a long history of finished ones.
+		s := open(b, newURL(b), db.Options{InstanceID: "bench"})
+		ctx := context.Background()
+		seed(b, s, 5000, db.StatusCompleted)
+		for i := range 3 {
+			upsert(b, s, newRun(fmt.Sprintf("active-%d", i), db.StatusRunning, now().Add(-time.Hour)))
+		}
+		f := db.ListFilter{Statuses: []db.RunStatus{db.StatusQueued, db.StatusRunning}, Limit: 50}
+		done := measure(b)
+		for range b.N {
+			page, err := s.RunList(ctx, f)
+			if err != nil || len(page.Runs) != 3 {
+				b.Fatalf("list: %d runs, %v", len(page.Runs), err)
+			}
+		}
+		done()
+	})
+
 	for _, claimers := range []int{1, 4} {
 		b.Run(fmt.Sprintf("RunClaimPending16/claimers=%d", claimers), func(b *testing.B) {
 			url := newURL(b)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"slices"
 
 	"github.com/faucet-dev/faucet/db"
 	"github.com/faucet-dev/faucet/db/sqlite/internal/dbsqlc"
@@ -67,14 +68,23 @@ func (s *Store) RunList(ctx context.Context, f db.ListFilter) (db.ListPage, erro
 		v := string(b)
 		statuses = &v
 	}
-	rows, err := s.rq.RunList(ctx, dbsqlc.RunListParams{
+	p := dbsqlc.RunListParams{
 		Statuses: statuses,
 		Name:     f.Name,
 		Since:    microsPtr(f.Since),
 		Until:    microsPtr(f.Until),
 		Cursor:   f.Cursor,
 		RowLimit: int64(limit) + 1,
-	})
+	}
+	var rows []dbsqlc.FaucetRun
+	var err error
+	if statuses != nil && !slices.ContainsFunc(f.Statuses, db.RunStatus.Terminal) {
+		rows, err = s.rq.RunListActive(ctx, dbsqlc.RunListActiveParams{
+			Statuses: *statuses, Name: p.Name, Since: p.Since, Until: p.Until, Cursor: p.Cursor, RowLimit: p.RowLimit,
+		})
+	} else {
+		rows, err = s.rq.RunList(ctx, p)
+	}
 	if err != nil {
 		return db.ListPage{}, wrap(ctx, "run list", err)
 	}
