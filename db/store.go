@@ -178,10 +178,13 @@ type Store interface {
 	// Since and Until are inclusive; a Limit <= 0 means DefaultAuditLimit.
 	AuditList(ctx context.Context, f AuditFilter) ([]AuditEntry, error)
 
-	// RunLogAppend persists a batch of a run's log lines, keeping at most
-	// maxLinesPerRun of the newest lines (<= 0: no cap); when older lines are
-	// dropped the run is marked truncated. A line whose seq is already stored
-	// is ignored, so a retried batch never duplicates.
+	// RunLogAppend persists a batch of a run's log lines, keeping only the
+	// lines among the run's newest maxLinesPerRun sequence numbers (<= 0: no
+	// cap): with seqs numbered densely, as a run's lines are, that is its
+	// newest maxLinesPerRun lines, and the cap costs the same at a million
+	// lines as at ten. When older lines are dropped the run is marked
+	// truncated. A line whose seq is already stored is ignored, so a retried
+	// batch never duplicates.
 	RunLogAppend(ctx context.Context, runID string, lines []RunLogLine, maxLinesPerRun int) error
 	// RunLogList returns up to limit lines with seq > after, oldest first; a
 	// limit <= 0 means DefaultRunLogLimit.

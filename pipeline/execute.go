@@ -142,6 +142,11 @@ type ExecuteOptions struct {
 	// Logger receives one line per invocation start, retry and end; nil
 	// logs nowhere.
 	Logger *slog.Logger
+	// ConnectorLogger receives what the connectors log during the plan's
+	// sessions, tagged with the row and the connector and with the plan's
+	// secrets masked (see SessionLog); nil means Logger, and with neither
+	// set the lines stay in the Connectors' own log, masked all the same.
+	ConnectorLogger *slog.Logger
 	// BufferBatches bounds the batches held between a source and its sink;
 	// 0 means 4. Together with the transport's own flow control it keeps
 	// memory flat whatever the size of the input.
@@ -167,10 +172,13 @@ func Execute(ctx context.Context, plan *Plan, opts ExecuteOptions) ([]Invocation
 	if opts.FlushTimeout <= 0 {
 		opts.FlushTimeout = time.Minute
 	}
+	if opts.ConnectorLogger == nil {
+		opts.ConnectorLogger = opts.Logger
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	e := &executor{plan: plan, opts: opts, start: time.Now(), redact: newRedactor(plan.Secrets)}
+	e := &executor{plan: plan, opts: opts, start: time.Now(), redact: NewRedactor(plan.Secrets)}
 	results := make([]InvocationResult, len(plan.Invocations))
 	workers := max(1, plan.Execution.MaxConcurrent)
 
@@ -268,6 +276,11 @@ func (e *executor) invoke(ctx context.Context, inv *Invocation) InvocationResult
 	start := time.Now()
 	log := e.opts.Logger.With("row_id", inv.RowID, "source", inv.Source.Type, "sink", inv.Sink.Type)
 	log.Info("invocation started")
+	sessions := SessionLog{Secrets: e.plan.Secrets}
+	if e.opts.ConnectorLogger != nil {
+		sessions.Logger = e.opts.ConnectorLogger.With("row_id", inv.RowID)
+	}
+	ctx = WithSessionLog(ctx, sessions)
 	attempts := max(1, e.plan.Retry.MaxAttempts)
 	backoff := e.plan.Retry.InitialBackoff
 	var (

@@ -8,16 +8,21 @@ import (
 // redacted replaces every secret in the messages the executor produces.
 const redacted = "[REDACTED]"
 
-// newRedactor replaces the plan's secrets, longest first so a secret that
-// contains another is replaced whole.
-func newRedactor(secrets []string) *strings.Replacer {
-	s := make([]string, 0, len(secrets))
-	for _, v := range secrets {
-		if v != "" {
-			s = append(s, v)
+// NewRedactor returns a replacer that masks every non-empty secret of the
+// given sets as "[REDACTED]", the longest first so a secret that contains
+// another is masked whole. The plugin host masks connector output with it.
+func NewRedactor(sets ...[]string) *strings.Replacer {
+	var s []string
+	seen := map[string]bool{}
+	for _, set := range sets {
+		for _, v := range set {
+			if v != "" && !seen[v] {
+				seen[v] = true
+				s = append(s, v)
+			}
 		}
 	}
-	sort.Slice(s, func(i, j int) bool { return len(s[i]) > len(s[j]) })
+	sort.SliceStable(s, func(i, j int) bool { return len(s[i]) > len(s[j]) })
 	pairs := make([]string, 0, 2*len(s))
 	for _, v := range s {
 		pairs = append(pairs, v, redacted)

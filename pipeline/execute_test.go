@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -274,5 +276,80 @@ func TestDeclinedPipeFallsBackToRelay(t *testing.T) {
 	res, err := pipeline.Execute(context.Background(), onePlan("generate"), pipeline.ExecuteOptions{Connectors: conns})
 	if err != nil || res[0].RecordsWritten != 100_000 || sink.records() != 100_000 || conns.asked.Load() != 1 {
 		t.Errorf("result %+v, err %v, committed %d, pipe asked %d times", res, err, sink.records(), conns.asked.Load())
+	}
+}
+
+// sessionLogs records the SessionLog each session is opened with.
+type sessionLogs struct {
+	*inproc.Connectors
+	mu   sync.Mutex
+	seen []pipeline.SessionLog
+}
+
+func (s *sessionLogs) record(ctx context.Context) {
+	l, ok := pipeline.SessionLogFrom(ctx)
+	if !ok {
+		l = pipeline.SessionLog{Secrets: []string{"<none attached>"}}
+	}
+	s.mu.Lock()
+	s.seen = append(s.seen, l)
+	s.mu.Unlock()
+}
+
+func (s *sessionLogs) OpenSource(ctx context.Context, c pipeline.ConnectorConfig, shard *pipeline.SourceShard) (pipeline.SourceSession, error) {
+	s.record(ctx)
+	return s.Connectors.OpenSource(ctx, c, shard)
+}
+
+func (s *sessionLogs) OpenSink(ctx context.Context, c pipeline.ConnectorConfig, acked func(int)) (pipeline.SinkSession, error) {
+	s.record(ctx)
+	return s.Connectors.OpenSink(ctx, c, acked)
+}
+
+// TestSessionsCarryTheRunsLogAndSecrets checks what Execute tells the
+// Connectors about each session: the plan's secrets always, and the logger
+// for the connectors' lines (ConnectorLogger, else Logger, tagged with the
+// row) when there is one.
+func TestSessionsCarryTheRunsLogAndSecrets(t *testing.T) {
+	var runLog strings.Builder
+	logger := slog.New(slog.NewTextHandler(&runLog, &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+		if a.Key == slog.TimeKey {
+			return slog.Attr{}
+		}
+		return a
+	}}))
+	for _, tc := range []struct {
+		name string
+		opts pipeline.ExecuteOptions
+		want string // what a line logged to the session's logger reads as
+	}{
+		{"connector logger", pipeline.ExecuteOptions{ConnectorLogger: logger}, "level=INFO msg=hello row_id=r1\n"},
+		{"run logger", pipeline.ExecuteOptions{Logger: logger}, "level=INFO msg=hello row_id=r1\n"},
+		{"no logger", pipeline.ExecuteOptions{}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conns := &sessionLogs{Connectors: inproc.New(generate.Connector{}, &memSink{})}
+			p := onePlan("generate")
+			p.Secrets = []string{"s3cret", "t0ken"}
+			tc.opts.Connectors = conns
+			if _, err := pipeline.Execute(context.Background(), p, tc.opts); err != nil {
+				t.Fatal(err)
+			}
+			if len(conns.seen) != 2 {
+				t.Fatalf("%d sessions recorded, want a source and a sink", len(conns.seen))
+			}
+			for _, l := range conns.seen {
+				if !slices.Equal(l.Secrets, p.Secrets) {
+					t.Errorf("session secrets %v, want %v", l.Secrets, p.Secrets)
+				}
+				runLog.Reset()
+				if l.Logger != nil {
+					l.Logger.Info("hello")
+				}
+				if got := runLog.String(); !strings.HasSuffix(got, tc.want) || (tc.want == "" && got != "") {
+					t.Errorf("a session line reads %q, want %q", got, tc.want)
+				}
+			}
+		})
 	}
 }

@@ -182,7 +182,7 @@ func (l *loader) err() error {
 		return nil
 	}
 	if len(l.secrets) > 0 {
-		r := newRedactor(l.secretList())
+		r := NewRedactor(l.secretList())
 		for _, e := range l.probs.list {
 			e.Message = r.Replace(e.Message)
 		}

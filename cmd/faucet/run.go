@@ -77,13 +77,15 @@ func runPipeline(ctx context.Context, file string, sets []string, pf *pluginFlag
 	}()
 
 	// The summary reports each invocation's outcome; the executor's own log
-	// lines would repeat it, so they show only with --verbose.
+	// lines would repeat it, so they show only with --verbose. The
+	// connectors' own lines keep the log's level (warnings and up unless
+	// --verbose), secrets masked.
 	execLog := slog.New(slog.DiscardHandler)
 	if pf.verbose {
 		execLog = log
 	}
 	st.begin()
-	results, err := pipeline.Execute(ctx, plan, pipeline.ExecuteOptions{Connectors: h, Progress: st.progress, Logger: execLog})
+	results, err := pipeline.Execute(ctx, plan, pipeline.ExecuteOptions{Connectors: h, Progress: st.progress, Logger: execLog, ConnectorLogger: log})
 	st.end()
 	summarize(stderr, results, st.elapsed(), ctx.Err() != nil)
 	return err

@@ -3,6 +3,7 @@ package dbtest
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,7 +19,7 @@ func Benchmark(b *testing.B, newURL func(t testing.TB) string) {
 		s := open(b, newURL(b), db.Options{InstanceID: "bench"})
 		ctx := context.Background()
 		var n atomic.Int64
-		b.ResetTimer()
+		done := measure(b)
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				i := n.Add(1)
@@ -29,14 +30,14 @@ func Benchmark(b *testing.B, newURL func(t testing.TB) string) {
 				}
 			}
 		})
-		reportOps(b)
+		done()
 	})
 
 	b.Run("RunUpsert", func(b *testing.B) {
 		s := open(b, newURL(b), db.Options{InstanceID: "bench"})
 		ctx := context.Background()
 		rec := fullRun("")
-		b.ResetTimer()
+		done := measure(b)
 		for i := range b.N {
 			r := *rec
 			r.RunID = fmt.Sprintf("run-%d", i)
@@ -44,14 +45,69 @@ func Benchmark(b *testing.B, newURL func(t testing.TB) string) {
 				b.Fatal(err)
 			}
 		}
-		reportOps(b)
+		done()
+	})
+
+	b.Run("RunLogAppend", func(b *testing.B) {
+		// A short run's log, persisted whole when it finishes.
+		s := open(b, newURL(b), db.Options{InstanceID: "bench"})
+		ctx := context.Background()
+		lines := logLines(1, 6, now())
+		done := measure(b)
+		for i := range b.N {
+			if err := s.RunLogAppend(ctx, fmt.Sprintf("run-%d", i), lines, 100_000); err != nil {
+				b.Fatal(err)
+			}
+		}
+		done()
+	})
+
+	b.Run("RunLogAppendAtCap", func(b *testing.B) {
+		// A long run at its line cap: every batch of 500 drops 500 old lines.
+		const capLines, batch = 20_000, 500
+		s := open(b, newURL(b), db.Options{InstanceID: "bench"})
+		ctx := context.Background()
+		seq := int64(1)
+		for seq <= capLines {
+			if err := s.RunLogAppend(ctx, "long", logLines(seq, seq+batch-1, now()), capLines); err != nil {
+				b.Fatal(err)
+			}
+			seq += batch
+		}
+		done := measure(b)
+		for range b.N {
+			if err := s.RunLogAppend(ctx, "long", logLines(seq, seq+batch-1, now()), capLines); err != nil {
+				b.Fatal(err)
+			}
+			seq += batch
+		}
+		done()
+	})
+
+	b.Run("RunLifecycle16", func(b *testing.B) {
+		// What faucet serve writes for a trivial run (queued, audit, running,
+		// log, terminal), from 16 runs at once; an op is one whole run.
+		s := open(b, newURL(b), db.Options{InstanceID: "bench"})
+		ctx := context.Background()
+		var n atomic.Int64
+		b.SetParallelism(max(1, 16/runtime.GOMAXPROCS(0)))
+		done := measure(b)
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if err := runLifecycle(ctx, s, fmt.Sprintf("run-%d", n.Add(1))); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+		done()
 	})
 
 	b.Run("RunGet", func(b *testing.B) {
 		s := open(b, newURL(b), db.Options{InstanceID: "bench"})
 		ctx := context.Background()
 		seed(b, s, 1000, db.StatusCompleted)
-		b.ResetTimer()
+		done := measure(b)
 		b.RunParallel(func(pb *testing.PB) {
 			i := 0
 			for pb.Next() {
@@ -62,7 +118,7 @@ func Benchmark(b *testing.B, newURL func(t testing.TB) string) {
 				}
 			}
 		})
-		reportOps(b)
+		done()
 	})
 
 	b.Run("RunListPage50", func(b *testing.B) {
@@ -74,13 +130,33 @@ func Benchmark(b *testing.B, newURL func(t testing.TB) string) {
 			b.Fatalf("first page: %v", err)
 		}
 		cursor := *page.NextCursor
-		b.ResetTimer()
+		done := measure(b)
 		for range b.N {
 			if _, err := s.RunList(ctx, db.ListFilter{Limit: 50, Cursor: cursor}); err != nil {
 				b.Fatal(err)
 			}
 		}
-		reportOps(b)
+		done()
+	})
+
+	b.Run("RunListActive", func(b *testing.B) {
+		// What a dashboard (or faucet serve's own drain) polls: the running
+		// runs, among a long history of finished ones.
+		s := open(b, newURL(b), db.Options{InstanceID: "bench"})
+		ctx := context.Background()
+		seed(b, s, 5000, db.StatusCompleted)
+		for i := range 3 {
+			upsert(b, s, newRun(fmt.Sprintf("active-%d", i), db.StatusRunning, now().Add(-time.Hour)))
+		}
+		f := db.ListFilter{Statuses: []db.RunStatus{db.StatusQueued, db.StatusRunning}, Limit: 50}
+		done := measure(b)
+		for range b.N {
+			page, err := s.RunList(ctx, f)
+			if err != nil || len(page.Runs) != 3 {
+				b.Fatalf("list: %d runs, %v", len(page.Runs), err)
+			}
+		}
+		done()
 	})
 
 	for _, claimers := range []int{1, 4} {
@@ -94,7 +170,7 @@ func Benchmark(b *testing.B, newURL func(t testing.TB) string) {
 			// Every iteration claims one batch of 16.
 			seed(b, stores[0], 16*b.N, db.StatusPending)
 			var batches atomic.Int64
-			b.ResetTimer()
+			done := measure(b)
 			var wg sync.WaitGroup
 			for _, s := range stores {
 				wg.Go(func() {
@@ -112,7 +188,7 @@ func Benchmark(b *testing.B, newURL func(t testing.TB) string) {
 				})
 			}
 			wg.Wait()
-			reportOps(b)
+			done()
 		})
 	}
 
@@ -120,7 +196,7 @@ func Benchmark(b *testing.B, newURL func(t testing.TB) string) {
 		s := open(b, newURL(b), db.Options{InstanceID: "bench"})
 		ctx := context.Background()
 		recs := seed(b, s, b.N, db.StatusRunning)
-		b.ResetTimer()
+		done := measure(b)
 		for i := range b.N {
 			r := recs[i]
 			r.Status = db.StatusCompleted
@@ -130,8 +206,33 @@ func Benchmark(b *testing.B, newURL func(t testing.TB) string) {
 				b.Fatalf("finalize: %v, %v", ok, err)
 			}
 		}
-		reportOps(b)
+		done()
 	})
+}
+
+// runLifecycle writes what faucet serve stores for one short run.
+func runLifecycle(ctx context.Context, s db.Store, id string) error {
+	rec := newRun(id, db.StatusQueued, now())
+	rec.Name = ptr("gen")
+	if err := s.RunUpsert(ctx, rec); err != nil {
+		return err
+	}
+	err := s.AuditInsert(ctx, db.AuditEntry{ID: id, Timestamp: now(), Principal: "admin", Role: "admin", Action: "run.submit", RunID: &id, Result: "ok"})
+	if err != nil {
+		return err
+	}
+	started := now()
+	rec.Status, rec.StartedAt = db.StatusRunning, &started
+	if err := s.RunUpsert(ctx, rec); err != nil {
+		return err
+	}
+	if err := s.RunLogAppend(ctx, id, logLines(1, 6, now()), 100_000); err != nil {
+		return err
+	}
+	finished := now()
+	rec.Status, rec.FinishedAt, rec.RecordsWritten = db.StatusCompleted, &finished, 10
+	rec.Invocations = []db.InvocationRecord{{RowID: "default", RecordsWritten: 10, DurationMS: 3}}
+	return s.RunUpsert(ctx, rec)
 }
 
 // seed writes n runs with the given status, submitted a millisecond apart,
@@ -164,6 +265,17 @@ func seed(b *testing.B, s db.Store, n int, status db.RunStatus) []db.RunRecord {
 	return recs
 }
 
-func reportOps(b *testing.B) {
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
+// measure resets b's timer and returns the function that reports, once the
+// measured loop is done, its ops/s and the CPU time this process spent per op
+// (the whole of SQLite's work; only the client's share of Postgres'), which
+// stays meaningful when other work competes for the machine.
+func measure(b *testing.B) func() {
+	b.ResetTimer()
+	start := processCPU()
+	return func() {
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
+		if cpu := processCPU(); cpu > 0 {
+			b.ReportMetric(float64((cpu-start).Microseconds())/float64(b.N), "cpu-µs/op")
+		}
+	}
 }

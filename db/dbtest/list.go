@@ -158,6 +158,14 @@ func exerciseList(t *testing.T, newURL func(t testing.TB) string) {
 				}},
 			{"nothing matches", db.ListFilter{Name: ptr("nobody")},
 				func(*db.RunRecord) bool { return false }},
+			// Runs pass through these statuses; a dialect may read them
+			// another way than a history walk.
+			{"active statuses", db.ListFilter{Statuses: []db.RunStatus{db.StatusRunning, db.StatusQueued}},
+				func(r *db.RunRecord) bool { return r.Status == db.StatusRunning || r.Status == db.StatusQueued }},
+			{"active statuses with every filter", db.ListFilter{Statuses: []db.RunStatus{db.StatusPending, db.StatusQueued, db.StatusRunning}, Name: ptr("odd"), Since: &since, Until: &until},
+				func(r *db.RunRecord) bool {
+					return (r.Status == db.StatusQueued || r.Status == db.StatusRunning) && *r.Name == "odd" && !r.SubmittedAt.Before(since) && !r.SubmittedAt.After(until)
+				}},
 		}
 		for _, c := range cases {
 			want := match(c.keep)

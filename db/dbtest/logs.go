@@ -104,6 +104,15 @@ func exerciseRunLogs(t *testing.T, newURL func(t testing.TB) string) {
 		if p := logPage(t, s, "r3", 0, 100); p.Truncated || len(p.Lines) != 10 {
 			t.Fatalf("uncapped: %d lines, truncated %v", len(p.Lines), p.Truncated)
 		}
+		// The cap counts sequence numbers: after a gap, the lines of the
+		// newest five seqs remain.
+		appendLogs(t, s, "r4", 5, logLines(1, 3, now()))
+		appendLogs(t, s, "r4", 5, logLines(10, 12, now()))
+		p = logPage(t, s, "r4", 0, 100)
+		equalIDs(t, "capped after a gap", seqRange(10, 12), seqs(p))
+		if !p.Truncated {
+			t.Fatal("capped logs after a gap not reported truncated")
+		}
 	})
 
 	t.Run("DefaultLimit", func(t *testing.T) {

@@ -31,7 +31,7 @@ func (s *Store) RunLogAppend(ctx context.Context, runID string, lines []db.RunLo
 		if maxLinesPerRun <= 0 {
 			return nil
 		}
-		return q.RunLogTrim(ctx, dbsqlc.RunLogTrimParams{RunID: runID, Now: now(), Keep: int32(maxLinesPerRun)})
+		return q.RunLogTrim(ctx, dbsqlc.RunLogTrimParams{RunID: runID, Now: now(), Keep: int64(maxLinesPerRun)})
 	}))
 }
 

@@ -75,7 +75,9 @@ func encodeRun(rec *db.RunRecord) (encoded, error) {
 	if e.labels, err = json.Marshal(r.Labels); err != nil {
 		return e, fmt.Errorf("encode labels of run %s: %w", r.RunID, err)
 	}
-	if e.record, err = json.Marshal(r); err != nil {
+	// MarshalJSON directly: json.Marshal would re-scan and compact its
+	// already compact output.
+	if e.record, err = r.MarshalJSON(); err != nil {
 		return e, fmt.Errorf("encode run %s: %w", r.RunID, err)
 	}
 	return e, nil

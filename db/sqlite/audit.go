@@ -9,7 +9,10 @@ import (
 
 // AuditInsert appends one audit entry.
 func (s *Store) AuditInsert(ctx context.Context, e db.AuditEntry) error {
-	return wrap(ctx, "audit insert", s.wq.AuditInsert(ctx, auditParams(e)))
+	params := auditParams(e)
+	return s.writeOne(ctx, "audit insert", func(ctx context.Context, q *dbsqlc.Queries) error {
+		return q.AuditInsert(ctx, params)
+	})
 }
 
 // auditParams is e as AuditInsert's parameters.

@@ -14,7 +14,7 @@ import (
 // succeeds and the rest see its fresh claim; anything else reads the holder.
 func (s *Store) IdempotencyClaim(ctx context.Context, key, fingerprint, runID string, window time.Duration) (db.Claim, error) {
 	var claim db.Claim
-	err := s.write(ctx, "idempotency claim", func(q *dbsqlc.Queries) error {
+	err := s.write(ctx, "idempotency claim", func(ctx context.Context, q *dbsqlc.Queries) error {
 		t := now()
 		n, err := q.IdempotencyInsert(ctx, dbsqlc.IdempotencyInsertParams{
 			Key: key, RunID: runID, Fingerprint: fingerprint, Now: micros(t),
@@ -50,6 +50,8 @@ func (s *Store) IdempotencyClaim(ctx context.Context, key, fingerprint, runID st
 
 // IdempotencyRelease deletes the claims that point at runID.
 func (s *Store) IdempotencyRelease(ctx context.Context, runID string) error {
-	_, err := s.wq.IdempotencyRelease(ctx, runID)
-	return wrap(ctx, "idempotency release", err)
+	return s.writeOne(ctx, "idempotency release", func(ctx context.Context, q *dbsqlc.Queries) error {
+		_, err := q.IdempotencyRelease(ctx, runID)
+		return err
+	})
 }

@@ -10,7 +10,7 @@ import (
 
 // InstanceHeartbeat upserts this instance's membership row.
 func (s *Store) InstanceHeartbeat(ctx context.Context, hb db.InstanceHeartbeat) error {
-	err := s.wq.InstanceHeartbeat(ctx, dbsqlc.InstanceHeartbeatParams{
+	params := dbsqlc.InstanceHeartbeatParams{
 		InstanceID:    s.instanceID,
 		StartedAt:     micros(hb.StartedAt),
 		LastHeartbeat: micros(now()),
@@ -18,8 +18,10 @@ func (s *Store) InstanceHeartbeat(ctx context.Context, hb db.InstanceHeartbeat) 
 		MaxConcurrent: int64(hb.MaxConcurrent),
 		InFlight:      int64(hb.InFlight),
 		StateFormat:   int64(hb.StateFormat),
+	}
+	return s.writeOne(ctx, "instance heartbeat", func(ctx context.Context, q *dbsqlc.Queries) error {
+		return q.InstanceHeartbeat(ctx, params)
 	})
-	return wrap(ctx, "instance heartbeat", err)
 }
 
 // InstanceListLive lists members heartbeated within ttl.
@@ -45,6 +47,9 @@ func (s *Store) InstanceListLive(ctx context.Context, ttl time.Duration) ([]db.I
 
 // InstancePrune deletes members not heartbeated within olderThan.
 func (s *Store) InstancePrune(ctx context.Context, olderThan time.Duration) (int, error) {
-	n, err := s.wq.InstancePrune(ctx, micros(now().Add(-olderThan)))
-	return int(n), wrap(ctx, "instance prune", err)
+	before := micros(now().Add(-olderThan))
+	n, err := writeValue(ctx, s, "instance prune", func(ctx context.Context, q *dbsqlc.Queries) (int64, error) {
+		return q.InstancePrune(ctx, before)
+	})
+	return int(n), err
 }

@@ -23,18 +23,22 @@ func poisonError(what string, maxAttempts int) string {
 
 // RunRenewLeases extends the leases of this instance's non-terminal runs.
 func (s *Store) RunRenewLeases(ctx context.Context) (int, error) {
-	n, err := s.wq.RunRenewLeases(ctx, dbsqlc.RunRenewLeasesParams{LeaseExpiresAt: s.lease(now()), Owner: s.owner})
-	return int(n), wrap(ctx, "run renew leases", err)
+	params := dbsqlc.RunRenewLeasesParams{LeaseExpiresAt: s.lease(now()), Owner: s.owner}
+	n, err := writeValue(ctx, s, "run renew leases", func(ctx context.Context, q *dbsqlc.Queries) (int64, error) {
+		return q.RunRenewLeases(ctx, params)
+	})
+	return int(n), err
 }
 
 // RunRecoverOrphans fails queued and running runs whose lease expired.
 func (s *Store) RunRecoverOrphans(ctx context.Context) (int, error) {
 	t := now()
 	msg := orphanError
-	n, err := s.wq.RunRecoverOrphans(ctx, dbsqlc.RunRecoverOrphansParams{
-		Now: ptr(micros(t)), NowText: jsonTime(t), Error: &msg,
+	params := dbsqlc.RunRecoverOrphansParams{Now: ptr(micros(t)), NowText: jsonTime(t), Error: &msg}
+	n, err := writeValue(ctx, s, "run recover orphans", func(ctx context.Context, q *dbsqlc.Queries) (int64, error) {
+		return q.RunRecoverOrphans(ctx, params)
 	})
-	return int(n), wrap(ctx, "run recover orphans", err)
+	return int(n), err
 }
 
 // RunClaimPending claims up to limit of the oldest pending runs.
@@ -43,11 +47,12 @@ func (s *Store) RunClaimPending(ctx context.Context, limit int) ([]db.RunRecord,
 		return nil, nil
 	}
 	t := now()
-	rows, err := s.wq.RunClaimPending(ctx, dbsqlc.RunClaimPendingParams{
-		Now: ptr(micros(t)), NowText: jsonTime(t), Owner: s.owner, LeaseExpiresAt: s.lease(t), RowLimit: int64(limit),
+	params := dbsqlc.RunClaimPendingParams{Now: ptr(micros(t)), NowText: jsonTime(t), Owner: s.owner, LeaseExpiresAt: s.lease(t), RowLimit: int64(limit)}
+	rows, err := writeValue(ctx, s, "run claim pending", func(ctx context.Context, q *dbsqlc.Queries) ([]dbsqlc.FaucetRun, error) {
+		return q.RunClaimPending(ctx, params)
 	})
 	if err != nil {
-		return nil, wrap(ctx, "run claim pending", err)
+		return nil, err
 	}
 	runs, err := decodeRuns(rows)
 	if err != nil {
@@ -64,7 +69,7 @@ func (s *Store) RunClaimPending(ctx context.Context, limit int) ([]db.RunRecord,
 // cap, then requeues the rest, in one transaction.
 func (s *Store) RunReclaimOrphans(ctx context.Context, maxAttempts int) (db.ReclaimReport, error) {
 	var rep db.ReclaimReport
-	err := s.write(ctx, "run reclaim orphans", func(q *dbsqlc.Queries) error {
+	err := s.write(ctx, "run reclaim orphans", func(ctx context.Context, q *dbsqlc.Queries) error {
 		t := now()
 		poisoned, err := q.RunReclaimPoison(ctx, dbsqlc.RunReclaimPoisonParams{
 			Now: ptr(micros(t)), NowText: jsonTime(t), Error: ptr(poisonError("run", maxAttempts)), MaxAttempts: int64(maxAttempts),
@@ -91,8 +96,10 @@ func (s *Store) RunFinalizeOwned(ctx context.Context, rec *db.RunRecord) (bool, 
 	if err != nil {
 		return false, wrap(ctx, "run finalize owned", err)
 	}
-	n, err := s.wq.RunFinalizeOwned(ctx, p)
-	return n == 1, wrap(ctx, "run finalize owned", err)
+	n, err := writeValue(ctx, s, "run finalize owned", func(ctx context.Context, q *dbsqlc.Queries) (int64, error) {
+		return q.RunFinalizeOwned(ctx, p)
+	})
+	return n == 1, err
 }
 
 // finalizeParams is rec as RunFinalizeOwned's parameters, FinishedAt stamped
@@ -129,8 +136,11 @@ func (s *Store) RunFinalizeShardedParent(ctx context.Context, runID string, stat
 	if !status.Terminal() {
 		return false, permanent("run finalize sharded parent", fmt.Errorf("status %q is not terminal", status))
 	}
-	n, err := s.wq.RunFinalizeShardedParent(ctx, shardedParentParams(runID, status, finishedAt, errMsg))
-	return n == 1, wrap(ctx, "run finalize sharded parent", err)
+	params := shardedParentParams(runID, status, finishedAt, errMsg)
+	n, err := writeValue(ctx, s, "run finalize sharded parent", func(ctx context.Context, q *dbsqlc.Queries) (int64, error) {
+		return q.RunFinalizeShardedParent(ctx, params)
+	})
+	return n == 1, err
 }
 
 func shardedParentParams(runID string, status db.RunStatus, finishedAt time.Time, errMsg *string) dbsqlc.RunFinalizeShardedParentParams {
@@ -147,15 +157,18 @@ func shardedParentParams(runID string, status db.RunStatus, finishedAt time.Time
 // RunCancelPending cancels a run that is still pending.
 func (s *Store) RunCancelPending(ctx context.Context, runID string) (bool, error) {
 	t := now()
-	n, err := s.wq.RunCancelPending(ctx, dbsqlc.RunCancelPendingParams{RunID: runID, Now: ptr(micros(t)), NowText: jsonTime(t)})
-	return n == 1, wrap(ctx, "run cancel pending", err)
+	params := dbsqlc.RunCancelPendingParams{RunID: runID, Now: ptr(micros(t)), NowText: jsonTime(t)}
+	n, err := writeValue(ctx, s, "run cancel pending", func(ctx context.Context, q *dbsqlc.Queries) (int64, error) {
+		return q.RunCancelPending(ctx, params)
+	})
+	return n == 1, err
 }
 
 // RunRequestCancel flags a running or sharded run for cancellation and, for a
 // sharded run, cancels its shards that have not started.
 func (s *Store) RunRequestCancel(ctx context.Context, runID string) (bool, error) {
 	var flagged bool
-	err := s.write(ctx, "run request cancel", func(q *dbsqlc.Queries) error {
+	err := s.write(ctx, "run request cancel", func(ctx context.Context, q *dbsqlc.Queries) error {
 		t := ptr(micros(now()))
 		status, err := q.RunRequestCancel(ctx, dbsqlc.RunRequestCancelParams{RunID: runID, Now: t})
 		if errors.Is(err, sql.ErrNoRows) {

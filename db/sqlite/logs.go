@@ -21,7 +21,7 @@ func (s *Store) RunLogAppend(ctx context.Context, runID string, lines []db.RunLo
 	if err != nil {
 		return wrap(ctx, op, err)
 	}
-	return s.write(ctx, op, func(q *dbsqlc.Queries) error {
+	return s.write(ctx, op, func(ctx context.Context, q *dbsqlc.Queries) error {
 		return appendLines(ctx, q, runID, b, maxLinesPerRun)
 	})
 }
@@ -54,7 +54,7 @@ func appendLines(ctx context.Context, q *dbsqlc.Queries, runID, lines string, ma
 	if maxLinesPerRun <= 0 {
 		return nil
 	}
-	dropped, err := q.RunLogTrim(ctx, dbsqlc.RunLogTrimParams{RunID: runID, KeepOffset: int64(maxLinesPerRun) - 1})
+	dropped, err := q.RunLogTrim(ctx, dbsqlc.RunLogTrimParams{RunID: runID, Keep: int64(maxLinesPerRun)})
 	if err != nil || dropped == 0 {
 		return err
 	}
@@ -87,7 +87,7 @@ func (s *Store) RunLogList(ctx context.Context, runID string, after int64, limit
 // of runs left without lines.
 func (s *Store) RunLogPurge(ctx context.Context, olderThan time.Duration) (int, error) {
 	var purged int64
-	err := s.write(ctx, "run log purge", func(q *dbsqlc.Queries) error {
+	err := s.write(ctx, "run log purge", func(ctx context.Context, q *dbsqlc.Queries) error {
 		var err error
 		if purged, err = q.RunLogPurge(ctx, micros(now().Add(-olderThan))); err != nil {
 			return err

@@ -13,7 +13,7 @@ import (
 // shard left without its run.
 func (s *Store) Purge(ctx context.Context, p db.PurgePolicy) (db.PurgeReport, error) {
 	var rep db.PurgeReport
-	err := s.write(ctx, "purge", func(q *dbsqlc.Queries) error {
+	err := s.write(ctx, "purge", func(ctx context.Context, q *dbsqlc.Queries) error {
 		t := now()
 		before := func(d time.Duration) int64 { return micros(t.Add(-d)) }
 		if p.TerminalRuns > 0 {

@@ -60,7 +60,9 @@ func encodeRun(rec *db.RunRecord) (runColumns, error) {
 	if err != nil {
 		return runColumns{}, fmt.Errorf("encode run %s labels: %w", rec.RunID, err)
 	}
-	rb, err := json.Marshal(rec)
+	// MarshalJSON directly: json.Marshal would re-scan and compact its
+	// already compact output.
+	rb, err := rec.MarshalJSON()
 	if err != nil {
 		return runColumns{}, fmt.Errorf("encode run %s record: %w", rec.RunID, err)
 	}

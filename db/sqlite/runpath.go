@@ -20,23 +20,29 @@ func (s *Store) RunSubmit(ctx context.Context, rec *db.RunRecord, audit *db.Audi
 		return wrap(ctx, op, err)
 	}
 	if audit == nil {
-		return wrap(ctx, op, s.wq.RunUpsert(ctx, p))
+		return s.writeOne(ctx, op, func(ctx context.Context, q *dbsqlc.Queries) error {
+			return q.RunUpsert(ctx, p)
+		})
 	}
-	return s.write(ctx, op, func(q *dbsqlc.Queries) error {
+	a := auditParams(*audit)
+	return s.write(ctx, op, func(ctx context.Context, q *dbsqlc.Queries) error {
 		if err := q.RunUpsert(ctx, p); err != nil {
 			return err
 		}
-		return q.AuditInsert(ctx, auditParams(*audit))
+		return q.AuditInsert(ctx, a)
 	})
 }
 
 // RunStart moves a queued run this instance owns to running.
 func (s *Store) RunStart(ctx context.Context, runID string, startedAt time.Time) (bool, error) {
 	t := fromMicros(micros(startedAt))
-	n, err := s.wq.RunStart(ctx, dbsqlc.RunStartParams{
+	params := dbsqlc.RunStartParams{
 		StartedAt: ptr(micros(t)), StartedAtText: jsonTime(t), LeaseExpiresAt: s.lease(now()), RunID: runID, Owner: s.owner,
+	}
+	n, err := writeValue(ctx, s, "run start", func(ctx context.Context, q *dbsqlc.Queries) (int64, error) {
+		return q.RunStart(ctx, params)
 	})
-	return n == 1, wrap(ctx, "run start", err)
+	return n == 1, err
 }
 
 // RunFinish writes a terminal record and the run's pending log lines in one
@@ -53,13 +59,13 @@ func (s *Store) RunFinish(ctx context.Context, f db.RunFinal) (bool, error) {
 			return false, wrap(ctx, op, err)
 		}
 	}
-	var write func(q *dbsqlc.Queries) (bool, error)
+	var write func(ctx context.Context, q *dbsqlc.Queries) (bool, error)
 	if f.Owned {
 		p, err := s.finalizeParams(f.Record)
 		if err != nil {
 			return false, wrap(ctx, op, err)
 		}
-		write = func(q *dbsqlc.Queries) (bool, error) {
+		write = func(ctx context.Context, q *dbsqlc.Queries) (bool, error) {
 			n, err := q.RunFinalizeOwned(ctx, p)
 			return n == 1, err
 		}
@@ -73,12 +79,12 @@ func (s *Store) RunFinish(ctx context.Context, f db.RunFinal) (bool, error) {
 		if err != nil {
 			return false, wrap(ctx, op, err)
 		}
-		write = func(q *dbsqlc.Queries) (bool, error) { return true, q.RunUpsert(ctx, p) }
+		write = func(ctx context.Context, q *dbsqlc.Queries) (bool, error) { return true, q.RunUpsert(ctx, p) }
 	}
 	var won bool
-	err := s.write(ctx, op, func(q *dbsqlc.Queries) error {
+	err := s.write(ctx, op, func(ctx context.Context, q *dbsqlc.Queries) error {
 		var err error
-		if won, err = write(q); err != nil || lines == "" {
+		if won, err = write(ctx, q); err != nil || lines == "" {
 			return err
 		}
 		return appendLines(ctx, q, f.Record.RunID, lines, f.MaxLinesPerRun)
@@ -98,7 +104,8 @@ func (s *Store) RunShard(ctx context.Context, runID string, shards []db.ShardIns
 		}
 	}
 	var marked bool
-	err := s.write(ctx, op, func(q *dbsqlc.Queries) error {
+	err := s.write(ctx, op, func(ctx context.Context, q *dbsqlc.Queries) error {
+		marked = false
 		cancelRequested, err := q.RunMarkSharded(ctx, dbsqlc.RunMarkShardedParams{RunID: runID, Owner: s.owner})
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
@@ -127,7 +134,8 @@ func (s *Store) RunSetProgress(ctx context.Context, progress map[string]int64) (
 		return 0, nil
 	}
 	var updated int64
-	err := s.write(ctx, "run set progress", func(q *dbsqlc.Queries) error {
+	err := s.write(ctx, "run set progress", func(ctx context.Context, q *dbsqlc.Queries) error {
+		updated = 0
 		for id, n := range progress {
 			c, err := q.RunSetProgress(ctx, dbsqlc.RunSetProgressParams{RecordsWritten: n, RunID: id, Owner: s.owner})
 			if err != nil {
@@ -142,12 +150,18 @@ func (s *Store) RunSetProgress(ctx context.Context, progress map[string]int64) (
 
 // RunRelease hands a running run this instance owns back to pending.
 func (s *Store) RunRelease(ctx context.Context, runID string) (bool, error) {
-	n, err := s.wq.RunRelease(ctx, dbsqlc.RunReleaseParams{RunID: runID, Owner: s.owner})
-	return n == 1, wrap(ctx, "run release", err)
+	params := dbsqlc.RunReleaseParams{RunID: runID, Owner: s.owner}
+	n, err := writeValue(ctx, s, "run release", func(ctx context.Context, q *dbsqlc.Queries) (int64, error) {
+		return q.RunRelease(ctx, params)
+	})
+	return n == 1, err
 }
 
 // ShardRelease hands a running shard this instance owns back to pending.
 func (s *Store) ShardRelease(ctx context.Context, runID, shardID string) (bool, error) {
-	n, err := s.wq.ShardRelease(ctx, dbsqlc.ShardReleaseParams{RunID: runID, ShardID: shardID, Owner: s.owner})
-	return n == 1, wrap(ctx, "shard release", err)
+	params := dbsqlc.ShardReleaseParams{RunID: runID, ShardID: shardID, Owner: s.owner}
+	n, err := writeValue(ctx, s, "shard release", func(ctx context.Context, q *dbsqlc.Queries) (int64, error) {
+		return q.ShardRelease(ctx, params)
+	})
+	return n == 1, err
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"slices"
 
 	"github.com/faucet-dev/faucet/db"
 	"github.com/faucet-dev/faucet/db/sqlite/internal/dbsqlc"
@@ -16,7 +17,9 @@ func (s *Store) RunUpsert(ctx context.Context, rec *db.RunRecord) error {
 	if err != nil {
 		return wrap(ctx, "run upsert", err)
 	}
-	return wrap(ctx, "run upsert", s.wq.RunUpsert(ctx, p))
+	return s.writeOne(ctx, "run upsert", func(ctx context.Context, q *dbsqlc.Queries) error {
+		return q.RunUpsert(ctx, p)
+	})
 }
 
 // upsertParams is rec as RunUpsert's parameters.
@@ -73,14 +76,23 @@ func (s *Store) RunList(ctx context.Context, f db.ListFilter) (db.ListPage, erro
 		v := string(b)
 		statuses = &v
 	}
-	rows, err := s.rq.RunList(ctx, dbsqlc.RunListParams{
+	p := dbsqlc.RunListParams{
 		Statuses: statuses,
 		Name:     f.Name,
 		Since:    microsPtr(f.Since),
 		Until:    microsPtr(f.Until),
 		Cursor:   f.Cursor,
 		RowLimit: int64(limit) + 1,
-	})
+	}
+	var rows []dbsqlc.FaucetRun
+	var err error
+	if statuses != nil && !slices.ContainsFunc(f.Statuses, db.RunStatus.Terminal) {
+		rows, err = s.rq.RunListActive(ctx, dbsqlc.RunListActiveParams{
+			Statuses: *statuses, Name: p.Name, Since: p.Since, Until: p.Until, Cursor: p.Cursor, RowLimit: p.RowLimit,
+		})
+	} else {
+		rows, err = s.rq.RunList(ctx, p)
+	}
 	if err != nil {
 		return db.ListPage{}, wrap(ctx, "run list", err)
 	}
@@ -105,7 +117,7 @@ func (s *Store) RunList(ctx context.Context, f db.ListFilter) (db.ListPage, erro
 // deletes nothing does the status tell not-found from still-running.
 func (s *Store) RunDelete(ctx context.Context, runID string) (db.DeleteOutcome, error) {
 	var outcome db.DeleteOutcome
-	err := s.write(ctx, "run delete", func(q *dbsqlc.Queries) error {
+	err := s.write(ctx, "run delete", func(ctx context.Context, q *dbsqlc.Queries) error {
 		n, err := q.RunDelete(ctx, runID)
 		if err != nil {
 			return err

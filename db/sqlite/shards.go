@@ -22,8 +22,11 @@ func (s *Store) ShardInsert(ctx context.Context, runID string, shards []db.Shard
 	if err != nil {
 		return 0, wrap(ctx, op, err)
 	}
-	n, err := s.wq.ShardInsert(ctx, dbsqlc.ShardInsertParams{RunID: runID, Shards: b})
-	return int(n), wrap(ctx, op, err)
+	params := dbsqlc.ShardInsertParams{RunID: runID, Shards: b}
+	n, err := writeValue(ctx, s, op, func(ctx context.Context, q *dbsqlc.Queries) (int64, error) {
+		return q.ShardInsert(ctx, params)
+	})
+	return int(n), err
 }
 
 // encodeShards is the JSON array of shards ShardInsert takes.
@@ -54,7 +57,7 @@ func (s *Store) ShardClaim(ctx context.Context, limit int) ([]db.ClaimedShard, e
 		return nil, nil
 	}
 	var claimed []db.ClaimedShard
-	err := s.write(ctx, "shard claim", func(q *dbsqlc.Queries) error {
+	err := s.write(ctx, "shard claim", func(ctx context.Context, q *dbsqlc.Queries) error {
 		rows, err := q.ShardClaim(ctx, dbsqlc.ShardClaimParams{
 			Owner: s.owner, LeaseExpiresAt: s.lease(now()), RowLimit: int64(limit),
 		})
@@ -115,15 +118,18 @@ func compareSizeDesc(a, b *int64) int {
 
 // ShardRenewLeases extends the leases of this instance's running shards.
 func (s *Store) ShardRenewLeases(ctx context.Context) (int, error) {
-	n, err := s.wq.ShardRenewLeases(ctx, dbsqlc.ShardRenewLeasesParams{LeaseExpiresAt: s.lease(now()), Owner: s.owner})
-	return int(n), wrap(ctx, "shard renew leases", err)
+	params := dbsqlc.ShardRenewLeasesParams{LeaseExpiresAt: s.lease(now()), Owner: s.owner}
+	n, err := writeValue(ctx, s, "shard renew leases", func(ctx context.Context, q *dbsqlc.Queries) (int64, error) {
+		return q.ShardRenewLeases(ctx, params)
+	})
+	return int(n), err
 }
 
 // ShardReclaimOrphans fails the expired running shards that reached the
 // attempt cap, then requeues the rest, in one transaction.
 func (s *Store) ShardReclaimOrphans(ctx context.Context, maxAttempts int) (db.ReclaimReport, error) {
 	var rep db.ReclaimReport
-	err := s.write(ctx, "shard reclaim orphans", func(q *dbsqlc.Queries) error {
+	err := s.write(ctx, "shard reclaim orphans", func(ctx context.Context, q *dbsqlc.Queries) error {
 		t := ptr(micros(now()))
 		poisoned, err := q.ShardReclaimPoison(ctx, dbsqlc.ShardReclaimPoisonParams{
 			Now: t, Error: ptr(poisonError("shard", maxAttempts)), MaxAttempts: int64(maxAttempts),
@@ -147,7 +153,7 @@ func (s *Store) ShardFinalize(ctx context.Context, runID, shardID string, res db
 	if !res.Status.Terminal() {
 		return false, permanent(op, fmt.Errorf("status %q is not terminal", res.Status))
 	}
-	n, err := s.wq.ShardFinalize(ctx, dbsqlc.ShardFinalizeParams{
+	params := dbsqlc.ShardFinalizeParams{
 		RunID:          runID,
 		ShardID:        shardID,
 		Owner:          s.owner,
@@ -155,8 +161,11 @@ func (s *Store) ShardFinalize(ctx context.Context, runID, shardID string, res db
 		RecordsWritten: res.RecordsWritten,
 		Error:          res.Error,
 		Now:            ptr(micros(now())),
+	}
+	n, err := writeValue(ctx, s, op, func(ctx context.Context, q *dbsqlc.Queries) (int64, error) {
+		return q.ShardFinalize(ctx, params)
 	})
-	return n == 1, wrap(ctx, op, err)
+	return n == 1, err
 }
 
 // ShardProgress counts the shards of runID by state.
@@ -188,7 +197,7 @@ func (s *Store) ShardPendingCancellations(ctx context.Context) ([]string, error)
 // the count and the status-fenced finalize of each parent.
 func (s *Store) ShardFinalizeCompletedParents(ctx context.Context) ([]string, error) {
 	var done []string
-	err := s.write(ctx, "shard finalize completed parents", func(q *dbsqlc.Queries) error {
+	err := s.write(ctx, "shard finalize completed parents", func(ctx context.Context, q *dbsqlc.Queries) error {
 		parents, err := q.ShardCompletedParents(ctx)
 		if err != nil {
 			return err

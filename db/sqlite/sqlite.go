@@ -5,9 +5,13 @@
 // Concurrency: the file is opened in WAL mode with two pools, one writer
 // connection that carries every write (transactions begin IMMEDIATE, so
 // writers queue on the busy timeout instead of deadlocking) and a read pool
-// whose connections are query-only. Several processes may share one file:
-// each claim is a single UPDATE … RETURNING statement, so SQLite's write lock
-// makes it exclusive across them.
+// whose connections are query-only. Concurrent writes share transactions
+// (group commit, see batcher); each still commits or fails on its own, and
+// a call returns only once its write is committed. Durability is WAL with
+// synchronous=NORMAL: a commit survives a crash of faucet, and the last
+// commits before a power loss may be lost. Several processes may share one
+// file: each claim is a single UPDATE … RETURNING statement, so SQLite's
+// write lock makes it exclusive across them.
 package sqlite
 
 import (
@@ -300,8 +304,8 @@ func connect(ctx context.Context, t *target, opts db.Options) (*Store, error) {
 		r:          r,
 		wc:         wc,
 		rc:         rc,
-		wq:         dbsqlc.New(wc),
 		rq:         dbsqlc.New(rc),
+		batches:    newBatcher(w, wc),
 		target:     t,
 		instanceID: id,
 		owner:      &id,

@@ -14,11 +14,12 @@ import (
 // Store is db.Store over one SQLite database.
 type Store struct {
 	w, r *sql.DB
-	// wc and rc cache the prepared statements of w and r; wq and rq run the
-	// queries on them.
-	wc, rc *stmtCache
-	wq, rq *dbsqlc.Queries
-	target *target
+	// wc and rc cache the prepared statements of w and r; rq runs the
+	// queries on r, batches runs every write on w.
+	wc, rc  *stmtCache
+	rq      *dbsqlc.Queries
+	batches *batcher
+	target  *target
 
 	instanceID string
 	// owner is instanceID as the nullable owner column's parameter.
@@ -45,6 +46,7 @@ func (s *Store) Degraded() bool { return false }
 // harmless.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		s.batches.close()
 		s.closeErr = errors.Join(s.rc.close(), s.wc.close(), s.r.Close(), s.w.Close())
 		s.target.release()
 	})
@@ -67,21 +69,18 @@ func (s *Store) lease(t time.Time) *int64 {
 	return &v
 }
 
-// write runs fn in one write transaction on the writer connection. The driver
-// begins it IMMEDIATE, so it holds SQLite's write lock from its first
-// statement and every read inside it sees what its writes will build on.
-func (s *Store) write(ctx context.Context, op string, fn func(q *dbsqlc.Queries) error) error {
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return wrap(ctx, op, err)
-	}
-	stmts := s.wc.inTx(tx)
-	defer s.wc.warm(ctx, stmts)
-	if err := fn(dbsqlc.New(stmts)); err != nil {
-		_ = tx.Rollback()
-		return wrap(ctx, op, err)
-	}
-	return wrap(ctx, op, tx.Commit())
+// write runs fn in a write transaction on the writer connection, possibly
+// shared with concurrent writes (see batcher), and returns once it has
+// committed. The driver begins transactions IMMEDIATE, so one holds SQLite's
+// write lock from its first statement and every read inside it sees what its
+// writes will build on.
+func (s *Store) write(ctx context.Context, op string, fn writeFunc) error {
+	return wrap(ctx, op, s.batches.do(ctx, false, fn))
+}
+
+// writeOne is write for a body of exactly one statement.
+func (s *Store) writeOne(ctx context.Context, op string, fn writeFunc) error {
+	return wrap(ctx, op, s.batches.do(ctx, true, fn))
 }
 
 // read runs fn in one read-only transaction on the read pool, so several
@@ -95,6 +94,17 @@ func (s *Store) read(ctx context.Context, op string, fn func(q *dbsqlc.Queries) 
 	defer s.rc.warm(ctx, stmts)
 	defer func() { _ = tx.Rollback() }()
 	return wrap(ctx, op, fn(dbsqlc.New(stmts)))
+}
+
+// writeValue is writeOne for a statement that returns a value.
+func writeValue[T any](ctx context.Context, s *Store, op string, fn func(ctx context.Context, q *dbsqlc.Queries) (T, error)) (T, error) {
+	var v T
+	err := s.writeOne(ctx, op, func(ctx context.Context, q *dbsqlc.Queries) error {
+		var err error
+		v, err = fn(ctx, q)
+		return err
+	})
+	return v, err
 }
 
 func ptr[T any](v T) *T { return &v }

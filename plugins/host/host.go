@@ -250,7 +250,7 @@ func (h *Host) identify(ctx context.Context, path string) (*Connector, *proc, er
 		p.kill()
 		return nil, nil, fmt.Errorf("plugin %s: %w", path, err)
 	}
-	p.label.Store(&c.Name)
+	p.out.name.Store(&c.Name)
 	return c, p, nil
 }
 

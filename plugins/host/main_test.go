@@ -29,6 +29,9 @@ func TestMain(m *testing.M) {
 		runHelper(bin)
 		return
 	}
+	if os.Getenv(leakyEnv) != "" {
+		sdk.Serve(leaky{})
+	}
 	dir, err := os.MkdirTemp("", "faucet-host-test")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -5,17 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"os/exec"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 
 	"github.com/faucet-dev/faucet/plugins/builtin/stdout"
@@ -25,9 +21,9 @@ import (
 
 // proc is one running plugin process.
 type proc struct {
-	// label names the connector in logs: the file name until the plugin's
-	// Spec gives its real name.
-	label  *atomic.Pointer[string]
+	// out routes what the process logs: to the session using it, or to the
+	// host's log while it is idle.
+	out    *output
 	client *plugin.Client
 	cmd    *exec.Cmd
 	rpc    connectorv1.ConnectorServiceClient
@@ -90,9 +86,7 @@ func (h *Host) launch(ctx context.Context, label, path string, args ...string) (
 	cmd.Env = append(cmd.Env, stdout.FDEnv+"=3")
 	dieWithParent(cmd)
 
-	name := &atomic.Pointer[string]{}
-	name.Store(&label)
-	log := h.log
+	out := newOutput(h.log, label)
 	t := &tail{}
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  protocol.Handshake,
@@ -101,15 +95,15 @@ func (h *Host) launch(ctx context.Context, label, path string, args ...string) (
 		SkipHostEnv:      true,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		StartTimeout:     h.opts.StartTimeout,
-		Stderr:           t,
+		Stderr:           &lineWriter{emit: t.add},
 		// What a plugin prints to os.Stdout or os.Stderr once serving is
 		// relayed by go-plugin; it becomes log lines too.
-		SyncStdout:      &lineLog{log: log, name: name, stream: "stdout"},
-		SyncStderr:      &lineLog{log: log, name: name, stream: "stderr"},
-		Logger:          hclogTo(log, name),
+		SyncStdout:      out.stream("stdout"),
+		SyncStderr:      out.stream("stderr"),
+		Logger:          out.hclog(),
 		GRPCDialOptions: protocol.DialOptions(),
 	})
-	p := &proc{label: name, client: client, cmd: cmd, tail: t}
+	p := &proc{out: out, client: client, cmd: cmd, tail: t}
 	fail := func(err error) (*proc, error) {
 		client.Kill()
 		if line := t.fatal(); line != "" {
@@ -136,7 +130,7 @@ func (h *Host) launch(ctx context.Context, label, path string, args ...string) (
 	if err := ctx.Err(); err != nil {
 		return fail(err)
 	}
-	log.Debug("plugin started", "connector", label, "path", path, "pid", cmd.Process.Pid)
+	h.log.Debug("plugin started", "connector", label, "path", path, "pid", cmd.Process.Pid)
 	return p, nil
 }
 
@@ -183,6 +177,7 @@ func (h *Host) checkout(ctx context.Context, c *Connector, peer *proc) (*proc, e
 		if !p.isBroken() {
 			h.busy[p] = struct{}{}
 			h.mu.Unlock()
+			p.out.attach(ctx)
 			return p, nil
 		}
 		go p.kill()
@@ -200,6 +195,7 @@ func (h *Host) checkout(ctx context.Context, c *Connector, peer *proc) (*proc, e
 		return nil, errors.New("plugin host is closed")
 	}
 	h.busy[p] = struct{}{}
+	p.out.attach(ctx)
 	return p, nil
 }
 
@@ -214,6 +210,7 @@ func (h *Host) pair(src, dst *proc) {
 // checkin returns a process to the pool, or stops it when it is broken,
 // exited, or beyond the idle limit.
 func (h *Host) checkin(name string, p *proc) {
+	p.out.detach()
 	h.mu.Lock()
 	delete(h.busy, p)
 	keep := !h.closed && !p.isBroken() && len(h.idle[name]) < h.opts.MaxIdle
@@ -261,27 +258,39 @@ func (h *Host) reap() {
 type tail struct {
 	mu    sync.Mutex
 	lines []string
-	part  []byte
 }
 
 const tailLines = 50
 
-func (t *tail) Write(b []byte) (int, error) {
+// add keeps line, dropping the oldest beyond tailLines.
+func (t *tail) add(line string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.part = append(t.part, b...)
-	for {
-		i := bytes.IndexByte(t.part, '\n')
-		if i < 0 {
-			break
-		}
-		t.lines = append(t.lines, string(t.part[:i]))
-		t.part = t.part[i+1:]
-		if len(t.lines) > tailLines {
-			t.lines = t.lines[len(t.lines)-tailLines:]
-		}
+	t.lines = append(t.lines, line)
+	if len(t.lines) > tailLines {
+		t.lines = t.lines[len(t.lines)-tailLines:]
 	}
-	return len(b), nil
+}
+
+// lineWriter hands each complete line written to it to emit.
+type lineWriter struct {
+	mu   sync.Mutex
+	part []byte
+	emit func(line string)
+}
+
+func (w *lineWriter) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.part = append(w.part, b...)
+	for {
+		i := bytes.IndexByte(w.part, '\n')
+		if i < 0 {
+			return len(b), nil
+		}
+		w.emit(string(w.part[:i]))
+		w.part = w.part[i+1:]
+	}
 }
 
 // fatal returns the panic or fatal error line the plugin printed, if any.
@@ -294,55 +303,4 @@ func (t *tail) fatal() string {
 		}
 	}
 	return ""
-}
-
-// lineLog logs each line written to it, tagged with the connector.
-type lineLog struct {
-	log    *slog.Logger
-	name   *atomic.Pointer[string]
-	stream string
-	mu     sync.Mutex
-	part   []byte
-}
-
-func (l *lineLog) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.part = append(l.part, b...)
-	for {
-		i := bytes.IndexByte(l.part, '\n')
-		if i < 0 {
-			return len(b), nil
-		}
-		l.log.Info(string(l.part[:i]), "connector", *l.name.Load(), "stream", l.stream)
-		l.part = l.part[i+1:]
-	}
-}
-
-// hclogTo sends go-plugin's log, including the log lines plugins write to
-// stderr, into faucet's slog logger, tagged connector=<name>.
-func hclogTo(log *slog.Logger, name *atomic.Pointer[string]) hclog.Logger {
-	l := hclog.NewInterceptLogger(&hclog.LoggerOptions{Output: io.Discard, Level: hclog.Trace})
-	l.RegisterSink(slogSink{log, name})
-	return l
-}
-
-type slogSink struct {
-	log  *slog.Logger
-	name *atomic.Pointer[string]
-}
-
-func (s slogSink) Accept(_ string, level hclog.Level, msg string, args ...any) {
-	var lvl slog.Level
-	switch {
-	case level >= hclog.Error:
-		lvl = slog.LevelError
-	case level >= hclog.Warn:
-		lvl = slog.LevelWarn
-	case level >= hclog.Info:
-		lvl = slog.LevelInfo
-	default:
-		lvl = slog.LevelDebug
-	}
-	s.log.Log(context.Background(), lvl, msg, append([]any{"connector", *s.name.Load()}, args...)...)
 }

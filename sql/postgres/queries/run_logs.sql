@@ -5,13 +5,12 @@ SELECT @run_id, unnest(@seqs::bigint[]), unnest(@tss::timestamptz[]), unnest(@le
 ON CONFLICT (run_id, seq) DO NOTHING;
 
 -- name: RunLogTrim :exec
--- Keeps the newest keep lines of a run and, when it dropped any, marks the
--- run's logs truncated.
+-- Keeps the lines among a run's newest keep sequence numbers and, when it
+-- dropped any, marks the run's logs truncated. It costs an index seek plus
+-- the lines it deletes, however many lines the run keeps.
 WITH cut AS (
-    SELECT c.seq FROM faucet_run_logs c
+    SELECT max(c.seq) - @keep::bigint AS seq FROM faucet_run_logs c
     WHERE c.run_id = @run_id
-    ORDER BY c.seq DESC
-    OFFSET @keep::integer LIMIT 1
 ), trimmed AS (
     DELETE FROM faucet_run_logs l USING cut
     WHERE l.run_id = @run_id AND l.seq <= cut.seq

@@ -8,14 +8,13 @@ FROM json_each(CAST(sqlc.arg(lines) AS TEXT)) AS j
 WHERE true
 ON CONFLICT (run_id, seq) DO NOTHING;
 
--- RunLogTrim keeps a run's newest lines: it deletes every line older than the
--- one at position keep_offset (0-based) counted from the newest.
+-- RunLogTrim keeps the lines among a run's newest keep sequence numbers: it
+-- deletes every line keep or more below the newest seq. It costs an index
+-- seek plus the lines it deletes, however many lines the run keeps.
 -- name: RunLogTrim :execrows
 DELETE FROM faucet_run_logs
 WHERE faucet_run_logs.run_id = sqlc.arg(run_id)
-  AND seq < (
-      SELECT k.seq FROM faucet_run_logs k WHERE k.run_id = sqlc.arg(run_id)
-      ORDER BY k.seq DESC LIMIT 1 OFFSET sqlc.arg(keep_offset));
+  AND seq <= (SELECT max(k.seq) FROM faucet_run_logs k WHERE k.run_id = sqlc.arg(run_id)) - CAST(sqlc.arg(keep) AS INTEGER);
 
 -- name: RunLogMarkTruncated :exec
 INSERT INTO faucet_run_log_truncations (run_id, truncated_at)

@@ -45,6 +45,22 @@ WHERE (CAST(sqlc.narg(statuses) AS TEXT) IS NULL OR status IN (SELECT value FROM
 ORDER BY submitted_at DESC, run_id DESC
 LIMIT sqlc.arg(row_limit);
 
+-- RunListActive is RunList for statuses runs only pass through (pending,
+-- queued, running, sharded): few runs hold one at a time, so reading them
+-- all through the status index and sorting them beats walking the whole
+-- history newest first looking for them.
+-- name: RunListActive :many
+SELECT * FROM faucet_runs INDEXED BY faucet_runs_status_submitted_idx
+WHERE status IN (SELECT value FROM json_each(CAST(sqlc.arg(statuses) AS TEXT)))
+  AND (CAST(sqlc.narg(name) AS TEXT) IS NULL OR name = sqlc.narg(name))
+  AND (CAST(sqlc.narg(since) AS INTEGER) IS NULL OR submitted_at >= sqlc.narg(since))
+  AND (CAST(sqlc.narg(until) AS INTEGER) IS NULL OR submitted_at <= sqlc.narg(until))
+  AND (submitted_at, run_id) < (
+      SELECT coalesce(max(c.submitted_at), 9223372036854775807), coalesce(max(c.run_id), '')
+      FROM faucet_runs c WHERE c.run_id = sqlc.arg(cursor))
+ORDER BY submitted_at DESC, run_id DESC
+LIMIT sqlc.arg(row_limit);
+
 -- name: RunStatus :one
 SELECT status FROM faucet_runs WHERE run_id = sqlc.arg(run_id);
 

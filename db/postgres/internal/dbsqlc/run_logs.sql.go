@@ -106,10 +106,8 @@ func (q *Queries) RunLogPurge(ctx context.Context, before time.Time) (int64, err
 
 const runLogTrim = `-- name: RunLogTrim :exec
 WITH cut AS (
-    SELECT c.seq FROM faucet_run_logs c
+    SELECT max(c.seq) - $3::bigint AS seq FROM faucet_run_logs c
     WHERE c.run_id = $1
-    ORDER BY c.seq DESC
-    OFFSET $3::integer LIMIT 1
 ), trimmed AS (
     DELETE FROM faucet_run_logs l USING cut
     WHERE l.run_id = $1 AND l.seq <= cut.seq
@@ -123,11 +121,12 @@ ON CONFLICT (run_id) DO UPDATE SET truncated_at = excluded.truncated_at
 type RunLogTrimParams struct {
 	RunID string
 	Now   time.Time
-	Keep  int32
+	Keep  int64
 }
 
-// Keeps the newest keep lines of a run and, when it dropped any, marks the
-// run's logs truncated.
+// Keeps the lines among a run's newest keep sequence numbers and, when it
+// dropped any, marks the run's logs truncated. It costs an index seek plus
+// the lines it deletes, however many lines the run keeps.
 func (q *Queries) RunLogTrim(ctx context.Context, arg RunLogTrimParams) error {
 	_, err := q.db.Exec(ctx, runLogTrim, arg.RunID, arg.Now, arg.Keep)
 	return err

@@ -181,20 +181,19 @@ func (q *Queries) RunLogPurgeTruncationsForRuns(ctx context.Context, before *int
 const runLogTrim = `-- name: RunLogTrim :execrows
 DELETE FROM faucet_run_logs
 WHERE faucet_run_logs.run_id = ?1
-  AND seq < (
-      SELECT k.seq FROM faucet_run_logs k WHERE k.run_id = ?1
-      ORDER BY k.seq DESC LIMIT 1 OFFSET ?2)
+  AND seq <= (SELECT max(k.seq) FROM faucet_run_logs k WHERE k.run_id = ?1) - CAST(?2 AS INTEGER)
 `
 
 type RunLogTrimParams struct {
-	RunID      string
-	KeepOffset int64
+	RunID string
+	Keep  int64
 }
 
-// RunLogTrim keeps a run's newest lines: it deletes every line older than the
-// one at position keep_offset (0-based) counted from the newest.
+// RunLogTrim keeps the lines among a run's newest keep sequence numbers: it
+// deletes every line keep or more below the newest seq. It costs an index
+// seek plus the lines it deletes, however many lines the run keeps.
 func (q *Queries) RunLogTrim(ctx context.Context, arg RunLogTrimParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, runLogTrim, arg.RunID, arg.KeepOffset)
+	result, err := q.db.ExecContext(ctx, runLogTrim, arg.RunID, arg.Keep)
 	if err != nil {
 		return 0, err
 	}

@@ -355,6 +355,78 @@ func (q *Queries) RunList(ctx context.Context, arg RunListParams) ([]FaucetRun, 
 	return items, nil
 }
 
+const runListActive = `-- name: RunListActive :many
+SELECT run_id, name, labels, status, submitted_at, started_at, finished_at, idempotency_key, owner, lease_expires_at, cancel_requested_at, attempt, records_written, error, record FROM faucet_runs INDEXED BY faucet_runs_status_submitted_idx
+WHERE status IN (SELECT value FROM json_each(CAST(?1 AS TEXT)))
+  AND (CAST(?2 AS TEXT) IS NULL OR name = ?2)
+  AND (CAST(?3 AS INTEGER) IS NULL OR submitted_at >= ?3)
+  AND (CAST(?4 AS INTEGER) IS NULL OR submitted_at <= ?4)
+  AND (submitted_at, run_id) < (
+      SELECT coalesce(max(c.submitted_at), 9223372036854775807), coalesce(max(c.run_id), '')
+      FROM faucet_runs c WHERE c.run_id = ?5)
+ORDER BY submitted_at DESC, run_id DESC
+LIMIT ?6
+`
+
+type RunListActiveParams struct {
+	Statuses string
+	Name     *string
+	Since    *int64
+	Until    *int64
+	Cursor   string
+	RowLimit int64
+}
+
+// RunListActive is RunList for statuses runs only pass through (pending,
+// queued, running, sharded): few runs hold one at a time, so reading them
+// all through the status index and sorting them beats walking the whole
+// history newest first looking for them.
+func (q *Queries) RunListActive(ctx context.Context, arg RunListActiveParams) ([]FaucetRun, error) {
+	rows, err := q.db.QueryContext(ctx, runListActive,
+		arg.Statuses,
+		arg.Name,
+		arg.Since,
+		arg.Until,
+		arg.Cursor,
+		arg.RowLimit,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []FaucetRun
+	for rows.Next() {
+		var i FaucetRun
+		if err := rows.Scan(
+			&i.RunID,
+			&i.Name,
+			&i.Labels,
+			&i.Status,
+			&i.SubmittedAt,
+			&i.StartedAt,
+			&i.FinishedAt,
+			&i.IdempotencyKey,
+			&i.Owner,
+			&i.LeaseExpiresAt,
+			&i.CancelRequestedAt,
+			&i.Attempt,
+			&i.RecordsWritten,
+			&i.Error,
+			&i.Record,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const runMarkSharded = `-- name: RunMarkSharded :one
 UPDATE faucet_runs
 SET status = 'sharded',

@@ -1,0 +1,151 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/faucet-dev/faucet/db"
+	"github.com/faucet-dev/faucet/db/sqlite/internal/dbsqlc"
+)
+
+func openStore(t *testing.T) *Store {
+	t.Helper()
+	st, err := Open(context.Background(), filepath.Join(t.TempDir(), "history.db"), db.Options{InstanceID: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st.(*Store)
+}
+
+func auditRow(id string) dbsqlc.AuditInsertParams {
+	return dbsqlc.AuditInsertParams{ID: id, Ts: micros(now()), Principal: "p", Role: "admin", Action: "test", Result: "ok"}
+}
+
+// committed lists the audit ids a reader sees, i.e. those committed.
+func committed(t *testing.T, s *Store) map[string]bool {
+	t.Helper()
+	entries, err := s.AuditList(context.Background(), db.AuditFilter{Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]bool{}
+	for _, e := range entries {
+		ids[e.ID] = true
+	}
+	return ids
+}
+
+// TestBatchedWritesFailAlone runs writes in one shared transaction: each
+// sees none of the others committed yet (they share the commit), a write
+// that fails after its first statement leaves nothing behind, and the
+// others commit.
+func TestBatchedWritesFailAlone(t *testing.T) {
+	s := openStore(t)
+	const n = 9
+	reqs := make([]*writeReq, n)
+	seen := make([]int, n)
+	for i := range reqs {
+		id := fmt.Sprintf("w%d", i)
+		fn := func(ctx context.Context, q *dbsqlc.Queries) error {
+			seen[i] = len(committed(t, s))
+			if err := q.AuditInsert(ctx, auditRow(id)); err != nil {
+				return err
+			}
+			if i%3 == 1 {
+				// The same id again: the primary key refuses it.
+				return q.AuditInsert(ctx, auditRow(id))
+			}
+			return nil
+		}
+		reqs[i] = &writeReq{ctx: context.Background(), fn: fn, done: make(chan error, 1)}
+	}
+	// A write whose caller gave up before it was taken never runs.
+	abandonedReq := &writeReq{ctx: context.Background(), done: make(chan error, 1), fn: func(ctx context.Context, q *dbsqlc.Queries) error {
+		return q.AuditInsert(ctx, auditRow("abandoned"))
+	}}
+	abandonedReq.state.Store(abandoned)
+
+	tx, err := s.w.BeginTx(context.Background(), nil)
+	s.batches.commit(tx, err, append(reqs, abandonedReq))
+
+	got := committed(t, s)
+	for i, r := range reqs {
+		err := <-r.done
+		id := fmt.Sprintf("w%d", i)
+		if seen[i] != 0 {
+			t.Errorf("write %d saw %d committed rows: the writes did not share one transaction", i, seen[i])
+		}
+		if i%3 == 1 {
+			if err == nil || got[id] {
+				t.Errorf("failing write %d: error %v, committed %v; want an error and nothing committed", i, err, got[id])
+			}
+			continue
+		}
+		if err != nil || !got[id] {
+			t.Errorf("write %d: error %v, committed %v; want it committed", i, err, got[id])
+		}
+	}
+	if got["abandoned"] || len(abandonedReq.done) != 0 {
+		t.Error("the abandoned write ran")
+	}
+}
+
+// TestConcurrentWritesAllCommit hammers the store with writes from many
+// goroutines, some failing, some cancelled: every write that reports success
+// is committed, every failed or cancelled one is absent.
+func TestConcurrentWritesAllCommit(t *testing.T) {
+	s := openStore(t)
+	const n = 200
+	type outcome struct {
+		id  string
+		err error
+	}
+	results := make([]outcome, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			id := fmt.Sprintf("c%03d", i)
+			ctx := context.Background()
+			if i%10 == 7 {
+				c, cancel := context.WithCancel(ctx)
+				cancel()
+				ctx = c
+			}
+			err := s.write(ctx, "test", func(ctx context.Context, q *dbsqlc.Queries) error {
+				if err := q.AuditInsert(ctx, auditRow(id)); err != nil {
+					return err
+				}
+				if i%10 == 3 {
+					return errors.New("refused")
+				}
+				return nil
+			})
+			results[i] = outcome{id, err}
+		})
+	}
+	wg.Wait()
+	got := committed(t, s)
+	for i, r := range results {
+		want := i%10 != 3 && i%10 != 7
+		if (r.err == nil) != want || got[r.id] != want {
+			t.Errorf("write %d: error %v, committed %v; want success %v", i, r.err, got[r.id], want)
+		}
+	}
+}
+
+func TestWriteAfterClose(t *testing.T) {
+	s := openStore(t)
+	s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := s.AuditInsert(ctx, db.AuditEntry{ID: "late", Timestamp: now(), Principal: "p", Role: "admin", Action: "test", Result: "ok"})
+	if !errors.Is(err, errClosed) {
+		t.Errorf("write after close: %v, want %v", err, errClosed)
+	}
+}

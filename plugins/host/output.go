@@ -1,0 +1,158 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/faucet-dev/faucet/pipeline"
+)
+
+// maxKnownSecrets bounds the secrets a process's idle output is masked with:
+// those of its most recent sessions.
+const maxKnownSecrets = 64
+
+// output routes the log lines of one plugin process. The pool hands a process
+// to one session at a time, so what it logs meanwhile belongs to that
+// session: it goes to the session's logger, the session's secrets masked.
+// What it logs while idle goes to the host's log, masked of every secret its
+// recent sessions handed it. A line that reaches faucet only after its
+// session ended counts as idle output.
+type output struct {
+	host *slog.Logger
+	// name is the connector's: the file name until its Spec names it.
+	name    atomic.Pointer[string]
+	session atomic.Pointer[sessionOutput]
+	// idle masks the idle output; nil masks nothing.
+	idle atomic.Pointer[strings.Replacer]
+
+	mu      sync.Mutex
+	secrets []string // the known secrets, oldest first
+	current []string // the secrets of the session in progress
+}
+
+// sessionOutput is where a session's lines go.
+type sessionOutput struct {
+	log    *slog.Logger
+	redact *strings.Replacer
+}
+
+func newOutput(host *slog.Logger, name string) *output {
+	o := &output{host: host}
+	o.name.Store(&name)
+	return o
+}
+
+// attach sends the process's output to the session ctx describes (see
+// pipeline.SessionLog) until detach.
+func (o *output) attach(ctx context.Context) {
+	sl, _ := pipeline.SessionLogFrom(ctx)
+	log := sl.Logger
+	if log == nil {
+		log = o.host
+	}
+	o.mu.Lock()
+	o.current = sl.Secrets
+	known := o.secrets
+	o.mu.Unlock()
+	o.session.Store(&sessionOutput{log: log, redact: redactor(sl.Secrets, known)})
+}
+
+// detach ends the session: its secrets join those masked in idle output
+// before the output stops going to the session.
+func (o *output) detach() {
+	o.mu.Lock()
+	for _, s := range o.current {
+		if s != "" && !slices.Contains(o.secrets, s) {
+			o.secrets = append(o.secrets, s)
+		}
+	}
+	o.secrets = o.secrets[max(0, len(o.secrets)-maxKnownSecrets):]
+	o.current = nil
+	o.idle.Store(redactor(o.secrets))
+	o.mu.Unlock()
+	o.session.Store(nil)
+}
+
+// log writes one line of the process's output, tagged with its connector.
+func (o *output) log(level slog.Level, msg string, args ...any) {
+	log, r := o.host, o.idle.Load()
+	if s := o.session.Load(); s != nil {
+		log, r = s.log, s.redact
+	}
+	if r != nil {
+		msg = r.Replace(msg)
+		args = redactArgs(r, args)
+	}
+	log.Log(context.Background(), level, msg, append([]any{"connector", *o.name.Load()}, args...)...)
+}
+
+// redactArgs masks secrets in slog key-value arguments; a value that is not
+// a string is masked in its printed form.
+func redactArgs(r *strings.Replacer, args []any) []any {
+	out := make([]any, len(args))
+	for i, a := range args {
+		switch v := a.(type) {
+		case string:
+			out[i] = r.Replace(v)
+		case nil, bool:
+			out[i] = v
+		default:
+			text := fmt.Sprint(v)
+			if masked := r.Replace(text); masked != text {
+				out[i] = masked
+			} else {
+				out[i] = v
+			}
+		}
+	}
+	return out
+}
+
+// redactor masks the secrets of the given sets; nil when there is none.
+func redactor(sets ...[]string) *strings.Replacer {
+	for _, set := range sets {
+		if len(set) > 0 {
+			return pipeline.NewRedactor(sets...)
+		}
+	}
+	return nil
+}
+
+// stream returns a writer that logs each line written to it as the
+// process's output on the named stream.
+func (o *output) stream(name string) io.Writer {
+	return &lineWriter{emit: func(line string) { o.log(slog.LevelInfo, line, "stream", name) }}
+}
+
+// hclog is go-plugin's logger for the process: its own lines and the log
+// lines the plugin writes to stderr become the process's output.
+func (o *output) hclog() hclog.Logger {
+	l := hclog.NewInterceptLogger(&hclog.LoggerOptions{Output: io.Discard, Level: hclog.Trace})
+	l.RegisterSink(hclogSink{o})
+	return l
+}
+
+type hclogSink struct{ out *output }
+
+func (s hclogSink) Accept(_ string, level hclog.Level, msg string, args ...any) {
+	var lvl slog.Level
+	switch {
+	case level >= hclog.Error:
+		lvl = slog.LevelError
+	case level >= hclog.Warn:
+		lvl = slog.LevelWarn
+	case level >= hclog.Info:
+		lvl = slog.LevelInfo
+	default:
+		lvl = slog.LevelDebug
+	}
+	s.out.log(lvl, msg, args...)
+}
