@@ -182,9 +182,12 @@ type Store interface {
 	// lines among the run's newest maxLinesPerRun sequence numbers (<= 0: no
 	// cap): with seqs numbered densely, as a run's lines are, that is its
 	// newest maxLinesPerRun lines, and the cap costs the same at a million
-	// lines as at ten. When older lines are dropped the run is marked
-	// truncated. A line whose seq is already stored is ignored, so a retried
-	// batch never duplicates.
+	// lines as at ten. The cap counts within the LogBlock of the batch's
+	// lines: a run whose execution has parts logged independently (a
+	// cluster run's attempts and shards) numbers each part in a block of its
+	// own, and one part's lines never push out another's. When older lines
+	// are dropped the run is marked truncated. A line whose seq is already
+	// stored is ignored, so a retried batch never duplicates.
 	RunLogAppend(ctx context.Context, runID string, lines []RunLogLine, maxLinesPerRun int) error
 	// RunLogList returns up to limit lines with seq > after, oldest first; a
 	// limit <= 0 means DefaultRunLogLimit.

@@ -295,6 +295,16 @@ type RunLogLine struct {
 	Line  string    `json:"line"`
 }
 
+// LogBlockBits is the size of a log block: the seqs of a run's lines fall
+// in blocks of 1<<LogBlockBits, and the per-run line cap applies per block.
+const LogBlockBits = 32
+
+// LogBlock returns the block seq falls in: [start, end).
+func LogBlock(seq int64) (start, end int64) {
+	start = seq &^ (1<<LogBlockBits - 1)
+	return start, start + 1<<LogBlockBits
+}
+
 // RunLogPage is a page of persisted run logs, oldest first. Truncated is true
 // when earlier lines of the run were dropped by the per-run cap.
 type RunLogPage struct {

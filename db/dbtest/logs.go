@@ -113,6 +113,17 @@ func exerciseRunLogs(t *testing.T, newURL func(t testing.TB) string) {
 		if !p.Truncated {
 			t.Fatal("capped logs after a gap not reported truncated")
 		}
+		// The cap applies per log block: a second part of the run, numbered
+		// in the next block, keeps its own newest lines and leaves the first
+		// part's alone.
+		block, _ := db.LogBlock(1 << db.LogBlockBits)
+		appendLogs(t, s, "r5", 3, logLines(1, 3, now()))
+		appendLogs(t, s, "r5", 3, logLines(block+1, block+5, now()))
+		p = logPage(t, s, "r5", 0, 100)
+		equalIDs(t, "capped per block", append(seqRange(1, 3), seqRange(block+3, block+5)...), seqs(p))
+		if !p.Truncated {
+			t.Fatal("a capped block not reported truncated")
+		}
 	})
 
 	t.Run("DefaultLimit", func(t *testing.T) {

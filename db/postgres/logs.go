@@ -31,7 +31,8 @@ func (s *Store) RunLogAppend(ctx context.Context, runID string, lines []db.RunLo
 		if maxLinesPerRun <= 0 {
 			return nil
 		}
-		return q.RunLogTrim(ctx, dbsqlc.RunLogTrimParams{RunID: runID, Now: now(), Keep: int64(maxLinesPerRun)})
+		start, end := db.LogBlock(lines[len(lines)-1].Seq)
+		return q.RunLogTrim(ctx, dbsqlc.RunLogTrimParams{RunID: runID, Now: now(), Keep: int64(maxLinesPerRun), BlockStart: start, BlockEnd: end})
 	}))
 }
 

@@ -48,7 +48,8 @@ func (s *Store) RunFinish(ctx context.Context, f db.RunFinal) (bool, error) {
 	if len(f.Lines) > 0 && f.MaxLinesPerRun > 0 {
 		// The cap is a retention bound, not part of the record: applying it
 		// in its own statement keeps the terminal write one round trip.
-		if err := s.q.RunLogTrim(ctx, dbsqlc.RunLogTrimParams{RunID: stamped.RunID, Now: now(), Keep: int64(f.MaxLinesPerRun)}); err != nil {
+		start, end := db.LogBlock(f.Lines[len(f.Lines)-1].Seq)
+		if err := s.q.RunLogTrim(ctx, dbsqlc.RunLogTrimParams{RunID: stamped.RunID, Now: now(), Keep: int64(f.MaxLinesPerRun), BlockStart: start, BlockEnd: end}); err != nil {
 			return won, fail(op, err)
 		}
 	}

@@ -21,8 +21,9 @@ func (s *Store) RunLogAppend(ctx context.Context, runID string, lines []db.RunLo
 	if err != nil {
 		return wrap(ctx, op, err)
 	}
+	last := lines[len(lines)-1].Seq
 	return s.write(ctx, op, func(ctx context.Context, q *dbsqlc.Queries) error {
-		return appendLines(ctx, q, runID, b, maxLinesPerRun)
+		return appendLines(ctx, q, runID, b, last, maxLinesPerRun)
 	})
 }
 
@@ -45,16 +46,17 @@ func encodeLines(runID string, lines []db.RunLogLine) (string, error) {
 	return string(b), nil
 }
 
-// appendLines inserts encoded lines and applies the per-run cap inside the
-// caller's transaction.
-func appendLines(ctx context.Context, q *dbsqlc.Queries, runID, lines string, maxLinesPerRun int) error {
+// appendLines inserts encoded lines and applies the per-run cap to the log
+// block of seq inside the caller's transaction.
+func appendLines(ctx context.Context, q *dbsqlc.Queries, runID, lines string, seq int64, maxLinesPerRun int) error {
 	if _, err := q.RunLogInsert(ctx, dbsqlc.RunLogInsertParams{RunID: runID, Lines: lines}); err != nil {
 		return err
 	}
 	if maxLinesPerRun <= 0 {
 		return nil
 	}
-	dropped, err := q.RunLogTrim(ctx, dbsqlc.RunLogTrimParams{RunID: runID, Keep: int64(maxLinesPerRun)})
+	start, end := db.LogBlock(seq)
+	dropped, err := q.RunLogTrim(ctx, dbsqlc.RunLogTrimParams{RunID: runID, BlockStart: start, BlockEnd: end, Keep: int64(maxLinesPerRun)})
 	if err != nil || dropped == 0 {
 		return err
 	}

@@ -87,7 +87,7 @@ func (s *Store) RunFinish(ctx context.Context, f db.RunFinal) (bool, error) {
 		if won, err = write(ctx, q); err != nil || lines == "" {
 			return err
 		}
-		return appendLines(ctx, q, f.Record.RunID, lines, f.MaxLinesPerRun)
+		return appendLines(ctx, q, f.Record.RunID, lines, f.Lines[len(f.Lines)-1].Seq, f.MaxLinesPerRun)
 	})
 	return won, err
 }

@@ -5,15 +5,16 @@ SELECT @run_id, unnest(@seqs::bigint[]), unnest(@tss::timestamptz[]), unnest(@le
 ON CONFLICT (run_id, seq) DO NOTHING;
 
 -- name: RunLogTrim :exec
--- Keeps the lines among a run's newest keep sequence numbers and, when it
--- dropped any, marks the run's logs truncated. It costs an index seek plus
--- the lines it deletes, however many lines the run keeps.
+-- Keeps the lines among the newest keep sequence numbers of the block
+-- [block_start, block_end) of a run and, when it dropped any, marks the run's
+-- logs truncated. It costs an index seek plus the lines it deletes, however
+-- many lines the run keeps.
 WITH cut AS (
     SELECT max(c.seq) - @keep::bigint AS seq FROM faucet_run_logs c
-    WHERE c.run_id = @run_id
+    WHERE c.run_id = @run_id AND c.seq >= @block_start::bigint AND c.seq < @block_end::bigint
 ), trimmed AS (
     DELETE FROM faucet_run_logs l USING cut
-    WHERE l.run_id = @run_id AND l.seq <= cut.seq
+    WHERE l.run_id = @run_id AND l.seq >= @block_start::bigint AND l.seq <= cut.seq
     RETURNING 1
 )
 INSERT INTO faucet_run_log_truncations (run_id, truncated_at)

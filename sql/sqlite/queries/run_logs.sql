@@ -8,13 +8,17 @@ FROM json_each(CAST(sqlc.arg(lines) AS TEXT)) AS j
 WHERE true
 ON CONFLICT (run_id, seq) DO NOTHING;
 
--- RunLogTrim keeps the lines among a run's newest keep sequence numbers: it
--- deletes every line keep or more below the newest seq. It costs an index
--- seek plus the lines it deletes, however many lines the run keeps.
+-- RunLogTrim keeps the lines among the newest keep sequence numbers of the
+-- block [block_start, block_end) of a run: it deletes every line of the block
+-- keep or more below the block's newest seq. It costs an index seek plus the
+-- lines it deletes, however many lines the run keeps.
 -- name: RunLogTrim :execrows
 DELETE FROM faucet_run_logs
 WHERE faucet_run_logs.run_id = sqlc.arg(run_id)
-  AND seq <= (SELECT max(k.seq) FROM faucet_run_logs k WHERE k.run_id = sqlc.arg(run_id)) - CAST(sqlc.arg(keep) AS INTEGER);
+  AND faucet_run_logs.seq >= sqlc.arg(block_start)
+  AND faucet_run_logs.seq <= (SELECT max(k.seq) FROM faucet_run_logs k
+              WHERE k.run_id = sqlc.arg(run_id) AND k.seq >= sqlc.arg(block_start) AND k.seq < sqlc.arg(block_end))
+             - CAST(sqlc.arg(keep) AS INTEGER);
 
 -- name: RunLogMarkTruncated :exec
 INSERT INTO faucet_run_log_truncations (run_id, truncated_at)

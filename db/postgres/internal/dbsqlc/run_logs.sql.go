@@ -107,10 +107,10 @@ func (q *Queries) RunLogPurge(ctx context.Context, before time.Time) (int64, err
 const runLogTrim = `-- name: RunLogTrim :exec
 WITH cut AS (
     SELECT max(c.seq) - $3::bigint AS seq FROM faucet_run_logs c
-    WHERE c.run_id = $1
+    WHERE c.run_id = $1 AND c.seq >= $4::bigint AND c.seq < $5::bigint
 ), trimmed AS (
     DELETE FROM faucet_run_logs l USING cut
-    WHERE l.run_id = $1 AND l.seq <= cut.seq
+    WHERE l.run_id = $1 AND l.seq >= $4::bigint AND l.seq <= cut.seq
     RETURNING 1
 )
 INSERT INTO faucet_run_log_truncations (run_id, truncated_at)
@@ -119,16 +119,25 @@ ON CONFLICT (run_id) DO UPDATE SET truncated_at = excluded.truncated_at
 `
 
 type RunLogTrimParams struct {
-	RunID string
-	Now   time.Time
-	Keep  int64
+	RunID      string
+	Now        time.Time
+	Keep       int64
+	BlockStart int64
+	BlockEnd   int64
 }
 
-// Keeps the lines among a run's newest keep sequence numbers and, when it
-// dropped any, marks the run's logs truncated. It costs an index seek plus
-// the lines it deletes, however many lines the run keeps.
+// Keeps the lines among the newest keep sequence numbers of the block
+// [block_start, block_end) of a run and, when it dropped any, marks the run's
+// logs truncated. It costs an index seek plus the lines it deletes, however
+// many lines the run keeps.
 func (q *Queries) RunLogTrim(ctx context.Context, arg RunLogTrimParams) error {
-	_, err := q.db.Exec(ctx, runLogTrim, arg.RunID, arg.Now, arg.Keep)
+	_, err := q.db.Exec(ctx, runLogTrim,
+		arg.RunID,
+		arg.Now,
+		arg.Keep,
+		arg.BlockStart,
+		arg.BlockEnd,
+	)
 	return err
 }
 

@@ -181,19 +181,30 @@ func (q *Queries) RunLogPurgeTruncationsForRuns(ctx context.Context, before *int
 const runLogTrim = `-- name: RunLogTrim :execrows
 DELETE FROM faucet_run_logs
 WHERE faucet_run_logs.run_id = ?1
-  AND seq <= (SELECT max(k.seq) FROM faucet_run_logs k WHERE k.run_id = ?1) - CAST(?2 AS INTEGER)
+  AND faucet_run_logs.seq >= ?2
+  AND faucet_run_logs.seq <= (SELECT max(k.seq) FROM faucet_run_logs k
+              WHERE k.run_id = ?1 AND k.seq >= ?2 AND k.seq < ?3)
+             - CAST(?4 AS INTEGER)
 `
 
 type RunLogTrimParams struct {
-	RunID string
-	Keep  int64
+	RunID      string
+	BlockStart int64
+	BlockEnd   int64
+	Keep       int64
 }
 
-// RunLogTrim keeps the lines among a run's newest keep sequence numbers: it
-// deletes every line keep or more below the newest seq. It costs an index
-// seek plus the lines it deletes, however many lines the run keeps.
+// RunLogTrim keeps the lines among the newest keep sequence numbers of the
+// block [block_start, block_end) of a run: it deletes every line of the block
+// keep or more below the block's newest seq. It costs an index seek plus the
+// lines it deletes, however many lines the run keeps.
 func (q *Queries) RunLogTrim(ctx context.Context, arg RunLogTrimParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, runLogTrim, arg.RunID, arg.Keep)
+	result, err := q.db.ExecContext(ctx, runLogTrim,
+		arg.RunID,
+		arg.BlockStart,
+		arg.BlockEnd,
+		arg.Keep,
+	)
 	if err != nil {
 		return 0, err
 	}
