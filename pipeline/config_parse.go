@@ -8,6 +8,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/goccy/go-yaml"
@@ -40,7 +41,8 @@ type document struct {
 	positions map[string]position
 	// locate, when set, fills positions on first use: most documents load
 	// without a problem to place.
-	locate func(map[string]position)
+	locate  func(map[string]position)
+	located sync.Once
 }
 
 // at returns the position of the value at p, or zero when it has none.
@@ -49,11 +51,61 @@ func (d *document) at(p path) position {
 		return position{}
 	}
 	if d.locate != nil {
-		d.positions = map[string]position{}
-		d.locate(d.positions)
-		d.locate = nil
+		d.located.Do(func() {
+			d.positions = map[string]position{}
+			d.locate(d.positions)
+		})
 	}
 	return d.positions[p.String()]
+}
+
+// Bounds of the parsed-document cache.
+const (
+	docCacheEntries = 256
+	docCacheBytes   = 4 << 20
+	// docCacheMaxDoc: a larger document is parsed every time.
+	docCacheMaxDoc = 64 << 10
+)
+
+// parsedDocs keeps recently parsed documents. faucet serve sees the same few
+// pipeline configs (and its defaults) submitted again and again, and parsing
+// YAML costs more than the rest of a load. Nothing modifies a document once
+// parsed, so loads share it.
+var parsedDocs = &docCache{entries: map[string]*document{}}
+
+type docCache struct {
+	mu      sync.Mutex
+	entries map[string]*document
+	bytes   int
+}
+
+// parse is parseDocument through the cache; problems are not cached.
+func (c *docCache) parse(data []byte, format Format) (*document, *ConfigError) {
+	if len(data) > docCacheMaxDoc {
+		return parseDocument(data, format)
+	}
+	key := string(format) + "\x00" + string(data)
+	c.mu.Lock()
+	d, ok := c.entries[key]
+	c.mu.Unlock()
+	if ok {
+		return d, nil
+	}
+	d, cerr := parseDocument(data, format)
+	if cerr != nil {
+		return nil, cerr
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.entries) >= docCacheEntries || c.bytes+len(key) > docCacheBytes {
+		clear(c.entries)
+		c.bytes = 0
+	}
+	if _, ok := c.entries[key]; !ok {
+		c.entries[key] = d
+		c.bytes += len(key)
+	}
+	return d, nil
 }
 
 // parseDocument parses data in the given format into a document. A syntax

@@ -102,7 +102,7 @@ func load(data []byte, opts LoadOptions, file string) (*Plan, error) {
 	if opts.Env == nil {
 		opts.Env = os.LookupEnv
 	}
-	doc, cerr := parseDocument(data, opts.Format)
+	doc, cerr := parsedDocs.parse(data, opts.Format)
 	if cerr != nil {
 		cerr.File = file
 		return nil, cerr
@@ -110,7 +110,7 @@ func load(data []byte, opts LoadOptions, file string) (*Plan, error) {
 	l := &loader{opts: opts, file: file, doc: doc, schemas: map[string]*schemaDoc{}, secrets: map[string]bool{}}
 	tree := doc.tree
 	if len(opts.Defaults) > 0 {
-		defaults, derr := parseDocument(opts.Defaults, FormatAuto)
+		defaults, derr := parsedDocs.parse(opts.Defaults, FormatAuto)
 		if derr != nil {
 			derr.File = "defaults"
 			return nil, derr

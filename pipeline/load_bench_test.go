@@ -2,8 +2,10 @@ package pipeline_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/faucet-dev/faucet/pipeline"
@@ -57,14 +59,34 @@ matrix:
 `},
 		{"trivial-json", "json", `{"version":1,"name":"gen","pipeline":{"source":{"type":"generate","config":{"count":10}},"sink":{"type":"jsonl","config":{"path":"/tmp/out.jsonl"}}}}`},
 	} {
+		opts := pipeline.LoadOptions{Format: pipeline.Format(tc.format), Catalog: newBuiltinCatalog(), Env: func(string) (string, bool) { return "", false }}
 		b.Run(tc.name, func(b *testing.B) {
-			opts := pipeline.LoadOptions{Format: pipeline.Format(tc.format), Catalog: newBuiltinCatalog(), Env: func(string) (string, bool) { return "", false }}
+			// The same config submitted again and again.
 			doc := []byte(tc.doc)
 			b.ReportAllocs()
 			for b.Loop() {
 				if _, err := pipeline.Load(doc, opts); err != nil {
 					b.Fatal(err)
 				}
+			}
+		})
+		b.Run(tc.name+"/distinct", func(b *testing.B) {
+			// A config never seen before each time: the parse is paid.
+			docs := make([][]byte, 0, 1024)
+			for i := range cap(docs) {
+				doc := tc.doc + fmt.Sprintf("\n#%d\n", i)
+				if tc.format == "json" {
+					doc = tc.doc + strings.Repeat(" ", i)
+				}
+				docs = append(docs, []byte(doc))
+			}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if _, err := pipeline.Load(docs[i%len(docs)], opts); err != nil {
+					b.Fatal(err)
+				}
+				i++
 			}
 		})
 	}

@@ -798,10 +798,11 @@ func TestBrokenConnectorSchema(t *testing.T) {
 	wantProblem(t, probs, "pipeline.sink.type", 10, 5, `connector "jsonl" publishes an unusable config schema`)
 }
 
-// TestCompiledSchemasAreShared loads configs from many goroutines at once
+// TestCompiledSchemasAreShared loads one config from many goroutines at once
 // while the catalog changes a connector's schema: each load validates
-// against the schema its catalog hands out (compiled once, then shared),
-// and an unusable schema fails every load with the same message.
+// against the schema its catalog hands out (compiled once, then shared), an
+// unusable schema fails every load with the same message, and the problems
+// are placed in the shared parsed document alike.
 func TestCompiledSchemasAreShared(t *testing.T) {
 	strict := `{"type": "object", "additionalProperties": false, "required": ["path"], "properties": {"path": {"type": "string"}}}`
 	loose := `{"type": "object", "properties": {"path": {"type": "string"}}}`
