@@ -19,3 +19,20 @@ go build -o "$work/benchpipe" ./internal/benchpipe
 "$work/benchpipe" gen -rows "$rows" -out "$work/data.csv"
 echo "pipeline benchmark: $rows rows, $(du -h "$work/data.csv" | cut -f1) of CSV, $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 "$work/benchpipe" run -faucet "$work/faucet" -data "$work/data.csv" -rows "$rows" ${TEST_DATABASE_URL:+-pg "$TEST_DATABASE_URL"}
+
+# The same CSV→JSONL pipeline as a user runs it: `faucet run` prints its
+# summary; GNU time adds wall time and the peak RSS of the faucet process.
+cat > "$work/csv-to-jsonl.yaml" <<YAML
+version: 1
+name: csv-to-jsonl
+pipeline:
+  source: {type: csv, config: {path: "$work/data.csv"}}
+  sink: {type: jsonl, config: {path: "$work/out.jsonl"}}
+YAML
+echo
+echo "faucet run csv-to-jsonl.yaml ($rows rows):"
+if [ -x /usr/bin/time ]; then
+	/usr/bin/time -f "wall %es, faucet peak RSS %M KiB (plugins excluded)" "$work/faucet" run "$work/csv-to-jsonl.yaml"
+else
+	"$work/faucet" run "$work/csv-to-jsonl.yaml"
+fi

@@ -12,18 +12,23 @@ go run ./internal/testpg/withpg \
 	go test -run '^$' -bench "${BENCH:-.}" -benchmem -count="${COUNT:-1}" -timeout 60m ./... | tee "$out"
 
 # One line per benchmark and package: the package's last path element (the
-# dialect for the store benchmarks), the operation, and its ops/s.
+# dialect for the store benchmarks), the benchmark, and every figure it
+# reports besides Go's own ns/op, B/op and allocs/op (ops/s, rows/s, runs/s,
+# latency percentiles, MiB, seconds to reclaim).
 echo
-echo "ops/s (full output in $out):"
+echo "figures (full output in $out):"
 awk '
 	/^pkg:/ { n = split($2, parts, "/"); pkg = parts[n] }
 	/^Benchmark/ {
-		for (i = 2; i <= NF; i++) if ($i == "ops/s") {
-			name = $1
-			sub(/^Benchmark[^\/]*\//, "", name)
-			sub(/-[0-9]+$/, "", name)
-			printf "  %-10s %-36s %12.0f\n", pkg, name, $(i - 1)
+		name = $1
+		sub(/-[0-9]+$/, "", name)
+		line = ""
+		for (i = 3; i < NF; i += 2) {
+			unit = $(i + 1)
+			if (unit == "ns/op" || unit == "B/op" || unit == "allocs/op") continue
+			line = line sprintf("  %s %s", $i, unit)
 		}
+		if (line != "") printf "  %-10s %-44s%s\n", pkg, name, line
 	}
 ' "$out"
 
