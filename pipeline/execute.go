@@ -124,14 +124,6 @@ type Progress struct {
 	Elapsed time.Duration
 }
 
-// RowsPerSecond is the plan's average throughput so far.
-func (p Progress) RowsPerSecond() float64 {
-	if p.Elapsed <= 0 {
-		return 0
-	}
-	return float64(p.Records) / p.Elapsed.Seconds()
-}
-
 // ExecuteOptions configures Execute.
 type ExecuteOptions struct {
 	// Connectors opens the connector sessions; required.

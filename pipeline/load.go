@@ -236,6 +236,13 @@ func (l *loader) plan(tree any) *Plan {
 		l.report(nil, "", fmt.Sprintf("decode settings: %v", err))
 		return nil
 	}
+	if s.Delivery == "exactly_once" {
+		// Accepting it would promise what no faucet sink keeps: a failed,
+		// retried or re-executed run may write records again.
+		l.report(path{"delivery"}, "", "delivery exactly_once is not supported: faucet delivers at least once; "+
+			"make re-execution idempotent with a keyed sink (write_mode: upsert) instead")
+		return nil
+	}
 	plan := &Plan{
 		Name:      s.Name,
 		Execution: Execution{MaxConcurrent: s.Execution.MaxConcurrent, OnError: s.Execution.OnError},

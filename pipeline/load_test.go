@@ -341,6 +341,20 @@ func TestVersion(t *testing.T) {
 	wantProblem(t, probs, "", 0, 0, "not a array")
 }
 
+// TestExactlyOnceIsRefused: faucet cannot keep an exactly-once promise, so
+// a config asking for it fails to load instead of running at least once.
+func TestExactlyOnceIsRefused(t *testing.T) {
+	probs := loadErr(t, minimalYAML+"delivery: exactly_once\n", LoadOptions{})
+	wantProblem(t, probs, "delivery", 12, 1, "delivery exactly_once is not supported")
+	plan, err := Load([]byte(minimalYAML+"delivery: at_least_once\n"), testOptions(LoadOptions{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.Delivery != "at_least_once" {
+		t.Errorf("delivery = %q, want at_least_once", plan.Delivery)
+	}
+}
+
 func TestUnknownConnector(t *testing.T) {
 	src := strings.Replace(minimalYAML, "type: csv", "type: cvs", 1)
 	probs := loadErr(t, src, LoadOptions{})

@@ -17,8 +17,9 @@ type Plan struct {
 	// Invocations run in matrix order, at most Execution.MaxConcurrent at once.
 	Invocations []Invocation
 	Execution   Execution
-	// Delivery is the declared delivery guarantee: "at_least_once" (default)
-	// or "exactly_once".
+	// Delivery is the declared delivery guarantee: "at_least_once", the
+	// default and the only one faucet keeps (the loader refuses
+	// "exactly_once").
 	Delivery string
 	// Shard asks cluster mode to split the source into Count shards; nil when
 	// the config has no shard block.

@@ -60,6 +60,11 @@ type Config struct {
 	CORSOrigins []string
 	// PluginDirs are searched for third-party connector plugins.
 	PluginDirs []string
+	// PluginEnv is what plugins get of the environment beyond the minimum a
+	// process needs: "NAME=value" as given, a bare "NAME" copied from
+	// faucet's own environment (credentials a connector needs, such as
+	// PGSSLROOTCERT).
+	PluginEnv []string
 
 	// Cluster makes this server one member of a cluster sharing History
 	// (Postgres, or a SQLite file shared by servers on one host).

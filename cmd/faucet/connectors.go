@@ -20,11 +20,17 @@ import (
 // pluginFlags are the flags of every command that starts the connectors.
 type pluginFlags struct {
 	dirs    []string
+	env     []string
 	verbose bool
 }
 
+// pluginEnvUsage explains --plugin-env: plugins start with a clean
+// environment, so whatever a connector needs from it is passed explicitly.
+const pluginEnvUsage = "environment variable passed to connector plugins, NAME=value or NAME to copy faucet's own (repeatable); plugins get nothing else beyond PATH, HOME, TMPDIR, TZ, LANG, LC_ALL and USER"
+
 func (f *pluginFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringArrayVar(&f.dirs, "plugin-dir", nil, "a directory of connector plugins, searched before $"+host.PluginDirEnv+" and the default (repeatable)")
+	cmd.Flags().StringArrayVar(&f.env, "plugin-env", nil, pluginEnvUsage)
 	cmd.Flags().BoolVarP(&f.verbose, "verbose", "v", false, "log each invocation and the connectors' own output")
 }
 
@@ -44,6 +50,7 @@ func (f *pluginFlags) open(ctx context.Context, logs io.Writer) (*host.Host, *sl
 	h, err := host.New(ctx, host.Options{
 		PluginDirs: append(slices.Clone(f.dirs), host.DefaultPluginDirs()...),
 		Builtins:   specs,
+		Env:        f.env,
 		Logger:     log,
 	})
 	if err != nil {

@@ -85,6 +85,7 @@ FAUCET_MAX_CONCURRENT_RUNS, and so on. A flag on the command line wins.`,
 	f.Int64Var(&probeSecs, "probe-timeout-secs", int64(server.DefaultProbeTimeout/time.Second), "time limit of doctor probes")
 	f.StringSliceVar(&cfg.CORSOrigins, "cors-origin", nil, "browser origin allowed to call the API (repeatable; * for any)")
 	f.StringSliceVar(&cfg.PluginDirs, "plugin-dir", nil, "directory of third-party connector plugins (repeatable)")
+	f.StringSliceVar(&cfg.PluginEnv, "plugin-env", nil, pluginEnvUsage)
 	f.StringVar(&logLevel, "log-level", "info", "server log level: debug, info, warn or error")
 	f.BoolVar(&cfg.Cluster, "cluster", false, "join the cluster of servers sharing --history (postgres://…, or a sqlite:PATH file on one host)")
 	f.Float64Var(&pollSecs, "cluster-poll-secs", server.DefaultClusterPoll.Seconds(), "how often a cluster member looks for runs to claim when nothing wakes it")

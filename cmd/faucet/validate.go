@@ -66,6 +66,10 @@ func loadPlan(file string, sets []string, catalog pipeline.Catalog, problems io.
 		}
 		return nil, fmt.Errorf("%s is not a valid pipeline config (%d problem(s))", displayName(file), len(probs))
 	}
+	if err == nil && plan.Shard != nil {
+		// Said, not silently dropped: the config may be meant for a cluster.
+		fmt.Fprintf(problems, "note: shard: {count: %d} takes effect in faucet serve --cluster only; here the pipeline runs whole\n", plan.Shard.Count)
+	}
 	return plan, err
 }
 

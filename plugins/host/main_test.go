@@ -72,12 +72,17 @@ func builtinSpecs() []sdk.Spec {
 // directories, closed (and checked for orphans) when the test ends.
 func newHost(t *testing.T, dirs ...string) *host.Host {
 	t.Helper()
-	h, err := host.New(context.Background(), host.Options{
-		Executable: faucetBin,
-		Builtins:   builtinSpecs(),
-		PluginDirs: dirs,
-		Logger:     testLogger(t),
-	})
+	return newHostWith(t, host.Options{PluginDirs: dirs})
+}
+
+// newHostWith is newHost with more options; it fills in the test faucet
+// binary, the built-in specs and the test logger.
+func newHostWith(t *testing.T, opts host.Options) *host.Host {
+	t.Helper()
+	opts.Executable = faucetBin
+	opts.Builtins = builtinSpecs()
+	opts.Logger = testLogger(t)
+	h, err := host.New(context.Background(), opts)
 	if err != nil {
 		t.Fatalf("host.New: %v", err)
 	}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"iter"
+
+	"github.com/faucet-dev/faucet/plugins/internal/protocol"
 )
 
 // Batch limits. A batch is cut when it reaches MaxBatchRecords records or
@@ -17,7 +19,7 @@ const (
 	MaxBatchRecords  = 8192
 	TargetBatchBytes = 1 << 20
 	MaxRecordBytes   = 8 << 20
-	MaxMessageBytes  = 16 << 20
+	MaxMessageBytes  = protocol.MaxMessageBytes
 )
 
 // Batch is a run of records as they cross between processes: Count JSON

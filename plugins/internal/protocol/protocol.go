@@ -34,7 +34,8 @@ var Handshake = plugin.HandshakeConfig{
 // is in flight while the previous one is processed, which is what lets the
 // two processes work in parallel.
 const (
-	maxMessageBytes   = 16 << 20
+	// MaxMessageBytes is the gRPC message limit both sides set.
+	MaxMessageBytes   = 16 << 20
 	streamWindowBytes = 4 << 20
 	connWindowBytes   = 16 << 20
 	socketBufferBytes = 256 << 10
@@ -43,8 +44,8 @@ const (
 // ServerOptions are the gRPC server settings of a plugin.
 func ServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
-		grpc.MaxRecvMsgSize(maxMessageBytes),
-		grpc.MaxSendMsgSize(maxMessageBytes),
+		grpc.MaxRecvMsgSize(MaxMessageBytes),
+		grpc.MaxSendMsgSize(MaxMessageBytes),
 		grpc.InitialWindowSize(streamWindowBytes),
 		grpc.InitialConnWindowSize(connWindowBytes),
 		grpc.ReadBufferSize(socketBufferBytes),
@@ -56,7 +57,7 @@ func ServerOptions() []grpc.ServerOption {
 // DialOptions are the gRPC client settings faucet connects to a plugin with.
 func DialOptions() []grpc.DialOption {
 	return []grpc.DialOption{
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessageBytes), grpc.MaxCallSendMsgSize(maxMessageBytes), grpc.ForceCodecV2(codec{})),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageBytes), grpc.MaxCallSendMsgSize(MaxMessageBytes), grpc.ForceCodecV2(codec{})),
 		grpc.WithInitialWindowSize(streamWindowBytes),
 		grpc.WithInitialConnWindowSize(connWindowBytes),
 		grpc.WithReadBufferSize(socketBufferBytes),
