@@ -546,11 +546,11 @@ pipeline:
 	}
 }
 
-// TestShardedSQLSourcesThroughPlugins splits the sqlite and postgres sources
-// through the plugin host, runs every shard as its own invocation (as
+// TestShardedSourcesThroughPlugins splits every shardable file and database
+// source through the plugin host, runs every shard as its own invocation (as
 // cluster mode does), and checks the shards together hold exactly the
 // records of one unsharded read.
-func TestShardedSQLSourcesThroughPlugins(t *testing.T) {
+func TestShardedSourcesThroughPlugins(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	url := testpg.Database(t)
@@ -563,6 +563,16 @@ matrix:
   - id: sqlite
   - id: postgres
     sink: {type: postgres, config: {url: %q, table: people, key: [id]}}
+  - id: csv
+    sink: {type: csv, config: {path: src.csv}}
+  - id: jsonl
+    sink: {type: jsonl, config: {path: src.jsonl}}
+  - id: part1
+    sink: {type: csv, config: {path: parts/1.csv}}
+  - id: part2
+    sink: {type: csv, config: {path: parts/2.csv}}
+  - id: part3
+    sink: {type: csv, config: {path: parts/3.csv}}
 `, db, url))
 	mustSucceed(t, runFaucet(t, dir, nil, "run", "seed.yaml"))
 
@@ -575,15 +585,24 @@ matrix:
 		t.Fatal(err)
 	}
 	defer h.Close()
-	sources := map[string]map[string]any{
-		"sqlite":   {"path": db, "table": "people"},
-		"postgres": {"url": url, "query": "SELECT * FROM people WHERE id % 3 <> 0", "key": "created_at"},
+	// One large file is split by byte ranges into the shards asked for, a
+	// glob of three files by file.
+	sources := map[string]struct {
+		typ            string
+		config         map[string]any
+		shards, records int
+	}{
+		"sqlite":   {"sqlite", map[string]any{"path": db, "table": "people"}, 5, 20000},
+		"postgres": {"postgres", map[string]any{"url": url, "query": "SELECT * FROM people WHERE id % 3 <> 0", "key": "created_at"}, 5, 13334},
+		"csv":      {"csv", map[string]any{"path": filepath.Join(dir, "src.csv")}, 5, 20000},
+		"jsonl":    {"jsonl", map[string]any{"path": filepath.Join(dir, "src.jsonl")}, 5, 20000},
+		"csv-glob": {"csv", map[string]any{"path": filepath.Join(dir, "parts", "*.csv")}, 3, 60000},
 	}
-	for name, config := range sources {
-		raw, _ := json.Marshal(config)
-		src := pipeline.ConnectorConfig{Type: name, Config: raw}
+	for name, s := range sources {
+		raw, _ := json.Marshal(s.config)
+		src := pipeline.ConnectorConfig{Type: s.typ, Config: raw}
 		shards, err := h.Shards(context.Background(), src, 5)
-		if err != nil || len(shards) != 5 {
+		if err != nil || len(shards) != s.shards {
 			t.Fatalf("%s: shards %v, %v", name, shards, err)
 		}
 		sink := func(file string) pipeline.ConnectorConfig {
@@ -599,7 +618,7 @@ matrix:
 			t.Fatalf("%s: %v", name, err)
 		}
 		whole, sharded := sortedLines(t, filepath.Join(dir, name+"-whole.jsonl")), sortedLines(t, filepath.Join(dir, name+"-shards.jsonl"))
-		if len(whole) == 0 || !equal(whole, sharded) {
+		if len(whole) != s.records || !equal(whole, sharded) {
 			t.Errorf("%s: %d shards hold %d records, the whole source %d, or they differ", name, len(shards), len(sharded), len(whole))
 		}
 	}
