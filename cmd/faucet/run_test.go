@@ -588,8 +588,8 @@ matrix:
 	// One large file is split by byte ranges into the shards asked for, a
 	// glob of three files by file.
 	sources := map[string]struct {
-		typ            string
-		config         map[string]any
+		typ             string
+		config          map[string]any
 		shards, records int
 	}{
 		"sqlite":   {"sqlite", map[string]any{"path": db, "table": "people"}, 5, 20000},
