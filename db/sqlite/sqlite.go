@@ -201,6 +201,11 @@ func setupWriter(c *sqlite3.Conn, memory bool) error {
 		if err := c.Exec(`PRAGMA journal_mode = WAL`); err != nil {
 			return err
 		}
+		// Checkpoints run in the background (see checkpointer), not in
+		// whichever commit happens to grow the WAL.
+		if err := c.Exec(fmt.Sprintf(`PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = %d`, walSizeLimit)); err != nil {
+			return err
+		}
 	}
 	return c.Exec(`PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL`)
 }
@@ -296,6 +301,12 @@ func connect(ctx context.Context, t *target, opts db.Options) (*Store, error) {
 		_ = w.Close()
 		return nil, err
 	}
+	ckpt, err := startCheckpointer(ctx, t)
+	if err != nil {
+		_ = w.Close()
+		_ = r.Close()
+		return nil, err
+	}
 	opts = opts.WithDefaults()
 	id := opts.InstanceID
 	wc, rc := newStmtCache(w), newStmtCache(r)
@@ -306,6 +317,7 @@ func connect(ctx context.Context, t *target, opts db.Options) (*Store, error) {
 		rc:         rc,
 		rq:         dbsqlc.New(rc),
 		batches:    newBatcher(w, wc),
+		ckpt:       ckpt,
 		target:     t,
 		instanceID: id,
 		owner:      &id,

@@ -19,6 +19,7 @@ type Store struct {
 	wc, rc  *stmtCache
 	rq      *dbsqlc.Queries
 	batches *batcher
+	ckpt    *checkpointer
 	target  *target
 
 	instanceID string
@@ -47,7 +48,7 @@ func (s *Store) Degraded() bool { return false }
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.batches.close()
-		s.closeErr = errors.Join(s.rc.close(), s.wc.close(), s.r.Close(), s.w.Close())
+		s.closeErr = errors.Join(s.ckpt.close(), s.rc.close(), s.wc.close(), s.r.Close(), s.w.Close())
 		s.target.release()
 	})
 	return s.closeErr
