@@ -214,7 +214,11 @@ func readSSE(t *testing.T, s *server, id string) map[string][]string {
 }
 
 func TestLiveSSEFollowsARunningRun(t *testing.T) {
-	s := start(t, serverOpts{})
+	eachHistory(t, testLiveSSEFollowsARunningRun)
+}
+
+func testLiveSSEFollowsARunningRun(t *testing.T, h history) {
+	s := start(t, serverOpts{history: h.url(t)})
 	sub := s.submit(client.SubmitRequest{Config: holding(3, filepath.Join(t.TempDir(), "out.jsonl"))})
 	s.await(sub.RunId, client.RunRecordStatusRunning)
 	type result struct{ events map[string][]string }
