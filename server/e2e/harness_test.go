@@ -104,7 +104,7 @@ type serverOpts struct {
 	// ownAuth passes no auth flag at all, so the server picks its own auth
 	// (an environment variable, or the admin token it creates).
 	ownAuth bool
-	env  []string
+	env     []string
 	// token is the admin token the helpers send; default adminToken.
 	token string
 	// bin is the faucet binary to run; default faucetBin.
