@@ -183,7 +183,13 @@ func TestSubmitPollLogsMetricsAndPagination(t *testing.T) {
 // of each event by name.
 func readSSE(t *testing.T, s *server, id string) map[string][]string {
 	t.Helper()
-	resp, err := s.admin().StreamRunLogs(context.Background(), id, nil)
+	return readSSEWith(t, s, id, nil)
+}
+
+// readSSEWith is readSSE with request parameters (Last-Event-ID).
+func readSSEWith(t *testing.T, s *server, id string, params *client.StreamRunLogsParams) map[string][]string {
+	t.Helper()
+	resp, err := s.admin().StreamRunLogs(context.Background(), id, params)
 	if err != nil {
 		t.Fatal(err)
 	}
