@@ -510,10 +510,11 @@ func TestMaintainPurgesExpiredHistoryButNotUnfinishedRuns(t *testing.T) {
 		defer close(stopped)
 		r.Maintain(mctx, Retention{TerminalRuns: keep, IdempotencyClaims: keep, Logs: keep}, 10*time.Millisecond)
 	}()
-	defer func() {
+	stopMaintain := func() {
 		stop()
 		<-stopped
-	}()
+	}
+	defer stopMaintain()
 
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -538,6 +539,8 @@ func TestMaintainPurgesExpiredHistoryButNotUnfinishedRuns(t *testing.T) {
 			t.Fatalf("unfinished run %s after the purge: %+v %v, want %s", id, rec, err, want)
 		}
 	}
+	// Stopped first, so the purge does not take the runs as they finish.
+	stopMaintain()
 	for _, id := range []string{queued.RunID, running.RunID} {
 		if _, err := r.Cancel(ctx, id); err != nil {
 			t.Fatal(err)
