@@ -597,7 +597,7 @@ type SchemasResponse struct {
 type SubmitRequest struct {
 	Callback *CallbackSpec `json:"callback,omitempty"`
 
-	// Clock Override the run's clock (RFC 3339), for backfills.
+	// Clock The run's clock (RFC 3339), the time backfill ${now...} references resolve to. Recorded on the run and part of the idempotency fingerprint; this server's pipeline configs have no such references, so it does not change the run, and the submission says so in warnings.
 	Clock *time.Time `json:"clock,omitempty"`
 
 	// Concurrency Override execution.max_concurrent: how many invocations run at once.

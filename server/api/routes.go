@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"reflect"
 	"sort"
@@ -301,6 +302,30 @@ type listRunsInput struct {
 	Cursor string    `query:"cursor" doc:"next_cursor of the previous page."`
 }
 
+// Resolve answers a malformed since or until with 400, as for any bad input.
+func (in *listRunsInput) Resolve(ctx huma.Context) []error { return timeParamErrors(ctx) }
+
+// timeParamErrors checks the since and until query parameters. huma's own
+// check of a time.Time parameter is a 422 naming only a location; the wire
+// contract answers bad input with 400 bad_config, and this error, a status
+// error, sets the response. Parsing matches huma's, so a value accepted here
+// is one huma decoded.
+func timeParamErrors(ctx huma.Context) []error {
+	u := ctx.URL()
+	q := u.Query()
+	var errs []error
+	for _, name := range []string{"since", "until"} {
+		v := q.Get(name)
+		if v == "" {
+			continue
+		}
+		if _, err := time.Parse(time.RFC3339Nano, v); err != nil {
+			errs = append(errs, errBadConfig(fmt.Sprintf("query parameter %s: %q is not an RFC 3339 date-time (e.g. 2026-01-31T00:00:00Z)", name, v), nil))
+		}
+	}
+	return errs
+}
+
 type listRunsOutput struct {
 	Body ListResponse
 }
@@ -389,6 +414,9 @@ type auditInput struct {
 	Until     time.Time `query:"until" doc:"Only entries before this time (RFC 3339)."`
 	Limit     int       `query:"limit" default:"100" minimum:"1" maximum:"1000"`
 }
+
+// Resolve answers a malformed since or until with 400, as for any bad input.
+func (in *auditInput) Resolve(ctx huma.Context) []error { return timeParamErrors(ctx) }
 
 type auditOutput struct {
 	Body AuditResponse

@@ -17,7 +17,7 @@ type SubmitRequest struct {
 	TimeoutSecs    *int64            `json:"timeout_secs,omitempty" minimum:"1" nullable:"true" doc:"Cancel the run (status failed) when it executes longer than this; it flushes within a bounded grace."`
 	DoctorFirst    bool              `json:"doctor_first,omitempty" doc:"Probe every connector first; a failing probe rejects the submission with 422 and the report."`
 	IdempotencyKey *string           `json:"idempotency_key,omitempty" minLength:"1" maxLength:"256" nullable:"true" doc:"Submitting the same key with the same payload returns the existing run; with a different payload, 409."`
-	Clock          *string           `json:"clock,omitempty" format:"date-time" doc:"Override the run's clock (RFC 3339), for backfills."`
+	Clock          *string           `json:"clock,omitempty" format:"date-time" doc:"The run's clock (RFC 3339), the time backfill ${now...} references resolve to. Recorded on the run and part of the idempotency fingerprint; this server's pipeline configs have no such references, so it does not change the run, and the submission says so in warnings."`
 	Callback       *CallbackSpec     `json:"callback,omitempty" doc:"Completion callback. Stored on the run record; this server version does not deliver callbacks yet and says so in warnings."`
 	Concurrency    *int              `json:"concurrency,omitempty" minimum:"1" maximum:"1024" doc:"Override execution.max_concurrent: how many invocations run at once."`
 }

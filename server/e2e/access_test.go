@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -87,6 +88,10 @@ func TestDoctorFirstAndSecretRedaction(t *testing.T) {
 }
 
 func TestRBACAndAudit(t *testing.T) {
+	eachHistory(t, testRBACAndAudit)
+}
+
+func testRBACAndAudit(t *testing.T, h history) {
 	dir := t.TempDir()
 	authFile := filepath.Join(dir, "auth.yaml")
 	err := os.WriteFile(authFile, []byte(`principals:
@@ -97,7 +102,7 @@ func TestRBACAndAudit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := start(t, serverOpts{args: []string{"--auth-config", authFile}, env: []string{"VIEWER_TOKEN=viewer-token-789"}, token: "admin-token-456"})
+	s := start(t, serverOpts{history: h.url(t), args: []string{"--auth-config", authFile}, env: []string{"VIEWER_TOKEN=viewer-token-789"}, token: "admin-token-456"})
 	ctx := context.Background()
 	viewer, operator, admin := s.client("viewer-token-789"), s.client("operator-token-123"), s.client("admin-token-456")
 	out := filepath.Join(dir, "out.jsonl")
@@ -187,7 +192,11 @@ func TestRBACAndAudit(t *testing.T) {
 }
 
 func TestBadRequests(t *testing.T) {
-	s := start(t, serverOpts{args: []string{"--body-limit-bytes", "2048"}})
+	eachHistory(t, testBadRequests)
+}
+
+func testBadRequests(t *testing.T, h history) {
+	s := start(t, serverOpts{history: h.url(t), args: []string{"--body-limit-bytes", "2048"}})
 	c := s.admin()
 	ctx := context.Background()
 	out := filepath.Join(t.TempDir(), "out.jsonl")
@@ -227,6 +236,21 @@ func TestBadRequests(t *testing.T) {
 	if err != nil || list.JSON200 == nil || len(list.JSON200.Runs) != 0 {
 		t.Fatalf("bad input must record nothing: %v %s", err, list.Body)
 	}
+
+	// A malformed time filter is bad input: 400 naming the parameter. The
+	// generated client only sends well-formed times, so these go raw.
+	for _, path := range []string{"/v1/runs", "/v1/audit"} {
+		for _, param := range []string{"since", "until"} {
+			status, p := getProblem(t, s, path+"?"+param+"=yesterday")
+			if status != http.StatusBadRequest || p.Error.Code != "bad_config" || !strings.Contains(p.Error.Message, param) ||
+				!strings.Contains(p.Error.Message, `"yesterday"`) {
+				t.Fatalf("GET %s?%s=yesterday: %d %+v", path, param, status, p)
+			}
+		}
+		if status, p := getProblem(t, s, path+"?since=2026-01-01T00:00:00Z&until=2026-01-02T00:00:00.5%2B01:00"); status != http.StatusOK {
+			t.Fatalf("GET %s with well-formed times: %d %+v", path, status, p)
+		}
+	}
 	sc, err := c.GetSchemaWithResponse(ctx, client.GetSchemaParamsKindSource, "generate")
 	if err != nil || sc.JSON200 == nil {
 		t.Fatalf("schema of generate: %v %d", err, sc.StatusCode())
@@ -250,4 +274,31 @@ func TestBadRequests(t *testing.T) {
 			t.Fatalf("catalog lacks %s: %v", want, names)
 		}
 	}
+}
+
+// getProblem sends an admin GET of path and decodes a problem body when the
+// answer is not 200.
+func getProblem(t *testing.T, s *server, path string) (int, client.Problem) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, s.url+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode == http.StatusOK {
+		return resp.StatusCode, client.Problem{}
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "application/problem+json" {
+		t.Fatalf("GET %s: %d with Content-Type %q: %s", path, resp.StatusCode, ct, body)
+	}
+	return resp.StatusCode, problemOf(t, body)
 }

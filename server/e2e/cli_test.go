@@ -18,7 +18,11 @@ func faucetCLI(t *testing.T, s *server, args ...string) (string, error) {
 }
 
 func TestRunsCommands(t *testing.T) {
-	s := start(t, serverOpts{})
+	eachHistory(t, testRunsCommands)
+}
+
+func testRunsCommands(t *testing.T, h history) {
+	s := start(t, serverOpts{history: h.url(t)})
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "p.yaml")
 	if err := os.WriteFile(cfg, []byte(generateToFile(25, filepath.Join(dir, "out.jsonl"))), 0o644); err != nil {

@@ -99,9 +99,12 @@ type serverOpts struct {
 	history string
 	dataDir string
 	// args are extra serve flags; without an auth flag among them the server
-	// runs with --auth-token adminToken.
+	// runs with --auth-token adminToken, unless ownAuth is set.
 	args []string
-	env  []string
+	// ownAuth passes no auth flag at all, so the server picks its own auth
+	// (an environment variable, or the admin token it creates).
+	ownAuth bool
+	env     []string
 	// token is the admin token the helpers send; default adminToken.
 	token string
 	// bin is the faucet binary to run; default faucetBin.
@@ -137,7 +140,7 @@ func start(t testing.TB, o serverOpts) *server {
 			hasAuth = true
 		}
 	}
-	if !hasAuth {
+	if !hasAuth && !o.ownAuth {
 		args = append(args, "--auth-token", adminToken)
 	}
 	args = append(args, o.args...)

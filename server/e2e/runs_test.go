@@ -14,7 +14,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
@@ -135,25 +137,12 @@ func TestSubmitPollLogsMetricsAndPagination(t *testing.T) {
 		}
 
 		// Metrics parse as Prometheus text and count what happened.
-		resp, err := http.Get(s.url + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		parser := expfmt.NewTextParser(model.LegacyValidation)
-		families, err := parser.TextToMetricFamilies(resp.Body)
-		if err != nil {
-			t.Fatalf("metrics do not parse: %v", err)
-		}
+		families := scrape(t, s)
 		if got := families["faucet_runs_submitted_total"].GetMetric()[0].GetCounter().GetValue(); got != 120 {
 			t.Fatalf("faucet_runs_submitted_total = %v, want 120", got)
 		}
-		finished := 0.0
-		for _, m := range families["faucet_runs_finished_total"].GetMetric() {
-			finished += m.GetCounter().GetValue()
-		}
-		if finished != 120 {
-			t.Fatalf("faucet_runs_finished_total sums to %v, want 120", finished)
+		if got := finishedByLabels(families); len(got) != 1 || got["completed/ok"] != 120 {
+			t.Fatalf("faucet_runs_finished_total = %v, want 120 completed/ok", got)
 		}
 		if got := families["faucet_records_written_total"].GetMetric()[0].GetCounter().GetValue(); got != 1119 {
 			t.Fatalf("faucet_records_written_total = %v, want 1119", got)
@@ -179,11 +168,51 @@ func TestSubmitPollLogsMetricsAndPagination(t *testing.T) {
 	})
 }
 
+// scrape reads the server's /metrics, which must parse as Prometheus text.
+func scrape(t *testing.T, s *server) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := http.Get(s.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.LegacyValidation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("metrics do not parse: %v", err)
+	}
+	return families
+}
+
+// finishedByLabels is faucet_runs_finished_total by "status/reason".
+func finishedByLabels(families map[string]*dto.MetricFamily) map[string]float64 {
+	out := map[string]float64{}
+	for _, m := range families["faucet_runs_finished_total"].GetMetric() {
+		var status, reason string
+		for _, l := range m.GetLabel() {
+			switch l.GetName() {
+			case "status":
+				status = l.GetValue()
+			case "reason":
+				reason = l.GetValue()
+			}
+		}
+		out[status+"/"+reason] += m.GetCounter().GetValue()
+	}
+	return out
+}
+
 // readSSE reads a run's log stream until the end event and returns the data
 // of each event by name.
 func readSSE(t *testing.T, s *server, id string) map[string][]string {
 	t.Helper()
-	resp, err := s.admin().StreamRunLogs(context.Background(), id, nil)
+	return readSSEWith(t, s, id, nil)
+}
+
+// readSSEWith is readSSE with request parameters (Last-Event-ID).
+func readSSEWith(t *testing.T, s *server, id string, params *client.StreamRunLogsParams) map[string][]string {
+	t.Helper()
+	resp, err := s.admin().StreamRunLogs(context.Background(), id, params)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +243,11 @@ func readSSE(t *testing.T, s *server, id string) map[string][]string {
 }
 
 func TestLiveSSEFollowsARunningRun(t *testing.T) {
-	s := start(t, serverOpts{})
+	eachHistory(t, testLiveSSEFollowsARunningRun)
+}
+
+func testLiveSSEFollowsARunningRun(t *testing.T, h history) {
+	s := start(t, serverOpts{history: h.url(t)})
 	sub := s.submit(client.SubmitRequest{Config: holding(3, filepath.Join(t.TempDir(), "out.jsonl"))})
 	s.await(sub.RunId, client.RunRecordStatusRunning)
 	type result struct{ events map[string][]string }
@@ -285,6 +318,10 @@ func TestIdempotency(t *testing.T) {
 		}
 		s.await(ids[0], client.RunRecordStatusCompleted)
 		s.await(first.RunId, client.RunRecordStatusCompleted)
+		// One sequential and 49 concurrent submits were replays.
+		if got := scrape(t, s)["faucet_idempotency_replays_total"].GetMetric()[0].GetCounter().GetValue(); got != 50 {
+			t.Fatalf("faucet_idempotency_replays_total = %v, want 50", got)
+		}
 
 		// A deleted run frees its key.
 		del, err := s.admin().DeleteRunWithResponse(context.Background(), first.RunId)
@@ -306,6 +343,7 @@ func TestCancelTimeoutAndDelete(t *testing.T) {
 		outA := filepath.Join(t.TempDir(), "a.jsonl")
 		a := s.submit(client.SubmitRequest{Config: holding(5, outA)})
 		s.await(a.RunId, client.RunRecordStatusRunning)
+		requireLiveElapsed(t, s, a.RunId)
 		b := s.submit(client.SubmitRequest{Config: holding(1, filepath.Join(t.TempDir(), "b.jsonl"))})
 		if got := s.get(b.RunId).Status; got != client.RunRecordStatusQueued {
 			t.Fatalf("second run is %s, want queued behind the first", got)
@@ -360,7 +398,34 @@ func TestCancelTimeoutAndDelete(t *testing.T) {
 		if rt.Error == nil || !strings.Contains(*rt.Error, "timeout_secs") {
 			t.Fatalf("timed-out run = %+v", rt)
 		}
+		if got := finishedByLabels(scrape(t, s)); len(got) != 2 || got["cancelled/cancelled"] != 2 || got["failed/timeout"] != 1 {
+			t.Fatalf("faucet_runs_finished_total = %v, want 2 cancelled/cancelled and 1 failed/timeout", got)
+		}
 	})
+}
+
+// requireLiveElapsed checks that a running run's elapsed_secs is positive
+// and grows from one read to a later one.
+func requireLiveElapsed(t *testing.T, s *server, id string) {
+	t.Helper()
+	first := s.get(id)
+	if first.Status != client.RunRecordStatusRunning || first.ElapsedSecs == nil || *first.ElapsedSecs <= 0 {
+		t.Fatalf("running run = %s elapsed %v", first.Status, first.ElapsedSecs)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		rec := s.get(id)
+		if rec.Status != client.RunRecordStatusRunning {
+			t.Fatalf("run %s stopped running: %s", id, rec.Status)
+		}
+		if rec.ElapsedSecs != nil && *rec.ElapsedSecs > *first.ElapsedSecs {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("elapsed_secs stayed at %v while the run ran", *first.ElapsedSecs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func TestQueueFullIs429WithRetryAfter(t *testing.T) {

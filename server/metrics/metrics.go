@@ -113,9 +113,6 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
-// Gatherer exposes the registry, for tests and embedding.
-func (m *Metrics) Gatherer() prometheus.Gatherer { return m.reg }
-
 // ObserveHTTP records one request.
 func (m *Metrics) ObserveHTTP(operation, method, code string, d time.Duration) {
 	m.HTTPDuration.WithLabelValues(operation, method, code).Observe(d.Seconds())

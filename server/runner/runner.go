@@ -361,10 +361,7 @@ func (r *Runner) Submit(ctx context.Context, req SubmitRequest) (SubmitResult, e
 	if r.metrics != nil {
 		r.metrics.RunsSubmitted.Inc()
 	}
-	warnings := r.warnings(plan)
-	if len(req.Callback) > 0 {
-		warnings = append(warnings, "completion callbacks are not delivered by this server version; the callback was stored on the run record only")
-	}
+	warnings := append(r.warnings(plan), requestWarnings(req)...)
 	for _, w := range warnings {
 		r.log.Warn("submission warning", "run_id", runID, "warning", w)
 	}

@@ -428,3 +428,139 @@ func TestATransientRecordWriteFailureIsUnavailable(t *testing.T) {
 		t.Fatalf("the refused submit left %d reservations", q)
 	}
 }
+
+func TestIdempotencyFingerprintCoversClockAndTimeout(t *testing.T) {
+	r, fs := newTestRunner(t, Config{})
+	ctx := context.Background()
+	base := SubmitRequest{Config: "1", ConfigFormat: "yaml", IdempotencyKey: ptr("nightly"), Clock: ptr("2026-01-01T00:00:00Z"), TimeoutSecs: ptr(int64(60))}
+	first, err := r.Submit(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	await(t, fs.Store, first.RunID, db.StatusCompleted)
+
+	// The same instant written in another zone is the same clock.
+	same := base
+	same.Clock = ptr("2026-01-01T01:00:00+01:00")
+	if res, err := r.Submit(ctx, same); err != nil || !res.Replay || res.RunID != first.RunID {
+		t.Fatalf("replay with an equal clock: %+v %v", res, err)
+	}
+	changes := map[string]func(*SubmitRequest){
+		"other clock":   func(q *SubmitRequest) { q.Clock = ptr("2026-01-02T00:00:00Z") },
+		"no clock":      func(q *SubmitRequest) { q.Clock = nil },
+		"other timeout": func(q *SubmitRequest) { q.TimeoutSecs = ptr(int64(61)) },
+		"no timeout":    func(q *SubmitRequest) { q.TimeoutSecs = nil },
+	}
+	for name, change := range changes {
+		req := base
+		change(&req)
+		if res, err := r.Submit(ctx, req); !errors.Is(err, ErrIdempotencyConflict) {
+			t.Fatalf("%s with the same key: %+v %v, want ErrIdempotencyConflict", name, res, err)
+		}
+	}
+}
+
+func TestClockIsRecordedWithAWarningThatItIsNotApplied(t *testing.T) {
+	r, fs := newTestRunner(t, Config{})
+	ctx := context.Background()
+	res, err := r.Submit(ctx, SubmitRequest{Config: "2", ConfigFormat: "yaml", Clock: ptr("2026-03-01T12:00:00+02:00")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "clock 2026-03-01T10:00:00Z is recorded on the run but not applied") {
+		t.Fatalf("warnings = %q", res.Warnings)
+	}
+	rec := await(t, fs.Store, res.RunID, db.StatusCompleted)
+	if rec.Clock == nil || *rec.Clock != "2026-03-01T10:00:00Z" || rec.RecordsWritten != 2 {
+		t.Fatalf("record = %+v", rec)
+	}
+	plain, err := r.Submit(ctx, SubmitRequest{Config: "2", ConfigFormat: "yaml"})
+	if err != nil || len(plain.Warnings) != 0 {
+		t.Fatalf("a submission without clock: %+v %v", plain, err)
+	}
+}
+
+func TestMaintainPurgesExpiredHistoryButNotUnfinishedRuns(t *testing.T) {
+	r, fs := newTestRunner(t, Config{MaxConcurrent: 1})
+	ctx := context.Background()
+	done, err := r.Submit(ctx, SubmitRequest{Config: "4", ConfigFormat: "yaml", IdempotencyKey: ptr("daily")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	await(t, fs.Store, done.RunID, db.StatusCompleted)
+	running, err := r.Submit(ctx, SubmitRequest{Config: "hold", ConfigFormat: "yaml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	await(t, fs.Store, running.RunID, db.StatusRunning)
+	queued, err := r.Submit(ctx, SubmitRequest{Config: "hold", ConfigFormat: "yaml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The running run's opening lines reach the store before the purge may
+	// take them.
+	awaitLogLines(t, fs.Store, running.RunID, func(n int) bool { return n > 0 })
+	awaitLogLines(t, fs.Store, done.RunID, func(n int) bool { return n > 0 })
+
+	const keep = 50 * time.Millisecond
+	time.Sleep(2 * keep)
+	mctx, stop := context.WithCancel(ctx)
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		r.Maintain(mctx, Retention{TerminalRuns: keep, IdempotencyClaims: keep, Logs: keep}, 10*time.Millisecond)
+	}()
+	stopMaintain := func() {
+		stop()
+		<-stopped
+	}
+	defer stopMaintain()
+
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := fs.Store.RunGet(ctx, done.RunID)
+		if errors.Is(err, db.ErrNotFound) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the finished run outlived its retention: %v", err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	awaitLogLines(t, fs.Store, done.RunID, func(n int) bool { return n == 0 })
+	awaitLogLines(t, fs.Store, running.RunID, func(n int) bool { return n == 0 })
+	// The claim is gone: the key takes a different payload as a fresh claim.
+	claim, err := fs.Store.IdempotencyClaim(ctx, "daily", "another-fingerprint", "another-run", 0)
+	if err != nil || claim.Outcome != db.ClaimFresh {
+		t.Fatalf("claim of the purged key: %+v %v, want fresh", claim, err)
+	}
+	for id, want := range map[string]db.RunStatus{running.RunID: db.StatusRunning, queued.RunID: db.StatusQueued} {
+		if rec, err := fs.Store.RunGet(ctx, id); err != nil || rec.Status != want {
+			t.Fatalf("unfinished run %s after the purge: %+v %v, want %s", id, rec, err, want)
+		}
+	}
+	// Stopped first, so the purge does not take the runs as they finish.
+	stopMaintain()
+	for _, id := range []string{queued.RunID, running.RunID} {
+		if _, err := r.Cancel(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		await(t, fs.Store, id, db.StatusCancelled)
+	}
+}
+
+// awaitLogLines polls a run's persisted log lines until ok accepts their count.
+func awaitLogLines(t *testing.T, st db.Store, id string, ok func(int) bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		page, err := st.RunLogList(context.Background(), id, 0, 1000)
+		if err == nil && ok(len(page.Lines)) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s has %d persisted log lines (%v)", id, len(page.Lines), err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

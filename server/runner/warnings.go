@@ -72,3 +72,19 @@ func (r *Runner) warnings(plan *pipeline.Plan) []string {
 	return append(out, fmt.Sprintf("%s is at-least-once: a failover or shard reclaim re-runs work, so sink %s may receive duplicate records; "+
 		"write to a keyed sink with write_mode: upsert to make re-execution idempotent", scope, strings.Join(risky, ", ")))
 }
+
+// requestWarnings are the remarks on request fields this server accepts and
+// records, so idempotency and history stay faithful to the wire format, but
+// does not act on. A clock sets the time ${now...} references resolve to in a
+// backfill; faucet's pipeline configs have no such references, so the run
+// executes exactly as it would without one.
+func requestWarnings(req SubmitRequest) []string {
+	var out []string
+	if len(req.Callback) > 0 {
+		out = append(out, "completion callbacks are not delivered by this server version; the callback was stored on the run record only")
+	}
+	if req.Clock != nil {
+		out = append(out, fmt.Sprintf("clock %s is recorded on the run but not applied by this server: pipeline configs have no ${now...} references for it to set", *req.Clock))
+	}
+	return out
+}

@@ -1,0 +1,187 @@
+package e2e
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/faucet-dev/faucet/openapi/client"
+)
+
+var createdTokenRE = regexp.MustCompile(`^faucet serve created an admin API token \(shown once; stored in (\S+), mode 0600\):$`)
+
+func TestFirstStartCreatesAndReusesAnAdminToken(t *testing.T) {
+	dataDir := t.TempDir()
+	s := start(t, serverOpts{dataDir: dataDir, ownAuth: true})
+	if _, err := s.stderr.await(createdTokenRE, s.exited, 10*time.Second); err != nil {
+		t.Fatalf("the first start announced no admin token: %v\n%s", err, s.stderr.String())
+	}
+	path, token := printedToken(t, s)
+	if want := filepath.Join(dataDir, "history.db.token"); path != want {
+		t.Fatalf("token stored in %s, want beside the history file: %s", path, want)
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Mode().Perm() != 0o600 {
+		t.Fatalf("token file mode %v, want 0600", info.Mode().Perm())
+	}
+	stored, err := os.ReadFile(path)
+	if err != nil || strings.TrimSpace(string(stored)) != token {
+		t.Fatalf("token file holds %q, the server printed %q (%v)", stored, token, err)
+	}
+	requireAdmin(t, s, token)
+	if r, err := s.client("").ListRunsWithResponse(context.Background(), nil); err != nil || r.StatusCode() != http.StatusUnauthorized {
+		t.Fatalf("a request without the token: %v %d, want 401", err, r.StatusCode())
+	}
+	s.stop()
+
+	// A restart reuses the stored token without printing it again.
+	again := start(t, serverOpts{dataDir: dataDir, ownAuth: true})
+	if log := again.stderr.String(); strings.Contains(log, token) || strings.Contains(log, "created an admin API token") {
+		t.Fatalf("the restart printed a token:\n%s", log)
+	}
+	requireAdmin(t, again, token)
+}
+
+// printedToken returns the file and the token the server announced: the
+// token is the first non-empty line after the announcement.
+func printedToken(t *testing.T, s *server) (path, token string) {
+	t.Helper()
+	s.stderr.mu.Lock()
+	defer s.stderr.mu.Unlock()
+	for i, l := range s.stderr.lines {
+		m := createdTokenRE.FindStringSubmatch(l)
+		if m == nil {
+			continue
+		}
+		for _, next := range s.stderr.lines[i+1:] {
+			if tok := strings.TrimSpace(next); tok != "" {
+				return m[1], tok
+			}
+		}
+	}
+	t.Fatalf("no token after the announcement")
+	return "", ""
+}
+
+// requireAdmin checks that token is accepted for an admin-only request.
+func requireAdmin(t *testing.T, s *server, token string) {
+	t.Helper()
+	r, err := s.client(token).ListAuditWithResponse(context.Background(), nil)
+	if err != nil || r.JSON200 == nil {
+		t.Fatalf("admin request with the token: %v %d %s", err, r.StatusCode(), r.Body)
+	}
+	w, err := s.client(token).WhoamiWithResponse(context.Background())
+	if err != nil || w.JSON200 == nil || w.JSON200.Role != client.WhoamiRoleAdmin {
+		t.Fatalf("whoami with the token: %v %s", err, w.Body)
+	}
+}
+
+func TestEnvironmentVariablesSetFlags(t *testing.T) {
+	dataDir := t.TempDir()
+	const envToken = "env-admin-token-987654321"
+	s := start(t, serverOpts{dataDir: dataDir, ownAuth: true, token: envToken, env: []string{
+		"FAUCET_AUTH_TOKEN=" + envToken, "FAUCET_MAX_CONCURRENT_RUNS=1", "FAUCET_MAX_QUEUED_RUNS=1",
+	}})
+	requireAdmin(t, s, envToken)
+	if _, err := os.Stat(filepath.Join(dataDir, "history.db.token")); !os.IsNotExist(err) {
+		t.Fatalf("a server given FAUCET_AUTH_TOKEN created a token file anyway: %v", err)
+	}
+	if strings.Contains(s.stderr.String(), envToken) {
+		t.Fatal("the server log shows the token")
+	}
+
+	// One run in flight and one queued fill what the variables allow.
+	a := s.submit(client.SubmitRequest{Config: holding(1, filepath.Join(t.TempDir(), "a.jsonl"))})
+	s.await(a.RunId, client.RunRecordStatusRunning)
+	b := s.submit(client.SubmitRequest{Config: holding(1, filepath.Join(t.TempDir(), "b.jsonl"))})
+	r, err := s.admin().SubmitRunWithResponse(context.Background(), client.SubmitRequest{Config: generateToFile(1, filepath.Join(t.TempDir(), "c.jsonl"))})
+	if err != nil || r.StatusCode() != http.StatusTooManyRequests {
+		t.Fatalf("third submit with FAUCET_MAX_QUEUED_RUNS=1: %v %d %s", err, r.StatusCode(), r.Body)
+	}
+	for _, id := range []string{b.RunId, a.RunId} {
+		if _, err := s.admin().CancelRunWithResponse(context.Background(), id); err != nil {
+			t.Fatal(err)
+		}
+		s.await(id, client.RunRecordStatusCancelled)
+	}
+}
+
+func TestCORSPreflightAnswersTheAllowedOrigin(t *testing.T) {
+	const origin = "https://console.example.com"
+	s := start(t, serverOpts{args: []string{"--cors-origin", origin}})
+	preflight := func(from string) *http.Response {
+		req, err := http.NewRequest(http.MethodOptions, s.url+"/v1/runs", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Origin", from)
+		req.Header.Set("Access-Control-Request-Method", http.MethodPost)
+		req.Header.Set("Access-Control-Request-Headers", "authorization, content-type")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	resp := preflight(origin)
+	if resp.StatusCode != http.StatusNoContent || resp.Header.Get("Access-Control-Allow-Origin") != origin ||
+		!strings.Contains(resp.Header.Get("Access-Control-Allow-Methods"), http.MethodPost) ||
+		!strings.Contains(resp.Header.Get("Access-Control-Allow-Headers"), "Authorization") {
+		t.Fatalf("preflight from %s: %d %v", origin, resp.StatusCode, resp.Header)
+	}
+	if other := preflight("https://elsewhere.example.com"); other.Header.Get("Access-Control-Allow-Origin") != "" {
+		t.Fatalf("preflight from another origin was allowed: %v", other.Header)
+	}
+
+	// A real request from the origin carries the allow header too.
+	r, err := s.client(adminToken).ListRunsWithResponse(context.Background(), nil, func(_ context.Context, req *http.Request) error {
+		req.Header.Set("Origin", origin)
+		return nil
+	})
+	if err != nil || r.StatusCode() != http.StatusOK || r.HTTPResponse.Header.Get("Access-Control-Allow-Origin") != origin {
+		t.Fatalf("list from %s: %v %d %v", origin, err, r.StatusCode(), r.HTTPResponse.Header)
+	}
+}
+
+func TestDefaultConfigIsMergedUnderTheSubmittedOne(t *testing.T) {
+	dir := t.TempDir()
+	defaults := filepath.Join(dir, "defaults.yaml")
+	unused := filepath.Join(dir, "default-sink.jsonl")
+	err := os.WriteFile(defaults, []byte("version: 1\nname: from-defaults\npipeline:\n"+
+		"  source: {type: generate, config: {count: 7}}\n"+
+		"  sink: {type: jsonl, config: {path: \""+unused+"\"}}\n"), 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, serverOpts{args: []string{"--default-config", defaults}})
+
+	// The submission overrides the row count and the sink path; the name and
+	// the connector types come from the defaults.
+	out := filepath.Join(dir, "out.jsonl")
+	sub := s.submit(client.SubmitRequest{Config: "pipeline:\n  source: {config: {count: 3}}\n  sink: {config: {path: \"" + out + "\"}}\n"})
+	rec := s.await(sub.RunId, client.RunRecordStatusCompleted)
+	if rec.RecordsWritten != 3 || rec.Name == nil || *rec.Name != "from-defaults" {
+		t.Fatalf("merged run = %+v", rec)
+	}
+	if n := countLines(t, out); n != 3 {
+		t.Fatalf("the submitted sink path has %d lines, want 3", n)
+	}
+	if n := countLinesIfExists(t, unused); n != 0 {
+		t.Fatalf("the default sink path was written (%d lines)", n)
+	}
+
+	// A config that says nothing of a field takes the default whole.
+	bare := s.submit(client.SubmitRequest{Config: "pipeline:\n  sink: {config: {path: \"" + out + "\"}}\n"})
+	if rec := s.await(bare.RunId, client.RunRecordStatusCompleted); rec.RecordsWritten != 7 {
+		t.Fatalf("run with the default row count = %+v", rec)
+	}
+}
