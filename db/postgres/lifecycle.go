@@ -130,7 +130,7 @@ func (s *Store) RunFinalizeOwned(ctx context.Context, rec *db.RunRecord) (bool, 
 func (s *Store) RunFinalizeShardedParent(ctx context.Context, runID string, status db.RunStatus, finishedAt time.Time, errMsg *string) (bool, error) {
 	const op = "run finalize sharded parent"
 	if !status.Terminal() {
-		return false, fail(op, fmt.Errorf("finalize sharded run %s: status %q is not terminal", runID, status))
+		return false, permanent(op, fmt.Errorf("finalize sharded run %s: status %q is not terminal", runID, status))
 	}
 	n, err := s.q.RunFinalizeShardedParent(ctx, dbsqlc.RunFinalizeShardedParentParams{
 		Status:     string(status),

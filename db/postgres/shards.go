@@ -120,7 +120,7 @@ func (s *Store) ShardReclaimOrphans(ctx context.Context, maxAttempts int) (db.Re
 func (s *Store) ShardFinalize(ctx context.Context, runID, shardID string, res db.ShardResult) (bool, error) {
 	const op = "shard finalize"
 	if !res.Status.Terminal() {
-		return false, fail(op, fmt.Errorf("finalize shard %s/%s: status %q is not terminal", runID, shardID, res.Status))
+		return false, permanent(op, fmt.Errorf("finalize shard %s/%s: status %q is not terminal", runID, shardID, res.Status))
 	}
 	n, err := s.q.ShardFinalize(ctx, dbsqlc.ShardFinalizeParams{
 		Status:         string(res.Status),

@@ -134,7 +134,7 @@ func (s *Store) finalizeParams(rec *db.RunRecord) (dbsqlc.RunFinalizeOwnedParams
 // RunFinalizeShardedParent moves a sharded run to a terminal status.
 func (s *Store) RunFinalizeShardedParent(ctx context.Context, runID string, status db.RunStatus, finishedAt time.Time, errMsg *string) (bool, error) {
 	if !status.Terminal() {
-		return false, permanent("run finalize sharded parent", fmt.Errorf("status %q is not terminal", status))
+		return false, permanent("run finalize sharded parent", fmt.Errorf("finalize sharded run %s: status %q is not terminal", runID, status))
 	}
 	params := shardedParentParams(runID, status, finishedAt, errMsg)
 	n, err := writeValue(ctx, s, "run finalize sharded parent", func(ctx context.Context, q *dbsqlc.Queries) (int64, error) {

@@ -151,7 +151,7 @@ func (s *Store) ShardReclaimOrphans(ctx context.Context, maxAttempts int) (db.Re
 func (s *Store) ShardFinalize(ctx context.Context, runID, shardID string, res db.ShardResult) (bool, error) {
 	const op = "shard finalize"
 	if !res.Status.Terminal() {
-		return false, permanent(op, fmt.Errorf("status %q is not terminal", res.Status))
+		return false, permanent(op, fmt.Errorf("finalize shard %s/%s: status %q is not terminal", runID, shardID, res.Status))
 	}
 	params := dbsqlc.ShardFinalizeParams{
 		RunID:          runID,
