@@ -141,7 +141,10 @@ func (o ClaimOutcome) String() string {
 // Claim is the result of an atomic idempotency-key claim.
 type Claim struct {
 	Outcome ClaimOutcome
-	// RunID is the run that holds the key; set for ClaimReplay.
+	// RunID is the run that holds the key, set for ClaimReplay only. It is
+	// empty on ClaimFresh (the caller's own run id now holds the key) and on
+	// ClaimConflict: a request with a different payload learns nothing about
+	// the run that holds the key, which may belong to another client.
 	RunID string
 }
 

@@ -16,9 +16,14 @@ func claim(t testing.TB, s db.Store, key, fp, runID string, window time.Duration
 	return c
 }
 
+// wantClaim asserts the outcome and the run id, which is set on Replay only:
+// Fresh and Conflict carry none.
 func wantClaim(t testing.TB, got db.Claim, outcome db.ClaimOutcome, runID string) {
 	t.Helper()
-	if got.Outcome != outcome || (outcome == db.ClaimReplay && got.RunID != runID) {
+	if outcome != db.ClaimReplay && runID != "" {
+		t.Fatalf("wantClaim(%v, %q): only a replay names a run", outcome, runID)
+	}
+	if got.Outcome != outcome || got.RunID != runID {
 		t.Fatalf("claim = %v %q, want %v %q", got.Outcome, got.RunID, outcome, runID)
 	}
 }
