@@ -59,7 +59,7 @@ func open(t testing.TB, url string, opts db.Options) db.Store {
 	opts.NoFallback = true
 	s, err := db.Open(context.Background(), url, opts)
 	if err != nil {
-		t.Fatalf("open %s: %v", redact(url), err)
+		t.Fatalf("open %s: %v", db.RedactURL(url), err)
 	}
 	t.Cleanup(func() {
 		if err := s.Close(); err != nil {
@@ -154,14 +154,6 @@ func onlyWinner(t testing.TB, won []bool) int {
 func fresh(t testing.TB, newURL func(t testing.TB) string, instance string) db.Store {
 	t.Helper()
 	return open(t, newURL(t), db.Options{InstanceID: instance})
-}
-
-// redact keeps credentials out of test logs.
-func redact(url string) string {
-	if len(url) > 24 {
-		return url[:24] + "…"
-	}
-	return url
 }
 
 // now is the current time at the precision every store keeps.
