@@ -89,8 +89,10 @@ type Store interface {
 	RunClaimPending(ctx context.Context, limit int) ([]RunRecord, error)
 	// RunReclaimOrphans requeues running runs whose lease expired (pending,
 	// owner cleared, attempt+1; a cancel request survives) or, once attempt has
-	// reached maxAttempts, fails them as poison with an explanatory error,
-	// keeping their attempt count (so attempt never exceeds maxAttempts).
+	// reached maxAttempts, fails them as poison with an error naming the
+	// attempt and requeue count (PoisonErrorFormat), keeping their attempt
+	// count. maxAttempts caps requeues, so a run whose lease keeps lapsing is
+	// executed maxAttempts+1 times; a RunRelease also counts as a requeue.
 	RunReclaimOrphans(ctx context.Context, maxAttempts int) (ReclaimReport, error)
 	// RunRelease puts a running run this instance owns back to pending, owner
 	// cleared and attempt+1, for a peer to claim at once: a member that shuts
@@ -153,7 +155,7 @@ type Store interface {
 	ShardRenewLeases(ctx context.Context) (int, error)
 	// ShardReclaimOrphans requeues running shards whose lease expired (owner
 	// cleared, attempt+1) or, once attempt has reached maxAttempts, fails them
-	// with an explanatory error, keeping their attempt count.
+	// with the error of RunReclaimOrphans, keeping their attempt count.
 	ShardReclaimOrphans(ctx context.Context, maxAttempts int) (ReclaimReport, error)
 	// ShardRelease puts a running shard this instance owns back to pending,
 	// owner cleared and attempt+1, like RunRelease.

@@ -178,6 +178,18 @@ type ReclaimReport struct {
 	Poisoned int `json:"poisoned"`
 }
 
+// PoisonErrorFormat returns the error template both dialects fill in SQL for
+// a run or shard (what) failed as poison under a cap of maxAttempts. The
+// statement substitutes each row's own counts for the two %s verbs, the
+// only verb both Postgres format() and SQLite printf() share: attempt+1,
+// the execution whose lease lapsed (a row is started once per attempt,
+// attempt counting from 0), then attempt, how often it was requeued before (by reclaim or release).
+// Computing the counts per row keeps the text true for a row that was handed
+// over by a release past the cap.
+func PoisonErrorFormat(what string, maxAttempts int) string {
+	return fmt.Sprintf("poison %s: its owner's lease lapsed during attempt %%s (requeue count %%s, cap %d); not retried", what, maxAttempts)
+}
+
 // InstanceHeartbeat is what a serve instance writes into the membership table
 // on every heartbeat; the instance id is the store's own.
 type InstanceHeartbeat struct {

@@ -327,9 +327,8 @@ func exerciseReclaim(t *testing.T, newURL func(t testing.TB) string) {
 			wantReport(t, "reclaim at the cap", rep, 0, 1)
 		}
 		r := wantStatus(t, peer, "p-0000", db.StatusFailed)
-		if r.Error == nil || *r.Error == "" {
-			t.Fatal("poisoned run has no error")
-		}
+		// Three executions (attempts 0, 1, 2), each lease lapsed, two requeues.
+		wantError(t, "poisoned run", r.Error, "poison run: its owner's lease lapsed during attempt 3 (requeue count 2, cap 2); not retried")
 		if r.FinishedAt == nil {
 			t.Fatal("poisoned run has no finished_at")
 		}
@@ -337,6 +336,31 @@ func exerciseReclaim(t *testing.T, newURL func(t testing.TB) string) {
 			t.Fatalf("poisoned run: attempt %d, want %d", r.Attempt, maxAttempts)
 		}
 		wantReport(t, "reclaim after poisoning", reclaim(t, peer, maxAttempts), 0, 0)
+	})
+
+	// A hand-over by RunRelease counts as a requeue too, and may carry a run
+	// past the cap: the poison text counts what happened to that row.
+	t.Run("PoisonTextCountsAHandOver", func(t *testing.T) {
+		t.Parallel()
+		url := newURL(t)
+		dying := open(t, url, db.Options{InstanceID: "dying", LeaseTTL: shortLease})
+		peer := open(t, url, db.Options{InstanceID: "peer"})
+		const maxAttempts = 1
+		pendingRuns(t, peer, "p", 1)
+		claimPending(t, dying, 1)
+		waitPast(time.Now(), shortLease)
+		wantReport(t, "reclaim below the cap", reclaim(t, peer, maxAttempts), 1, 0)
+		claimPending(t, dying, 1)
+		if ok, err := dying.RunRelease(t.Context(), "p-0000"); err != nil || !ok {
+			t.Fatalf("release at the cap: %v, %v", ok, err)
+		}
+		if got := claimPending(t, dying, 1); len(got) != 1 || got[0].Attempt != 2 {
+			t.Fatalf("claim after the hand-over: %+v, want attempt 2", got)
+		}
+		waitPast(time.Now(), shortLease)
+		wantReport(t, "reclaim past the cap", reclaim(t, peer, maxAttempts), 0, 1)
+		r := wantStatus(t, peer, "p-0000", db.StatusFailed)
+		wantError(t, "poisoned run", r.Error, "poison run: its owner's lease lapsed during attempt 3 (requeue count 2, cap 1); not retried")
 	})
 
 	t.Run("ConcurrentReclaimersCountEachRunOnce", func(t *testing.T) {
@@ -628,4 +652,20 @@ func exerciseCancel(t *testing.T, newURL func(t testing.TB) string) {
 			t.Fatalf("claim after cancel request: %+v, want only the other run's shard", rest)
 		}
 	})
+}
+
+// wantError fails t unless got is the error text want.
+func wantError(t testing.TB, what string, got *string, want string) {
+	t.Helper()
+	if got == nil || *got != want {
+		t.Fatalf("%s: error %v, want %q", what, deref(got), want)
+	}
+}
+
+// deref shows an optional string in a failure message.
+func deref(s *string) any {
+	if s == nil {
+		return nil
+	}
+	return *s
 }

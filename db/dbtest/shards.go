@@ -222,34 +222,6 @@ func exerciseShards(t *testing.T, newURL func(t testing.TB) string) {
 		}
 	})
 
-	t.Run("PoisonAtTheCap", func(t *testing.T) {
-		t.Parallel()
-		url := newURL(t)
-		dying := open(t, url, db.Options{InstanceID: "dying", LeaseTTL: shortLease})
-		peer := open(t, url, db.Options{InstanceID: "peer"})
-		upsert(t, peer, newRun("r1", db.StatusSharded, now()))
-		insertShards(t, peer, "r1", shardSpecs("s", 1, nil)...)
-		const maxAttempts = 1
-		for attempt := range maxAttempts + 1 {
-			if got := shardClaim(t, dying, 1); len(got) != 1 || got[0].Attempt != attempt {
-				t.Fatalf("claim %d: %+v", attempt, got)
-			}
-			waitPast(time.Now(), shortLease)
-			rep, err := peer.ShardReclaimOrphans(t.Context(), maxAttempts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if attempt < maxAttempts {
-				wantReport(t, "reclaim below the cap", rep, 1, 0)
-			} else {
-				wantReport(t, "reclaim at the cap", rep, 0, 1)
-			}
-		}
-		if p := progress(t, peer, "r1"); p.Failed != 1 || !p.AllTerminal() {
-			t.Fatalf("progress %+v, want the shard failed", p)
-		}
-	})
-
 	t.Run("CancelRequestedRunIsNotClaimed", func(t *testing.T) {
 		t.Parallel()
 		s := fresh(t, newURL, "a")

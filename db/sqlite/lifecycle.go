@@ -16,11 +16,6 @@ import (
 // orphanError is the error of a run failed by RunRecoverOrphans.
 const orphanError = "the instance that owned this run stopped renewing its lease before the run finished"
 
-// poisonError explains why a run or shard was given up on.
-func poisonError(what string, maxAttempts int) string {
-	return fmt.Sprintf("poison %s: its owner's lease expired again after %d attempts (the cap); not retried", what, maxAttempts)
-}
-
 // RunRenewLeases extends the leases of this instance's non-terminal runs.
 func (s *Store) RunRenewLeases(ctx context.Context) (int, error) {
 	params := dbsqlc.RunRenewLeasesParams{LeaseExpiresAt: s.lease(now()), Owner: s.owner}
@@ -72,7 +67,7 @@ func (s *Store) RunReclaimOrphans(ctx context.Context, maxAttempts int) (db.Recl
 	err := s.write(ctx, "run reclaim orphans", func(ctx context.Context, q *dbsqlc.Queries) error {
 		t := now()
 		poisoned, err := q.RunReclaimPoison(ctx, dbsqlc.RunReclaimPoisonParams{
-			Now: ptr(micros(t)), NowText: jsonTime(t), Error: ptr(poisonError("run", maxAttempts)), MaxAttempts: int64(maxAttempts),
+			Now: ptr(micros(t)), NowText: jsonTime(t), ErrorFormat: db.PoisonErrorFormat("run", maxAttempts), MaxAttempts: int64(maxAttempts),
 		})
 		if err != nil {
 			return err

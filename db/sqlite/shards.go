@@ -132,7 +132,7 @@ func (s *Store) ShardReclaimOrphans(ctx context.Context, maxAttempts int) (db.Re
 	err := s.write(ctx, "shard reclaim orphans", func(ctx context.Context, q *dbsqlc.Queries) error {
 		t := ptr(micros(now()))
 		poisoned, err := q.ShardReclaimPoison(ctx, dbsqlc.ShardReclaimPoisonParams{
-			Now: t, Error: ptr(poisonError("shard", maxAttempts)), MaxAttempts: int64(maxAttempts),
+			Now: t, ErrorFormat: db.PoisonErrorFormat("shard", maxAttempts), MaxAttempts: int64(maxAttempts),
 		})
 		if err != nil {
 			return err

@@ -9,16 +9,34 @@ import (
 	"github.com/faucet-dev/faucet/db"
 )
 
-// DocumentFunc returns the record document a dialect stores for runID,
-// exactly as stored, bypassing the columns. Only the dialect's own package
-// can read it, so its tests hand this hook to ExerciseRecord.
-type DocumentFunc func(t testing.TB, s db.Store, runID string) []byte
+// Peek reads what a dialect stores but the Store does not return. Only the
+// dialect's own package can, so its tests hand these hooks to
+// ExerciseInternals.
+type Peek struct {
+	// Document returns the record document stored for runID, exactly as
+	// stored, bypassing the columns.
+	Document func(t testing.TB, s db.Store, runID string) []byte
+	// ShardError returns the error stored for one shard.
+	ShardError func(t testing.TB, s db.Store, runID, shardID string) *string
+}
 
-// ExerciseRecord drives runs through every statement that changes run
+// ExerciseInternals runs the checks that need a Peek.
+func ExerciseInternals(t *testing.T, newURL func(t testing.TB) string, peek Peek) {
+	t.Run("RecordStaysInStepWithColumns", func(t *testing.T) {
+		t.Parallel()
+		exerciseRecord(t, newURL, peek.Document)
+	})
+	t.Run("ShardPoisonText", func(t *testing.T) {
+		t.Parallel()
+		exerciseShardPoison(t, newURL, peek.ShardError)
+	})
+}
+
+// exerciseRecord drives runs through every statement that changes run
 // columns in SQL alone (claim, requeue, poison, cancel, recovery, sharded
 // finalize, the sweep) and proves after each that the stored record document
 // still says what the columns say, so a reader of either sees the same run.
-func ExerciseRecord(t *testing.T, newURL func(t testing.TB) string, document DocumentFunc) {
+func exerciseRecord(t *testing.T, newURL func(t testing.TB) string, document func(t testing.TB, s db.Store, runID string) []byte) {
 	const lease = 150 * time.Millisecond
 	url := newURL(t)
 	a := open(t, url, db.Options{InstanceID: "a", LeaseTTL: lease})
@@ -85,6 +103,39 @@ func ExerciseRecord(t *testing.T, newURL func(t testing.TB) string, document Doc
 	if r := get(t, a, "swept"); r.Status != db.StatusCompleted || r.RecordsWritten != 42 {
 		t.Fatalf("swept parent: status %s, %d records; want completed, 42", r.Status, r.RecordsWritten)
 	}
+}
+
+// exerciseShardPoison lets a shard's lease lapse on each of its executions
+// under a cap of one requeue: the first reclaim requeues it, the second fails
+// it as poison with an error that counts exactly that. (The shard conformance
+// tests have no way to read a shard's error, hence its place here.)
+func exerciseShardPoison(t *testing.T, newURL func(t testing.TB) string, shardError func(t testing.TB, s db.Store, runID, shardID string) *string) {
+	url := newURL(t)
+	dying := open(t, url, db.Options{InstanceID: "dying", LeaseTTL: shortLease})
+	peer := open(t, url, db.Options{InstanceID: "peer"})
+	upsert(t, peer, newRun("r1", db.StatusSharded, now()))
+	insertShards(t, peer, "r1", shardSpecs("s", 1, nil)...)
+	const maxAttempts = 1
+	for attempt := range maxAttempts + 1 {
+		if got := shardClaim(t, dying, 1); len(got) != 1 || got[0].Attempt != attempt {
+			t.Fatalf("claim %d: %+v", attempt, got)
+		}
+		waitPast(time.Now(), shortLease)
+		rep, err := peer.ShardReclaimOrphans(t.Context(), maxAttempts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if attempt < maxAttempts {
+			wantReport(t, "reclaim below the cap", rep, 1, 0)
+		} else {
+			wantReport(t, "reclaim at the cap", rep, 0, 1)
+		}
+	}
+	if p := progress(t, peer, "r1"); p.Failed != 1 || !p.AllTerminal() {
+		t.Fatalf("progress %+v, want the shard failed", p)
+	}
+	wantError(t, "poisoned shard", shardError(t, peer, "r1", "s-0000"),
+		"poison shard: its owner's lease lapsed during attempt 2 (requeue count 1, cap 1); not retried")
 }
 
 // documentRecord decodes a stored record document alone.
