@@ -28,7 +28,7 @@ func wantClaim(t testing.TB, got db.Claim, outcome db.ClaimOutcome, runID string
 	}
 }
 
-func exerciseIdempotency(t *testing.T, newURL func(t testing.TB) string) {
+func exerciseIdempotency(t *testing.T, newURL func(t testing.TB) string, peek Peek) {
 	const hour = time.Hour
 
 	t.Run("FreshReplayConflict", func(t *testing.T) {
@@ -125,12 +125,12 @@ func exerciseIdempotency(t *testing.T, newURL func(t testing.TB) string) {
 		t.Parallel()
 		ss := stores(t, newURL(t), "a", "b")
 		wantClaim(t, claim(t, ss[0], "k", "old", "r-old", hour), db.ClaimFresh, "")
-		// The old claim is older than the window below; the winner's new claim
-		// is far younger, so every other caller replays it.
-		const window = 2 * time.Second
-		waitPast(time.Now(), window)
+		// The old claim is made two hours old, past the hour window below;
+		// the winner's new claim stays far younger than an hour, so every
+		// other caller replays it.
+		peek.AgeClaim(t, ss[0], "k", 2*hour)
 		claims := concurrently(t, 30, func(i int) (db.Claim, error) {
-			return ss[i%2].IdempotencyClaim(t.Context(), "k", "new", id("r", i), window)
+			return ss[i%2].IdempotencyClaim(t.Context(), "k", "new", id("r", i), hour)
 		})
 		winner := oneFresh(t, claims)
 		for i, c := range claims {

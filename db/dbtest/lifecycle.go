@@ -12,9 +12,9 @@ import (
 const (
 	// shortLease expires quickly; tests wait for it to pass.
 	shortLease = 200 * time.Millisecond
-	// renewLease is long enough for a renew → reclaim sequence to finish
-	// well inside it, and short enough to wait out.
-	renewLease = 2 * time.Second
+	// liveLease outlasts any stall of a busy test machine: a lease given it
+	// is live for the whole test.
+	liveLease = 10 * time.Minute
 )
 
 func claimPending(t testing.TB, s db.Store, limit int) []db.RunRecord {
@@ -158,21 +158,27 @@ func exerciseLeases(t *testing.T, newURL func(t testing.TB) string) {
 	t.Run("RenewalPreventsReclaimAndRecovery", func(t *testing.T) {
 		t.Parallel()
 		url := newURL(t)
-		a := open(t, url, db.Options{InstanceID: "a", LeaseTTL: renewLease})
+		// Two stores of one instance "a": one grants short leases, one long.
+		aShort := open(t, url, db.Options{InstanceID: "a", LeaseTTL: shortLease})
+		aLong := open(t, url, db.Options{InstanceID: "a", LeaseTTL: liveLease})
 		b := open(t, url, db.Options{InstanceID: "b"})
-		upsert(t, a, newRun("r1", db.StatusRunning, now()), newRun("q1", db.StatusQueued, now()))
-		waitPast(time.Now(), renewLease)
-		if n, err := a.RunRenewLeases(t.Context()); err != nil || n != 2 {
+		upsert(t, aShort, newRun("r1", db.StatusRunning, now()), newRun("q1", db.StatusQueued, now()))
+		waitPast(time.Now(), shortLease)
+		// The leases lapsed; a renewal makes them live again.
+		if n, err := aLong.RunRenewLeases(t.Context()); err != nil || n != 2 {
 			t.Fatalf("renew: %d, %v; want 2", n, err)
 		}
-		t1 := time.Now()
 		wantReport(t, "reclaim after renewal", reclaim(t, b, 3), 0, 0)
 		if n, err := b.RunRecoverOrphans(t.Context()); err != nil || n != 0 {
 			t.Fatalf("recovery after renewal: %d, %v; want 0", n, err)
 		}
 		wantStatus(t, b, "r1", db.StatusRunning)
-		// Without another renewal the lease lapses and the run is reclaimed.
-		waitPast(t1, renewLease)
+		// A renewal is what keeps them: once the last one grants a short
+		// lease and it lapses, the run is reclaimed.
+		if n, err := aShort.RunRenewLeases(t.Context()); err != nil || n != 2 {
+			t.Fatalf("short renew: %d, %v; want 2", n, err)
+		}
+		waitPast(time.Now(), shortLease)
 		wantReport(t, "reclaim once the renewed lease lapsed", reclaim(t, b, 3), 1, 0)
 	})
 }
