@@ -69,7 +69,7 @@ func exerciseLeases(t *testing.T, newURL func(t testing.TB) string) {
 		t.Parallel()
 		url := newURL(t)
 		a := open(t, url, db.Options{InstanceID: "a"})
-		b := open(t, url, db.Options{InstanceID: "b"})
+		b := open(t, url, db.Options{InstanceID: "b", LeaseTTL: liveLease})
 		rec := newRun("r1", db.StatusRunning, now())
 		upsert(t, a, rec)
 		done := *rec
@@ -92,7 +92,7 @@ func exerciseLeases(t *testing.T, newURL func(t testing.TB) string) {
 		t.Parallel()
 		url := newURL(t)
 		a := open(t, url, db.Options{InstanceID: "a"})
-		b := open(t, url, db.Options{InstanceID: "b"})
+		b := open(t, url, db.Options{InstanceID: "b", LeaseTTL: liveLease})
 		for _, st := range db.AllStatuses {
 			upsert(t, a, newRun("a-"+string(st), st, now()))
 		}
@@ -161,7 +161,7 @@ func exerciseLeases(t *testing.T, newURL func(t testing.TB) string) {
 		// Two stores of one instance "a": one grants short leases, one long.
 		aShort := open(t, url, db.Options{InstanceID: "a", LeaseTTL: shortLease})
 		aLong := open(t, url, db.Options{InstanceID: "a", LeaseTTL: liveLease})
-		b := open(t, url, db.Options{InstanceID: "b"})
+		b := open(t, url, db.Options{InstanceID: "b", LeaseTTL: liveLease})
 		upsert(t, aShort, newRun("r1", db.StatusRunning, now()), newRun("q1", db.StatusQueued, now()))
 		waitPast(time.Now(), shortLease)
 		// The leases lapsed; a renewal makes them live again.
@@ -219,7 +219,7 @@ func exerciseClaimPending(t *testing.T, newURL func(t testing.TB) string) {
 		t.Parallel()
 		url := newURL(t)
 		a := open(t, url, db.Options{InstanceID: "a"})
-		b := open(t, url, db.Options{InstanceID: "b"})
+		b := open(t, url, db.Options{InstanceID: "b", LeaseTTL: liveLease})
 		pendingRuns(t, a, "p", 1)
 		got := claimPending(t, b, 1)
 		if len(got) != 1 {
@@ -259,7 +259,7 @@ func exerciseReclaim(t *testing.T, newURL func(t testing.TB) string) {
 		t.Parallel()
 		url := newURL(t)
 		dying := open(t, url, db.Options{InstanceID: "dying", LeaseTTL: shortLease})
-		peer := open(t, url, db.Options{InstanceID: "peer"})
+		peer := open(t, url, db.Options{InstanceID: "peer", LeaseTTL: liveLease})
 		pendingRuns(t, peer, "p", 1)
 		claimed := claimPending(t, dying, 1)
 		if len(claimed) != 1 {
@@ -295,7 +295,7 @@ func exerciseReclaim(t *testing.T, newURL func(t testing.TB) string) {
 		t.Parallel()
 		url := newURL(t)
 		dying := open(t, url, db.Options{InstanceID: "dying", LeaseTTL: shortLease})
-		peer := open(t, url, db.Options{InstanceID: "peer"})
+		peer := open(t, url, db.Options{InstanceID: "peer", LeaseTTL: liveLease})
 		pendingRuns(t, peer, "p", 1)
 		claimPending(t, dying, 1)
 		t0 := time.Now()
@@ -316,7 +316,7 @@ func exerciseReclaim(t *testing.T, newURL func(t testing.TB) string) {
 		t.Parallel()
 		url := newURL(t)
 		dying := open(t, url, db.Options{InstanceID: "dying", LeaseTTL: shortLease})
-		peer := open(t, url, db.Options{InstanceID: "peer"})
+		peer := open(t, url, db.Options{InstanceID: "peer", LeaseTTL: liveLease})
 		const maxAttempts = 2
 		pendingRuns(t, peer, "p", 1)
 		for attempt := range maxAttempts + 1 {
@@ -350,7 +350,7 @@ func exerciseReclaim(t *testing.T, newURL func(t testing.TB) string) {
 		t.Parallel()
 		url := newURL(t)
 		dying := open(t, url, db.Options{InstanceID: "dying", LeaseTTL: shortLease})
-		peer := open(t, url, db.Options{InstanceID: "peer"})
+		peer := open(t, url, db.Options{InstanceID: "peer", LeaseTTL: liveLease})
 		const maxAttempts = 1
 		pendingRuns(t, peer, "p", 1)
 		claimPending(t, dying, 1)

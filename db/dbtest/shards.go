@@ -232,7 +232,7 @@ func exerciseShards(t *testing.T, newURL func(t testing.TB) string, peek Peek) {
 		t.Parallel()
 		url := newURL(t)
 		dying := open(t, url, db.Options{InstanceID: "dying", LeaseTTL: shortLease})
-		peer := open(t, url, db.Options{InstanceID: "peer"})
+		peer := open(t, url, db.Options{InstanceID: "peer", LeaseTTL: liveLease})
 		upsert(t, peer, newRun("r1", db.StatusSharded, now()))
 		insertShards(t, peer, "r1", shardSpecs("s", 1, nil)...)
 		const maxAttempts = 1
