@@ -38,6 +38,15 @@ type Store interface {
 	// older than window is expired: it is taken over (ClaimFresh) only by the
 	// caller that still observes its claimed_at, so concurrent takeovers have a
 	// single winner. A window <= 0 means claims never expire.
+	//
+	// The takeover is one conditional write judged against the claim as it
+	// is when written (claimed_at older than now minus the caller's window),
+	// never against an earlier read: a caller that saw the old claim and lost
+	// the race judges the winner's claim, which is fresh, and replays it.
+	// Expiry is each caller's own judgement, though, so every member sharing
+	// a database must pass the same window: a member with a shorter window
+	// treats a claim as expired that the others still honour, and takes it
+	// over legitimately by its rule, giving the key a second run.
 	IdempotencyClaim(ctx context.Context, key, fingerprint, runID string, window time.Duration) (Claim, error)
 	// IdempotencyRelease deletes the claims that point at runID (used when the
 	// record write after a fresh claim failed). A newer run that re-claimed the

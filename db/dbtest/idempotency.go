@@ -125,12 +125,14 @@ func exerciseIdempotency(t *testing.T, newURL func(t testing.TB) string, peek Pe
 		t.Parallel()
 		ss := stores(t, newURL(t), "a", "b")
 		wantClaim(t, claim(t, ss[0], "k", "old", "r-old", hour), db.ClaimFresh, "")
-		// The old claim is made two hours old, past the hour window below;
-		// the winner's new claim stays far younger than an hour, so every
-		// other caller replays it.
+		// The old claim is made two hours old, past every window below; the
+		// winner's new claim stays far younger than any of them, so every
+		// other caller replays it, whichever window it judges by: a caller
+		// that saw the old claim never takes over the winner's.
 		peek.AgeClaim(t, ss[0], "k", 2*hour)
+		windows := []time.Duration{hour, 90 * time.Minute, 100 * time.Minute}
 		claims := concurrently(t, 30, func(i int) (db.Claim, error) {
-			return ss[i%2].IdempotencyClaim(t.Context(), "k", "new", id("r", i), hour)
+			return ss[i%2].IdempotencyClaim(t.Context(), "k", "new", id("r", i), windows[i%3])
 		})
 		winner := oneFresh(t, claims)
 		for i, c := range claims {
