@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"sort"
 	"strings"
@@ -88,14 +89,68 @@ func ParseURL(raw string) (dialect, dsn string, err error) {
 	default:
 		scheme, _, found := strings.Cut(raw, ":")
 		if !found {
-			return "", "", fmt.Errorf("%w %q: want memory, sqlite:PATH, sqlite://PATH, postgres://… or postgresql://…", ErrBadURL, raw)
+			return "", "", fmt.Errorf("%w %q: want memory, sqlite:PATH, sqlite://PATH, postgres://… or postgresql://…", ErrBadURL, RedactURL(raw))
 		}
-		return "", "", fmt.Errorf("%w %q: unknown scheme %q (want memory, sqlite:, postgres: or postgresql:)", ErrBadURL, raw, scheme)
+		return "", "", fmt.Errorf("%w %q: unknown scheme %q (want memory, sqlite:, postgres: or postgresql:)", ErrBadURL, RedactURL(raw), scheme)
 	}
 	if dsn == "" {
-		return "", "", fmt.Errorf("%w %q: missing SQLite file path", ErrBadURL, raw)
+		return "", "", fmt.Errorf("%w %q: missing SQLite file path", ErrBadURL, RedactURL(raw))
 	}
 	return "sqlite", dsn, nil
+}
+
+// redacted replaces a secret in RedactURL's output.
+const redacted = "xxxxx"
+
+// RedactURL returns raw fit for an error message or a log line: the password
+// of a URL's userinfo and the value of a password query parameter are
+// replaced. Input that does not parse as a URL with userinfo (a missing "//",
+// a stray character) has everything between its scheme and its last "@"
+// replaced, since that span may hold a password the parser did not see.
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err == nil && (u.User != nil || !strings.Contains(raw, "@")) {
+		secret := false
+		if _, ok := u.User.Password(); ok {
+			u.User = url.UserPassword(u.User.Username(), redacted)
+			secret = true
+		}
+		if q := u.Query(); q.Has("password") {
+			q.Set("password", redacted)
+			u.RawQuery = q.Encode()
+			secret = true
+		}
+		if !secret {
+			return raw
+		}
+		return u.String()
+	}
+	if at := strings.LastIndex(raw, "@"); at >= 0 {
+		start := 0
+		if i := strings.Index(raw, "://"); i >= 0 && i < at {
+			start = i + len("://")
+		} else if i := strings.Index(raw, ":"); i >= 0 && i < at {
+			start = i + 1
+		}
+		raw = raw[:start] + redacted + raw[at:]
+	}
+	return redactPasswordParams(raw)
+}
+
+// redactPasswordParams replaces the value of the password parameters in the
+// query of a URL the parser refused.
+func redactPasswordParams(raw string) string {
+	base, query, found := strings.Cut(raw, "?")
+	if !found {
+		return raw
+	}
+	params := strings.Split(query, "&")
+	for i, p := range params {
+		if strings.HasPrefix(p, "password=") {
+			params[i] = "password=" + redacted
+		}
+	}
+	return base + "?" + strings.Join(params, "&")
 }
 
 // Open opens the run-history store named by url (see ParseURL), migrated to

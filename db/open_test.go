@@ -36,6 +36,49 @@ func TestParseURL(t *testing.T) {
 	}
 }
 
+// TestParseURLNeverShowsAPassword feeds ParseURL bad URLs holding the
+// password "s3cr3t" in every place one can hide: the error must name the
+// problem without it.
+func TestParseURLNeverShowsAPassword(t *testing.T) {
+	cases := []struct{ raw, names string }{
+		{"mysql://admin:s3cr3t@db.internal:3306/faucet", "db.internal"},
+		{"mysql://admin:s3cr3t@db.internal/faucet?password=s3cr3t", "db.internal"},
+		{"mysql://db.internal/faucet?sslmode=off&password=s3cr3t", "sslmode=off"},
+		{"postgress://admin:s3cr3t@db.internal/faucet", "postgress"},
+		{"postgress://admin:s3cr3t@db internal/faucet", "db internal"},
+		{"postgress://admin:s3%@db.internal/faucet?password=s3cr3t", "db.internal"},
+		{"admin:s3cr3t@db.internal/faucet", "db.internal"},
+		{"mysql:admin:s3cr3t@db.internal/faucet", "db.internal"},
+	}
+	for _, c := range cases {
+		_, _, err := db.ParseURL(c.raw)
+		if !errors.Is(err, db.ErrBadURL) {
+			t.Errorf("ParseURL(%q) = %v, want ErrBadURL", c.raw, err)
+			continue
+		}
+		if msg := err.Error(); strings.Contains(msg, "s3cr3t") || strings.Contains(msg, "s3%") || !strings.Contains(msg, c.names) {
+			t.Errorf("ParseURL(%q) error %q: want it to name %q and hide the password", c.raw, msg, c.names)
+		}
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	cases := []struct{ raw, want string }{
+		{"postgres://u:p@db/faucet", "postgres://u:xxxxx@db/faucet"},
+		{"postgres://u@db/faucet", "postgres://u@db/faucet"},
+		{"postgres://db/faucet?password=p&sslmode=off", "postgres://db/faucet?password=xxxxx&sslmode=off"},
+		{"sqlite:/var/lib/faucet/history db", "sqlite:/var/lib/faucet/history db"},
+		{"u:p@db/faucet", "u:xxxxx@db/faucet"},
+		{"x://u:p%@db/faucet", "x://xxxxx@db/faucet"},
+		{"x://db/%zz?password=p&a=1&oldpassword=q", "x://db/%zz?password=xxxxx&a=1&oldpassword=q"},
+	}
+	for _, c := range cases {
+		if got := db.RedactURL(c.raw); got != c.want {
+			t.Errorf("RedactURL(%q) = %q, want %q", c.raw, got, c.want)
+		}
+	}
+}
+
 func TestLookupDialect(t *testing.T) {
 	if _, err := db.LookupDialect("sqlite"); err != nil {
 		t.Fatalf("sqlite is registered: %v", err)

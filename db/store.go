@@ -38,6 +38,15 @@ type Store interface {
 	// older than window is expired: it is taken over (ClaimFresh) only by the
 	// caller that still observes its claimed_at, so concurrent takeovers have a
 	// single winner. A window <= 0 means claims never expire.
+	//
+	// The takeover is one conditional write judged against the claim as it
+	// is when written (claimed_at older than now minus the caller's window),
+	// never against an earlier read: a caller that saw the old claim and lost
+	// the race judges the winner's claim, which is fresh, and replays it.
+	// Expiry is each caller's own judgement, though, so every member sharing
+	// a database must pass the same window: a member with a shorter window
+	// treats a claim as expired that the others still honour, and takes it
+	// over legitimately by its rule, giving the key a second run.
 	IdempotencyClaim(ctx context.Context, key, fingerprint, runID string, window time.Duration) (Claim, error)
 	// IdempotencyRelease deletes the claims that point at runID (used when the
 	// record write after a fresh claim failed). A newer run that re-claimed the
@@ -89,8 +98,10 @@ type Store interface {
 	RunClaimPending(ctx context.Context, limit int) ([]RunRecord, error)
 	// RunReclaimOrphans requeues running runs whose lease expired (pending,
 	// owner cleared, attempt+1; a cancel request survives) or, once attempt has
-	// reached maxAttempts, fails them as poison with an explanatory error,
-	// keeping their attempt count (so attempt never exceeds maxAttempts).
+	// reached maxAttempts, fails them as poison with an error naming the
+	// attempt and requeue count (PoisonErrorFormat), keeping their attempt
+	// count. maxAttempts caps requeues, so a run whose lease keeps lapsing is
+	// executed maxAttempts+1 times; a RunRelease also counts as a requeue.
 	RunReclaimOrphans(ctx context.Context, maxAttempts int) (ReclaimReport, error)
 	// RunRelease puts a running run this instance owns back to pending, owner
 	// cleared and attempt+1, for a peer to claim at once: a member that shuts
@@ -153,7 +164,7 @@ type Store interface {
 	ShardRenewLeases(ctx context.Context) (int, error)
 	// ShardReclaimOrphans requeues running shards whose lease expired (owner
 	// cleared, attempt+1) or, once attempt has reached maxAttempts, fails them
-	// with an explanatory error, keeping their attempt count.
+	// with the error of RunReclaimOrphans, keeping their attempt count.
 	ShardReclaimOrphans(ctx context.Context, maxAttempts int) (ReclaimReport, error)
 	// ShardRelease puts a running shard this instance owns back to pending,
 	// owner cleared and attempt+1, like RunRelease.

@@ -141,7 +141,10 @@ func (o ClaimOutcome) String() string {
 // Claim is the result of an atomic idempotency-key claim.
 type Claim struct {
 	Outcome ClaimOutcome
-	// RunID is the run that holds the key; set for ClaimReplay.
+	// RunID is the run that holds the key, set for ClaimReplay only. It is
+	// empty on ClaimFresh (the caller's own run id now holds the key) and on
+	// ClaimConflict: a request with a different payload learns nothing about
+	// the run that holds the key, which may belong to another client.
 	RunID string
 }
 
@@ -173,6 +176,18 @@ type ReclaimReport struct {
 	Requeued int `json:"requeued"`
 	// Poisoned reached the attempt cap and were failed.
 	Poisoned int `json:"poisoned"`
+}
+
+// PoisonErrorFormat returns the error template both dialects fill in SQL for
+// a run or shard (what) failed as poison under a cap of maxAttempts. The
+// statement substitutes each row's own counts for the two %s verbs, the
+// only verb both Postgres format() and SQLite printf() share: attempt+1,
+// the execution whose lease lapsed (a row is started once per attempt,
+// attempt counting from 0), then attempt, how often it was requeued before (by reclaim or release).
+// Computing the counts per row keeps the text true for a row that was handed
+// over by a release past the cap.
+func PoisonErrorFormat(what string, maxAttempts int) string {
+	return fmt.Sprintf("poison %s: its owner's lease lapsed during attempt %%s (requeue count %%s, cap %d); not retried", what, maxAttempts)
 }
 
 // InstanceHeartbeat is what a serve instance writes into the membership table

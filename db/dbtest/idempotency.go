@@ -16,14 +16,19 @@ func claim(t testing.TB, s db.Store, key, fp, runID string, window time.Duration
 	return c
 }
 
+// wantClaim asserts the outcome and the run id, which is set on Replay only:
+// Fresh and Conflict carry none.
 func wantClaim(t testing.TB, got db.Claim, outcome db.ClaimOutcome, runID string) {
 	t.Helper()
-	if got.Outcome != outcome || (outcome == db.ClaimReplay && got.RunID != runID) {
+	if outcome != db.ClaimReplay && runID != "" {
+		t.Fatalf("wantClaim(%v, %q): only a replay names a run", outcome, runID)
+	}
+	if got.Outcome != outcome || got.RunID != runID {
 		t.Fatalf("claim = %v %q, want %v %q", got.Outcome, got.RunID, outcome, runID)
 	}
 }
 
-func exerciseIdempotency(t *testing.T, newURL func(t testing.TB) string) {
+func exerciseIdempotency(t *testing.T, newURL func(t testing.TB) string, peek Peek) {
 	const hour = time.Hour
 
 	t.Run("FreshReplayConflict", func(t *testing.T) {
@@ -120,12 +125,14 @@ func exerciseIdempotency(t *testing.T, newURL func(t testing.TB) string) {
 		t.Parallel()
 		ss := stores(t, newURL(t), "a", "b")
 		wantClaim(t, claim(t, ss[0], "k", "old", "r-old", hour), db.ClaimFresh, "")
-		// The old claim is older than the window below; the winner's new claim
-		// is far younger, so every other caller replays it.
-		const window = 2 * time.Second
-		waitPast(time.Now(), window)
+		// The old claim is made two hours old, past every window below; the
+		// winner's new claim stays far younger than any of them, so every
+		// other caller replays it, whichever window it judges by: a caller
+		// that saw the old claim never takes over the winner's.
+		peek.AgeClaim(t, ss[0], "k", 2*hour)
+		windows := []time.Duration{hour, 90 * time.Minute, 100 * time.Minute}
 		claims := concurrently(t, 30, func(i int) (db.Claim, error) {
-			return ss[i%2].IdempotencyClaim(t.Context(), "k", "new", id("r", i), window)
+			return ss[i%2].IdempotencyClaim(t.Context(), "k", "new", id("r", i), windows[i%3])
 		})
 		winner := oneFresh(t, claims)
 		for i, c := range claims {

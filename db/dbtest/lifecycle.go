@@ -12,9 +12,9 @@ import (
 const (
 	// shortLease expires quickly; tests wait for it to pass.
 	shortLease = 200 * time.Millisecond
-	// renewLease is long enough for a renew → reclaim sequence to finish
-	// well inside it, and short enough to wait out.
-	renewLease = 2 * time.Second
+	// liveLease outlasts any stall of a busy test machine: a lease given it
+	// is live for the whole test.
+	liveLease = 10 * time.Minute
 )
 
 func claimPending(t testing.TB, s db.Store, limit int) []db.RunRecord {
@@ -69,7 +69,7 @@ func exerciseLeases(t *testing.T, newURL func(t testing.TB) string) {
 		t.Parallel()
 		url := newURL(t)
 		a := open(t, url, db.Options{InstanceID: "a"})
-		b := open(t, url, db.Options{InstanceID: "b"})
+		b := open(t, url, db.Options{InstanceID: "b", LeaseTTL: liveLease})
 		rec := newRun("r1", db.StatusRunning, now())
 		upsert(t, a, rec)
 		done := *rec
@@ -92,7 +92,7 @@ func exerciseLeases(t *testing.T, newURL func(t testing.TB) string) {
 		t.Parallel()
 		url := newURL(t)
 		a := open(t, url, db.Options{InstanceID: "a"})
-		b := open(t, url, db.Options{InstanceID: "b"})
+		b := open(t, url, db.Options{InstanceID: "b", LeaseTTL: liveLease})
 		for _, st := range db.AllStatuses {
 			upsert(t, a, newRun("a-"+string(st), st, now()))
 		}
@@ -158,21 +158,27 @@ func exerciseLeases(t *testing.T, newURL func(t testing.TB) string) {
 	t.Run("RenewalPreventsReclaimAndRecovery", func(t *testing.T) {
 		t.Parallel()
 		url := newURL(t)
-		a := open(t, url, db.Options{InstanceID: "a", LeaseTTL: renewLease})
-		b := open(t, url, db.Options{InstanceID: "b"})
-		upsert(t, a, newRun("r1", db.StatusRunning, now()), newRun("q1", db.StatusQueued, now()))
-		waitPast(time.Now(), renewLease)
-		if n, err := a.RunRenewLeases(t.Context()); err != nil || n != 2 {
+		// Two stores of one instance "a": one grants short leases, one long.
+		aShort := open(t, url, db.Options{InstanceID: "a", LeaseTTL: shortLease})
+		aLong := open(t, url, db.Options{InstanceID: "a", LeaseTTL: liveLease})
+		b := open(t, url, db.Options{InstanceID: "b", LeaseTTL: liveLease})
+		upsert(t, aShort, newRun("r1", db.StatusRunning, now()), newRun("q1", db.StatusQueued, now()))
+		waitPast(time.Now(), shortLease)
+		// The leases lapsed; a renewal makes them live again.
+		if n, err := aLong.RunRenewLeases(t.Context()); err != nil || n != 2 {
 			t.Fatalf("renew: %d, %v; want 2", n, err)
 		}
-		t1 := time.Now()
 		wantReport(t, "reclaim after renewal", reclaim(t, b, 3), 0, 0)
 		if n, err := b.RunRecoverOrphans(t.Context()); err != nil || n != 0 {
 			t.Fatalf("recovery after renewal: %d, %v; want 0", n, err)
 		}
 		wantStatus(t, b, "r1", db.StatusRunning)
-		// Without another renewal the lease lapses and the run is reclaimed.
-		waitPast(t1, renewLease)
+		// A renewal is what keeps them: once the last one grants a short
+		// lease and it lapses, the run is reclaimed.
+		if n, err := aShort.RunRenewLeases(t.Context()); err != nil || n != 2 {
+			t.Fatalf("short renew: %d, %v; want 2", n, err)
+		}
+		waitPast(time.Now(), shortLease)
 		wantReport(t, "reclaim once the renewed lease lapsed", reclaim(t, b, 3), 1, 0)
 	})
 }
@@ -213,7 +219,7 @@ func exerciseClaimPending(t *testing.T, newURL func(t testing.TB) string) {
 		t.Parallel()
 		url := newURL(t)
 		a := open(t, url, db.Options{InstanceID: "a"})
-		b := open(t, url, db.Options{InstanceID: "b"})
+		b := open(t, url, db.Options{InstanceID: "b", LeaseTTL: liveLease})
 		pendingRuns(t, a, "p", 1)
 		got := claimPending(t, b, 1)
 		if len(got) != 1 {
@@ -253,7 +259,7 @@ func exerciseReclaim(t *testing.T, newURL func(t testing.TB) string) {
 		t.Parallel()
 		url := newURL(t)
 		dying := open(t, url, db.Options{InstanceID: "dying", LeaseTTL: shortLease})
-		peer := open(t, url, db.Options{InstanceID: "peer"})
+		peer := open(t, url, db.Options{InstanceID: "peer", LeaseTTL: liveLease})
 		pendingRuns(t, peer, "p", 1)
 		claimed := claimPending(t, dying, 1)
 		if len(claimed) != 1 {
@@ -289,7 +295,7 @@ func exerciseReclaim(t *testing.T, newURL func(t testing.TB) string) {
 		t.Parallel()
 		url := newURL(t)
 		dying := open(t, url, db.Options{InstanceID: "dying", LeaseTTL: shortLease})
-		peer := open(t, url, db.Options{InstanceID: "peer"})
+		peer := open(t, url, db.Options{InstanceID: "peer", LeaseTTL: liveLease})
 		pendingRuns(t, peer, "p", 1)
 		claimPending(t, dying, 1)
 		t0 := time.Now()
@@ -310,7 +316,7 @@ func exerciseReclaim(t *testing.T, newURL func(t testing.TB) string) {
 		t.Parallel()
 		url := newURL(t)
 		dying := open(t, url, db.Options{InstanceID: "dying", LeaseTTL: shortLease})
-		peer := open(t, url, db.Options{InstanceID: "peer"})
+		peer := open(t, url, db.Options{InstanceID: "peer", LeaseTTL: liveLease})
 		const maxAttempts = 2
 		pendingRuns(t, peer, "p", 1)
 		for attempt := range maxAttempts + 1 {
@@ -327,9 +333,8 @@ func exerciseReclaim(t *testing.T, newURL func(t testing.TB) string) {
 			wantReport(t, "reclaim at the cap", rep, 0, 1)
 		}
 		r := wantStatus(t, peer, "p-0000", db.StatusFailed)
-		if r.Error == nil || *r.Error == "" {
-			t.Fatal("poisoned run has no error")
-		}
+		// Three executions (attempts 0, 1, 2), each lease lapsed, two requeues.
+		wantError(t, "poisoned run", r.Error, "poison run: its owner's lease lapsed during attempt 3 (requeue count 2, cap 2); not retried")
 		if r.FinishedAt == nil {
 			t.Fatal("poisoned run has no finished_at")
 		}
@@ -337,6 +342,31 @@ func exerciseReclaim(t *testing.T, newURL func(t testing.TB) string) {
 			t.Fatalf("poisoned run: attempt %d, want %d", r.Attempt, maxAttempts)
 		}
 		wantReport(t, "reclaim after poisoning", reclaim(t, peer, maxAttempts), 0, 0)
+	})
+
+	// A hand-over by RunRelease counts as a requeue too, and may carry a run
+	// past the cap: the poison text counts what happened to that row.
+	t.Run("PoisonTextCountsAHandOver", func(t *testing.T) {
+		t.Parallel()
+		url := newURL(t)
+		dying := open(t, url, db.Options{InstanceID: "dying", LeaseTTL: shortLease})
+		peer := open(t, url, db.Options{InstanceID: "peer", LeaseTTL: liveLease})
+		const maxAttempts = 1
+		pendingRuns(t, peer, "p", 1)
+		claimPending(t, dying, 1)
+		waitPast(time.Now(), shortLease)
+		wantReport(t, "reclaim below the cap", reclaim(t, peer, maxAttempts), 1, 0)
+		claimPending(t, dying, 1)
+		if ok, err := dying.RunRelease(t.Context(), "p-0000"); err != nil || !ok {
+			t.Fatalf("release at the cap: %v, %v", ok, err)
+		}
+		if got := claimPending(t, dying, 1); len(got) != 1 || got[0].Attempt != 2 {
+			t.Fatalf("claim after the hand-over: %+v, want attempt 2", got)
+		}
+		waitPast(time.Now(), shortLease)
+		wantReport(t, "reclaim past the cap", reclaim(t, peer, maxAttempts), 0, 1)
+		r := wantStatus(t, peer, "p-0000", db.StatusFailed)
+		wantError(t, "poisoned run", r.Error, "poison run: its owner's lease lapsed during attempt 3 (requeue count 2, cap 1); not retried")
 	})
 
 	t.Run("ConcurrentReclaimersCountEachRunOnce", func(t *testing.T) {
@@ -628,4 +658,20 @@ func exerciseCancel(t *testing.T, newURL func(t testing.TB) string) {
 			t.Fatalf("claim after cancel request: %+v, want only the other run's shard", rest)
 		}
 	})
+}
+
+// wantError fails t unless got is the error text want.
+func wantError(t testing.TB, what string, got *string, want string) {
+	t.Helper()
+	if got == nil || *got != want {
+		t.Fatalf("%s: error %v, want %q", what, deref(got), want)
+	}
+}
+
+// deref shows an optional string in a failure message.
+func deref(s *string) any {
+	if s == nil {
+		return nil
+	}
+	return *s
 }

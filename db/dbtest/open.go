@@ -3,6 +3,7 @@ package dbtest
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/faucet-dev/faucet/db"
@@ -60,6 +61,20 @@ func exerciseOpen(t *testing.T, newURL func(t testing.TB) string) {
 		if !errors.Is(err, db.ErrNotFound) {
 			t.Fatalf("RunGet of a missing run: %v, want ErrNotFound", err)
 		}
+		wantPermanent(t, "RunGet of a missing run", err, "nope")
+	})
+
+	// Arguments no retry can fix get the same Permanent verdict on every
+	// dialect, so a caller's retry policy does not depend on the backend.
+	t.Run("InvalidArgumentsArePermanent", func(t *testing.T) {
+		t.Parallel()
+		s := fresh(t, newURL, "a")
+		_, err := s.RunFinalizeShardedParent(t.Context(), "r1", db.StatusRunning, now(), nil)
+		wantPermanent(t, "RunFinalizeShardedParent with a running status", err, "r1")
+		_, err = s.ShardFinalize(t.Context(), "r1", "s1", db.ShardResult{Status: db.ShardRunning})
+		wantPermanent(t, "ShardFinalize with a running status", err, "r1/s1")
+		_, err = s.RunFinish(t.Context(), db.RunFinal{Record: newRun("r1", db.StatusRunning, now())})
+		wantPermanent(t, "RunFinish with a running status", err, "r1")
 	})
 
 	t.Run("ErrorsCarryVerdict", func(t *testing.T) {
@@ -79,4 +94,22 @@ func exerciseOpen(t *testing.T, newURL func(t testing.TB) string) {
 			t.Fatalf("error %v does not wrap context.Canceled", err)
 		}
 	})
+}
+
+// wantPermanent asserts err carries the Permanent verdict, is not retriable,
+// and names subject.
+func wantPermanent(t testing.TB, what string, err error, subject string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("%s succeeded, want an error", what)
+	}
+	if got := db.TransienceOf(err); got != db.Permanent {
+		t.Errorf("%s: verdict %v, want permanent (error %v)", what, got, err)
+	}
+	if db.Retriable(err) {
+		t.Errorf("%s: error %v is retriable", what, err)
+	}
+	if !strings.Contains(err.Error(), subject) {
+		t.Errorf("%s: error %q does not name %q", what, err, subject)
+	}
 }

@@ -17,7 +17,7 @@ func purge(t testing.TB, s db.Store, p db.PurgePolicy) db.PurgeReport {
 	return rep
 }
 
-func exercisePurge(t *testing.T, newURL func(t testing.TB) string) {
+func exercisePurge(t *testing.T, newURL func(t testing.TB) string, peek Peek) {
 	t.Run("TerminalRunsWithShardsAndLogs", func(t *testing.T) {
 		t.Parallel()
 		s := fresh(t, newURL, "a")
@@ -80,21 +80,23 @@ func exercisePurge(t *testing.T, newURL func(t testing.TB) string) {
 				t.Fatal(err)
 			}
 		}
+		// The old claim and member a are made two hours old; the new claim and
+		// member b stay far younger than the hour the purge keeps.
 		wantClaim(t, claim(t, a, "old-key", "fp", "r1", time.Hour), db.ClaimFresh, "")
 		heartbeat(t, a, db.InstanceHeartbeat{StartedAt: now()})
-		const window = time.Second
-		waitPast(time.Now(), window)
+		peek.AgeClaim(t, a, "old-key", 2*time.Hour)
+		peek.AgeInstance(t, a, "a", 2*time.Hour)
 		wantClaim(t, claim(t, a, "new-key", "fp", "r2", time.Hour), db.ClaimFresh, "")
 		heartbeat(t, b, db.InstanceHeartbeat{StartedAt: now()})
 
-		rep := purge(t, a, db.PurgePolicy{IdempotencyClaims: window, Instances: window, Audit: time.Hour})
+		rep := purge(t, a, db.PurgePolicy{IdempotencyClaims: time.Hour, Instances: time.Hour, Audit: time.Hour})
 		want := db.PurgeReport{IdempotencyClaims: 1, Instances: 1, Audit: 2}
 		if rep != want {
 			t.Fatalf("purged %+v, want %+v", rep, want)
 		}
 		wantClaim(t, claim(t, a, "old-key", "fp", "r3", time.Hour), db.ClaimFresh, "")
 		wantClaim(t, claim(t, a, "new-key", "fp", "r4", time.Hour), db.ClaimReplay, "r2")
-		equalIDs(t, "members after purge", []string{"b"}, instanceIDs(liveInstances(t, a, time.Hour)))
+		equalIDs(t, "members after purge", []string{"b"}, instanceIDs(liveInstances(t, a, 3*time.Hour)))
 		equalIDs(t, "audit after purge", []string{"e-0002"}, auditIDs(auditList(t, a, db.AuditFilter{})))
 	})
 }

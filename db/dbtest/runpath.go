@@ -54,7 +54,7 @@ func exerciseRunPath(t *testing.T, newURL func(t testing.TB) string) {
 		t.Parallel()
 		url := newURL(t)
 		a := open(t, url, db.Options{InstanceID: "a"})
-		b := open(t, url, db.Options{InstanceID: "b"})
+		b := open(t, url, db.Options{InstanceID: "b", LeaseTTL: liveLease})
 		if err := a.RunSubmit(t.Context(), newRun("r1", db.StatusRunning, now()), nil); err != nil {
 			t.Fatal(err)
 		}
@@ -71,7 +71,7 @@ func exerciseRunPath(t *testing.T, newURL func(t testing.TB) string) {
 		t.Parallel()
 		url := newURL(t)
 		a := open(t, url, db.Options{InstanceID: "a"})
-		b := open(t, url, db.Options{InstanceID: "b"})
+		b := open(t, url, db.Options{InstanceID: "b", LeaseTTL: liveLease})
 		rec := fullRun("r1")
 		rec.Status, rec.StartedAt, rec.FinishedAt = db.StatusQueued, nil, nil
 		upsert(t, a, rec, newRun("done", db.StatusCompleted, now()))
@@ -136,7 +136,7 @@ func exerciseRunPath(t *testing.T, newURL func(t testing.TB) string) {
 		t.Parallel()
 		url := newURL(t)
 		a := open(t, url, db.Options{InstanceID: "a", LeaseTTL: shortLease})
-		b := open(t, url, db.Options{InstanceID: "b"})
+		b := open(t, url, db.Options{InstanceID: "b", LeaseTTL: liveLease})
 		upsert(t, a, newRun("r1", db.StatusPending, now()))
 		claimPending(t, a, 1)
 		t0 := time.Now()
@@ -195,7 +195,7 @@ func exerciseRunPath(t *testing.T, newURL func(t testing.TB) string) {
 		t.Parallel()
 		url := newURL(t)
 		a := open(t, url, db.Options{InstanceID: "a"})
-		b := open(t, url, db.Options{InstanceID: "b"})
+		b := open(t, url, db.Options{InstanceID: "b", LeaseTTL: liveLease})
 		upsert(t, a, newRun("r1", db.StatusPending, now()))
 		claimPending(t, a, 1)
 		specs := shardSpecs("s", 4, ptr(int64(10)))
@@ -253,7 +253,7 @@ func exerciseRunPath(t *testing.T, newURL func(t testing.TB) string) {
 		t.Parallel()
 		url := newURL(t)
 		a := open(t, url, db.Options{InstanceID: "a"})
-		b := open(t, url, db.Options{InstanceID: "b"})
+		b := open(t, url, db.Options{InstanceID: "b", LeaseTTL: liveLease})
 		upsert(t, a, newRun("r1", db.StatusPending, now()), newRun("done", db.StatusCompleted, now()))
 		claimPending(t, a, 1)
 		if ok, err := b.RunRelease(t.Context(), "r1"); err != nil || ok {
@@ -310,7 +310,7 @@ func exerciseRunPath(t *testing.T, newURL func(t testing.TB) string) {
 		t.Parallel()
 		url := newURL(t)
 		a := open(t, url, db.Options{InstanceID: "a"})
-		b := open(t, url, db.Options{InstanceID: "b"})
+		b := open(t, url, db.Options{InstanceID: "b", LeaseTTL: liveLease})
 		upsert(t, a, newRun("mine", db.StatusRunning, now()), newRun("done", db.StatusCompleted, now()))
 		upsert(t, b, newRun("theirs", db.StatusRunning, now()))
 		n, err := a.RunSetProgress(t.Context(), map[string]int64{"mine": 42, "done": 7, "theirs": 9, "missing": 1})

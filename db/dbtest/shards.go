@@ -76,7 +76,7 @@ func shardKeys(shards []db.ClaimedShard) []string {
 	return out
 }
 
-func exerciseShards(t *testing.T, newURL func(t testing.TB) string) {
+func exerciseShards(t *testing.T, newURL func(t testing.TB) string, peek Peek) {
 	t.Run("InsertIsIdempotent", func(t *testing.T) {
 		t.Parallel()
 		s := fresh(t, newURL, "a")
@@ -184,9 +184,12 @@ func exerciseShards(t *testing.T, newURL func(t testing.TB) string) {
 	t.Run("RenewAndReclaim", func(t *testing.T) {
 		t.Parallel()
 		url := newURL(t)
-		renewing := open(t, url, db.Options{InstanceID: "renewing", LeaseTTL: renewLease})
-		dying := open(t, url, db.Options{InstanceID: "dying", LeaseTTL: renewLease})
-		peer := open(t, url, db.Options{InstanceID: "peer"})
+		// Both claim with short leases; "renewing" renews through a second
+		// store of its instance that grants long ones.
+		renewing := open(t, url, db.Options{InstanceID: "renewing", LeaseTTL: shortLease})
+		renewer := open(t, url, db.Options{InstanceID: "renewing", LeaseTTL: liveLease})
+		dying := open(t, url, db.Options{InstanceID: "dying", LeaseTTL: shortLease})
+		peer := open(t, url, db.Options{InstanceID: "peer", LeaseTTL: liveLease})
 		upsert(t, peer, newRun("r1", db.StatusSharded, now()))
 		insertShards(t, peer, "r1", shardSpecs("s", 4, nil)...)
 		if got := shardClaim(t, renewing, 2); len(got) != 2 {
@@ -196,8 +199,8 @@ func exerciseShards(t *testing.T, newURL func(t testing.TB) string) {
 		if len(dyingShards) != 2 {
 			t.Fatalf("claimed %d shards, want 2", len(dyingShards))
 		}
-		waitPast(time.Now(), renewLease)
-		if n, err := renewing.ShardRenewLeases(t.Context()); err != nil || n != 2 {
+		waitPast(time.Now(), shortLease)
+		if n, err := renewer.ShardRenewLeases(t.Context()); err != nil || n != 2 {
 			t.Fatalf("renew: %d, %v; want 2", n, err)
 		}
 		rep, err := peer.ShardReclaimOrphans(t.Context(), 3)
@@ -222,11 +225,14 @@ func exerciseShards(t *testing.T, newURL func(t testing.TB) string) {
 		}
 	})
 
+	// The lease of a shard lapses on each of its executions under a cap of
+	// one requeue: the first reclaim requeues it, the second fails it as
+	// poison with an error that counts exactly that.
 	t.Run("PoisonAtTheCap", func(t *testing.T) {
 		t.Parallel()
 		url := newURL(t)
 		dying := open(t, url, db.Options{InstanceID: "dying", LeaseTTL: shortLease})
-		peer := open(t, url, db.Options{InstanceID: "peer"})
+		peer := open(t, url, db.Options{InstanceID: "peer", LeaseTTL: liveLease})
 		upsert(t, peer, newRun("r1", db.StatusSharded, now()))
 		insertShards(t, peer, "r1", shardSpecs("s", 1, nil)...)
 		const maxAttempts = 1
@@ -248,6 +254,8 @@ func exerciseShards(t *testing.T, newURL func(t testing.TB) string) {
 		if p := progress(t, peer, "r1"); p.Failed != 1 || !p.AllTerminal() {
 			t.Fatalf("progress %+v, want the shard failed", p)
 		}
+		wantError(t, "poisoned shard", peek.ShardError(t, peer, "r1", "s-0000"),
+			"poison shard: its owner's lease lapsed during attempt 2 (requeue count 1, cap 1); not retried")
 	})
 
 	t.Run("CancelRequestedRunIsNotClaimed", func(t *testing.T) {

@@ -23,6 +23,12 @@ func fail(op string, err error) error {
 	return &db.Error{Op: op, Transience: classify(err), Err: err}
 }
 
+// permanent wraps an error no retry can fix: an invalid argument or a
+// missing row. It matches the SQLite store's verdict for the same cases.
+func permanent(op string, err error) error {
+	return &db.Error{Op: op, Transience: db.Permanent, Err: err}
+}
+
 // classify decides from typed errors — SQLSTATEs, syscall errnos, pgconn's
 // timeout and retry markers — never from message text.
 func classify(err error) db.Transience {

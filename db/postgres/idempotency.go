@@ -41,11 +41,11 @@ func (s *Store) IdempotencyClaim(ctx context.Context, key, fingerprint, runID st
 		}
 		switch {
 		case row.Fresh:
-			return db.Claim{Outcome: db.ClaimFresh, RunID: runID}, nil
+			return db.Claim{Outcome: db.ClaimFresh}, nil
 		case row.Fingerprint == fingerprint:
 			return db.Claim{Outcome: db.ClaimReplay, RunID: row.RunID}, nil
 		default:
-			return db.Claim{Outcome: db.ClaimConflict, RunID: row.RunID}, nil
+			return db.Claim{Outcome: db.ClaimConflict}, nil
 		}
 	}
 	return db.Claim{}, &db.Error{Op: op, Transience: db.Transient, Err: errClaimRace}

@@ -52,17 +52,12 @@ func (s *Store) RunClaimPending(ctx context.Context, limit int) ([]db.RunRecord,
 	return runs, nil
 }
 
-// poisonError explains why a run or shard was given up on.
-func poisonError(what string, maxAttempts int) string {
-	return fmt.Sprintf("poison %s: its owner's lease expired again after %d attempts (the cap); not retried", what, maxAttempts)
-}
-
 // RunReclaimOrphans requeues or poisons running runs whose lease lapsed.
 func (s *Store) RunReclaimOrphans(ctx context.Context, maxAttempts int) (db.ReclaimReport, error) {
-	msg := poisonError("run", maxAttempts)
+	format := db.PoisonErrorFormat("run", maxAttempts)
 	return s.reclaim(ctx, "run reclaim orphans",
 		func(q *dbsqlc.Queries, t time.Time) (int64, error) {
-			return q.RunReclaimPoison(ctx, dbsqlc.RunReclaimPoisonParams{Now: t, Error: msg, MaxAttempts: int32(maxAttempts)})
+			return q.RunReclaimPoison(ctx, dbsqlc.RunReclaimPoisonParams{Now: t, ErrorFormat: format, MaxAttempts: int32(maxAttempts)})
 		},
 		func(q *dbsqlc.Queries, t time.Time) (int64, error) {
 			return q.RunReclaimRequeue(ctx, dbsqlc.RunReclaimRequeueParams{Now: t, MaxAttempts: int32(maxAttempts)})
@@ -130,7 +125,7 @@ func (s *Store) RunFinalizeOwned(ctx context.Context, rec *db.RunRecord) (bool, 
 func (s *Store) RunFinalizeShardedParent(ctx context.Context, runID string, status db.RunStatus, finishedAt time.Time, errMsg *string) (bool, error) {
 	const op = "run finalize sharded parent"
 	if !status.Terminal() {
-		return false, fail(op, fmt.Errorf("finalize sharded run %s: status %q is not terminal", runID, status))
+		return false, permanent(op, fmt.Errorf("finalize sharded run %s: status %q is not terminal", runID, status))
 	}
 	n, err := s.q.RunFinalizeShardedParent(ctx, dbsqlc.RunFinalizeShardedParentParams{
 		Status:     string(status),

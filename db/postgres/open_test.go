@@ -52,21 +52,25 @@ func captureLogs(t *testing.T) *bytes.Buffer {
 }
 
 func TestOpenRejectsBadURLs(t *testing.T) {
-	for _, raw := range []string{
-		"postgres://postgres@127.0.0.1:99999999/faucet",
-		"postgres://%zz@host/db",
-		"postgresql://host/db?sslmode=bogus",
-		"mysql://host/db",
-		"",
+	for _, c := range []struct{ raw, names string }{
+		{"postgres://postgres:s3cr3t@127.0.0.1:99999999/faucet", "99999999"},
+		{"postgres://%zz:s3cr3t@host/db", "%zz"},
+		{"postgresql://u:s3cr3t@host/db?sslmode=bogus", "sslmode"},
+		{"mysql://u:s3cr3t@host/db", `unknown scheme "mysql"`},
+		{"", "empty"},
 	} {
 		// Without NoFallback too: a malformed URL is a usage error, never a
 		// reason to run degraded.
-		s, err := db.Open(t.Context(), raw, db.Options{})
+		s, err := db.Open(t.Context(), c.raw, db.Options{})
 		if !errors.Is(err, db.ErrBadURL) {
 			if s != nil {
 				s.Close()
 			}
-			t.Errorf("Open(%q) = %v, want ErrBadURL", raw, err)
+			t.Errorf("Open(%q) = %v, want ErrBadURL", c.raw, err)
+			continue
+		}
+		if msg := err.Error(); !strings.Contains(msg, c.names) || strings.Contains(msg, "s3cr3t") {
+			t.Errorf("Open(%q) error %q: want it to name %q and hide the password", c.raw, msg, c.names)
 		}
 	}
 }
@@ -84,6 +88,13 @@ func TestOpenUnreachableRetriesThenDegrades(t *testing.T) {
 	}
 	if got := db.TransienceOf(err); got != db.Transient {
 		t.Fatalf("unreachable server: verdict %v (%v), want transient", got, err)
+	}
+	// The error names the server it could not reach and why.
+	addr := strings.TrimSuffix(strings.TrimPrefix(raw, "postgres://postgres@"), "/faucet?sslmode=disable")
+	for _, want := range []string{addr, "connection refused", "gave up after"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("unreachable server: error %q does not say %q", err, want)
+		}
 	}
 	if !strings.Contains(logs.String(), "retrying") {
 		t.Fatalf("no retry was logged for a transient failure:\n%s", logs)
@@ -125,6 +136,10 @@ func TestOpenUnauthorizedDegradesAtOnce(t *testing.T) {
 	if strings.Contains(err.Error(), "secret") {
 		t.Fatalf("the error leaks the password: %v", err)
 	}
+	const why = `role "no_such_role" does not exist`
+	if !strings.Contains(err.Error(), why) {
+		t.Errorf("unknown role: error %q does not say %s", err, why)
+	}
 	s, err := db.Open(t.Context(), raw, db.Options{})
 	if err != nil {
 		t.Fatalf("Open with fallback: %v", err)
@@ -139,6 +154,9 @@ func TestOpenUnauthorizedDegradesAtOnce(t *testing.T) {
 	if strings.Contains(logs.String(), "secret") {
 		t.Fatalf("the logs leak the password:\n%s", logs)
 	}
+	if !strings.Contains(logs.String(), "no_such_role") {
+		t.Fatalf("the log of degrading does not name the refused role:\n%s", logs)
+	}
 }
 
 func TestOpenMissingDatabaseIsPermanent(t *testing.T) {
@@ -150,6 +168,10 @@ func TestOpenMissingDatabaseIsPermanent(t *testing.T) {
 	_, err = db.Open(t.Context(), u.String(), db.Options{NoFallback: true})
 	if db.TransienceOf(err) != db.Permanent {
 		t.Fatalf("missing database: %v (verdict %v), want a permanent error", err, db.TransienceOf(err))
+	}
+	const why = `database "no_such_database" does not exist`
+	if !strings.Contains(err.Error(), why) {
+		t.Fatalf("missing database: error %q does not say %s", err, why)
 	}
 }
 

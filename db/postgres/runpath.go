@@ -34,7 +34,7 @@ func (s *Store) RunStart(ctx context.Context, runID string, startedAt time.Time)
 func (s *Store) RunFinish(ctx context.Context, f db.RunFinal) (bool, error) {
 	const op = "run finish"
 	if !f.Record.Status.Terminal() {
-		return false, &db.Error{Op: op, Transience: db.Permanent, Err: fmt.Errorf("finish run %s: status %q is not terminal", f.Record.RunID, f.Record.Status)}
+		return false, permanent(op, fmt.Errorf("finish run %s: status %q is not terminal", f.Record.RunID, f.Record.Status))
 	}
 	stamped := *f.Record
 	if stamped.FinishedAt == nil {

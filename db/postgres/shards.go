@@ -106,10 +106,10 @@ func (s *Store) ShardRenewLeases(ctx context.Context) (int, error) {
 
 // ShardReclaimOrphans requeues or poisons running shards whose lease lapsed.
 func (s *Store) ShardReclaimOrphans(ctx context.Context, maxAttempts int) (db.ReclaimReport, error) {
-	msg := poisonError("shard", maxAttempts)
+	format := db.PoisonErrorFormat("shard", maxAttempts)
 	return s.reclaim(ctx, "shard reclaim orphans",
 		func(q *dbsqlc.Queries, t time.Time) (int64, error) {
-			return q.ShardReclaimPoison(ctx, dbsqlc.ShardReclaimPoisonParams{Now: t, Error: msg, MaxAttempts: int32(maxAttempts)})
+			return q.ShardReclaimPoison(ctx, dbsqlc.ShardReclaimPoisonParams{Now: t, ErrorFormat: format, MaxAttempts: int32(maxAttempts)})
 		},
 		func(q *dbsqlc.Queries, t time.Time) (int64, error) {
 			return q.ShardReclaimRequeue(ctx, dbsqlc.ShardReclaimRequeueParams{Now: t, MaxAttempts: int32(maxAttempts)})
@@ -120,7 +120,7 @@ func (s *Store) ShardReclaimOrphans(ctx context.Context, maxAttempts int) (db.Re
 func (s *Store) ShardFinalize(ctx context.Context, runID, shardID string, res db.ShardResult) (bool, error) {
 	const op = "shard finalize"
 	if !res.Status.Terminal() {
-		return false, fail(op, fmt.Errorf("finalize shard %s/%s: status %q is not terminal", runID, shardID, res.Status))
+		return false, permanent(op, fmt.Errorf("finalize shard %s/%s: status %q is not terminal", runID, shardID, res.Status))
 	}
 	n, err := s.q.ShardFinalize(ctx, dbsqlc.ShardFinalizeParams{
 		Status:         string(res.Status),

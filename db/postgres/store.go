@@ -203,7 +203,7 @@ func (s *Store) RunGet(ctx context.Context, runID string) (*db.RunRecord, error)
 	const op = "run get"
 	row, err := s.q.RunGet(ctx, runID)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("run %s: %w", runID, db.ErrNotFound)
+		return nil, permanent(op, fmt.Errorf("run %s: %w", runID, db.ErrNotFound))
 	}
 	if err != nil {
 		return nil, fail(op, err)

@@ -16,11 +16,6 @@ import (
 // orphanError is the error of a run failed by RunRecoverOrphans.
 const orphanError = "the instance that owned this run stopped renewing its lease before the run finished"
 
-// poisonError explains why a run or shard was given up on.
-func poisonError(what string, maxAttempts int) string {
-	return fmt.Sprintf("poison %s: its owner's lease expired again after %d attempts (the cap); not retried", what, maxAttempts)
-}
-
 // RunRenewLeases extends the leases of this instance's non-terminal runs.
 func (s *Store) RunRenewLeases(ctx context.Context) (int, error) {
 	params := dbsqlc.RunRenewLeasesParams{LeaseExpiresAt: s.lease(now()), Owner: s.owner}
@@ -72,7 +67,7 @@ func (s *Store) RunReclaimOrphans(ctx context.Context, maxAttempts int) (db.Recl
 	err := s.write(ctx, "run reclaim orphans", func(ctx context.Context, q *dbsqlc.Queries) error {
 		t := now()
 		poisoned, err := q.RunReclaimPoison(ctx, dbsqlc.RunReclaimPoisonParams{
-			Now: ptr(micros(t)), NowText: jsonTime(t), Error: ptr(poisonError("run", maxAttempts)), MaxAttempts: int64(maxAttempts),
+			Now: ptr(micros(t)), NowText: jsonTime(t), ErrorFormat: db.PoisonErrorFormat("run", maxAttempts), MaxAttempts: int64(maxAttempts),
 		})
 		if err != nil {
 			return err
@@ -134,7 +129,7 @@ func (s *Store) finalizeParams(rec *db.RunRecord) (dbsqlc.RunFinalizeOwnedParams
 // RunFinalizeShardedParent moves a sharded run to a terminal status.
 func (s *Store) RunFinalizeShardedParent(ctx context.Context, runID string, status db.RunStatus, finishedAt time.Time, errMsg *string) (bool, error) {
 	if !status.Terminal() {
-		return false, permanent("run finalize sharded parent", fmt.Errorf("status %q is not terminal", status))
+		return false, permanent("run finalize sharded parent", fmt.Errorf("finalize sharded run %s: status %q is not terminal", runID, status))
 	}
 	params := shardedParentParams(runID, status, finishedAt, errMsg)
 	n, err := writeValue(ctx, s, "run finalize sharded parent", func(ctx context.Context, q *dbsqlc.Queries) (int64, error) {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/faucet-dev/faucet/db"
@@ -50,6 +51,9 @@ func (s *Store) upsertParams(rec *db.RunRecord) (dbsqlc.RunUpsertParams, error) 
 // RunGet returns one run, or an error wrapping db.ErrNotFound.
 func (s *Store) RunGet(ctx context.Context, runID string) (*db.RunRecord, error) {
 	row, err := s.rq.RunGet(ctx, runID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, permanent("run get", fmt.Errorf("run %s: %w", runID, db.ErrNotFound))
+	}
 	if err != nil {
 		return nil, wrap(ctx, "run get", err)
 	}

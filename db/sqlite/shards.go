@@ -132,7 +132,7 @@ func (s *Store) ShardReclaimOrphans(ctx context.Context, maxAttempts int) (db.Re
 	err := s.write(ctx, "shard reclaim orphans", func(ctx context.Context, q *dbsqlc.Queries) error {
 		t := ptr(micros(now()))
 		poisoned, err := q.ShardReclaimPoison(ctx, dbsqlc.ShardReclaimPoisonParams{
-			Now: t, Error: ptr(poisonError("shard", maxAttempts)), MaxAttempts: int64(maxAttempts),
+			Now: t, ErrorFormat: db.PoisonErrorFormat("shard", maxAttempts), MaxAttempts: int64(maxAttempts),
 		})
 		if err != nil {
 			return err
@@ -151,7 +151,7 @@ func (s *Store) ShardReclaimOrphans(ctx context.Context, maxAttempts int) (db.Re
 func (s *Store) ShardFinalize(ctx context.Context, runID, shardID string, res db.ShardResult) (bool, error) {
 	const op = "shard finalize"
 	if !res.Status.Terminal() {
-		return false, permanent(op, fmt.Errorf("status %q is not terminal", res.Status))
+		return false, permanent(op, fmt.Errorf("finalize shard %s/%s: status %q is not terminal", runID, shardID, res.Status))
 	}
 	params := dbsqlc.ShardFinalizeParams{
 		RunID:          runID,

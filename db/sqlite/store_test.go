@@ -11,6 +11,4 @@ import (
 // newURL is a fresh SQLite file in the test's temporary directory.
 func newURL(t testing.TB) string { return "sqlite:" + filepath.Join(t.TempDir(), "history.db") }
 
-func TestConformance(t *testing.T) { dbtest.Exercise(t, newURL) }
-
 func BenchmarkStore(b *testing.B) { dbtest.Benchmark(b, newURL) }

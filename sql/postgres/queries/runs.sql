@@ -98,16 +98,17 @@ RETURNING r.*;
 
 -- name: RunReclaimPoison :execrows
 -- Fails running runs whose lease lapsed and whose attempts reached the cap.
+-- error_format gets the row's attempt+1 and attempt (db.PoisonErrorFormat).
 UPDATE faucet_runs SET
     status = 'failed',
     finished_at = @now::timestamptz,
-    error = @error::text,
+    error = format(@error_format::text, attempt + 1, attempt),
     owner = NULL,
     lease_expires_at = NULL,
     record = record || jsonb_build_object(
         'status', 'failed',
         'finished_at', @now::timestamptz,
-        'error', @error::text,
+        'error', format(@error_format::text, attempt + 1, attempt),
         'elapsed_secs', COALESCE(NULLIF(record -> 'elapsed_secs', 'null'::jsonb),
                                  to_jsonb(date_part('epoch', sqlc.arg(now)::timestamptz - started_at))))
 WHERE status = 'running'

@@ -38,10 +38,11 @@ UPDATE faucet_shards SET lease_expires_at = @lease_expires_at::timestamptz
 WHERE owner = @owner::text AND status = 'running';
 
 -- name: ShardReclaimPoison :execrows
+-- error_format gets the row's attempt+1 and attempt (db.PoisonErrorFormat).
 UPDATE faucet_shards SET
     status = 'failed',
     finished_at = @now::timestamptz,
-    error = @error::text,
+    error = format(@error_format::text, attempt + 1, attempt),
     owner = NULL,
     lease_expires_at = NULL
 WHERE status = 'running'

@@ -108,16 +108,17 @@ WHERE +status = 'pending'
 RETURNING *;
 
 -- name: RunReclaimPoison :execrows
+-- error_format gets the row's attempt+1 and attempt (db.PoisonErrorFormat).
 UPDATE faucet_runs
 SET status = 'failed',
     finished_at = sqlc.arg(now),
     owner = NULL,
     lease_expires_at = NULL,
-    error = sqlc.arg(error),
+    error = printf(CAST(sqlc.arg(error_format) AS TEXT), attempt + 1, attempt),
     record = json_set(record,
         '$.status', 'failed',
         '$.finished_at', CAST(sqlc.arg(now_text) AS TEXT),
-        '$.error', sqlc.arg(error),
+        '$.error', printf(CAST(sqlc.arg(error_format) AS TEXT), attempt + 1, attempt),
         '$.elapsed_secs', coalesce(json_extract(record, '$.elapsed_secs'), (sqlc.arg(now) - faucet_runs.started_at) / 1e6))
 WHERE status = 'running'
   AND (lease_expires_at IS NULL OR lease_expires_at < sqlc.arg(now))

@@ -27,12 +27,13 @@ UPDATE faucet_shards SET lease_expires_at = sqlc.arg(lease_expires_at)
 WHERE owner = sqlc.arg(owner) AND status = 'running';
 
 -- name: ShardReclaimPoison :execrows
+-- error_format gets the row's attempt+1 and attempt (db.PoisonErrorFormat).
 UPDATE faucet_shards
 SET status = 'failed',
     finished_at = sqlc.arg(now),
     owner = NULL,
     lease_expires_at = NULL,
-    error = sqlc.arg(error)
+    error = printf(CAST(sqlc.arg(error_format) AS TEXT), attempt + 1, attempt)
 WHERE status = 'running'
   AND (lease_expires_at IS NULL OR lease_expires_at < sqlc.arg(now))
   AND attempt >= sqlc.arg(max_attempts);

@@ -384,13 +384,13 @@ const runReclaimPoison = `-- name: RunReclaimPoison :execrows
 UPDATE faucet_runs SET
     status = 'failed',
     finished_at = $1::timestamptz,
-    error = $2::text,
+    error = format($2::text, attempt + 1, attempt),
     owner = NULL,
     lease_expires_at = NULL,
     record = record || jsonb_build_object(
         'status', 'failed',
         'finished_at', $1::timestamptz,
-        'error', $2::text,
+        'error', format($2::text, attempt + 1, attempt),
         'elapsed_secs', COALESCE(NULLIF(record -> 'elapsed_secs', 'null'::jsonb),
                                  to_jsonb(date_part('epoch', $1::timestamptz - started_at))))
 WHERE status = 'running'
@@ -400,13 +400,14 @@ WHERE status = 'running'
 
 type RunReclaimPoisonParams struct {
 	Now         time.Time
-	Error       string
+	ErrorFormat string
 	MaxAttempts int32
 }
 
 // Fails running runs whose lease lapsed and whose attempts reached the cap.
+// error_format gets the row's attempt+1 and attempt (db.PoisonErrorFormat).
 func (q *Queries) RunReclaimPoison(ctx context.Context, arg RunReclaimPoisonParams) (int64, error) {
-	result, err := q.db.Exec(ctx, runReclaimPoison, arg.Now, arg.Error, arg.MaxAttempts)
+	result, err := q.db.Exec(ctx, runReclaimPoison, arg.Now, arg.ErrorFormat, arg.MaxAttempts)
 	if err != nil {
 		return 0, err
 	}

@@ -300,7 +300,7 @@ const shardReclaimPoison = `-- name: ShardReclaimPoison :execrows
 UPDATE faucet_shards SET
     status = 'failed',
     finished_at = $1::timestamptz,
-    error = $2::text,
+    error = format($2::text, attempt + 1, attempt),
     owner = NULL,
     lease_expires_at = NULL
 WHERE status = 'running'
@@ -310,12 +310,13 @@ WHERE status = 'running'
 
 type ShardReclaimPoisonParams struct {
 	Now         time.Time
-	Error       string
+	ErrorFormat string
 	MaxAttempts int32
 }
 
+// error_format gets the row's attempt+1 and attempt (db.PoisonErrorFormat).
 func (q *Queries) ShardReclaimPoison(ctx context.Context, arg ShardReclaimPoisonParams) (int64, error) {
-	result, err := q.db.Exec(ctx, shardReclaimPoison, arg.Now, arg.Error, arg.MaxAttempts)
+	result, err := q.db.Exec(ctx, shardReclaimPoison, arg.Now, arg.ErrorFormat, arg.MaxAttempts)
 	if err != nil {
 		return 0, err
 	}

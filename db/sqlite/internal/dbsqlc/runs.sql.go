@@ -498,11 +498,11 @@ SET status = 'failed',
     finished_at = ?1,
     owner = NULL,
     lease_expires_at = NULL,
-    error = ?2,
+    error = printf(CAST(?2 AS TEXT), attempt + 1, attempt),
     record = json_set(record,
         '$.status', 'failed',
         '$.finished_at', CAST(?3 AS TEXT),
-        '$.error', ?2,
+        '$.error', printf(CAST(?2 AS TEXT), attempt + 1, attempt),
         '$.elapsed_secs', coalesce(json_extract(record, '$.elapsed_secs'), (?1 - faucet_runs.started_at) / 1e6))
 WHERE status = 'running'
   AND (lease_expires_at IS NULL OR lease_expires_at < ?1)
@@ -511,15 +511,16 @@ WHERE status = 'running'
 
 type RunReclaimPoisonParams struct {
 	Now         *int64
-	Error       *string
+	ErrorFormat string
 	NowText     string
 	MaxAttempts int64
 }
 
+// error_format gets the row's attempt+1 and attempt (db.PoisonErrorFormat).
 func (q *Queries) RunReclaimPoison(ctx context.Context, arg RunReclaimPoisonParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, runReclaimPoison,
 		arg.Now,
-		arg.Error,
+		arg.ErrorFormat,
 		arg.NowText,
 		arg.MaxAttempts,
 	)

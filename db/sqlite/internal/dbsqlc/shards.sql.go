@@ -293,7 +293,7 @@ SET status = 'failed',
     finished_at = ?1,
     owner = NULL,
     lease_expires_at = NULL,
-    error = ?2
+    error = printf(CAST(?2 AS TEXT), attempt + 1, attempt)
 WHERE status = 'running'
   AND (lease_expires_at IS NULL OR lease_expires_at < ?1)
   AND attempt >= ?3
@@ -301,12 +301,13 @@ WHERE status = 'running'
 
 type ShardReclaimPoisonParams struct {
 	Now         *int64
-	Error       *string
+	ErrorFormat string
 	MaxAttempts int64
 }
 
+// error_format gets the row's attempt+1 and attempt (db.PoisonErrorFormat).
 func (q *Queries) ShardReclaimPoison(ctx context.Context, arg ShardReclaimPoisonParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, shardReclaimPoison, arg.Now, arg.Error, arg.MaxAttempts)
+	result, err := q.db.ExecContext(ctx, shardReclaimPoison, arg.Now, arg.ErrorFormat, arg.MaxAttempts)
 	if err != nil {
 		return 0, err
 	}
