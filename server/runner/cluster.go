@@ -230,9 +230,11 @@ fill:
 	if err != nil {
 		return err
 	}
+	doomed := r.cancelRequested(ctx, runs)
 	for _, rec := range runs {
 		used++
-		r.startClaimed(func() { r.executeClaimed(rec) }, func(ctx context.Context) (bool, error) {
+		cancelled := doomed[rec.RunID]
+		r.startClaimed(func() { r.executeClaimed(rec, cancelled) }, func(ctx context.Context) (bool, error) {
 			return r.store.RunRelease(ctx, rec.RunID)
 		})
 	}
@@ -240,6 +242,32 @@ fill:
 		r.metrics.ClusterClaims.WithLabelValues("run").Add(float64(len(runs)))
 	}
 	return nil
+}
+
+// cancelRequested returns which of the runs just claimed carry a cancel
+// request. Only a run that ran before can: a pending run is cancelled
+// outright, while a running one keeps its request when its lease lapses and
+// it goes back to pending. So the store is asked only when a claimed run is
+// on a later attempt. When it cannot answer, the runs execute and the next
+// poll delivers their cancel as for any running run.
+func (r *Runner) cancelRequested(ctx context.Context, runs []db.RunRecord) map[string]bool {
+	again := false
+	for _, rec := range runs {
+		again = again || rec.Attempt > 0
+	}
+	if !again {
+		return nil
+	}
+	ids, err := r.store.RunPendingCancellations(ctx)
+	if err != nil {
+		r.log.Warn("read the cancel requests of claimed runs; a later poll delivers them", "error", err)
+		return nil
+	}
+	out := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		out[id] = true
+	}
+	return out
 }
 
 // startClaimed runs one claimed item, which holds one slot, in the
@@ -267,8 +295,11 @@ func (r *Runner) startClaimed(run func(), giveBack func(context.Context) (bool, 
 
 // executeClaimed executes a run claimed from the cluster: it re-loads the
 // stored config with this member's environment and defaults, then either
-// splits the run into shards (Mode B) or executes it whole.
-func (r *Runner) executeClaimed(rec db.RunRecord) {
+// splits the run into shards (Mode B) or executes it whole. A run claimed
+// with a cancel request (its earlier owner died before it stopped the run)
+// is finalized cancelled without executing again; its records written stay
+// those its earlier owner last reported.
+func (r *Runner) executeClaimed(rec db.RunRecord, cancelRequested bool) {
 	a := &active{rec: &rec, cancel: make(chan struct{}), owned: true}
 	r.mu.Lock()
 	r.active[rec.RunID] = a
@@ -277,6 +308,12 @@ func (r *Runner) executeClaimed(rec db.RunRecord) {
 	red := redact.New(r.cfg.Secrets)
 	a.log = r.logs.OpenPart(rec.RunID, rec.RunID, partBase(-1, rec.Attempt), red)
 	a.log.Append(slog.LevelInfo, fmt.Sprintf("run claimed by instance %s (attempt %d)", r.store.InstanceID(), rec.Attempt))
+	if cancelRequested {
+		r.freeSlot()
+		a.log.Append(slog.LevelInfo, "the run was cancelled while an earlier attempt ran; it does not execute again")
+		r.finalize(a, outcome{status: db.StatusCancelled, reason: reasonCancelled, records: rec.RecordsWritten}, time.Time{}, red)
+		return
+	}
 
 	plan, ok := r.plans.take(rec.RunID)
 	if !ok {

@@ -21,10 +21,13 @@ const (
 )
 
 // leaseStore is a member's store whose heartbeat can be cut, so its leases
-// lapse while it still runs: the slow owner a peer takes over from.
+// lapse while it still runs: the slow owner a peer takes over from. Cut
+// off entirely (deaf too), it no longer hears cancel requests either, like
+// a member killed before it delivered one.
 type leaseStore struct {
 	db.Store
 	noRenew atomic.Bool
+	deaf    atomic.Bool
 }
 
 func (s *leaseStore) RunRenewLeases(ctx context.Context) (int, error) {
@@ -32,6 +35,13 @@ func (s *leaseStore) RunRenewLeases(ctx context.Context) (int, error) {
 		return 0, errors.New("injected: renewal lost")
 	}
 	return s.Store.RunRenewLeases(ctx)
+}
+
+func (s *leaseStore) RunPendingCancellations(ctx context.Context) ([]string, error) {
+	if s.deaf.Load() {
+		return nil, nil
+	}
+	return s.Store.RunPendingCancellations(ctx)
 }
 
 // clusterMember is one in-process cluster member over a shared SQLite file.
@@ -167,6 +177,47 @@ func TestClusterDiscardsTheResultOfAReclaimedRun(t *testing.T) {
 	}
 	if rec := await(t, peer.store, res.RunID, db.StatusCompleted); rec.RecordsWritten != 10 || rec.Attempt != 1 {
 		t.Fatalf("the first owner's late result replaced the record: %+v", rec)
+	}
+}
+
+func TestClusterTakeoverEndsACancelledRunWithoutExecutingIt(t *testing.T) {
+	path := sharedHistory(t)
+	var ownerRuns, peerRuns atomic.Int64
+	// One slot, held by the run: the owner cannot claim the run again.
+	owner := newCluster(t, path, 1, testEngine{executions: &ownerRuns})[0]
+	res, err := owner.Submit(context.Background(), SubmitRequest{Config: "hold", ConfigFormat: "yaml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	await(t, owner.store, res.RunID, db.StatusRunning)
+	// The owner is cut off before it hears of the cancel: its lease lapses
+	// with the run still executing and the cancel request still on it.
+	owner.store.deaf.Store(true)
+	owner.store.noRenew.Store(true)
+	peer := newCluster(t, path, 1, testEngine{executions: &peerRuns})[0]
+	if out, err := peer.Cancel(context.Background(), res.RunID); err != nil || out != CancelRequested {
+		t.Fatalf("cancel of the running run: %v %v", out, err)
+	}
+	rec := await(t, peer.store, res.RunID, db.StatusCancelled)
+	if rec.Attempt != 1 {
+		t.Fatalf("the run ended at attempt %d, want 1 (taken over once): %+v", rec.Attempt, rec)
+	}
+	if n := peerRuns.Load(); n != 0 {
+		t.Fatalf("the peer executed the cancelled run %d time(s)", n)
+	}
+	if n := ownerRuns.Load(); n != 1 {
+		t.Fatalf("the owner executed the run %d time(s), want 1", n)
+	}
+	page, err := peer.store.RunLogList(context.Background(), res.RunID, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var said bool
+	for _, l := range page.Lines {
+		said = said || strings.Contains(l.Line, "does not execute again")
+	}
+	if !said {
+		t.Fatalf("the run's log does not say why the takeover did not execute it: %+v", page.Lines)
 	}
 }
 
