@@ -3,7 +3,9 @@ package runner
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/faucet-dev/faucet/db"
+	"github.com/faucet-dev/faucet/pipeline"
 	"github.com/faucet-dev/faucet/server/logs"
 )
 
@@ -57,7 +60,7 @@ func sharedHistory(t *testing.T) string {
 
 // newCluster starts one member per engine on the history at path, each with
 // slots execution slots.
-func newCluster(t *testing.T, path string, slots int, engines ...testEngine) []clusterMember {
+func newCluster(t *testing.T, path string, slots int, engines ...Engine) []clusterMember {
 	t.Helper()
 	out := make([]clusterMember, len(engines))
 	for i, e := range engines {
@@ -252,17 +255,62 @@ func TestClusterCancelReachesThePeerThatRunsIt(t *testing.T) {
 	}
 }
 
+// wholeEngine is testEngine with two configs that ask for shards they
+// cannot have: "matrix:<rows>" is a matrix of that many invocations over a
+// shardable source (invocation i writes 10·i records), "unshardable:<n>" a
+// single pipeline writing n records from a source that cannot be split.
+// It executes a plan's invocations one after another.
+type wholeEngine struct{ testEngine }
+
+func (e wholeEngine) Load(config []byte, format string) (*pipeline.Plan, error) {
+	kind, arg, _ := strings.Cut(string(config), ":")
+	n, err := strconv.Atoi(arg)
+	switch {
+	case kind != "matrix" && kind != "unshardable":
+		return e.testEngine.Load(config, format)
+	case err != nil:
+		return nil, err
+	case kind == "matrix":
+		plan := &pipeline.Plan{Name: kind, Shard: &pipeline.Shard{Count: 4}}
+		for i := 1; i <= n; i++ {
+			plan.Invocations = append(plan.Invocations, pipeline.Invocation{RowID: strconv.Itoa(10 * i), Source: pipeline.ConnectorConfig{Type: "split"}})
+		}
+		return plan, nil
+	}
+	return &pipeline.Plan{Name: kind, Shard: &pipeline.Shard{Count: 4}, Invocations: []pipeline.Invocation{
+		{RowID: arg, Source: pipeline.ConnectorConfig{Type: "generate"}},
+	}}, nil
+}
+
+func (e wholeEngine) Execute(ctx context.Context, plan *pipeline.Plan, log *slog.Logger, progress func(int64)) ([]pipeline.InvocationResult, error) {
+	var out []pipeline.InvocationResult
+	for _, inv := range plan.Invocations {
+		one := *plan
+		one.Invocations = []pipeline.Invocation{inv}
+		res, err := e.testEngine.Execute(ctx, &one, log, progress)
+		out = append(out, res...)
+		if err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
 func TestClusterSplitsARunIntoShards(t *testing.T) {
 	path := sharedHistory(t)
-	members := newCluster(t, path, 4, testEngine{}, testEngine{})
+	members := newCluster(t, path, 4, wholeEngine{}, wholeEngine{})
 	cases := map[string]struct {
 		config  string
 		status  db.RunStatus
 		records int64
 		err     string
+		// shards is how many shard rows the run gets; 0 when it runs whole.
+		shards int
 	}{
-		"all shards complete": {"split:6", db.StatusCompleted, 60, ""},
-		"one shard fails":     {"split:4:2", db.StatusFailed, 30, "1/4 shard(s) failed"},
+		"all shards complete":              {"split:6", db.StatusCompleted, 60, "", 6},
+		"one shard fails":                  {"split:4:2", db.StatusFailed, 30, "1/4 shard(s) failed", 4},
+		"a matrix runs whole":              {"matrix:3", db.StatusCompleted, 60, "", 0},
+		"an unshardable source runs whole": {"unshardable:25", db.StatusCompleted, 25, "", 0},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -270,13 +318,17 @@ func TestClusterSplitsARunIntoShards(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			whole := strings.Contains(strings.Join(res.Warnings, "\n"), "the run executes whole")
+			if whole != (c.shards == 0) {
+				t.Fatalf("warnings %q: a run that executes whole is told so, a sharded one not", res.Warnings)
+			}
 			rec := await(t, members[1].store, res.RunID, c.status)
 			if rec.RecordsWritten != c.records || (c.err != "" && (rec.Error == nil || *rec.Error != c.err)) {
-				t.Fatalf("sharded run = %+v (error %v)", rec, rec.Error)
+				t.Fatalf("run = %+v (error %v)", rec, rec.Error)
 			}
 			p, err := members[1].store.ShardProgress(context.Background(), res.RunID)
-			if err != nil || p.Total != int(c.records/10)+len(strings.Split(c.config, ":"))-2 {
-				t.Fatalf("shard progress %+v, %v", p, err)
+			if err != nil || p.Total != c.shards {
+				t.Fatalf("shard progress %+v, %v; want %d shards", p, err, c.shards)
 			}
 		})
 	}
