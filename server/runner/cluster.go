@@ -116,7 +116,7 @@ func (r *Runner) claimLoop(ctx context.Context) {
 
 // sweep does the periodic duties: reclaim expired runs and shards, finalize
 // sharded runs whose shards all ended (their last worker may have died),
-// and deliver cancel requests.
+// deliver cancel requests, and count the cluster's shards by state.
 func (r *Runner) sweep(ctx context.Context, trouble *storeTrouble) {
 	runs, err := r.store.RunReclaimOrphans(ctx, r.cfg.MaxAttempts)
 	if err != nil {
@@ -133,7 +133,11 @@ func (r *Runner) sweep(ctx context.Context, trouble *storeTrouble) {
 		trouble.report(err)
 		return
 	}
-	trouble.report(r.deliverCancels(ctx))
+	err = r.deliverCancels(ctx)
+	if err == nil {
+		err = r.countClusterShards(ctx)
+	}
+	trouble.report(err)
 	if runs.Requeued+runs.Poisoned+shards.Requeued+shards.Poisoned > 0 {
 		r.log.Warn("reclaimed work whose owner stopped renewing its lease",
 			"runs_requeued", runs.Requeued, "runs_poisoned", runs.Poisoned,
@@ -149,6 +153,20 @@ func (r *Runner) sweep(ctx context.Context, trouble *storeTrouble) {
 	if runs.Requeued+shards.Requeued > 0 {
 		r.kick()
 	}
+}
+
+// countClusterShards refreshes the gauge of the cluster's shards by state
+// from one count over the runs still sharded.
+func (r *Runner) countClusterShards(ctx context.Context) error {
+	if r.metrics == nil {
+		return nil
+	}
+	p, err := r.store.ShardProgressInFlight(ctx)
+	if err != nil {
+		return err
+	}
+	r.metrics.ClusterShardStates(p.Pending, p.Running, p.Completed, p.Failed, p.Cancelled)
+	return nil
 }
 
 // deliverCancels stops the runs and shards executing here that carry a
