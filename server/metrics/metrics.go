@@ -83,7 +83,7 @@ func New() *Metrics {
 		}, []string{"kind"}),
 		ClusterPoisoned: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "faucet_cluster_poisoned_total",
-			Help: "Runs and shards this instance failed as poison (their lease lapsed --cluster-max-attempts times), by kind.",
+			Help: "Runs and shards this instance failed as poison (their lease lapsed after --cluster-max-attempts takeovers, so on their last of max-attempts+1 executions), by kind.",
 		}, []string{"kind"}),
 		ClusterMembers: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "faucet_cluster_members",
