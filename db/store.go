@@ -174,6 +174,10 @@ type Store interface {
 	ShardFinalize(ctx context.Context, runID, shardID string, res ShardResult) (bool, error)
 	// ShardProgress aggregates the shard states of a run.
 	ShardProgress(ctx context.Context, runID string) (ShardProgress, error)
+	// ShardProgressInFlight aggregates the shard states of every run still
+	// sharded, across the cluster: the shards of finished runs are left out,
+	// so the cost follows the work in progress, not the history.
+	ShardProgressInFlight(ctx context.Context) (ShardProgress, error)
 	// ShardPendingCancellations lists the runs for which this instance runs a
 	// shard whose parent carries a cancel request, ordered by run id.
 	ShardPendingCancellations(ctx context.Context) ([]string, error)

@@ -71,8 +71,10 @@ type Config struct {
 	Cluster bool
 	// ClusterPoll is how often the claim loop looks for work unprompted.
 	ClusterPoll time.Duration
-	// ClusterMaxAttempts: a run whose owner's lease lapses this many times is
-	// failed as poison.
+	// ClusterMaxAttempts is how many takeovers a run or shard gets: a lease
+	// that lapses once its attempt count has reached it fails the run as
+	// poison, so a run that kills each owner executes ClusterMaxAttempts+1
+	// times.
 	ClusterMaxAttempts int
 	// LeaseTTL is how long a run stays owned without a heartbeat; peers
 	// take over a cluster member's runs this long after it died.

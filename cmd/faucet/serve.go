@@ -89,7 +89,7 @@ FAUCET_MAX_CONCURRENT_RUNS, and so on. A flag on the command line wins.`,
 	f.StringVar(&logLevel, "log-level", "info", "server log level: debug, info, warn or error")
 	f.BoolVar(&cfg.Cluster, "cluster", false, "join the cluster of servers sharing --history (postgres://…, or a sqlite:PATH file on one host)")
 	f.Float64Var(&pollSecs, "cluster-poll-secs", server.DefaultClusterPoll.Seconds(), "how often a cluster member looks for runs to claim when nothing wakes it")
-	f.IntVar(&cfg.ClusterMaxAttempts, "cluster-max-attempts", server.DefaultClusterMaxAttempts, "a run whose owner's lease lapses this many times is failed as poison")
+	f.IntVar(&cfg.ClusterMaxAttempts, "cluster-max-attempts", server.DefaultClusterMaxAttempts, "takeovers a run or shard gets after its owner's lease lapses (a shutdown hand-back counts as one); a run that keeps killing its owner executes this many times plus one (4 by default), and the lapse of its last execution fails it as poison")
 	f.Float64Var(&leaseSecs, "lease-ttl-secs", server.DefaultLeaseTTL.Seconds(), "how long a run stays owned by a server that stopped heartbeating; peers take over after it")
 	return cmd
 }

@@ -133,6 +133,49 @@ func exerciseShards(t *testing.T, newURL func(t testing.TB) string, peek Peek) {
 		}
 	})
 
+	t.Run("ProgressInFlightCountsTheShardsOfRunningShardedRuns", func(t *testing.T) {
+		t.Parallel()
+		url := newURL(t)
+		a := open(t, url, db.Options{InstanceID: "a"})
+		b := open(t, url, db.Options{InstanceID: "b"})
+		inFlight := func(s db.Store) db.ShardProgress {
+			t.Helper()
+			p, err := s.ShardProgressInFlight(t.Context())
+			if err != nil {
+				t.Fatalf("shard progress in flight: %v", err)
+			}
+			return p
+		}
+		if p := inFlight(a); p != (db.ShardProgress{}) {
+			t.Fatalf("progress in flight of an empty history %+v, want zero", p)
+		}
+		upsert(t, a, newRun("r1", db.StatusSharded, now()), newRun("r2", db.StatusSharded, now()),
+			newRun("done", db.StatusCompleted, now()))
+		insertShards(t, a, "r1", shardSpecs("s", 3, ptr(int64(100)))...)
+		insertShards(t, a, "r2", shardSpecs("s", 2, ptr(int64(10)))...)
+		// A finished run's shards are history, not work in flight.
+		insertShards(t, a, "done", shardSpecs("s", 4, nil)...)
+		claimed := shardClaim(t, a, 2)
+		equalIDs(t, "claim", []string{"r1/s-0000", "r1/s-0001"}, shardKeys(claimed))
+		finishShard(t, a, "r1", "s-0000", db.ShardResult{Status: db.ShardCompleted, RecordsWritten: 7})
+		equalIDs(t, "claim", []string{"r1/s-0002"}, shardKeys(shardClaim(t, b, 1)))
+		finishShard(t, b, "r1", "s-0002", db.ShardResult{Status: db.ShardFailed, RecordsWritten: 2, Error: ptr("boom")})
+		want := db.ShardProgress{Total: 5, Pending: 2, Running: 1, Completed: 1, Failed: 1, RecordsWritten: 9}
+		// Every member counts the whole cluster, not its own shards.
+		for _, s := range []db.Store{a, b} {
+			if p := inFlight(s); p != want {
+				t.Fatalf("progress in flight %+v, want %+v", p, want)
+			}
+		}
+		if ok, err := a.RunRequestCancel(t.Context(), "r2"); err != nil || !ok {
+			t.Fatalf("cancel r2: %v %v", ok, err)
+		}
+		want.Pending, want.Cancelled = 0, 2
+		if p := inFlight(b); p != want {
+			t.Fatalf("progress in flight after a cancel %+v, want %+v", p, want)
+		}
+	})
+
 	t.Run("ConcurrentClaimersAcrossStores", func(t *testing.T) {
 		t.Parallel()
 		ss := stores(t, newURL(t), "a", "b", "c")

@@ -143,6 +143,12 @@ func (s *Store) ShardProgress(ctx context.Context, runID string) (db.ShardProgre
 	if err != nil {
 		return db.ShardProgress{}, fail("shard progress", err)
 	}
+	return shardProgress(r), nil
+}
+
+// shardProgress converts a shard count row; every count query returns this
+// shape.
+func shardProgress(r dbsqlc.ShardProgressRow) db.ShardProgress {
 	return db.ShardProgress{
 		Total:          int(r.Total),
 		Pending:        int(r.Pending),
@@ -151,7 +157,17 @@ func (s *Store) ShardProgress(ctx context.Context, runID string) (db.ShardProgre
 		Failed:         int(r.Failed),
 		Cancelled:      int(r.Cancelled),
 		RecordsWritten: r.RecordsWritten,
-	}, nil
+	}
+}
+
+// ShardProgressInFlight counts the shards of every run still sharded by
+// state.
+func (s *Store) ShardProgressInFlight(ctx context.Context) (db.ShardProgress, error) {
+	r, err := s.q.ShardProgressInFlight(ctx)
+	if err != nil {
+		return db.ShardProgress{}, fail("shard progress in flight", err)
+	}
+	return shardProgress(dbsqlc.ShardProgressRow(r)), nil
 }
 
 // ShardPendingCancellations lists runs whose cancel request reaches a shard

@@ -174,15 +174,31 @@ func (s *Store) ShardProgress(ctx context.Context, runID string) (db.ShardProgre
 	if err != nil {
 		return db.ShardProgress{}, wrap(ctx, "shard progress", err)
 	}
+	return shardProgress(p), nil
+}
+
+// shardProgress converts a shard count row; every count query returns this
+// shape.
+func shardProgress(r dbsqlc.ShardProgressRow) db.ShardProgress {
 	return db.ShardProgress{
-		Total:          int(p.Total),
-		Pending:        int(p.Pending),
-		Running:        int(p.Running),
-		Completed:      int(p.Completed),
-		Failed:         int(p.Failed),
-		Cancelled:      int(p.Cancelled),
-		RecordsWritten: p.RecordsWritten,
-	}, nil
+		Total:          int(r.Total),
+		Pending:        int(r.Pending),
+		Running:        int(r.Running),
+		Completed:      int(r.Completed),
+		Failed:         int(r.Failed),
+		Cancelled:      int(r.Cancelled),
+		RecordsWritten: r.RecordsWritten,
+	}
+}
+
+// ShardProgressInFlight counts the shards of every run still sharded by
+// state.
+func (s *Store) ShardProgressInFlight(ctx context.Context) (db.ShardProgress, error) {
+	p, err := s.rq.ShardProgressInFlight(ctx)
+	if err != nil {
+		return db.ShardProgress{}, wrap(ctx, "shard progress in flight", err)
+	}
+	return shardProgress(dbsqlc.ShardProgressRow(p)), nil
 }
 
 // ShardPendingCancellations lists the runs with a cancel request for which

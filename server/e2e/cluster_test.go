@@ -90,7 +90,29 @@ func startCluster(t *testing.T, n int, hist string, args ...string) []*member {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
+	// Once every member has beaten, each one's next heartbeat counts them
+	// all in its gauge.
+	for _, m := range ms {
+		m.awaitMetric("faucet_cluster_members", nil, "every member", func(v float64) bool { return v == float64(n) })
+	}
 	return ms
+}
+
+// awaitMetric polls a metric of the server (as metric reads it) until ok
+// accepts its value, and returns the value; want says what ok waits for.
+func (s *server) awaitMetric(name string, match map[string]string, want string, ok func(float64) bool) float64 {
+	s.t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		v := s.metric(name, match)
+		if ok(v) {
+			return v
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("%s%v is %v, never %s", name, match, v, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // ready reads /readyz.
@@ -137,11 +159,17 @@ func (s *server) claims(runID string) map[int]string {
 
 var shardClaimedRE = regexp.MustCompile(`^shard claimed shard=(\d+) instance=(\S+) attempt=(\d+)$`)
 
-// shardClaims reads from a sharded run's persisted logs which instances
-// claimed its shards: shard id → instances, in claim order.
-func (s *server) shardClaims(runID string) map[string][]string {
+// shardClaim is one claim of a shard, as its claim line logged it.
+type shardClaim struct {
+	shard, instance string
+	attempt         int
+}
+
+// shardClaimLines reads a sharded run's persisted shard claim lines, in
+// log order.
+func (s *server) shardClaimLines(runID string) []shardClaim {
 	s.t.Helper()
-	out := map[string][]string{}
+	var out []shardClaim
 	for after := int64(0); ; {
 		page := s.logs(runID, after, 10000)
 		if len(page) == 0 {
@@ -149,11 +177,23 @@ func (s *server) shardClaims(runID string) map[string][]string {
 		}
 		for _, l := range page {
 			if m := shardClaimedRE.FindStringSubmatch(l.Line); m != nil {
-				out[m[1]] = append(out[m[1]], m[2])
+				n, _ := strconv.Atoi(m[3])
+				out = append(out, shardClaim{shard: m[1], instance: m[2], attempt: n})
 			}
 		}
 		after = page[len(page)-1].Seq
 	}
+}
+
+// shardClaims reads from a sharded run's persisted logs which instances
+// claimed its shards: shard id → instances, in claim order.
+func (s *server) shardClaims(runID string) map[string][]string {
+	s.t.Helper()
+	out := map[string][]string{}
+	for _, c := range s.shardClaimLines(runID) {
+		out[c.shard] = append(out[c.shard], c.instance)
+	}
+	return out
 }
 
 // claimedBy polls until attempt of runID is claimed and returns the id of
@@ -194,6 +234,31 @@ func appendTo(rows int, path string) string {
 // sink overwrites its file, so a run executed again leaves the same file.
 func holdFor(rows, ms int, path string) string {
 	return fmt.Sprintf("version: 1\nname: hold-for\npipeline:\n  source: {type: gate, config: {rows: %d, hold_ms: %d}}\n  sink: {type: jsonl, config: {path: %q}}\n", rows, ms, path)
+}
+
+// killing is a run whose source kills the faucet serve executing it (with
+// SIGKILL) once it has flushed one row.
+func killing(path string) string {
+	return fmt.Sprintf("version: 1\nname: killer\npipeline:\n  source: {type: gate, config: {rows: 1, kill_server: true}}\n  sink: {type: jsonl, config: {path: %q}}\n", path)
+}
+
+// awaitDeath waits until one of members exits by itself and returns its
+// index.
+func awaitDeath(t *testing.T, members []*member) int {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		for i, m := range members {
+			select {
+			case <-m.exited:
+				return i
+			default:
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("no member died")
+	return -1
 }
 
 // metric reads one counter or gauge of a server, summed over the series
@@ -389,26 +454,47 @@ func TestClusterMemberHandsItsRunsOverOnSIGTERM(t *testing.T) {
 
 func TestClusterPoisonsARunThatKillsEveryMember(t *testing.T) {
 	eachClusterHistory(t, func(t *testing.T, hist string) {
-		const maxAttempts = 2
-		args := []string{"--cluster-max-attempts", strconv.Itoa(maxAttempts)}
-		members := startCluster(t, 3, hist, args...)
-		id := members[0].submit(client.SubmitRequest{Config: holding(1, filepath.Join(t.TempDir(), "out.jsonl"))}).RunId
+		// The default cap, which the flag's help and the README promise
+		// lets such a run execute maxAttempts+1 times.
+		const maxAttempts = 3
+		members := startCluster(t, 3, hist)
+		id := members[0].submit(client.SubmitRequest{Config: killing(filepath.Join(t.TempDir(), "out.jsonl"))}).RunId
 		// The run kills whichever member executes it; the member comes back.
-		for attempt := 0; attempt <= maxAttempts; attempt++ {
-			owner := awaitClaim(t, members[len(members)-1], members, id, attempt)
-			owner.kill9()
-			for i, m := range members {
-				if m == owner {
-					members[i] = startMember(t, hist, args...)
-				}
+		// Attempts 0 to maxAttempts each take one member down; the lapse of
+		// the last poisons the run.
+		for range maxAttempts + 1 {
+			dead := awaitDeath(t, members)
+			// Only the run's source sends SIGKILL.
+			if st, ok := members[dead].cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !st.Signaled() || st.Signal() != syscall.SIGKILL {
+				t.Fatalf("member %s ended with %v, not killed by the run\n%s", members[dead].id, members[dead].cmd.ProcessState, members[dead].stderr.String())
 			}
+			members[dead] = startMember(t, hist)
 		}
 		rec := members[0].await(id, client.RunRecordStatusFailed)
 		if rec.Attempt != maxAttempts || rec.Error == nil || !strings.Contains(*rec.Error, "poison") {
 			t.Fatalf("poisoned run = attempt %d, error %s", rec.Attempt, deref(rec.Error))
 		}
-		if got := len(members[0].claims(id)); got != maxAttempts+1 {
-			t.Fatalf("the run was claimed %d times, want %d", got, maxAttempts+1)
+		// Poisoned, the run is executed no more: every member lives on.
+		for _, m := range members {
+			select {
+			case <-m.exited:
+				t.Fatalf("member %s died after the run was poisoned\n%s", m.id, m.stderr.String())
+			default:
+			}
+		}
+		// The member whose sweep poisoned it counted it, once; the
+		// members killed before could not have.
+		poisoned := 0.0
+		deadline := time.Now().Add(time.Minute)
+		for poisoned == 0 && time.Now().Before(deadline) {
+			poisoned = 0
+			for _, m := range members {
+				poisoned += m.metric("faucet_cluster_poisoned_total", map[string]string{"kind": "run"})
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if poisoned != 1 {
+			t.Fatalf("the members counted %v poisoned runs, want 1", poisoned)
 		}
 	})
 }
@@ -508,6 +594,13 @@ func TestClusterShardsOneRunAcrossMembers(t *testing.T) {
 	if len(workers) < 2 {
 		t.Fatalf("every shard ran on one member: %v", claims)
 	}
+	shardClaims := 0.0
+	for _, m := range members {
+		shardClaims += m.metric("faucet_cluster_claims_total", map[string]string{"kind": "shard"})
+	}
+	if shardClaims < 8 {
+		t.Fatalf("the members counted %v shard claims, want at least the 8 shards", shardClaims)
+	}
 }
 
 func TestClusterCancelStopsEveryShard(t *testing.T) {
@@ -529,6 +622,12 @@ func TestClusterCancelStopsEveryShard(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	// Every member counts the cluster's shards, wherever they run: the six
+	// are all there, and at least the two on different members running.
+	for _, m := range members {
+		m.awaitMetric("faucet_cluster_shards", nil, "6", func(v float64) bool { return v == 6 })
+		m.awaitMetric("faucet_cluster_shards", map[string]string{"state": "running"}, "at least 2", func(v float64) bool { return v >= 2 })
+	}
 	resp, err := members[2].admin().CancelRunWithResponse(context.Background(), id)
 	if err != nil || resp.StatusCode() != http.StatusAccepted {
 		t.Fatalf("cancel: %v %d %s", err, resp.StatusCode(), resp.Body)
@@ -536,6 +635,10 @@ func TestClusterCancelStopsEveryShard(t *testing.T) {
 	rec := members[1].await(id, client.RunRecordStatusCancelled)
 	if rec.FinishedAt == nil {
 		t.Fatalf("cancelled sharded run = %+v", rec)
+	}
+	// The run ended: its shards are no longer work in progress.
+	for _, m := range members {
+		m.awaitMetric("faucet_cluster_shards", nil, "0", func(v float64) bool { return v == 0 })
 	}
 	for _, m := range members {
 		deadline := time.Now().Add(time.Minute)
@@ -567,21 +670,24 @@ func TestClusterShardedRunSurvivesAKilledMember(t *testing.T) {
 	const rows = 1_000_000
 	sink := fmt.Sprintf("{type: postgres, config: {url: %q, table: people, write_mode: upsert, key: [id]}}", sinkDB)
 	id := members[0].submit(client.SubmitRequest{Config: shardedGenerate(rows, 8, sink)}).RunId
-	// Kill a member while it executes a shard.
+	// Kill a member while it executes a shard: one whose shard is still
+	// running when it is killed, so that shard's lease lapses.
 	var victim *member
 	deadline := time.Now().Add(2 * time.Minute)
 	for victim == nil {
-		for _, by := range members[0].shardClaims(id) {
-			for _, m := range members {
-				if m.id == by[0] && m != members[0] {
-					victim = m
-				}
+		for _, m := range members {
+			if m.metric("faucet_cluster_shards_in_flight", nil) > 0 {
+				victim = m
+				break
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no member but the first claimed a shard\n%s", members[0].stderr.String())
+		switch {
+		case victim != nil:
+		case time.Now().After(deadline):
+			t.Fatalf("no member ever ran a shard\n%s", members[0].stderr.String())
+		default:
+			time.Sleep(20 * time.Millisecond)
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 	victim.kill9()
 	var survivor *member
@@ -594,14 +700,28 @@ func TestClusterShardedRunSurvivesAKilledMember(t *testing.T) {
 	if rec.RecordsWritten != rows {
 		t.Fatalf("sharded run wrote %d records, want %d", rec.RecordsWritten, rows)
 	}
+	// The killed member may have died before persisting its claim lines;
+	// a takeover's line, on a later attempt, is always there.
 	reclaimed := 0
-	for _, by := range survivor.shardClaims(id) {
-		if len(by) > 1 {
+	for _, c := range survivor.shardClaimLines(id) {
+		if c.attempt > 0 {
 			reclaimed++
+			if c.instance == victim.id {
+				t.Fatalf("shard %s was taken over by the killed member", c.shard)
+			}
 		}
 	}
 	if reclaimed == 0 {
 		t.Fatal("no shard of the killed member was claimed again")
+	}
+	reclaims := 0.0
+	for _, m := range members {
+		if m != victim {
+			reclaims += m.metric("faucet_cluster_reclaims_total", map[string]string{"kind": "shard"})
+		}
+	}
+	if reclaims < 1 {
+		t.Fatalf("the survivors counted %v shard reclaims, want at least 1", reclaims)
 	}
 	count, distinct, err := countKeys(sinkDB)
 	if err != nil {

@@ -31,6 +31,7 @@ type Metrics struct {
 	ClusterMembers  prometheus.Gauge
 	ShardsInFlight  prometheus.Gauge
 	ShardsFinished  *prometheus.CounterVec
+	ClusterShards   *prometheus.GaugeVec
 }
 
 // New registers every instrument, plus the Go runtime and process collectors.
@@ -82,7 +83,7 @@ func New() *Metrics {
 		}, []string{"kind"}),
 		ClusterPoisoned: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "faucet_cluster_poisoned_total",
-			Help: "Runs and shards this instance failed as poison (their lease lapsed --cluster-max-attempts times), by kind.",
+			Help: "Runs and shards this instance failed as poison (their lease lapsed after --cluster-max-attempts takeovers, so on their last of max-attempts+1 executions), by kind.",
 		}, []string{"kind"}),
 		ClusterMembers: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "faucet_cluster_members",
@@ -96,12 +97,16 @@ func New() *Metrics {
 			Name: "faucet_cluster_shards_finished_total",
 			Help: "Source shards this instance executed to an end, by status (completed, failed, cancelled).",
 		}, []string{"status"}),
+		ClusterShards: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "faucet_cluster_shards",
+			Help: "Source shards of the cluster's sharded runs still in progress, on every member, by state (pending, running, completed, failed, cancelled), as of this instance's last sweep.",
+		}, []string{"state"}),
 	}
 	reg.MustRegister(
 		m.RunsSubmitted, m.RunsFinished, m.RunDuration, m.RecordsWritten,
 		m.IdempotencyReplays, m.QueueDepth, m.InFlight, m.HTTPDuration,
 		m.ClusterClaims, m.ClusterReclaims, m.ClusterPoisoned, m.ClusterMembers,
-		m.ShardsInFlight, m.ShardsFinished,
+		m.ShardsInFlight, m.ShardsFinished, m.ClusterShards,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -126,6 +131,16 @@ func (m *Metrics) RunFinished(status, reason string, d time.Duration, records in
 	}
 	if records > 0 {
 		m.RecordsWritten.Add(float64(records))
+	}
+}
+
+// ClusterShardStates sets the cluster's shards of sharded runs in progress
+// by state; every state is set, so one that emptied reads 0.
+func (m *Metrics) ClusterShardStates(pending, running, completed, failed, cancelled int) {
+	for state, n := range map[string]int{
+		"pending": pending, "running": running, "completed": completed, "failed": failed, "cancelled": cancelled,
+	} {
+		m.ClusterShards.WithLabelValues(state).Set(float64(n))
 	}
 }
 

@@ -116,7 +116,7 @@ func (r *Runner) claimLoop(ctx context.Context) {
 
 // sweep does the periodic duties: reclaim expired runs and shards, finalize
 // sharded runs whose shards all ended (their last worker may have died),
-// and deliver cancel requests.
+// deliver cancel requests, and count the cluster's shards by state.
 func (r *Runner) sweep(ctx context.Context, trouble *storeTrouble) {
 	runs, err := r.store.RunReclaimOrphans(ctx, r.cfg.MaxAttempts)
 	if err != nil {
@@ -133,7 +133,11 @@ func (r *Runner) sweep(ctx context.Context, trouble *storeTrouble) {
 		trouble.report(err)
 		return
 	}
-	trouble.report(r.deliverCancels(ctx))
+	err = r.deliverCancels(ctx)
+	if err == nil {
+		err = r.countClusterShards(ctx)
+	}
+	trouble.report(err)
 	if runs.Requeued+runs.Poisoned+shards.Requeued+shards.Poisoned > 0 {
 		r.log.Warn("reclaimed work whose owner stopped renewing its lease",
 			"runs_requeued", runs.Requeued, "runs_poisoned", runs.Poisoned,
@@ -149,6 +153,20 @@ func (r *Runner) sweep(ctx context.Context, trouble *storeTrouble) {
 	if runs.Requeued+shards.Requeued > 0 {
 		r.kick()
 	}
+}
+
+// countClusterShards refreshes the gauge of the cluster's shards by state
+// from one count over the runs still sharded.
+func (r *Runner) countClusterShards(ctx context.Context) error {
+	if r.metrics == nil {
+		return nil
+	}
+	p, err := r.store.ShardProgressInFlight(ctx)
+	if err != nil {
+		return err
+	}
+	r.metrics.ClusterShardStates(p.Pending, p.Running, p.Completed, p.Failed, p.Cancelled)
+	return nil
 }
 
 // deliverCancels stops the runs and shards executing here that carry a
@@ -230,9 +248,11 @@ fill:
 	if err != nil {
 		return err
 	}
+	doomed := r.cancelRequested(ctx, runs)
 	for _, rec := range runs {
 		used++
-		r.startClaimed(func() { r.executeClaimed(rec) }, func(ctx context.Context) (bool, error) {
+		cancelled := doomed[rec.RunID]
+		r.startClaimed(func() { r.executeClaimed(rec, cancelled) }, func(ctx context.Context) (bool, error) {
 			return r.store.RunRelease(ctx, rec.RunID)
 		})
 	}
@@ -240,6 +260,32 @@ fill:
 		r.metrics.ClusterClaims.WithLabelValues("run").Add(float64(len(runs)))
 	}
 	return nil
+}
+
+// cancelRequested returns which of the runs just claimed carry a cancel
+// request. Only a run that ran before can: a pending run is cancelled
+// outright, while a running one keeps its request when its lease lapses and
+// it goes back to pending. So the store is asked only when a claimed run is
+// on a later attempt. When it cannot answer, the runs execute and the next
+// poll delivers their cancel as for any running run.
+func (r *Runner) cancelRequested(ctx context.Context, runs []db.RunRecord) map[string]bool {
+	again := false
+	for _, rec := range runs {
+		again = again || rec.Attempt > 0
+	}
+	if !again {
+		return nil
+	}
+	ids, err := r.store.RunPendingCancellations(ctx)
+	if err != nil {
+		r.log.Warn("read the cancel requests of claimed runs; a later poll delivers them", "error", err)
+		return nil
+	}
+	out := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		out[id] = true
+	}
+	return out
 }
 
 // startClaimed runs one claimed item, which holds one slot, in the
@@ -267,8 +313,11 @@ func (r *Runner) startClaimed(run func(), giveBack func(context.Context) (bool, 
 
 // executeClaimed executes a run claimed from the cluster: it re-loads the
 // stored config with this member's environment and defaults, then either
-// splits the run into shards (Mode B) or executes it whole.
-func (r *Runner) executeClaimed(rec db.RunRecord) {
+// splits the run into shards (Mode B) or executes it whole. A run claimed
+// with a cancel request (its earlier owner died before it stopped the run)
+// is finalized cancelled without executing again; its records written stay
+// those its earlier owner last reported.
+func (r *Runner) executeClaimed(rec db.RunRecord, cancelRequested bool) {
 	a := &active{rec: &rec, cancel: make(chan struct{}), owned: true}
 	r.mu.Lock()
 	r.active[rec.RunID] = a
@@ -277,6 +326,12 @@ func (r *Runner) executeClaimed(rec db.RunRecord) {
 	red := redact.New(r.cfg.Secrets)
 	a.log = r.logs.OpenPart(rec.RunID, rec.RunID, partBase(-1, rec.Attempt), red)
 	a.log.Append(slog.LevelInfo, fmt.Sprintf("run claimed by instance %s (attempt %d)", r.store.InstanceID(), rec.Attempt))
+	if cancelRequested {
+		r.freeSlot()
+		a.log.Append(slog.LevelInfo, "the run was cancelled while an earlier attempt ran; it does not execute again")
+		r.finalize(a, outcome{status: db.StatusCancelled, reason: reasonCancelled, records: rec.RecordsWritten}, time.Time{}, red)
+		return
+	}
 
 	plan, ok := r.plans.take(rec.RunID)
 	if !ok {

@@ -3,7 +3,9 @@ package runner
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/faucet-dev/faucet/db"
+	"github.com/faucet-dev/faucet/pipeline"
 	"github.com/faucet-dev/faucet/server/logs"
 )
 
@@ -21,10 +24,13 @@ const (
 )
 
 // leaseStore is a member's store whose heartbeat can be cut, so its leases
-// lapse while it still runs: the slow owner a peer takes over from.
+// lapse while it still runs: the slow owner a peer takes over from. Cut
+// off entirely (deaf too), it no longer hears cancel requests either, like
+// a member killed before it delivered one.
 type leaseStore struct {
 	db.Store
 	noRenew atomic.Bool
+	deaf    atomic.Bool
 }
 
 func (s *leaseStore) RunRenewLeases(ctx context.Context) (int, error) {
@@ -32,6 +38,13 @@ func (s *leaseStore) RunRenewLeases(ctx context.Context) (int, error) {
 		return 0, errors.New("injected: renewal lost")
 	}
 	return s.Store.RunRenewLeases(ctx)
+}
+
+func (s *leaseStore) RunPendingCancellations(ctx context.Context) ([]string, error) {
+	if s.deaf.Load() {
+		return nil, nil
+	}
+	return s.Store.RunPendingCancellations(ctx)
 }
 
 // clusterMember is one in-process cluster member over a shared SQLite file.
@@ -47,7 +60,7 @@ func sharedHistory(t *testing.T) string {
 
 // newCluster starts one member per engine on the history at path, each with
 // slots execution slots.
-func newCluster(t *testing.T, path string, slots int, engines ...testEngine) []clusterMember {
+func newCluster(t *testing.T, path string, slots int, engines ...Engine) []clusterMember {
 	t.Helper()
 	out := make([]clusterMember, len(engines))
 	for i, e := range engines {
@@ -170,6 +183,47 @@ func TestClusterDiscardsTheResultOfAReclaimedRun(t *testing.T) {
 	}
 }
 
+func TestClusterTakeoverEndsACancelledRunWithoutExecutingIt(t *testing.T) {
+	path := sharedHistory(t)
+	var ownerRuns, peerRuns atomic.Int64
+	// One slot, held by the run: the owner cannot claim the run again.
+	owner := newCluster(t, path, 1, testEngine{executions: &ownerRuns})[0]
+	res, err := owner.Submit(context.Background(), SubmitRequest{Config: "hold", ConfigFormat: "yaml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	await(t, owner.store, res.RunID, db.StatusRunning)
+	// The owner is cut off before it hears of the cancel: its lease lapses
+	// with the run still executing and the cancel request still on it.
+	owner.store.deaf.Store(true)
+	owner.store.noRenew.Store(true)
+	peer := newCluster(t, path, 1, testEngine{executions: &peerRuns})[0]
+	if out, err := peer.Cancel(context.Background(), res.RunID); err != nil || out != CancelRequested {
+		t.Fatalf("cancel of the running run: %v %v", out, err)
+	}
+	rec := await(t, peer.store, res.RunID, db.StatusCancelled)
+	if rec.Attempt != 1 {
+		t.Fatalf("the run ended at attempt %d, want 1 (taken over once): %+v", rec.Attempt, rec)
+	}
+	if n := peerRuns.Load(); n != 0 {
+		t.Fatalf("the peer executed the cancelled run %d time(s)", n)
+	}
+	if n := ownerRuns.Load(); n != 1 {
+		t.Fatalf("the owner executed the run %d time(s), want 1", n)
+	}
+	page, err := peer.store.RunLogList(context.Background(), res.RunID, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var said bool
+	for _, l := range page.Lines {
+		said = said || strings.Contains(l.Line, "does not execute again")
+	}
+	if !said {
+		t.Fatalf("the run's log does not say why the takeover did not execute it: %+v", page.Lines)
+	}
+}
+
 func TestClusterCancelReachesThePeerThatRunsIt(t *testing.T) {
 	path := sharedHistory(t)
 	owner := newCluster(t, path, 4, testEngine{})[0]
@@ -191,24 +245,72 @@ func TestClusterCancelReachesThePeerThatRunsIt(t *testing.T) {
 	if err := owner.store.RunSubmit(context.Background(), pending, nil); err != nil {
 		t.Fatal(err)
 	}
+	// A member may claim it first; then the cancel is requested of its
+	// owner instead, with the same answer.
 	if out, err := other.Cancel(context.Background(), "p1"); err != nil || out != CancelRequested {
-		// A member may have claimed it first; then the cancel still lands.
-		t.Logf("cancel of p1: %v %v", out, err)
+		t.Fatalf("cancel of pending run p1: %v %v, want %v", out, err, CancelRequested)
 	}
-	await(t, other.store, "p1", db.StatusCancelled)
+	if rec := await(t, other.store, "p1", db.StatusCancelled); rec.FinishedAt == nil {
+		t.Fatalf("cancelled pending run = %+v", rec)
+	}
+}
+
+// wholeEngine is testEngine with two configs that ask for shards they
+// cannot have: "matrix:<rows>" is a matrix of that many invocations over a
+// shardable source (invocation i writes 10·i records), "unshardable:<n>" a
+// single pipeline writing n records from a source that cannot be split.
+// It executes a plan's invocations one after another.
+type wholeEngine struct{ testEngine }
+
+func (e wholeEngine) Load(config []byte, format string) (*pipeline.Plan, error) {
+	kind, arg, _ := strings.Cut(string(config), ":")
+	n, err := strconv.Atoi(arg)
+	switch {
+	case kind != "matrix" && kind != "unshardable":
+		return e.testEngine.Load(config, format)
+	case err != nil:
+		return nil, err
+	case kind == "matrix":
+		plan := &pipeline.Plan{Name: kind, Shard: &pipeline.Shard{Count: 4}}
+		for i := 1; i <= n; i++ {
+			plan.Invocations = append(plan.Invocations, pipeline.Invocation{RowID: strconv.Itoa(10 * i), Source: pipeline.ConnectorConfig{Type: "split"}})
+		}
+		return plan, nil
+	}
+	return &pipeline.Plan{Name: kind, Shard: &pipeline.Shard{Count: 4}, Invocations: []pipeline.Invocation{
+		{RowID: arg, Source: pipeline.ConnectorConfig{Type: "generate"}},
+	}}, nil
+}
+
+func (e wholeEngine) Execute(ctx context.Context, plan *pipeline.Plan, log *slog.Logger, progress func(int64)) ([]pipeline.InvocationResult, error) {
+	var out []pipeline.InvocationResult
+	for _, inv := range plan.Invocations {
+		one := *plan
+		one.Invocations = []pipeline.Invocation{inv}
+		res, err := e.testEngine.Execute(ctx, &one, log, progress)
+		out = append(out, res...)
+		if err != nil {
+			return out, err
+		}
+	}
+	return out, nil
 }
 
 func TestClusterSplitsARunIntoShards(t *testing.T) {
 	path := sharedHistory(t)
-	members := newCluster(t, path, 4, testEngine{}, testEngine{})
+	members := newCluster(t, path, 4, wholeEngine{}, wholeEngine{})
 	cases := map[string]struct {
 		config  string
 		status  db.RunStatus
 		records int64
 		err     string
+		// shards is how many shard rows the run gets; 0 when it runs whole.
+		shards int
 	}{
-		"all shards complete": {"split:6", db.StatusCompleted, 60, ""},
-		"one shard fails":     {"split:4:2", db.StatusFailed, 30, "1/4 shard(s) failed"},
+		"all shards complete":              {"split:6", db.StatusCompleted, 60, "", 6},
+		"one shard fails":                  {"split:4:2", db.StatusFailed, 30, "1/4 shard(s) failed", 4},
+		"a matrix runs whole":              {"matrix:3", db.StatusCompleted, 60, "", 0},
+		"an unshardable source runs whole": {"unshardable:25", db.StatusCompleted, 25, "", 0},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -216,13 +318,17 @@ func TestClusterSplitsARunIntoShards(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			whole := strings.Contains(strings.Join(res.Warnings, "\n"), "the run executes whole")
+			if whole != (c.shards == 0) {
+				t.Fatalf("warnings %q: a run that executes whole is told so, a sharded one not", res.Warnings)
+			}
 			rec := await(t, members[1].store, res.RunID, c.status)
 			if rec.RecordsWritten != c.records || (c.err != "" && (rec.Error == nil || *rec.Error != c.err)) {
-				t.Fatalf("sharded run = %+v (error %v)", rec, rec.Error)
+				t.Fatalf("run = %+v (error %v)", rec, rec.Error)
 			}
 			p, err := members[1].store.ShardProgress(context.Background(), res.RunID)
-			if err != nil || p.Total != int(c.records/10)+len(strings.Split(c.config, ":"))-2 {
-				t.Fatalf("shard progress %+v, %v", p, err)
+			if err != nil || p.Total != c.shards {
+				t.Fatalf("shard progress %+v, %v; want %d shards", p, err, c.shards)
 			}
 		})
 	}

@@ -133,3 +133,19 @@ WHERE NOT EXISTS (SELECT 1 FROM faucet_runs r WHERE r.run_id = s.run_id);
 -- Hands a running shard the caller owns back to pending for any instance.
 UPDATE faucet_shards SET status = 'pending', owner = NULL, lease_expires_at = NULL, attempt = attempt + 1
 WHERE run_id = @run_id AND shard_id = @shard_id AND owner = @owner::text AND status = 'running';
+
+-- name: ShardProgressInFlight :one
+-- Counts the shards of every run still sharded, cluster-wide, by state: the
+-- partial index on sharded runs finds the runs and the primary key their
+-- shards, so the cost follows the work in progress, not the history.
+SELECT
+    count(*) AS total,
+    count(*) FILTER (WHERE s.status = 'pending') AS pending,
+    count(*) FILTER (WHERE s.status = 'running') AS running,
+    count(*) FILTER (WHERE s.status = 'completed') AS completed,
+    count(*) FILTER (WHERE s.status = 'failed') AS failed,
+    count(*) FILTER (WHERE s.status = 'cancelled') AS cancelled,
+    COALESCE(sum(s.records_written), 0)::bigint AS records_written
+FROM faucet_runs r
+JOIN faucet_shards s ON s.run_id = r.run_id
+WHERE r.status = 'sharded';

@@ -100,3 +100,18 @@ WHERE NOT EXISTS (SELECT 1 FROM faucet_runs r WHERE r.run_id = faucet_shards.run
 UPDATE faucet_shards
 SET status = 'pending', owner = NULL, lease_expires_at = NULL, attempt = attempt + 1
 WHERE run_id = sqlc.arg(run_id) AND shard_id = sqlc.arg(shard_id) AND owner = sqlc.arg(owner) AND status = 'running';
+
+-- name: ShardProgressInFlight :one
+-- Counts the shards of every run still sharded, cluster-wide, by state: the
+-- status index finds the sharded runs and the primary key their shards, so
+-- the cost follows the work in progress, not the history.
+SELECT count(*) AS total,
+       CAST(coalesce(sum(s.status = 'pending'), 0) AS INTEGER) AS pending,
+       CAST(coalesce(sum(s.status = 'running'), 0) AS INTEGER) AS running,
+       CAST(coalesce(sum(s.status = 'completed'), 0) AS INTEGER) AS completed,
+       CAST(coalesce(sum(s.status = 'failed'), 0) AS INTEGER) AS failed,
+       CAST(coalesce(sum(s.status = 'cancelled'), 0) AS INTEGER) AS cancelled,
+       CAST(coalesce(sum(s.records_written), 0) AS INTEGER) AS records_written
+FROM faucet_runs r
+JOIN faucet_shards s ON s.run_id = r.run_id
+WHERE r.status = 'sharded';

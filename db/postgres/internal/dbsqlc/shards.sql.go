@@ -283,6 +283,48 @@ func (q *Queries) ShardProgress(ctx context.Context, runID string) (ShardProgres
 	return i, err
 }
 
+const shardProgressInFlight = `-- name: ShardProgressInFlight :one
+SELECT
+    count(*) AS total,
+    count(*) FILTER (WHERE s.status = 'pending') AS pending,
+    count(*) FILTER (WHERE s.status = 'running') AS running,
+    count(*) FILTER (WHERE s.status = 'completed') AS completed,
+    count(*) FILTER (WHERE s.status = 'failed') AS failed,
+    count(*) FILTER (WHERE s.status = 'cancelled') AS cancelled,
+    COALESCE(sum(s.records_written), 0)::bigint AS records_written
+FROM faucet_runs r
+JOIN faucet_shards s ON s.run_id = r.run_id
+WHERE r.status = 'sharded'
+`
+
+type ShardProgressInFlightRow struct {
+	Total          int64
+	Pending        int64
+	Running        int64
+	Completed      int64
+	Failed         int64
+	Cancelled      int64
+	RecordsWritten int64
+}
+
+// Counts the shards of every run still sharded, cluster-wide, by state: the
+// partial index on sharded runs finds the runs and the primary key their
+// shards, so the cost follows the work in progress, not the history.
+func (q *Queries) ShardProgressInFlight(ctx context.Context) (ShardProgressInFlightRow, error) {
+	row := q.db.QueryRow(ctx, shardProgressInFlight)
+	var i ShardProgressInFlightRow
+	err := row.Scan(
+		&i.Total,
+		&i.Pending,
+		&i.Running,
+		&i.Completed,
+		&i.Failed,
+		&i.Cancelled,
+		&i.RecordsWritten,
+	)
+	return i, err
+}
+
 const shardPurgeOrphans = `-- name: ShardPurgeOrphans :execrows
 DELETE FROM faucet_shards s
 WHERE NOT EXISTS (SELECT 1 FROM faucet_runs r WHERE r.run_id = s.run_id)

@@ -274,6 +274,47 @@ func (q *Queries) ShardProgress(ctx context.Context, runID string) (ShardProgres
 	return i, err
 }
 
+const shardProgressInFlight = `-- name: ShardProgressInFlight :one
+SELECT count(*) AS total,
+       CAST(coalesce(sum(s.status = 'pending'), 0) AS INTEGER) AS pending,
+       CAST(coalesce(sum(s.status = 'running'), 0) AS INTEGER) AS running,
+       CAST(coalesce(sum(s.status = 'completed'), 0) AS INTEGER) AS completed,
+       CAST(coalesce(sum(s.status = 'failed'), 0) AS INTEGER) AS failed,
+       CAST(coalesce(sum(s.status = 'cancelled'), 0) AS INTEGER) AS cancelled,
+       CAST(coalesce(sum(s.records_written), 0) AS INTEGER) AS records_written
+FROM faucet_runs r
+JOIN faucet_shards s ON s.run_id = r.run_id
+WHERE r.status = 'sharded'
+`
+
+type ShardProgressInFlightRow struct {
+	Total          int64
+	Pending        int64
+	Running        int64
+	Completed      int64
+	Failed         int64
+	Cancelled      int64
+	RecordsWritten int64
+}
+
+// Counts the shards of every run still sharded, cluster-wide, by state: the
+// status index finds the sharded runs and the primary key their shards, so
+// the cost follows the work in progress, not the history.
+func (q *Queries) ShardProgressInFlight(ctx context.Context) (ShardProgressInFlightRow, error) {
+	row := q.db.QueryRowContext(ctx, shardProgressInFlight)
+	var i ShardProgressInFlightRow
+	err := row.Scan(
+		&i.Total,
+		&i.Pending,
+		&i.Running,
+		&i.Completed,
+		&i.Failed,
+		&i.Cancelled,
+		&i.RecordsWritten,
+	)
+	return i, err
+}
+
 const shardPurgeOrphans = `-- name: ShardPurgeOrphans :execrows
 DELETE FROM faucet_shards
 WHERE NOT EXISTS (SELECT 1 FROM faucet_runs r WHERE r.run_id = faucet_shards.run_id)

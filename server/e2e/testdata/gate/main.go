@@ -2,26 +2,34 @@
 // source emits a given number of rows and then, with hold, keeps the run in
 // flight until faucet cancels it, so cancel, timeout and shutdown are tested
 // without sleeps; with hold_ms it keeps it in flight that long and then ends,
-// so a run is still running when a test kills its server. Its probe fails on request, and its errors can carry the
-// secret password field, to prove faucet redacts it.
+// so a run is still running when a test kills its server; with kill_server it
+// kills the faucet serve that runs it (its parent process: faucet starts
+// each plugin itself) with SIGKILL once its rows are flushed, a run that
+// takes down every instance that executes it. Its probe fails on request,
+// and its errors can carry the secret password field, to prove faucet
+// redacts it.
 package main
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
+	"syscall"
 	"time"
 
 	"github.com/faucet-dev/faucet/plugins/sdk"
 )
 
 type config struct {
-	Rows      int    `json:"rows"`
-	Hold      bool   `json:"hold"`
-	HoldMS    int    `json:"hold_ms"`
-	FailCheck bool   `json:"fail_check"`
-	FailRead  bool   `json:"fail_read"`
-	Password  string `json:"password"`
+	Rows       int    `json:"rows"`
+	Hold       bool   `json:"hold"`
+	HoldMS     int    `json:"hold_ms"`
+	FailCheck  bool   `json:"fail_check"`
+	FailRead   bool   `json:"fail_read"`
+	KillServer bool   `json:"kill_server"`
+	Password   string `json:"password"`
 }
 
 type gate struct{}
@@ -40,6 +48,7 @@ func (gate) Spec() sdk.Spec {
 				"hold_ms": {"type": "integer", "minimum": 0},
 				"fail_check": {"type": "boolean"},
 				"fail_read": {"type": "boolean"},
+				"kill_server": {"type": "boolean"},
 				"password": {"type": "string", "writeOnly": true}
 			}
 		}`),
@@ -61,6 +70,18 @@ func (gate) Read(ctx context.Context, req sdk.ReadRequest, w *sdk.BatchWriter) e
 	}
 	if err := w.Flush(); err != nil {
 		return err
+	}
+	if cfg.KillServer {
+		parent := os.Getppid()
+		if parent <= 1 {
+			return errors.New("kill_server: the plugin has no parent process to kill")
+		}
+		if err := syscall.Kill(parent, syscall.SIGKILL); err != nil {
+			return fmt.Errorf("kill_server: kill process %d: %w", parent, err)
+		}
+		// faucet starts plugins to die with it, so this one ends here too.
+		<-ctx.Done()
+		return ctx.Err()
 	}
 	if cfg.Hold {
 		<-ctx.Done()
