@@ -184,6 +184,9 @@ type Store interface {
 	// ShardFinalizeCompletedParents finalizes every sharded run whose shards
 	// are all terminal (failed if any shard failed, else cancelled if any was
 	// cancelled, else completed) and returns the run ids it finalized, ordered.
+	// First it cancels the pending shards of sharded runs with a cancel
+	// request: no one claims those, and a shard can return to pending after
+	// the cancel (a lapsed lease, a hand-back).
 	// The parent's records_written becomes the sum of its shards'.
 	ShardFinalizeCompletedParents(ctx context.Context) ([]string, error)
 

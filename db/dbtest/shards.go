@@ -316,6 +316,39 @@ func exerciseShards(t *testing.T, newURL func(t testing.TB) string, peek Peek) {
 		}
 	})
 
+	// A shard whose worker dies after its run was cancelled goes back to
+	// pending, where no member will claim it: the sweep cancels it and the
+	// run ends cancelled instead of staying sharded forever.
+	t.Run("SweepCancelsShardsStrandedByACancel", func(t *testing.T) {
+		t.Parallel()
+		url := newURL(t)
+		dying := open(t, url, db.Options{InstanceID: "dying", LeaseTTL: shortLease})
+		peer := open(t, url, db.Options{InstanceID: "peer", LeaseTTL: liveLease})
+		upsert(t, peer, newRun("r1", db.StatusSharded, now()))
+		insertShards(t, peer, "r1", shardSpecs("s", 2, nil)...)
+		if got := shardClaim(t, dying, 1); len(got) != 1 {
+			t.Fatalf("claimed %d shards, want 1", len(got))
+		}
+		if ok, err := peer.RunRequestCancel(t.Context(), "r1"); err != nil || !ok {
+			t.Fatalf("request cancel: %v, %v", ok, err)
+		}
+		waitPast(time.Now(), shortLease)
+		rep, err := peer.ShardReclaimOrphans(t.Context(), 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantReport(t, "reclaim of the dead worker's shard", rep, 1, 0)
+		ids, err := peer.ShardFinalizeCompletedParents(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		equalIDs(t, "finalized parents", []string{"r1"}, ids)
+		wantStatus(t, peer, "r1", db.StatusCancelled)
+		if p := progress(t, peer, "r1"); p.Cancelled != 2 || !p.AllTerminal() {
+			t.Fatalf("progress %+v, want both shards cancelled", p)
+		}
+	})
+
 	t.Run("SweepFinalizesCompletedParents", func(t *testing.T) {
 		t.Parallel()
 		url := newURL(t)

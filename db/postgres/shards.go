@@ -180,6 +180,9 @@ func (s *Store) ShardPendingCancellations(ctx context.Context) ([]string, error)
 // ShardFinalizeCompletedParents finalizes sharded runs whose shards are all
 // terminal.
 func (s *Store) ShardFinalizeCompletedParents(ctx context.Context) ([]string, error) {
+	if _, err := s.q.ShardCancelStranded(ctx, now()); err != nil {
+		return nil, fail("shard cancel stranded", err)
+	}
 	ids, err := s.q.ShardFinalizeCompletedParents(ctx, now())
 	if err != nil {
 		return nil, fail("shard finalize completed parents", err)

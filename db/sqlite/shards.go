@@ -214,6 +214,9 @@ func (s *Store) ShardPendingCancellations(ctx context.Context) ([]string, error)
 func (s *Store) ShardFinalizeCompletedParents(ctx context.Context) ([]string, error) {
 	var done []string
 	err := s.write(ctx, "shard finalize completed parents", func(ctx context.Context, q *dbsqlc.Queries) error {
+		if _, err := q.ShardCancelStranded(ctx, ptr(micros(now()))); err != nil {
+			return err
+		}
 		parents, err := q.ShardCompletedParents(ctx)
 		if err != nil {
 			return err

@@ -86,6 +86,19 @@ JOIN faucet_runs r ON r.run_id = s.run_id
 WHERE s.owner = @owner::text AND s.status = 'running' AND r.cancel_requested_at IS NOT NULL
 ORDER BY s.run_id;
 
+-- name: ShardCancelStranded :execrows
+-- Cancels the pending shards of sharded runs that carry a cancel request. No
+-- member claims them (ShardClaim skips such runs), so a shard that went back
+-- to pending after the cancel (its worker's lease lapsed, or the worker shut
+-- down and handed it back) would otherwise keep its run sharded forever.
+UPDATE faucet_shards s SET
+    status = 'cancelled',
+    finished_at = @now::timestamptz,
+    error = 'run cancelled before the shard finished'
+FROM faucet_runs r
+WHERE r.run_id = s.run_id AND r.status = 'sharded' AND r.cancel_requested_at IS NOT NULL
+  AND s.status = 'pending';
+
 -- name: ShardFinalizeCompletedParents :many
 -- Finalizes, in one statement, every sharded run whose shards are all
 -- terminal: failed if any shard failed, else cancelled if any was cancelled,

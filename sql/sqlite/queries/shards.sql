@@ -76,6 +76,17 @@ SELECT DISTINCT s.run_id FROM faucet_shards s JOIN faucet_runs r ON r.run_id = s
 WHERE s.owner = sqlc.arg(owner) AND s.status = 'running' AND r.cancel_requested_at IS NOT NULL
 ORDER BY s.run_id;
 
+-- name: ShardCancelStranded :execrows
+-- Cancels the pending shards of sharded runs that carry a cancel request. No
+-- member claims them (ShardClaim skips such runs), so a shard that went back
+-- to pending after the cancel (its worker's lease lapsed, or the worker shut
+-- down and handed it back) would otherwise keep its run sharded forever.
+UPDATE faucet_shards
+SET status = 'cancelled', finished_at = sqlc.arg(now), error = 'run cancelled before the shard finished'
+WHERE status = 'pending'
+  AND run_id IN (SELECT r.run_id FROM faucet_runs r
+                 WHERE r.status = 'sharded' AND r.cancel_requested_at IS NOT NULL);
+
 -- ShardCompletedParents lists sharded runs whose shards are all terminal, with
 -- the counts that decide the run's outcome.
 -- name: ShardCompletedParents :many

@@ -10,6 +10,28 @@ import (
 	"time"
 )
 
+const shardCancelStranded = `-- name: ShardCancelStranded :execrows
+UPDATE faucet_shards s SET
+    status = 'cancelled',
+    finished_at = $1::timestamptz,
+    error = 'run cancelled before the shard finished'
+FROM faucet_runs r
+WHERE r.run_id = s.run_id AND r.status = 'sharded' AND r.cancel_requested_at IS NOT NULL
+  AND s.status = 'pending'
+`
+
+// Cancels the pending shards of sharded runs that carry a cancel request. No
+// member claims them (ShardClaim skips such runs), so a shard that went back
+// to pending after the cancel (its worker's lease lapsed, or the worker shut
+// down and handed it back) would otherwise keep its run sharded forever.
+func (q *Queries) ShardCancelStranded(ctx context.Context, now time.Time) (int64, error) {
+	result, err := q.db.Exec(ctx, shardCancelStranded, now)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const shardClaim = `-- name: ShardClaim :many
 WITH picked AS (
     SELECT p.run_id, p.shard_id

@@ -28,6 +28,26 @@ func (q *Queries) ShardCancelPending(ctx context.Context, arg ShardCancelPending
 	return result.RowsAffected()
 }
 
+const shardCancelStranded = `-- name: ShardCancelStranded :execrows
+UPDATE faucet_shards
+SET status = 'cancelled', finished_at = ?1, error = 'run cancelled before the shard finished'
+WHERE status = 'pending'
+  AND run_id IN (SELECT r.run_id FROM faucet_runs r
+                 WHERE r.status = 'sharded' AND r.cancel_requested_at IS NOT NULL)
+`
+
+// Cancels the pending shards of sharded runs that carry a cancel request. No
+// member claims them (ShardClaim skips such runs), so a shard that went back
+// to pending after the cancel (its worker's lease lapsed, or the worker shut
+// down and handed it back) would otherwise keep its run sharded forever.
+func (q *Queries) ShardCancelStranded(ctx context.Context, now *int64) (int64, error) {
+	result, err := q.db.ExecContext(ctx, shardCancelStranded, now)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const shardClaim = `-- name: ShardClaim :many
 UPDATE faucet_shards
 SET status = 'running', owner = ?1, lease_expires_at = ?2
