@@ -527,6 +527,14 @@ func TestClusterCancelReachesAnotherMembersRun(t *testing.T) {
 			if owner == other {
 				other = members[1]
 			}
+			// Cancel only once the owner has reported its 3 acknowledged
+			// records: a cancel that lands before the source's first batch
+			// rightly ends the run with none.
+			for deadline := time.Now().Add(time.Minute); other.get(id).RecordsWritten != 3; time.Sleep(50 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("run %s never reported its 3 records: %+v", id, other.get(id))
+				}
+			}
 			resp, err := other.admin().CancelRunWithResponse(context.Background(), id)
 			if err != nil || resp.StatusCode() != http.StatusAccepted {
 				t.Fatalf("cancel on the other member: %v %d", err, resp.StatusCode())
