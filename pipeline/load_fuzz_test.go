@@ -15,7 +15,7 @@ func FuzzLoad(f *testing.F) {
 		minimalYAML + "matrix:\n  - id: a\n    vars: {x: 1}\n    source: {config: {path: \"${vars.x}.csv\"}}\n  - id: b\n",
 		`{"version": 1, "pipeline": {"source": {"type": "generate", "config": {"count": 10}}, "sink": {"type": "stdout"}}}`,
 		"version: 1\nvars: {a: ${env:HOME}}\npipeline:\n  source: {type: postgres, config: {url: \"$${x}\", auth: {password: p}}}\n  sink: {type: jsonl, config: {path: o}}\n",
-		"version: 1\nexecution: {max_concurrent: 2, on_error: stop}\nresilience: {retry: {max_attempts: 2, backoff: {initial: 1s, max: 2s}}}\nshard: {count: 3}\ndelivery: exactly_once\n",
+		"version: 1\nexecution: {max_concurrent: 2, on_error: stop}\nresilience: {retry: {max_attempts: 2, backoff: {initial: 1s, max: 2s}}}\nshard: {count: 3}\ndelivery: at_least_once\n",
 		"a: &x {b: *x}\n",
 		"- [[[[[[[[[[]]]]]]]]]]\n",
 		"{\"version\": 1e400}",

@@ -200,7 +200,7 @@ func TestLoadMinimalYAML(t *testing.T) {
 
 func TestLoadSettings(t *testing.T) {
 	plan := mustLoad(t, minimalYAML+`execution: {max_concurrent: 4, on_error: stop}
-delivery: exactly_once
+delivery: at_least_once
 shard: {count: 8}
 resilience:
   retry:
@@ -210,7 +210,7 @@ resilience:
 	if plan.Execution != (Execution{MaxConcurrent: 4, OnError: OnErrorStop}) {
 		t.Errorf("Execution = %+v", plan.Execution)
 	}
-	if plan.Delivery != "exactly_once" || plan.Shard == nil || plan.Shard.Count != 8 {
+	if plan.Delivery != "at_least_once" || plan.Shard == nil || plan.Shard.Count != 8 {
 		t.Errorf("Delivery = %q, Shard = %+v", plan.Delivery, plan.Shard)
 	}
 	if plan.Retry != (Retry{MaxAttempts: 5, InitialBackoff: 250 * time.Millisecond, MaxBackoff: 90 * time.Second}) {
