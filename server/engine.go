@@ -30,7 +30,7 @@ func newEngine(ctx context.Context, cfg Config, defaults []byte, log *slog.Logge
 	dirs := append(append([]string{}, cfg.PluginDirs...), host.DefaultPluginDirs()...)
 	// Each session holds a plugin process; keep enough warm for every run
 	// that may execute at once, so trivial runs never wait for a launch.
-	h, err := host.New(ctx, host.Options{PluginDirs: dirs, Builtins: specs, Env: cfg.PluginEnv, Logger: log, MaxIdle: max(2, cfg.MaxConcurrentRuns)})
+	h, err := host.New(ctx, host.Options{PluginDirs: dirs, Builtins: specs, Env: cfg.PluginEnv, Nice: cfg.PluginNice, Logger: log, MaxIdle: max(2, cfg.MaxConcurrentRuns)})
 	if err != nil {
 		return nil, fmt.Errorf("start connector host: %w", err)
 	}

@@ -65,6 +65,10 @@ type Config struct {
 	// faucet's own environment (credentials a connector needs, such as
 	// PGSSLROOTCERT).
 	PluginEnv []string
+	// PluginNice is the CPU priority plugins run at below the server's (a
+	// nice value; 0 runs them at the server's own), so the API answers
+	// promptly while runs keep the CPU busy.
+	PluginNice int
 
 	// Cluster makes this server one member of a cluster sharing History
 	// (Postgres, or a SQLite file shared by servers on one host).
@@ -93,6 +97,7 @@ const (
 	DefaultClusterPoll          = runner.DefaultClusterPoll
 	DefaultClusterMaxAttempts   = runner.DefaultMaxAttempts
 	DefaultLeaseTTL             = db.DefaultLeaseTTL
+	DefaultPluginNice           = 10
 	historyFileName             = "history.db"
 )
 
@@ -120,6 +125,10 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 	cfg = withDefaults(cfg)
 	if err := checkCluster(cfg); err != nil {
 		return err
+	}
+	if cfg.PluginNice < 0 || cfg.PluginNice > 19 {
+		// A negative value would need privileges and starve the API instead.
+		return fmt.Errorf("--plugin-nice must be between 0 and 19 (got %d)", cfg.PluginNice)
 	}
 	historyURL, historyFile, err := resolveHistory(cfg)
 	if err != nil {

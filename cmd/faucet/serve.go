@@ -86,6 +86,7 @@ FAUCET_MAX_CONCURRENT_RUNS, and so on. A flag on the command line wins.`,
 	f.StringSliceVar(&cfg.CORSOrigins, "cors-origin", nil, "browser origin allowed to call the API (repeatable; * for any)")
 	f.StringSliceVar(&cfg.PluginDirs, "plugin-dir", nil, "directory of third-party connector plugins (repeatable)")
 	f.StringSliceVar(&cfg.PluginEnv, "plugin-env", nil, pluginEnvUsage)
+	f.IntVar(&cfg.PluginNice, "plugin-nice", server.DefaultPluginNice, "run connector plugins at this lower CPU priority (nice value, 0-19; 0: the server's own), so the API stays responsive while runs saturate the CPU")
 	f.StringVar(&logLevel, "log-level", "info", "server log level: debug, info, warn or error")
 	f.BoolVar(&cfg.Cluster, "cluster", false, "join the cluster of servers sharing --history (postgres://…, or a sqlite:PATH file on one host)")
 	f.Float64Var(&pollSecs, "cluster-poll-secs", server.DefaultClusterPoll.Seconds(), "how often a cluster member looks for runs to claim when nothing wakes it")

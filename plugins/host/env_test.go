@@ -1,12 +1,15 @@
 package host_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/faucet-dev/faucet/pipeline"
 	"github.com/faucet-dev/faucet/plugins/host"
 )
 
@@ -53,4 +56,52 @@ func TestPluginsGetACleanEnvironment(t *testing.T) {
 			t.Errorf("plugin's environment has %s=%q; faucet's own environment must not leak", k, v)
 		}
 	}
+}
+
+// TestNicePluginsRunAtLowerPriority runs a pipeline on a host with Nice set
+// and checks every thread of every plugin process it started has that nice
+// value, while the test process keeps its own.
+func TestNicePluginsRunAtLowerPriority(t *testing.T) {
+	h := newHostWith(t, host.Options{Nice: 7})
+	out := filepath.Join(t.TempDir(), "out.jsonl")
+	p := plan(pipeline.Invocation{RowID: "r", Source: cfg("generate", map[string]any{"count": 10}), Sink: cfg("jsonl", map[string]any{"path": out})})
+	if _, err := pipeline.Execute(context.Background(), p, pipeline.ExecuteOptions{Connectors: h}); err != nil {
+		t.Fatal(err)
+	}
+	pids := children(t, faucetBin)
+	if len(pids) == 0 {
+		t.Fatal("no warm plugin process after the run")
+	}
+	for _, pid := range pids {
+		tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
+		if err != nil || len(tasks) == 0 {
+			t.Fatalf("threads of plugin %d: %v", pid, err)
+		}
+		for _, stat := range tasks {
+			if n := niceOf(t, stat); n != 7 {
+				t.Errorf("plugin thread %s has nice %d, want 7", stat, n)
+			}
+		}
+	}
+	if n := niceOf(t, "/proc/self/stat"); n != 0 {
+		t.Errorf("faucet's own nice is %d, want it untouched", n)
+	}
+}
+
+// niceOf reads the nice value from a /proc stat file.
+func niceOf(t *testing.T, stat string) int {
+	t.Helper()
+	data, err := os.ReadFile(stat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Fields after the parenthesized command name start at field 3; nice is
+	// field 19.
+	s := string(data)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	n, err := strconv.Atoi(fields[16])
+	if err != nil {
+		t.Fatalf("%s: %v", stat, err)
+	}
+	return n
 }

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -53,6 +54,11 @@ type Options struct {
 	// Stdout is where the stdout sink prints; default os.Stdout. Plugins
 	// inherit it and write to it directly.
 	Stdout *os.File
+	// Nice, when positive, starts every plugin at that lower CPU priority
+	// (through nice(1), so every thread of the plugin has it): a server
+	// keeps answering its API promptly while pipelines saturate the CPU,
+	// and the pipelines still get every cycle the API leaves.
+	Nice int
 }
 
 // DefaultPluginDirs returns the directories in FAUCET_PLUGIN_DIR followed by
@@ -92,6 +98,9 @@ type Host struct {
 	opts       Options
 	log        *slog.Logger
 	connectors map[string]*Connector
+	// nice is the nice(1) executable plugins start through; empty to start
+	// them directly.
+	nice string
 
 	mu     sync.Mutex
 	closed bool
@@ -142,6 +151,13 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 			Path: opts.Executable, Builtin: true, args: []string{"connector", "serve", s.Name},
 			readsUpstream: len(s.SinkSchema) > 0,
 		}
+	}
+	if opts.Nice > 0 {
+		nice, err := exec.LookPath("nice")
+		if err != nil {
+			h.log.Warn("plugins run at normal CPU priority: nice(1) not found", "error", err)
+		}
+		h.nice = nice
 	}
 	go h.reap()
 	if err := h.discover(ctx); err != nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -80,6 +81,9 @@ func (p *proc) kill() {
 // launch starts a plugin process and completes the handshake.
 func (h *Host) launch(ctx context.Context, label, path string, args ...string) (*proc, error) {
 	cmd := exec.Command(path, args...)
+	if h.nice != "" {
+		cmd = exec.Command(h.nice, append([]string{"-n", strconv.Itoa(h.opts.Nice), path}, args...)...)
+	}
 	cmd.Env = h.env()
 	// The stdout sink writes straight to faucet's own standard output.
 	cmd.ExtraFiles = []*os.File{h.opts.Stdout}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -183,5 +185,36 @@ func TestDefaultConfigIsMergedUnderTheSubmittedOne(t *testing.T) {
 	bare := s.submit(client.SubmitRequest{Config: "pipeline:\n  sink: {config: {path: \"" + out + "\"}}\n"})
 	if rec := s.await(bare.RunId, client.RunRecordStatusCompleted); rec.RecordsWritten != 7 {
 		t.Fatalf("run with the default row count = %+v", rec)
+	}
+}
+
+// TestPluginsRunAtALowerPriority: by default the server starts its plugins
+// at nice 10, so its API stays responsive while runs use the CPU; a nice
+// value out of range is refused before anything starts.
+func TestPluginsRunAtALowerPriority(t *testing.T) {
+	t.Parallel()
+	s := start(t, serverOpts{})
+	id := s.submit(client.SubmitRequest{Config: generateToFile(5, filepath.Join(t.TempDir(), "out.jsonl"))}).RunId
+	s.await(id, client.RunRecordStatusCompleted)
+	pids := childPIDs(s.cmd.Process.Pid)
+	if len(pids) == 0 {
+		t.Fatal("no warm plugin process after a run")
+	}
+	for _, pid := range pids {
+		stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// nice is field 19; fields after the parenthesised command start at 3.
+		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		if fields[16] != "10" {
+			t.Errorf("plugin %d runs at nice %s, want 10", pid, fields[16])
+		}
+	}
+
+	cmd := exec.Command(faucetBin, "serve", "--plugin-nice", "25", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--no-auth")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "--plugin-nice must be between 0 and 19 (got 25)") {
+		t.Errorf("serve --plugin-nice 25: %v\n%s", err, out)
 	}
 }
