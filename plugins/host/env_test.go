@@ -19,33 +19,7 @@ import (
 func TestPluginsGetACleanEnvironment(t *testing.T) {
 	t.Setenv("FAUCET_TEST_PRIVATE", "must-not-leak")
 	t.Setenv("FAUCET_TEST_PASSED", "copied")
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	dump := filepath.Join(t.TempDir(), "env")
-	script := fmt.Sprintf("#!/bin/sh\nenv > %s\n%s=1 exec %s\n", dump, leakyEnv, self)
-	if err := os.WriteFile(filepath.Join(dir, "leaky"), []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	h := newHostWith(t, host.Options{
-		PluginDirs: []string{dir},
-		Env:        []string{"FAUCET_TEST_PASSED", "FAUCET_TEST_EXPLICIT=given", "FAUCET_TEST_UNSET"},
-	})
-	if _, ok := h.Lookup("leaky"); !ok {
-		t.Fatal("the plugin was not discovered")
-	}
-	data, err := os.ReadFile(dump)
-	if err != nil {
-		t.Fatalf("the plugin did not record its environment: %v", err)
-	}
-	env := map[string]string{}
-	for _, kv := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			env[k] = v
-		}
-	}
+	env := pluginEnv(t, []string{"FAUCET_TEST_PASSED", "FAUCET_TEST_EXPLICIT=given", "FAUCET_TEST_UNSET"})
 	for k, want := range map[string]string{"FAUCET_TEST_PASSED": "copied", "FAUCET_TEST_EXPLICIT": "given", "PATH": os.Getenv("PATH")} {
 		if env[k] != want {
 			t.Errorf("plugin's %s = %q, want %q", k, env[k], want)
@@ -104,4 +78,46 @@ func niceOf(t *testing.T, stat string) int {
 		t.Fatalf("%s: %v", stat, err)
 	}
 	return n
+}
+
+// TestPluginsRunOnOneProcUnlessConfigured checks that a plugin starts with
+// GOMAXPROCS=1 and that Options.Env overrides it.
+func TestPluginsRunOnOneProcUnlessConfigured(t *testing.T) {
+	if got := pluginEnv(t, nil)["GOMAXPROCS"]; got != "1" {
+		t.Errorf("plugin's GOMAXPROCS = %q, want 1", got)
+	}
+	if got := pluginEnv(t, []string{"GOMAXPROCS=2"})["GOMAXPROCS"]; got != "2" {
+		t.Errorf("plugin's GOMAXPROCS with Env GOMAXPROCS=2 = %q, want 2", got)
+	}
+}
+
+// pluginEnv starts a plugin through a script that records its environment,
+// with the given Options.Env, and returns that environment.
+func pluginEnv(t *testing.T, passed []string) map[string]string {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	dump := filepath.Join(t.TempDir(), "env")
+	script := fmt.Sprintf("#!/bin/sh\nenv > %s\n%s=1 exec %s\n", dump, leakyEnv, self)
+	if err := os.WriteFile(filepath.Join(dir, "leaky"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h := newHostWith(t, host.Options{PluginDirs: []string{dir}, Env: passed})
+	if _, ok := h.Lookup("leaky"); !ok {
+		t.Fatal("the plugin was not discovered")
+	}
+	data, err := os.ReadFile(dump)
+	if err != nil {
+		t.Fatalf("the plugin did not record its environment: %v", err)
+	}
+	env := map[string]string{}
+	for _, kv := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	return env
 }

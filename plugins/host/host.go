@@ -41,6 +41,7 @@ type Options struct {
 	Builtins []sdk.Spec
 	// Env is passed to plugins on top of the minimal environment: "NAME=value"
 	// entries as given, bare "NAME" entries copied from faucet's environment.
+	// Plugins run with GOMAXPROCS=1 unless Env sets it.
 	Env []string
 	// Logger receives the host's and the plugins' logs; each plugin's lines
 	// are tagged connector=<name>.

@@ -138,11 +138,21 @@ func (h *Host) launch(ctx context.Context, label, path string, args ...string) (
 	return p, nil
 }
 
+// pluginProcs is the GOMAXPROCS a plugin runs with unless Options.Env sets
+// one. A plugin serves one session at a time, and a short session is a
+// handful of goroutine hand-offs (gRPC reader, writer, handler): with more
+// than one P each hand-off wakes an idle thread that spins looking for work
+// and parks again, which cost a trivial run more CPU than its records did.
+// One P keeps a large transfer's throughput, since the source, the sink and
+// faucet are separate processes that already run in parallel.
+const pluginProcs = "GOMAXPROCS=1"
+
 // env is the whole environment of a plugin: the minimum a process needs plus
-// what faucet's configuration passes on. Nothing else leaks from faucet's
-// own environment (credentials, tokens).
+// what faucet's configuration passes on (which wins over pluginProcs: a
+// process takes the last of duplicate entries). Nothing else leaks from
+// faucet's own environment (credentials, tokens).
 func (h *Host) env() []string {
-	var env []string
+	env := []string{pluginProcs}
 	for _, name := range []string{"PATH", "HOME", "TMPDIR", "TZ", "LANG", "LC_ALL", "USER"} {
 		if v, ok := os.LookupEnv(name); ok {
 			env = append(env, name+"="+v)
