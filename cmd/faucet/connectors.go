@@ -26,7 +26,7 @@ type pluginFlags struct {
 
 // pluginEnvUsage explains --plugin-env: plugins start with a clean
 // environment, so whatever a connector needs from it is passed explicitly.
-const pluginEnvUsage = "environment variable passed to connector plugins, NAME=value or NAME to copy faucet's own (repeatable); plugins get nothing else beyond PATH, HOME, TMPDIR, TZ, LANG, LC_ALL and USER"
+const pluginEnvUsage = "environment variable passed to connector plugins, NAME=value or NAME to copy faucet's own (repeatable); plugins get nothing else beyond PATH, HOME, TMPDIR, TZ, LANG, LC_ALL, USER and GOMAXPROCS=1 (which this may override)"
 
 func (f *pluginFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringArrayVar(&f.dirs, "plugin-dir", nil, "a directory of connector plugins, searched before $"+host.PluginDirEnv+" and the default (repeatable)")
