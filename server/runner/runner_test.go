@@ -23,7 +23,8 @@ import (
 
 // testEngine stands in for the pipeline layer: a config is the number of
 // rows to "write"; "hold" keeps the run in flight until cancelled; "gated"
-// until gate closes; "split:N" asks for N shards of a shardable source whose
+// until gate closes; "stuck" reports 4 records and then ignores cancellation
+// until gate closes, like a connector hung in a write; "split:N" asks for N shards of a shardable source whose
 // shards write 10 rows each, and "split:N:F" makes shard F fail; "bad" does
 // not load.
 type testEngine struct {
@@ -42,7 +43,7 @@ func (e testEngine) Load(config []byte, _ string) (*pipeline.Plan, error) {
 	switch {
 	case s == "bad":
 		return nil, errors.New("line 1, column 1: not a pipeline")
-	case s == "hold", s == "gated":
+	case s == "hold", s == "gated", s == "stuck":
 		return &pipeline.Plan{Name: s, Invocations: []pipeline.Invocation{{RowID: s}}}, nil
 	case strings.HasPrefix(s, "split:"):
 		parts := strings.Split(s, ":")
@@ -75,6 +76,10 @@ func (e testEngine) Execute(ctx context.Context, plan *pipeline.Plan, _ *slog.Lo
 		progress(3)
 		<-ctx.Done()
 		return []pipeline.InvocationResult{{RowID: row, RecordsWritten: 3, Err: ctx.Err()}}, ctx.Err()
+	case "stuck":
+		progress(4)
+		<-e.gate
+		return []pipeline.InvocationResult{{RowID: row, RecordsWritten: 4}}, nil
 	case "gated":
 		select {
 		case <-e.gate:
@@ -151,13 +156,19 @@ func (s *faultyStore) RunSubmit(ctx context.Context, rec *db.RunRecord, audit *d
 
 func newTestRunner(t *testing.T, cfg Config) (*Runner, *faultyStore) {
 	t.Helper()
+	return newTestRunnerWith(t, cfg, testEngine{})
+}
+
+// newTestRunnerWith is newTestRunner over a given engine.
+func newTestRunnerWith(t *testing.T, cfg Config, engine Engine) (*Runner, *faultyStore) {
+	t.Helper()
 	st, err := db.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "h.db"), db.Options{NoFallback: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	fs := &faultyStore{Store: st}
 	hub := logs.NewHub(logs.Options{Store: st, MaxLinesPerRun: 1000})
-	r := New(cfg, fs, testEngine{}, hub, nil, nil)
+	r := New(cfg, fs, engine, hub, nil, nil)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
