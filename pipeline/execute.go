@@ -345,28 +345,10 @@ func (e *executor) attempt(ctx context.Context, inv *Invocation) (int64, error) 
 	}
 	firstErr := err
 
-	var acked int64
-	var ackMu sync.Mutex
-	sink, err := e.opts.Connectors.OpenSink(context.WithoutCancel(ctx), inv.Sink, func(n int) {
-		ackMu.Lock()
-		acked += int64(n)
-		rowRecords := acked
-		ackMu.Unlock()
-		e.progress(inv.RowID, rowRecords, int64(n))
-	})
+	acks := e.newAcks(inv.RowID)
+	sink, err := e.opts.Connectors.OpenSink(context.WithoutCancel(ctx), inv.Sink, acks.add)
 	if err != nil {
 		return 0, e.cancelled(ctx, err)
-	}
-	// Whatever this attempt acknowledged leaves the plan's total if the
-	// sink does not keep it.
-	forget := func() {
-		ackMu.Lock()
-		n := acked
-		acked = 0
-		ackMu.Unlock()
-		e.progressMu.Lock()
-		e.total -= n
-		e.progressMu.Unlock()
 	}
 
 	ch := make(chan received, e.opts.BufferBatches)
@@ -399,26 +381,26 @@ func (e *executor) attempt(ctx context.Context, inv *Invocation) (int64, error) 
 		var r received
 		select {
 		case <-ctx.Done():
-			return e.commitCancelled(ctx, sink, forget)
+			return e.commitCancelled(ctx, sink, acks.forget)
 		case r = <-ch:
 		}
 		switch {
 		case r.err == io.EOF:
 			n, err := sink.Commit(ctx)
 			if err != nil {
-				forget()
+				acks.forget()
 				return 0, e.cancelled(ctx, fmt.Errorf("commit: %w", err))
 			}
 			return n, nil
 		case r.err != nil:
 			if ctx.Err() != nil {
-				return e.commitCancelled(ctx, sink, forget)
+				return e.commitCancelled(ctx, sink, acks.forget)
 			}
-			e.abort(ctx, sink, forget)
+			e.abort(ctx, sink, acks.forget)
 			return 0, r.err
 		}
 		if err := sink.Send(r.b); err != nil {
-			e.abort(ctx, sink, forget)
+			e.abort(ctx, sink, acks.forget)
 			return 0, e.cancelled(ctx, err)
 		}
 	}
@@ -426,28 +408,10 @@ func (e *executor) attempt(ctx context.Context, inv *Invocation) (int64, error) 
 
 // pipe is attempt for connectors that stream source to sink themselves.
 func (e *executor) pipe(ctx context.Context, p Piper, inv *Invocation) (int64, error) {
-	var (
-		ackMu sync.Mutex
-		acked int64
-	)
-	session, err := p.OpenPipe(context.WithoutCancel(ctx), inv.Source, inv.SourceShard, inv.Sink, func(n int) {
-		ackMu.Lock()
-		acked += int64(n)
-		rowRecords := acked
-		ackMu.Unlock()
-		e.progress(inv.RowID, rowRecords, int64(n))
-	})
+	acks := e.newAcks(inv.RowID)
+	session, err := p.OpenPipe(context.WithoutCancel(ctx), inv.Source, inv.SourceShard, inv.Sink, acks.add)
 	if err != nil {
 		return 0, e.cancelled(ctx, err)
-	}
-	forget := func() {
-		ackMu.Lock()
-		n := acked
-		acked = 0
-		ackMu.Unlock()
-		e.progressMu.Lock()
-		e.total -= n
-		e.progressMu.Unlock()
 	}
 	type outcome struct {
 		n   int64
@@ -461,7 +425,7 @@ func (e *executor) pipe(ctx context.Context, p Piper, inv *Invocation) (int64, e
 	select {
 	case o := <-done:
 		if o.err != nil {
-			forget()
+			acks.forget()
 			return 0, o.err
 		}
 		return o.n, nil
@@ -472,7 +436,7 @@ func (e *executor) pipe(ctx context.Context, p Piper, inv *Invocation) (int64, e
 	n, err := session.Stop(fctx)
 	<-done
 	if err != nil {
-		forget()
+		acks.forget()
 		return 0, fmt.Errorf("cancelled (%w); committing the acknowledged batches failed: %w", context.Cause(ctx), err)
 	}
 	return n, fmt.Errorf("cancelled after %d records were committed: %w", n, context.Cause(ctx))
@@ -507,6 +471,39 @@ func (e *executor) cancelled(ctx context.Context, err error) error {
 		return fmt.Errorf("cancelled (%w): %w", context.Cause(ctx), err)
 	}
 	return err
+}
+
+// acks counts the records one attempt's sink acknowledged and feeds them
+// into the plan's progress.
+type acks struct {
+	e     *executor
+	rowID string
+	mu    sync.Mutex
+	n     int64
+}
+
+func (e *executor) newAcks(rowID string) *acks { return &acks{e: e, rowID: rowID} }
+
+// add is the sink's acknowledgement callback; it may be called from any
+// goroutine.
+func (a *acks) add(n int) {
+	a.mu.Lock()
+	a.n += int64(n)
+	row := a.n
+	a.mu.Unlock()
+	a.e.progress(a.rowID, row, int64(n))
+}
+
+// forget takes what this attempt acknowledged back out of the plan's total,
+// for when the sink does not keep it.
+func (a *acks) forget() {
+	a.mu.Lock()
+	n := a.n
+	a.n = 0
+	a.mu.Unlock()
+	a.e.progressMu.Lock()
+	a.e.total -= n
+	a.e.progressMu.Unlock()
 }
 
 func (e *executor) progress(rowID string, rowRecords, n int64) {
