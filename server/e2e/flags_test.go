@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -201,14 +200,10 @@ func TestPluginsRunAtALowerPriority(t *testing.T) {
 		t.Fatal("no warm plugin process after a run")
 	}
 	for _, pid := range pids {
-		stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		// nice is field 19; fields after the parenthesised command start at 3.
-		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-		if fields[16] != "10" {
-			t.Errorf("plugin %d runs at nice %s, want 10", pid, fields[16])
+		// nice is field 19.
+		fields := statFields(pid)
+		if len(fields) < 17 || fields[16] != "10" {
+			t.Errorf("plugin %d runs at nice other than 10: stat %v", pid, fields)
 		}
 	}
 

@@ -110,17 +110,22 @@ func childPIDs(pid int) []int {
 		if err != nil {
 			continue
 		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// The fields after the parenthesised command: state, ppid, …
-		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-		if len(fields) > 1 && fields[1] == strconv.Itoa(pid) {
+		if fields := statFields(child); len(fields) > 1 && fields[1] == strconv.Itoa(pid) {
 			out = append(out, child)
 		}
 	}
 	return out
+}
+
+// statFields returns the fields of /proc/PID/stat after the parenthesised
+// command (state, ppid, …; field n of proc(5) is at index n-3), or nil when
+// the process is gone.
+func statFields(pid int) []string {
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return nil
+	}
+	return strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
 }
 
 // alive reports whether pid runs (a zombie has exited).
