@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -84,13 +83,11 @@ const ticksPerSecond = 100
 func cpuTicks(pid int) int64 {
 	total := int64(0)
 	for _, p := range append(liveChildren(pid), pid) {
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
-		if err != nil {
+		// utime and stime are fields 14 and 15.
+		fields := statFields(fmt.Sprintf("/proc/%d/stat", p))
+		if len(fields) < 13 {
 			continue
 		}
-		// Fields after the parenthesised command: utime and stime are the
-		// 12th and 13th.
-		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
 		for _, f := range fields[11:13] {
 			n, _ := strconv.ParseInt(f, 10, 64)
 			total += n

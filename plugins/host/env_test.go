@@ -65,14 +65,11 @@ func TestNicePluginsRunAtLowerPriority(t *testing.T) {
 // niceOf reads the nice value from a /proc stat file.
 func niceOf(t *testing.T, stat string) int {
 	t.Helper()
-	data, err := os.ReadFile(stat)
-	if err != nil {
-		t.Fatal(err)
+	// nice is field 19.
+	fields := statFields(stat)
+	if len(fields) < 17 {
+		t.Fatalf("%s: no nice field in %v", stat, fields)
 	}
-	// Fields after the parenthesized command name start at field 3; nice is
-	// field 19.
-	s := string(data)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
 	n, err := strconv.Atoi(fields[16])
 	if err != nil {
 		t.Fatalf("%s: %v", stat, err)

@@ -39,15 +39,21 @@ func runHelper(bin string) {
 	select {}
 }
 
+// statFields returns the fields of a /proc stat file after the parenthesised
+// command (state, ppid, …; field n of proc(5) is at index n-3), or nil when
+// the process or thread is gone.
+func statFields(path string) []string {
+	stat, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	return strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+}
+
 // procState returns a process's state letter and parent pid from
 // /proc/PID/stat, or ok false when it is gone.
 func procState(pid int) (state string, ppid int, ok bool) {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return "", 0, false
-	}
-	// Fields after the parenthesised command: state ppid …
-	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	fields := statFields(fmt.Sprintf("/proc/%d/stat", pid))
 	if len(fields) < 2 {
 		return "", 0, false
 	}

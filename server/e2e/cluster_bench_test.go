@@ -3,10 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -156,13 +154,9 @@ func (m *cpuMeter) used() (servers, plugins time.Duration) {
 
 // procCPU is the user and system CPU time a process used so far.
 func procCPU(pid int) time.Duration {
-	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return 0
-	}
-	// The fields after the parenthesised command: state is field 3, utime
-	// and stime fields 14 and 15, in clock ticks (100 a second on Linux).
-	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	// utime and stime are fields 14 and 15, in clock ticks (100 a second
+	// on Linux).
+	fields := statFields(pid)
 	if len(fields) < 13 {
 		return 0
 	}

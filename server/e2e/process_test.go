@@ -130,10 +130,6 @@ func statFields(pid int) []string {
 
 // alive reports whether pid runs (a zombie has exited).
 func alive(pid int) bool {
-	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return false
-	}
-	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	fields := statFields(pid)
 	return len(fields) > 0 && fields[0] != "Z" && fields[0] != "X"
 }
