@@ -129,12 +129,13 @@ func BenchmarkIdleRSS(b *testing.B) {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// drain waits until the server has no queued or running run.
+// drain waits until the server (or the cluster it is a member of) has no
+// queued, pending or running run.
 func drain(b *testing.B, s *server) {
 	b.Helper()
 	for {
 		r, err := s.admin().ListRunsWithResponse(context.Background(), &client.ListRunsParams{
-			Status: &[]client.ListRunsParamsStatus{client.ListRunsParamsStatusQueued, client.ListRunsParamsStatusRunning},
+			Status: &[]client.ListRunsParamsStatus{client.ListRunsParamsStatusQueued, client.ListRunsParamsStatusPending, client.ListRunsParamsStatusRunning},
 			Limit:  ptr(int64(1)),
 		})
 		if err != nil || r.JSON200 == nil {

@@ -57,7 +57,7 @@ func BenchmarkClusterTrivialRuns(b *testing.B) {
 				})
 			}
 			wg.Wait()
-			drainCluster(b, members[0].server)
+			drain(b, members[0].server)
 			b.StopTimer()
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "runs/s")
 			servers, plugins := cpu.used()
@@ -67,24 +67,6 @@ func BenchmarkClusterTrivialRuns(b *testing.B) {
 				b.Fatalf("last run = %+v", st)
 			}
 		})
-	}
-}
-
-// drainCluster waits until the cluster has no pending or running run.
-func drainCluster(b *testing.B, s *server) {
-	b.Helper()
-	for {
-		r, err := s.admin().ListRunsWithResponse(context.Background(), &client.ListRunsParams{
-			Status: &[]client.ListRunsParamsStatus{client.ListRunsParamsStatusPending, client.ListRunsParamsStatusRunning},
-			Limit:  ptr(int64(1)),
-		})
-		if err != nil || r.JSON200 == nil {
-			b.Fatalf("list: %v", err)
-		}
-		if len(r.JSON200.Runs) == 0 {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
