@@ -78,7 +78,7 @@ func exerciseList(t *testing.T, newURL func(t testing.TB) string) {
 			}
 			recs = append(recs, r)
 		}
-		upsert(t, s, recs...)
+		submit(t, s, recs...)
 		return s, recs
 	}
 
@@ -107,18 +107,46 @@ func exerciseList(t *testing.T, newURL func(t testing.TB) string) {
 		}
 	})
 
-	t.Run("UnknownCursorStartsFromTop", func(t *testing.T) {
+	t.Run("UnknownCursorIsAnError", func(t *testing.T) {
 		t.Parallel()
 		s, recs := history(t)
-		want := newestFirst(recs)[:5]
-		equalIDs(t, "page after an unknown cursor", want, runIDs(list(t, s, db.ListFilter{Limit: 5, Cursor: "no-such-run"}).Runs))
+		for _, cursor := range []string{"no-such-run", "'; --", recs[0].RunID + " "} {
+			_, err := s.RunList(t.Context(), db.ListFilter{Limit: 5, Cursor: cursor})
+			if !errors.Is(err, db.ErrBadCursor) {
+				t.Fatalf("page after cursor %q: %v, want ErrBadCursor", cursor, err)
+			}
+			wantPermanent(t, "a page after an unknown cursor", err, cursor)
+		}
+		// A cursor whose run was deleted since no longer names a page either,
+		// filters or not.
+		var gone string
+		for _, r := range recs {
+			if r.Status.Terminal() {
+				gone = r.RunID
+				break
+			}
+		}
+		if out, err := s.RunDelete(t.Context(), gone); err != nil || out != db.Deleted {
+			t.Fatalf("delete the cursor run: %v, %v", out, err)
+		}
+		for _, f := range []db.ListFilter{{Limit: 3}, {Limit: 3, Statuses: []db.RunStatus{db.StatusRunning}}, {Limit: 3, Name: ptr("odd")}} {
+			f.Cursor = gone
+			if _, err := s.RunList(t.Context(), f); !errors.Is(err, db.ErrBadCursor) {
+				t.Fatalf("page after a deleted run's cursor (%+v): %v, want ErrBadCursor", f, err)
+			}
+		}
+		// The last page below a known cursor is empty, not an error.
+		last := listAll(t, s, db.ListFilter{Limit: 100})
+		if p := list(t, s, db.ListFilter{Limit: 5, Cursor: last[len(last)-1]}); len(p.Runs) != 0 || p.NextCursor != nil {
+			t.Fatalf("page below the oldest run: %d runs, cursor %v; want none", len(p.Runs), p.NextCursor)
+		}
 	})
 
 	t.Run("DefaultLimit", func(t *testing.T) {
 		t.Parallel()
 		s := fresh(t, newURL, "a")
 		for i := range db.DefaultListLimit + 3 {
-			upsert(t, s, newRun(id("r", i), db.StatusCompleted, base.Add(time.Duration(i)*time.Millisecond)))
+			submit(t, s, newRun(id("r", i), db.StatusCompleted, base.Add(time.Duration(i)*time.Millisecond)))
 		}
 		p := list(t, s, db.ListFilter{})
 		if len(p.Runs) != db.DefaultListLimit || p.NextCursor == nil {
@@ -178,7 +206,7 @@ func exerciseList(t *testing.T, newURL func(t testing.TB) string) {
 		t.Parallel()
 		s := fresh(t, newURL, "a")
 		rec := fullRun("r1")
-		upsert(t, s, rec)
+		submit(t, s, rec)
 		p := list(t, s, db.ListFilter{Limit: 10})
 		if len(p.Runs) != 1 {
 			t.Fatalf("%d runs, want 1", len(p.Runs))
@@ -205,7 +233,7 @@ func exerciseDelete(t *testing.T, newURL func(t testing.TB) string) {
 			if st.Terminal() {
 				continue
 			}
-			upsert(t, s, newRun("r-"+string(st), st, now()))
+			submit(t, s, newRun("r-"+string(st), st, now()))
 			out, err := s.RunDelete(t.Context(), "r-"+string(st))
 			if err != nil || out != db.DeleteStillRunning {
 				t.Fatalf("delete %s run: %v, %v; want still_running", st, out, err)
@@ -220,11 +248,8 @@ func exerciseDelete(t *testing.T, newURL func(t testing.TB) string) {
 		for _, st := range []db.RunStatus{db.StatusCompleted, db.StatusFailed, db.StatusCancelled} {
 			victim, keeper := "gone-"+string(st), "kept-"+string(st)
 			for _, runID := range []string{victim, keeper} {
-				upsert(t, s, newRun(runID, st, now()))
+				endedSharded(t, s, runID, st, now(), shardSpecs("s", 1, nil)...)
 				wantClaim(t, claim(t, s, "key-"+runID, "fp", runID, time.Hour), db.ClaimFresh, "")
-				if _, err := s.ShardInsert(t.Context(), runID, []db.ShardInsert{{ShardID: "s1", Descriptor: []byte(`{}`)}}); err != nil {
-					t.Fatal(err)
-				}
 				appendLogs(t, s, runID, 0, logLines(1, 3, now()))
 			}
 			out, err := s.RunDelete(t.Context(), victim)

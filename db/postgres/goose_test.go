@@ -53,7 +53,7 @@ func TestGooseCLIAppliesMigrations(t *testing.T) {
 		t.Fatalf("open a database migrated by the goose CLI: %v", err)
 	}
 	rec := &db.RunRecord{RunID: "r1", Status: db.StatusPending, SubmittedAt: time.Now()}
-	if err := s.RunUpsert(t.Context(), rec); err != nil {
+	if err := s.RunSubmit(t.Context(), rec, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := s.RunClaimPending(t.Context(), 1); err != nil || len(got) != 1 {
@@ -61,7 +61,7 @@ func TestGooseCLIAppliesMigrations(t *testing.T) {
 	}
 	s.Close()
 
-	run("down")
+	run("down-to", "0")
 	run("up")
 	s, err = db.Open(t.Context(), url, db.Options{NoFallback: true})
 	if err != nil {
@@ -69,6 +69,6 @@ func TestGooseCLIAppliesMigrations(t *testing.T) {
 	}
 	defer s.Close()
 	if _, err := s.RunGet(t.Context(), "r1"); !errors.Is(err, db.ErrNotFound) {
-		t.Fatalf("after goose down and up: %v, want ErrNotFound", err)
+		t.Fatalf("after goose down-to 0 and up: %v, want ErrNotFound", err)
 	}
 }

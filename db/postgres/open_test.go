@@ -114,7 +114,7 @@ func TestOpenUnreachableRetriesThenDegrades(t *testing.T) {
 	}
 	// The fallback is a working store.
 	rec := &db.RunRecord{RunID: "r1", Status: db.StatusQueued, SubmittedAt: time.Now()}
-	if err := s.RunUpsert(t.Context(), rec); err != nil {
+	if err := s.RunSubmit(t.Context(), rec, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := s.RunGet(t.Context(), "r1"); err != nil || got.Status != db.StatusQueued {
@@ -183,7 +183,7 @@ func TestDriverErrorsAreClassified(t *testing.T) {
 	defer s.Close()
 	// The schema refuses an unknown status: a constraint violation, which no
 	// retry can fix.
-	err = s.RunUpsert(t.Context(), &db.RunRecord{RunID: "r1", Status: "bogus", SubmittedAt: time.Now()})
+	err = s.RunSubmit(t.Context(), &db.RunRecord{RunID: "r1", Status: "bogus", SubmittedAt: time.Now()}, nil)
 	if err == nil || db.TransienceOf(err) != db.Permanent {
 		t.Fatalf("check violation: %v (verdict %v), want a permanent error", err, db.TransienceOf(err))
 	}
@@ -200,7 +200,7 @@ func TestConnectionsKilled(t *testing.T) {
 	}
 	defer s.Close()
 	rec := &db.RunRecord{RunID: "r1", Status: db.StatusQueued, SubmittedAt: time.Now()}
-	if err := s.RunUpsert(t.Context(), rec); err != nil {
+	if err := s.RunSubmit(t.Context(), rec, nil); err != nil {
 		t.Fatal(err)
 	}
 	u, err := url.Parse(raw)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,8 +34,10 @@ func TestWALIsCheckpointedInTheBackground(t *testing.T) {
 	// The migrations reached the file when their connection closed.
 	before := size(path)
 	now := time.Now().UTC()
+	// Rows of some size, so the file has to grow to take them.
+	labels := map[string]string{"note": strings.Repeat("x", 2000)}
 	for i := range 50 {
-		rec := &db.RunRecord{RunID: fmt.Sprintf("r%03d", i), Status: db.StatusQueued, SubmittedAt: now, Labels: map[string]string{}, Invocations: []db.InvocationRecord{}}
+		rec := &db.RunRecord{RunID: fmt.Sprintf("r%03d", i), Status: db.StatusQueued, SubmittedAt: now, Labels: labels}
 		if err := s.RunSubmit(ctx, rec, nil); err != nil {
 			t.Fatal(err)
 		}

@@ -81,7 +81,7 @@ func TestGooseCLIAppliesMigrations(t *testing.T) {
 	}
 	defer s.Close()
 	rec := &db.RunRecord{RunID: "r1", Status: db.StatusPending, SubmittedAt: time.Now(), Labels: map[string]string{"via": "goose"}}
-	if err := s.RunUpsert(t.Context(), rec); err != nil {
+	if err := s.RunSubmit(t.Context(), rec, nil); err != nil {
 		t.Fatal(err)
 	}
 	claimed, err := s.RunClaimPending(t.Context(), 1)

@@ -154,7 +154,7 @@ func TestOpenFallsBackToMemoryOnAnUnusablePath(t *testing.T) {
 		t.Fatalf("Degraded() = %v, Dialect() = %q; want a degraded sqlite store", s.Degraded(), s.Dialect())
 	}
 	rec := &db.RunRecord{RunID: "r1", Status: db.StatusQueued, SubmittedAt: time.Now()}
-	if err := s.RunUpsert(t.Context(), rec); err != nil {
+	if err := s.RunSubmit(t.Context(), rec, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.RunGet(t.Context(), "r1"); err != nil {
@@ -176,7 +176,7 @@ func TestMemoryStoresArePrivate(t *testing.T) {
 		t.Error("an in-memory store asked for by name reports Degraded")
 	}
 	rec := &db.RunRecord{RunID: "r1", Status: db.StatusPending, SubmittedAt: time.Now()}
-	if err := a.RunUpsert(t.Context(), rec); err != nil {
+	if err := a.RunSubmit(t.Context(), rec, nil); err != nil {
 		t.Fatal(err)
 	}
 	// The writer and the read pool share a's database...
