@@ -108,7 +108,9 @@ func exerciseSubmission(t *testing.T, newURL func(t testing.TB) string, peek Pee
 			check(b.RunShard(ctx, runID, shardSpecs("s", 2, nil)))
 			unchanged(runID, "shard")
 		}
-		finishAll(t, b, func(db.ClaimedShard) db.ShardResult { return db.ShardResult{Status: db.ShardCompleted, RecordsWritten: 21} })
+		finishAll(t, b, func(db.ClaimedShard) db.ShardResult {
+			return db.ShardResult{Status: db.ShardCompleted, RecordsWritten: 21}
+		})
 		check(b.RunFinalizeShardedParent(ctx, "parent", db.StatusCompleted, now(), nil))
 		unchanged("parent", "sharded-parent finalize")
 		check(b.ShardFinalizeCompletedParents(ctx))
