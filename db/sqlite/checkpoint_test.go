@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/faucet-dev/faucet/db"
+	"github.com/faucet-dev/faucet/internal/testwait"
 )
 
 // TestWALIsCheckpointedInTheBackground writes far fewer pages than SQLite's
@@ -45,11 +46,10 @@ func TestWALIsCheckpointedInTheBackground(t *testing.T) {
 	if wal := size(path + "-wal"); wal == 0 {
 		t.Fatal("the writes did not go to the WAL")
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for size(path) == before {
-		if time.Now().After(deadline) {
-			t.Fatalf("the database file stayed at %d bytes: the WAL was never checkpointed", before)
+	testwait.Until(t, 30*time.Second, func() error {
+		if size(path) == before {
+			return fmt.Errorf("the database file stayed at %d bytes: the WAL was never checkpointed", before)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 }
