@@ -13,7 +13,7 @@ import (
 	"github.com/faucet-dev/faucet/db/dbtest"
 	_ "github.com/faucet-dev/faucet/db/postgres"
 	"github.com/faucet-dev/faucet/internal/testpg"
-	faucetsql "github.com/faucet-dev/faucet/sql"
+	migrations "github.com/faucet-dev/faucet/sql"
 )
 
 // TestConformance runs the shared run-history suite against PostgreSQL.
@@ -39,11 +39,11 @@ func migratedDatabase(t testing.TB) string {
 // build it, so a server never hands out a template of other migrations.
 var schemaTemplate = func() string {
 	h := sha256.New()
-	err := fs.WalkDir(faucetsql.PostgresMigrations, ".", func(path string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(migrations.Postgres, ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		b, err := fs.ReadFile(faucetsql.PostgresMigrations, path)
+		b, err := fs.ReadFile(migrations.Postgres, path)
 		h.Write([]byte(path))
 		h.Write(b)
 		return err

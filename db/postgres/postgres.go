@@ -20,7 +20,7 @@ import (
 
 	"github.com/faucet-dev/faucet/db"
 	"github.com/faucet-dev/faucet/db/postgres/internal/dbsqlc"
-	faucetsql "github.com/faucet-dev/faucet/sql"
+	migrations "github.com/faucet-dev/faucet/sql"
 )
 
 // Name is the dialect name history URLs with a postgres:// or postgresql://
@@ -106,7 +106,7 @@ func provider(pool *pgxpool.Pool, opts ...goose.ProviderOption) (*goose.Provider
 		return nil, nil, fmt.Errorf("migration lock: %w", err)
 	}
 	sqlDB := stdlib.OpenDBFromPool(pool)
-	p, err := goose.NewProvider(goose.DialectPostgres, sqlDB, faucetsql.PostgresMigrations,
+	p, err := goose.NewProvider(goose.DialectPostgres, sqlDB, migrations.Postgres,
 		append([]goose.ProviderOption{goose.WithSessionLocker(locker)}, opts...)...)
 	if err != nil {
 		_ = sqlDB.Close()

@@ -36,7 +36,7 @@ import (
 
 	"github.com/faucet-dev/faucet/db"
 	"github.com/faucet-dev/faucet/db/sqlite/internal/dbsqlc"
-	sqlfiles "github.com/faucet-dev/faucet/sql"
+	migrations "github.com/faucet-dev/faucet/sql"
 )
 
 // dialectName is the name the dialect registers under and Dialect reports.
@@ -263,7 +263,7 @@ func provider(conn *sql.DB, opts ...goose.ProviderOption) (*goose.Provider, erro
 		return nil, fmt.Errorf("sqlite migrations: %w", err)
 	}
 	opts = append([]goose.ProviderOption{goose.WithStore(fencedStore{store})}, opts...)
-	p, err := goose.NewProvider(goose.DialectCustom, conn, sqlfiles.SQLiteMigrations, opts...)
+	p, err := goose.NewProvider(goose.DialectCustom, conn, migrations.SQLite, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite migrations: %w", err)
 	}
