@@ -818,9 +818,10 @@ func TestClusterRefusesAHistoryItCannotShare(t *testing.T) {
 	if out, err := serve("--history", hist); err == nil || !strings.Contains(out, "servers share a history only with --cluster") {
 		t.Fatalf("a server outside the cluster on its file: %v\n%s", err, out)
 	}
-	// On Postgres, the membership rows tell the same.
+	// On Postgres, the membership rows tell the same, once the member has
+	// written its own.
 	pg := testpg.Database(t)
-	startMember(t, pg)
+	startCluster(t, 1, pg)
 	if out, err := serve("--history", pg); err == nil || !strings.Contains(out, "start this server with --cluster too") {
 		t.Fatalf("a server outside the cluster on its database: %v\n%s", err, out)
 	}
