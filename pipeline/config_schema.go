@@ -96,9 +96,29 @@ func (s *schemaDoc) reportLeaves(ve *jsonschema.ValidationError, instance any, b
 		}
 	case *kind.FalseSchema:
 		report(at, "not allowed here")
+	case *kind.Pattern:
+		report(at, s.patternMessage(ve, k))
 	default:
 		report(at, ve.ErrorKind.LocalizedString(printer))
 	}
+}
+
+// patternMessage words a value that fails a pattern by what the schema says
+// the value should look like (its title and description), since the regular
+// expression itself helps few readers; without either, the expression it is.
+func (s *schemaDoc) patternMessage(ve *jsonschema.ValidationError, k *kind.Pattern) string {
+	_, frag, _ := strings.Cut(ve.SchemaURL, "#")
+	sch, _ := s.resolve("#" + frag)
+	m, _ := sch.(map[string]any)
+	title, _ := m["title"].(string)
+	desc, _ := m["description"].(string)
+	switch {
+	case title != "" && desc != "":
+		return fmt.Sprintf("%q is not %s: want %s", k.Got, title, desc)
+	case desc != "":
+		return fmt.Sprintf("%q does not fit: want %s", k.Got, desc)
+	}
+	return ve.ErrorKind.LocalizedString(printer)
 }
 
 // alternatives words a failed oneOf or anyOf whose branches each only
