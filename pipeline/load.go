@@ -337,12 +337,10 @@ func (l *loader) retry(s settings) Retry {
 	return r
 }
 
-// durationForms says what a duration looks like, for the people who wrote
-// one wrong; the config schema's duration description says the same.
-const durationForms = "a number and a unit (ns, us, ms, s, m or h), such as 500ms, 2s or 1m30s"
-
+// badDuration says what a duration looks like, for the people who wrote one
+// wrong, in the words of the config schema's duration title and examples.
 func badDuration(s string) string {
-	return fmt.Sprintf("%q is not a duration: want %s", s, durationForms)
+	return fmt.Sprintf(`%q is not a duration (a number and a unit: ns, us, ms, s, m or h), such as "500ms", "2s" or "1m30s"`, s)
 }
 
 // row is one matrix row as the structure check left it.

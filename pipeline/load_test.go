@@ -225,7 +225,7 @@ resilience:
 	probs := loadErr(t, minimalYAML+"resilience: {retry: {backoff: {initial: 10s, max: 1s}}}\n", LoadOptions{})
 	wantProblem(t, probs, "resilience.retry.backoff.max", 12, 46, "below initial")
 	probs = loadErr(t, minimalYAML+"resilience: {retry: {backoff: {initial: soon}}}\n", LoadOptions{})
-	wantProblem(t, probs, "resilience.retry.backoff.initial", 12, 32, `"soon" is not a duration: want a number and a unit (ns, us, ms, s, m or h), such as 500ms`)
+	wantProblem(t, probs, "resilience.retry.backoff.initial", 12, 32, `"soon" is not a duration (a number and a unit: ns, us, ms, s, m or h), such as "500ms", "2s" or "1m30s"`)
 	probs = loadErr(t, minimalYAML+"execution: {max_concurrent: 0, on_error: later}\n", LoadOptions{})
 	wantProblem(t, probs, "execution.max_concurrent", 12, 13, "minimum")
 	wantProblem(t, probs, "execution.on_error", 12, 32, "continue")
