@@ -471,7 +471,7 @@ func TestConnectorsCommands(t *testing.T) {
 			t.Errorf("connectors list lacks %s:\n%s", name, r.stdout)
 		}
 	}
-	r = runFaucet(t, dir, nil, "connectors", "spec", "postgres")
+	r = runFaucet(t, dir, nil, "connectors", "spec", "postgres", "--output", "json")
 	mustSucceed(t, r)
 	var spec struct {
 		Name         string   `json:"name"`

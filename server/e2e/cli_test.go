@@ -28,7 +28,7 @@ func testRunsCommands(t *testing.T, h history) {
 	if err := os.WriteFile(cfg, []byte(generateToFile(25, filepath.Join(dir, "out.jsonl"))), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := faucetCLI(t, s, "submit", cfg, "--wait", "--label", "env=test")
+	out, err := faucetCLI(t, s, "submit", cfg, "--wait", "--label", "env=test", "--output", "json")
 	if err != nil {
 		t.Fatalf("runs submit --wait: %v\n%s", err, out)
 	}
@@ -44,7 +44,7 @@ func testRunsCommands(t *testing.T, h history) {
 	if out, err = faucetCLI(t, s, "list"); err != nil || !strings.Contains(out, rec.RunID) || !strings.Contains(out, "completed") {
 		t.Fatalf("runs list: %v\n%s", err, out)
 	}
-	if out, err = faucetCLI(t, s, "get", rec.RunID); err != nil || !strings.Contains(out, `"records_written": 25`) {
+	if out, err = faucetCLI(t, s, "get", rec.RunID, "--json"); err != nil || !strings.Contains(out, `"records_written": 25`) {
 		t.Fatalf("runs get: %v\n%s", err, out)
 	}
 	if out, err = faucetCLI(t, s, "logs", rec.RunID); err != nil || !strings.Contains(out, "run completed") {

@@ -43,7 +43,7 @@ const sinkSchema = `{
   "additionalProperties": false,
   "required": ["path"],
   "properties": {
-    "path": {"type": "string", "minLength": 1, "description": "The file to write; missing directories are created."},
+    "path": {"type": "string", "minLength": 1, "examples": ["out/records.csv"], "description": "The file to write; missing directories are created."},
     "delimiter": {"type": "string", "minLength": 1, "maxLength": 1, "default": ","},
     "header": {"type": "boolean", "default": true, "description": "Write a header row (in append mode only when the file is empty)."},
     "columns": {"type": "array", "items": {"type": "string", "minLength": 1}, "uniqueItems": true, "minItems": 1, "description": "Which record fields to write, in order. Default: the fields of the first record, in its order; a later record with another field is an error."},

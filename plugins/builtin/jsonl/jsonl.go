@@ -35,7 +35,7 @@ const sinkSchema = `{
   "additionalProperties": false,
   "required": ["path"],
   "properties": {
-    "path": {"type": "string", "minLength": 1, "description": "The file to write; missing directories are created."},
+    "path": {"type": "string", "minLength": 1, "examples": ["out/records.jsonl"], "description": "The file to write; missing directories are created."},
     ` + files.SinkProperties + `
   }
 }`
