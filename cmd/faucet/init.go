@@ -285,18 +285,7 @@ func (s *starter) render(h *host.Host) string {
 
 // note is the comment above a field in a starter config.
 func (f schemaField) note() string {
-	var tags []string
-	switch {
-	case f.required:
-		tags = append(tags, "required")
-	case f.choice != nil:
-		tags = append(tags, "required: one of "+strings.Join(f.choice, ", "))
-	}
-	if f.secret {
-		tags = append(tags, "secret")
-	}
-	tags = append(tags, f.kind)
-	return "(" + strings.Join(tags, ", ") + ") " + f.description
+	return "(" + strings.Join(append(f.tags(), f.kind), ", ") + ") " + f.description
 }
 
 // yamlValue renders a schema value (a default, an example) as YAML: JSON is

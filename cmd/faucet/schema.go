@@ -146,18 +146,25 @@ func (p schemaProperty) kind() string {
 	return "any"
 }
 
-// describe sums up a field for connectors spec.
-func (f schemaField) describe() string {
-	var parts []string
+// tags mark what a person must know of a field first: whether a config
+// needs it, and whether it is a secret.
+func (f schemaField) tags() []string {
+	var tags []string
 	switch {
 	case f.required:
-		parts = append(parts, "required")
+		tags = append(tags, "required")
 	case f.choice != nil:
-		parts = append(parts, "required: one of "+strings.Join(f.choice, ", "))
+		tags = append(tags, "required: one of "+strings.Join(f.choice, ", "))
 	}
 	if f.secret {
-		parts = append(parts, "secret")
+		tags = append(tags, "secret")
 	}
+	return tags
+}
+
+// describe sums up a field for connectors spec.
+func (f schemaField) describe() string {
+	parts := f.tags()
 	if f.hasDefault {
 		d, _ := json.Marshal(f.def)
 		parts = append(parts, "default "+string(d))
