@@ -125,6 +125,11 @@ type connectorSource struct {
 func (cs *connectorSource) register(cmd *cobra.Command) {
 	cs.pf.register(cmd)
 	cs.sf.register(cmd, false)
+	// Here --server chooses where to look, so it has no default and no
+	// variable: FAUCET_SERVER alone does not send these commands away.
+	f := cmd.Flags().Lookup("server")
+	f.Usage = "ask this faucet serve (host:port or URL) for its connectors instead of looking here"
+	f.DefValue = ""
 }
 
 // remote reports whether --server was given.

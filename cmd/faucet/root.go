@@ -21,6 +21,9 @@ value, detected before any work began); 130 interrupted by Ctrl-C (SIGINT),
 		SilenceErrors: true,
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
+	// Declared here so that cobra does not give it -v, which the commands
+	// that run pipelines use for --verbose.
+	root.Flags().Bool("version", false, "print faucet's version and the revision it was built from")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
 	root.AddCommand(
 		newVersionCmd(),

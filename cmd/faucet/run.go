@@ -82,7 +82,7 @@ func runPipeline(ctx context.Context, file string, sets []string, pf *pluginFlag
 	go func() {
 		select {
 		case <-ctx.Done():
-			st.note("interrupted: finishing the acknowledged batches (Ctrl-C again stops at once)")
+			st.note("interrupted: sinks commit the batches they acknowledged, or keep the target they overwrite (Ctrl-C again stops at once)")
 			// The next signal takes the default action: faucet exits, and the
 			// plugin processes die with it.
 			signal.Reset(os.Interrupt, syscall.SIGTERM)
