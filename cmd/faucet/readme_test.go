@@ -49,7 +49,7 @@ func readmeBlocks(t *testing.T, readme string) []readmeBlock {
 //   - the second set-up command is the test suite running this test, so it
 //     is the one command not run;
 //   - blocks of go commands run from the clone, the rest in a directory
-//     holding a copy of examples/, as one shell session, with the faucet
+//     holding a copy of examples/, as one shell script, with the faucet
 //     the README's install line put on PATH;
 //   - the YAML example must be one of examples/ (which TestExamples runs),
 //     the Go version the one go.mod names, every serve flag a row of the
