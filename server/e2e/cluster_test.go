@@ -505,7 +505,7 @@ func TestClusterCancelReachesAnotherMembersRun(t *testing.T) {
 		dir := t.TempDir()
 		var running []string
 		for i := range 2 {
-			running = append(running, members[i].submit(client.SubmitRequest{Config: holding(3, filepath.Join(dir, fmt.Sprintf("hold-%d.jsonl", i)))}).RunId)
+			running = append(running, members[i].submit(client.SubmitRequest{Config: holdingAppend(3, filepath.Join(dir, fmt.Sprintf("hold-%d.jsonl", i)))}).RunId)
 		}
 		for _, id := range running {
 			members[0].await(id, client.RunRecordStatusRunning)

@@ -213,3 +213,19 @@ func TestPluginsRunAtALowerPriority(t *testing.T) {
 		t.Errorf("serve --plugin-nice 25: %v\n%s", err, out)
 	}
 }
+
+// TestEmptyVariablesAreUnset: FAUCET_NO_AUTH= (set, but empty, as a unit
+// file or an env list leaves it) must not turn authentication off; the
+// server starts as without it, with its admin token.
+func TestEmptyVariablesAreUnset(t *testing.T) {
+	s := start(t, serverOpts{ownAuth: true, env: []string{"FAUCET_NO_AUTH=", "FAUCET_AUTH_TOKEN=", "FAUCET_MAX_QUEUED_RUNS="}})
+	if _, err := s.stderr.await(createdTokenRE, s.exited, 10*time.Second); err != nil {
+		t.Fatalf("the server did not create its admin token: %v\n%s", err, s.stderr.String())
+	}
+	if r, err := s.client("").ListRunsWithResponse(context.Background(), nil); err != nil || r.StatusCode() != http.StatusUnauthorized {
+		t.Fatalf("a request without a token under FAUCET_NO_AUTH=: %v %d, want 401", err, r.StatusCode())
+	}
+	if strings.Contains(s.stderr.String(), "authentication is OFF") {
+		t.Fatalf("the server says authentication is off:\n%s", s.stderr.String())
+	}
+}

@@ -387,8 +387,15 @@ func generateToFile(rows int, path string) string {
 }
 
 // holding emits rows then keeps the run in flight until it is cancelled.
+// Its sink overwrites path, so a cancel leaves path as it was.
 func holding(rows int, path string) string {
 	return fmt.Sprintf("version: 1\nname: hold\npipeline:\n  source: {type: gate, config: {rows: %d, hold: true}}\n  sink: {type: jsonl, config: {path: %q}}\n", rows, path)
+}
+
+// holdingAppend is holding with a sink that appends to path, so a cancel
+// commits exactly the acknowledged rows.
+func holdingAppend(rows int, path string) string {
+	return fmt.Sprintf("version: 1\nname: hold\npipeline:\n  source: {type: gate, config: {rows: %d, hold: true}}\n  sink: {type: jsonl, config: {path: %q, write_mode: append}}\n", rows, path)
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -341,7 +341,7 @@ func TestCancelTimeoutAndDelete(t *testing.T) {
 		c := s.admin()
 		ctx := context.Background()
 		outA := filepath.Join(t.TempDir(), "a.jsonl")
-		a := s.submit(client.SubmitRequest{Config: holding(5, outA)})
+		a := s.submit(client.SubmitRequest{Config: holdingAppend(5, outA)})
 		s.await(a.RunId, client.RunRecordStatusRunning)
 		requireLiveElapsed(t, s, a.RunId)
 		b := s.submit(client.SubmitRequest{Config: holding(1, filepath.Join(t.TempDir(), "b.jsonl"))})
@@ -402,6 +402,34 @@ func TestCancelTimeoutAndDelete(t *testing.T) {
 			t.Fatalf("faucet_runs_finished_total = %v, want 2 cancelled/cancelled and 1 failed/timeout", got)
 		}
 	})
+}
+
+// TestRunsCancelKeepsAnOverwrittenFile cancels, with faucet runs cancel, a
+// run whose sink overwrites a file once it has acknowledged records: the
+// file keeps its previous contents, and the run's record says so.
+func TestRunsCancelKeepsAnOverwrittenFile(t *testing.T) {
+	s := start(t, serverOpts{})
+	out := filepath.Join(t.TempDir(), "out.jsonl")
+	const previous = "{\"previous\": true}\n"
+	if err := os.WriteFile(out, []byte(previous), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	id := s.submit(client.SubmitRequest{Config: holding(3, out)}).RunId
+	for deadline := time.Now().Add(time.Minute); s.get(id).RecordsWritten != 3; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s never acknowledged its 3 records: %+v", id, s.get(id))
+		}
+	}
+	if out, err := faucetCLI(t, s, "cancel", id); err != nil || !strings.Contains(out, "cancellation requested") {
+		t.Fatalf("runs cancel: %v\n%s", err, out)
+	}
+	rec := s.await(id, client.RunRecordStatusCancelled)
+	if rec.RecordsWritten != 0 || len(rec.Invocations) != 1 || !strings.Contains(deref(rec.Invocations[0].Error), "keeps its previous contents") {
+		t.Errorf("cancelled overwrite = %+v, want no records and an invocation saying the file was kept", rec)
+	}
+	if got, err := os.ReadFile(out); err != nil || string(got) != previous {
+		t.Errorf("the cancelled overwrite left %q (%v), want the previous file", got, err)
+	}
 }
 
 // requireLiveElapsed checks that a running run's elapsed_secs is positive
