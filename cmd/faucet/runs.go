@@ -110,7 +110,7 @@ func (rc *runsClient) submitCmd() *cobra.Command {
 				}
 			}
 			body := client.SubmitRequest{Config: string(data)}
-			f := client.SubmitRequestConfigFormat(format)
+			f := client.ConfigFormat(format)
 			body.ConfigFormat = &f
 			if name != "" {
 				body.Name = &name
@@ -139,7 +139,7 @@ func (rc *runsClient) submitCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			resp, err := c.SubmitRunWithResponse(cmd.Context(), body)
+			resp, err := c.SubmitRunWithResponse(cmd.Context(), nil, body)
 			if err != nil {
 				return err
 			}
@@ -159,7 +159,7 @@ func (rc *runsClient) submitCmd() *cobra.Command {
 			if err := printJSON(cmd.OutOrStdout(), rec); err != nil {
 				return err
 			}
-			if rec.Status != client.RunRecordStatusCompleted {
+			if rec.Status != client.RunStatusCompleted {
 				return fmt.Errorf("run %s %s", rec.RunId, rec.Status)
 			}
 			return nil
@@ -194,7 +194,7 @@ func (rc *runsClient) await(ctx context.Context, c *client.ClientWithResponses, 
 			return nil, apiError(resp.HTTPResponse, resp.Body)
 		}
 		switch resp.JSON200.Status {
-		case client.RunRecordStatusCompleted, client.RunRecordStatusFailed, client.RunRecordStatusCancelled:
+		case client.RunStatusCompleted, client.RunStatusFailed, client.RunStatusCancelled:
 			return resp.JSON200, nil
 		}
 		select {
@@ -232,9 +232,9 @@ func (rc *runsClient) listCmd() *cobra.Command {
 				params.Name = &name
 			}
 			if len(statuses) > 0 {
-				st := make([]client.ListRunsParamsStatus, len(statuses))
+				st := make([]client.RunStatus, len(statuses))
 				for i, s := range statuses {
-					st[i] = client.ListRunsParamsStatus(s)
+					st[i] = client.RunStatus(s)
 				}
 				params.Status = &st
 			}
@@ -374,7 +374,7 @@ func (rc *runsClient) logsCmd() *cobra.Command {
 				return followLogs(cmd.Context(), c, args[0], out)
 			}
 			var after int64
-			format := client.Jsonl
+			format := client.StreamRunLogsParamsFormatJsonl
 			for {
 				resp, err := c.StreamRunLogs(cmd.Context(), args[0], &client.StreamRunLogsParams{Format: &format, After: &after})
 				if err != nil {

@@ -64,7 +64,7 @@ func TestEveryErrorIsOneProblemModel(t *testing.T) {
 		name        string
 		body        any
 		status      int
-		code        string
+		code        ErrorCode
 		wantDetails bool
 	}{
 		{"validation", map[string]any{"name": "ab"}, 422, CodeUnprocessable, true},
@@ -88,7 +88,7 @@ func TestEveryErrorIsOneProblemModel(t *testing.T) {
 			if err := json.Unmarshal(resp.Body.Bytes(), &p); err != nil {
 				t.Fatal(err)
 			}
-			if p.Status != c.status || p.Error.Code != c.code || p.Type != problemTypePrefix+c.code ||
+			if p.Status != c.status || p.Error.Code != string(c.code) || p.Type != problemTypePrefix+string(c.code) ||
 				p.Title != http.StatusText(c.status) || p.Detail == "" || p.Detail != p.Error.Message || p.Instance != "/echo" {
 				t.Fatalf("problem = %+v", p)
 			}

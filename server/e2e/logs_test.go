@@ -23,7 +23,7 @@ func TestLogsFormatsResumeTruncationAndRestart(t *testing.T) {
 		dataDir, hist := t.TempDir(), h.url(t)
 		s := start(t, serverOpts{history: hist, dataDir: dataDir, args: []string{"--log-max-lines-per-run", strconv.Itoa(logCap)}})
 		id := s.submit(client.SubmitRequest{Config: generateToFile(50, filepath.Join(t.TempDir(), "out.jsonl"))}).RunId
-		s.await(id, client.RunRecordStatusCompleted)
+		s.await(id, client.RunStatusCompleted)
 
 		// The run is still in memory: its SSE stream replays the whole ring,
 		// more lines than the cap, and nothing was lost from it.

@@ -1,0 +1,145 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+
+	"github.com/danielgtaylor/huma/v2/adapters/humago"
+	"github.com/danielgtaylor/huma/v2/yaml"
+)
+
+// The order of the document's fields where it helps a reader: what the
+// document is before what it holds. Other objects keep sorted keys.
+var (
+	documentOrder = []string{"openapi", "info", "jsonSchemaDialect", "servers", "security", "tags", "paths", "webhooks", "components", "externalDocs"}
+	infoOrder     = []string{"title", "version", "summary", "description", "termsOfService", "contact", "license"}
+)
+
+// Document renders the API's OpenAPI document as YAML in specVersion (3.1,
+// the native one, or 3.0 for generators that do not read 3.1 yet), without
+// serving: registration only describes the operations.
+func Document(specVersion string) ([]byte, error) {
+	a := humago.New(http.NewServeMux(), Config())
+	Register(a, &Deps{})
+	var doc []byte
+	var err error
+	switch specVersion {
+	case "3.1":
+		doc, err = json.Marshal(a.OpenAPI())
+	case "3.0":
+		doc, err = a.OpenAPI().Downgrade()
+	default:
+		return nil, fmt.Errorf("unknown OpenAPI version %q (want 3.1 or 3.0)", specVersion)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("encode the OpenAPI %s document: %w", specVersion, err)
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(doc, &fields); err != nil {
+		return nil, fmt.Errorf("read the OpenAPI %s document: %w", specVersion, err)
+	}
+	var info map[string]json.RawMessage
+	if err := json.Unmarshal(fields["info"], &info); err != nil {
+		return nil, fmt.Errorf("read the OpenAPI %s document's info: %w", specVersion, err)
+	}
+	if specVersion == "3.0" {
+		if err := downgradeFurther(fields, info); err != nil {
+			return nil, err
+		}
+	}
+	if fields["info"], err = ordered(info, infoOrder); err != nil {
+		return nil, err
+	}
+	top, err := ordered(fields, documentOrder)
+	if err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	if err := yaml.Convert(&out, bytes.NewReader(top)); err != nil {
+		return nil, fmt.Errorf("convert the OpenAPI %s document to YAML: %w", specVersion, err)
+	}
+	return out.Bytes(), nil
+}
+
+// downgradeFurther finishes huma's 3.0 downgrade: a 3.0 license has a URL
+// but no SPDX identifier, and a 3.0 reference has no siblings (3.1 allows a
+// description beside $ref; in 3.0 the referenced schema's own describes it).
+func downgradeFurther(fields, info map[string]json.RawMessage) error {
+	var lic map[string]json.RawMessage
+	if err := json.Unmarshal(info["license"], &lic); err != nil {
+		return fmt.Errorf("read the OpenAPI 3.0 document's license: %w", err)
+	}
+	delete(lic, "identifier")
+	var err error
+	if info["license"], err = json.Marshal(lic); err != nil {
+		return fmt.Errorf("encode the OpenAPI 3.0 document's license: %w", err)
+	}
+	for _, k := range []string{"paths", "components"} {
+		var v any
+		if err := json.Unmarshal(fields[k], &v); err != nil {
+			return fmt.Errorf("read the OpenAPI 3.0 document's %s: %w", k, err)
+		}
+		dropRefSiblings(v)
+		if fields[k], err = json.Marshal(v); err != nil {
+			return fmt.Errorf("encode the OpenAPI 3.0 document's %s: %w", k, err)
+		}
+	}
+	return nil
+}
+
+func dropRefSiblings(v any) {
+	switch v := v.(type) {
+	case map[string]any:
+		if ref, ok := v["$ref"]; ok {
+			clear(v)
+			v["$ref"] = ref
+			return
+		}
+		for _, e := range v {
+			dropRefSiblings(e)
+		}
+	case []any:
+		for _, e := range v {
+			dropRefSiblings(e)
+		}
+	}
+}
+
+// ordered encodes fields as a JSON object with its keys in order; a key
+// order does not name is an error, so no field is dropped.
+func ordered(fields map[string]json.RawMessage, order []string) (json.RawMessage, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	n := 0
+	for _, k := range order {
+		v, ok := fields[k]
+		if !ok {
+			continue
+		}
+		if n > 0 {
+			b.WriteByte(',')
+		}
+		key, _ := json.Marshal(k)
+		b.Write(key)
+		b.WriteByte(':')
+		b.Write(v)
+		n++
+	}
+	if n != len(fields) {
+		return nil, fmt.Errorf("the OpenAPI document has fields %v where only %v are placed", keys(fields), order)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+func keys(m map[string]json.RawMessage) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
