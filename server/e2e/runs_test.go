@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -216,6 +217,12 @@ func readSSEWith(t *testing.T, s *server, id string, params *client.StreamRunLog
 	if err != nil {
 		t.Fatal(err)
 	}
+	return readEvents(t, resp)
+}
+
+// readEvents reads an event stream up to its end event, by event name.
+func readEvents(t *testing.T, resp *http.Response) map[string][]string {
+	t.Helper()
 	defer resp.Body.Close()
 	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
 		t.Fatalf("Content-Type = %q", ct)
@@ -278,6 +285,9 @@ func TestIdempotency(t *testing.T) {
 		if again.RunId != first.RunId {
 			t.Fatalf("replay returned %s, want %s", again.RunId, first.RunId)
 		}
+		if first.Replayed || !again.Replayed {
+			t.Fatalf("replayed: first %v, again %v; want false then true", first.Replayed, again.Replayed)
+		}
 		body.Labels = &map[string]string{"changed": "yes"}
 		resp, err := s.admin().SubmitRunWithResponse(context.Background(), nil, body)
 		if err != nil {
@@ -290,6 +300,7 @@ func TestIdempotency(t *testing.T) {
 		// 50 concurrent submits of one key and payload create exactly one run.
 		race := client.SubmitRequest{Config: generateToFile(5, out), IdempotencyKey: ptr("race-key"), Name: ptr("race")}
 		ids := make([]string, 50)
+		created := make([]bool, len(ids))
 		var wg sync.WaitGroup
 		for i := range ids {
 			wg.Add(1)
@@ -301,9 +312,13 @@ func TestIdempotency(t *testing.T) {
 					return
 				}
 				ids[i] = r.JSON202.RunId
+				created[i] = !r.JSON202.Replayed
 			}()
 		}
 		wg.Wait()
+		if n := len(slices.DeleteFunc(created, func(c bool) bool { return !c })); n != 1 {
+			t.Fatalf("%d of the concurrent submits say they created the run, want 1", n)
+		}
 		for _, id := range ids {
 			if id != ids[0] {
 				t.Fatalf("concurrent submits returned different runs: %v", ids)
