@@ -427,14 +427,6 @@ type ListResponse struct {
 	Runs       []RunRecord `json:"runs"`
 }
 
-// LogEnd defines model for LogEnd.
-type LogEnd struct {
-	RunId string `json:"run_id"`
-
-	// Status A run's status. pending: stored for any cluster member to claim (cluster mode only); queued: admitted to this server's queue; running: executing; sharded: split into source shards that execute on their own (cluster mode only); completed, failed, cancelled: terminal.
-	Status *RunStatus `json:"status,omitempty"`
-}
-
 // LogLine defines model for LogLine.
 type LogLine struct {
 	Level LogLineLevel `json:"level"`
@@ -458,12 +450,6 @@ type LogPage struct {
 
 	// Truncated true when the per-run cap dropped lines before the oldest one kept.
 	Truncated bool `json:"truncated"`
-}
-
-// LogTruncated defines model for LogTruncated.
-type LogTruncated struct {
-	// Reason Which lines were dropped, and where to read them if they still exist.
-	Reason string `json:"reason"`
 }
 
 // Problem defines model for Problem.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strings"
 
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
 	"github.com/danielgtaylor/huma/v2/yaml"
@@ -65,8 +66,11 @@ func Document(specVersion string) ([]byte, error) {
 }
 
 // downgradeFurther finishes huma's 3.0 downgrade: a 3.0 license has a URL
-// but no SPDX identifier, and a 3.0 reference has no siblings (3.1 allows a
-// description beside $ref; in 3.0 the referenced schema's own describes it).
+// but no SPDX identifier; a 3.0 reference has no siblings (3.1 allows a
+// description beside $ref; in 3.0 the referenced schema's own describes it);
+// and 3.0 schemas have no contentSchema, so the 3.0 document describes the
+// log events in words only and leaves out the schemas only contentSchema
+// used.
 func downgradeFurther(fields, info map[string]json.RawMessage) error {
 	var lic map[string]json.RawMessage
 	if err := json.Unmarshal(info["license"], &lic); err != nil {
@@ -77,20 +81,52 @@ func downgradeFurther(fields, info map[string]json.RawMessage) error {
 	if info["license"], err = json.Marshal(lic); err != nil {
 		return fmt.Errorf("encode the OpenAPI 3.0 document's license: %w", err)
 	}
-	for _, k := range []string{"paths", "components"} {
-		var v any
-		if err := json.Unmarshal(fields[k], &v); err != nil {
-			return fmt.Errorf("read the OpenAPI 3.0 document's %s: %w", k, err)
+	var paths any
+	var components map[string]any
+	if err := json.Unmarshal(fields["paths"], &paths); err != nil {
+		return fmt.Errorf("read the OpenAPI 3.0 document's paths: %w", err)
+	}
+	if err := json.Unmarshal(fields["components"], &components); err != nil {
+		return fmt.Errorf("read the OpenAPI 3.0 document's components: %w", err)
+	}
+	downgradeSchemas(paths)
+	downgradeSchemas(components)
+	schemas, _ := components["schemas"].(map[string]any)
+	used := map[string]bool{}
+	var mark func(v any)
+	mark = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if name, ok := strings.CutPrefix(fmt.Sprint(v["$ref"]), "#/components/schemas/"); ok && !used[name] {
+				used[name] = true
+				mark(schemas[name])
+			}
+			for _, e := range v {
+				mark(e)
+			}
+		case []any:
+			for _, e := range v {
+				mark(e)
+			}
 		}
-		dropRefSiblings(v)
-		if fields[k], err = json.Marshal(v); err != nil {
-			return fmt.Errorf("encode the OpenAPI 3.0 document's %s: %w", k, err)
+	}
+	mark(paths)
+	mark(components["responses"])
+	for name := range schemas {
+		if !used[name] {
+			delete(schemas, name)
 		}
+	}
+	if fields["paths"], err = json.Marshal(paths); err != nil {
+		return fmt.Errorf("encode the OpenAPI 3.0 document's paths: %w", err)
+	}
+	if fields["components"], err = json.Marshal(components); err != nil {
+		return fmt.Errorf("encode the OpenAPI 3.0 document's components: %w", err)
 	}
 	return nil
 }
 
-func dropRefSiblings(v any) {
+func downgradeSchemas(v any) {
 	switch v := v.(type) {
 	case map[string]any:
 		if ref, ok := v["$ref"]; ok {
@@ -98,12 +134,14 @@ func dropRefSiblings(v any) {
 			v["$ref"] = ref
 			return
 		}
+		delete(v, "contentSchema")
+		delete(v, "contentMediaType")
 		for _, e := range v {
-			dropRefSiblings(e)
+			downgradeSchemas(e)
 		}
 	case []any:
 		for _, e := range v {
-			dropRefSiblings(e)
+			downgradeSchemas(e)
 		}
 	}
 }

@@ -52,20 +52,23 @@ func (in *followInput) from() int64 {
 	return in.After
 }
 
-// logEventStream documents the text/event-stream body of the log stream. The
-// body is a string to a validator of whole bodies; an SSE client that parses
-// each event's data gets one of the event payloads, which is what generators
-// type their SSE helpers with.
+// logEventStream documents the text/event-stream body of the log routes. As
+// a whole the body is text, which is what validators of whole bodies check
+// it against; each event's data is one of the log events, which the 3.1
+// document says through contentSchema (OpenAPI 3.2 calls it itemSchema).
 func logEventStream(a huma.API) *huma.MediaType {
 	r := a.OpenAPI().Components.Schemas
 	return &huma.MediaType{Schema: &huma.Schema{
-		Description: "The event stream. As a whole the body is text; the data of each event is a LogLine " +
-			"(event log), a LogTruncated (event truncated) or a LogEnd (event end).",
-		AnyOf: []*huma.Schema{
-			{Type: huma.TypeString, Description: "The stream as sent."},
-			r.Schema(reflectType[LogLine](), true, ""),
-			r.Schema(reflectType[LogTruncated](), true, ""),
-			r.Schema(reflectType[LogEnd](), true, ""),
+		Type: huma.TypeString,
+		Description: "The event stream. The data of each event is a LogLine (event log), a LogTruncated " +
+			"(event truncated) or a LogEnd (event end).",
+		Extensions: map[string]any{
+			"contentMediaType": "text/event-stream",
+			"contentSchema": &huma.Schema{OneOf: []*huma.Schema{
+				r.Schema(reflectType[LogLine](), true, ""),
+				r.Schema(reflectType[LogTruncated](), true, ""),
+				r.Schema(reflectType[LogEnd](), true, ""),
+			}},
 		},
 	}}
 }
