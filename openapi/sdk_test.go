@@ -48,6 +48,31 @@ func TestDocumentsMatchTheCode(t *testing.T) {
 	}
 }
 
+// TestREADMEShowsTheCompiledExample keeps the README's TypeScript example
+// the one the package's tests compile.
+func TestREADMEShowsTheCompiledExample(t *testing.T) {
+	t.Parallel()
+	src, err := os.ReadFile(filepath.Join("ts", "test", "readme-example.ts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?s)// README example start\n(.*?)\n// README example end`).FindSubmatch(src)
+	if m == nil {
+		t.Fatal("readme-example.ts has no README example markers")
+	}
+	example := strings.Split(string(m[1]), "\n")
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if block := "```ts\n" + strings.Join(example, "\n") + "\n```"; !bytes.Contains(readme, []byte(block)) {
+		t.Errorf("README.md does not show the example of ts/test/readme-example.ts:\n%s", block)
+	}
+	if len(example) != 10 {
+		t.Errorf("the README example has %d lines, want 10", len(example))
+	}
+}
+
 // TestDocumentsLintClean runs Redocly's recommended rules on both
 // documents: no error and no warning.
 func TestDocumentsLintClean(t *testing.T) {

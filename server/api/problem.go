@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -29,8 +28,8 @@ const (
 	CodeUnavailable          ErrorCode = "unavailable"
 )
 
-// statusCodes is the code of each status the API answers with; the
-// ErrorCode enum is exactly these codes.
+// statusCodes is the code of an error of each status the API answers with
+// when its producer (usually huma) named none.
 var statusCodes = map[int]ErrorCode{
 	http.StatusBadRequest:            CodeBadConfig,
 	http.StatusUnauthorized:          CodeUnauthorized,
@@ -46,19 +45,12 @@ var statusCodes = map[int]ErrorCode{
 	http.StatusServiceUnavailable:    CodeUnavailable,
 }
 
-// allErrorCodes lists the codes in status order, for the enum.
-var allErrorCodes = func() []ErrorCode {
-	statuses := make([]int, 0, len(statusCodes))
-	for st := range statusCodes {
-		statuses = append(statuses, st)
-	}
-	sort.Ints(statuses)
-	codes := make([]ErrorCode, len(statuses))
-	for i, st := range statuses {
-		codes[i] = statusCodes[st]
-	}
-	return codes
-}()
+// allErrorCodes is the ErrorCode enum: every code the API sends. A new code
+// goes here, and into statusCodes when it is its status's usual one.
+var allErrorCodes = []ErrorCode{
+	CodeBadConfig, CodeUnauthorized, CodeForbidden, CodeNotFound, CodeRequestTimeout, CodeConflict,
+	CodePayloadTooLarge, CodeUnsupportedMediaType, CodeUnprocessable, CodeQueueFull, CodeInternal, CodeUnavailable,
+}
 
 // problemTypePrefix makes each code a distinct RFC 9457 problem type. Tag URIs
 // are the RFC's recommendation for types that are identifiers, not pages.

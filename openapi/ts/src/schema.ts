@@ -556,7 +556,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description Too many requests (queue_full: the run queue is full); retry after Retry-After seconds. */
+        /** @description Too many requests (queue_full: the run queue is full): retry after Retry-After seconds. */
         TooManyRequests: {
             headers: {
                 /** @description Seconds to wait before retrying. */
