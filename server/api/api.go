@@ -55,6 +55,10 @@ func Config() huma.Config {
 	cfg := huma.DefaultConfig(Title, Version)
 	// The /v1 wire format has no $schema member in bodies.
 	cfg.CreateHooks = nil
+	// Register serves the documents as `faucet openapi` prints them, which
+	// huma's own routes would not; its docs page, which loads a viewer from
+	// a CDN, goes with them.
+	cfg.OpenAPIPath, cfg.DocsPath = "", ""
 	cfg.Info.Description = "Submit pipeline runs over HTTP, poll their status, list, cancel and delete them, " +
 		"stream their logs, and read the audit log. Every /v1 operation requires a bearer token " +
 		"unless the server runs with --no-auth; /healthz, /readyz and /metrics are open.\n\n" +

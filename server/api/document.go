@@ -7,7 +7,9 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"sync"
 
+	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
 	"github.com/danielgtaylor/huma/v2/yaml"
 )
@@ -25,13 +27,32 @@ var (
 func Document(specVersion string) ([]byte, error) {
 	a := humago.New(http.NewServeMux(), Config())
 	Register(a, &Deps{})
+	doc, err := documentJSON(a.OpenAPI(), specVersion)
+	if err != nil {
+		return nil, err
+	}
+	return toYAML(doc, specVersion)
+}
+
+// toYAML converts a document from JSON, keeping its order.
+func toYAML(doc []byte, specVersion string) ([]byte, error) {
+	var out bytes.Buffer
+	if err := yaml.Convert(&out, bytes.NewReader(doc)); err != nil {
+		return nil, fmt.Errorf("convert the OpenAPI %s document to YAML: %w", specVersion, err)
+	}
+	return out.Bytes(), nil
+}
+
+// documentJSON is the document of o in specVersion as JSON, its fields in
+// the order Document writes them.
+func documentJSON(o *huma.OpenAPI, specVersion string) ([]byte, error) {
 	var doc []byte
 	var err error
 	switch specVersion {
 	case "3.1":
-		doc, err = json.Marshal(a.OpenAPI())
+		doc, err = json.Marshal(o)
 	case "3.0":
-		doc, err = a.OpenAPI().Downgrade()
+		doc, err = o.Downgrade()
 	default:
 		return nil, fmt.Errorf("unknown OpenAPI version %q (want 3.1 or 3.0)", specVersion)
 	}
@@ -54,15 +75,36 @@ func Document(specVersion string) ([]byte, error) {
 	if fields["info"], err = ordered(info, infoOrder); err != nil {
 		return nil, err
 	}
-	top, err := ordered(fields, documentOrder)
-	if err != nil {
-		return nil, err
+	return ordered(fields, documentOrder)
+}
+
+// serveDocuments serves the documents at the paths huma would (it is told
+// not to: see Config), as Document renders them, so the served documents
+// are the committed ones.
+func serveDocuments(a huma.API) {
+	for _, d := range []struct{ path, version, contentType string }{
+		{"/openapi.yaml", "3.1", "application/openapi+yaml"},
+		{"/openapi-3.0.yaml", "3.0", "application/openapi+yaml"},
+		{"/openapi.json", "3.1", "application/openapi+json"},
+		{"/openapi-3.0.json", "3.0", "application/openapi+json"},
+	} {
+		var once sync.Once
+		var body []byte
+		var err error
+		a.Adapter().Handle(&huma.Operation{Method: http.MethodGet, Path: d.path}, func(ctx huma.Context) {
+			once.Do(func() {
+				if body, err = documentJSON(a.OpenAPI(), d.version); err == nil && strings.HasSuffix(d.path, ".yaml") {
+					body, err = toYAML(body, d.version)
+				}
+			})
+			if err != nil {
+				_ = huma.WriteErr(a, ctx, http.StatusInternalServerError, "render the OpenAPI document", err)
+				return
+			}
+			ctx.SetHeader("Content-Type", d.contentType)
+			_, _ = ctx.BodyWriter().Write(body)
+		})
 	}
-	var out bytes.Buffer
-	if err := yaml.Convert(&out, bytes.NewReader(top)); err != nil {
-		return nil, fmt.Errorf("convert the OpenAPI %s document to YAML: %w", specVersion, err)
-	}
-	return out.Bytes(), nil
 }
 
 // downgradeFurther finishes huma's 3.0 downgrade: a 3.0 license has a URL

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
+	"github.com/danielgtaylor/huma/v2/humatest"
 )
 
 // document is the 3.1 document as plain JSON values, the way SDK generators
@@ -209,5 +210,28 @@ func TestDocumentStartsWithWhatItIs(t *testing.T) {
 	}
 	if _, err := Document("2.0"); err == nil {
 		t.Error("Document(2.0) succeeded")
+	}
+}
+
+// TestServedDocumentsAreTheRendered: the server serves what `faucet openapi`
+// prints, which is what is committed.
+func TestServedDocumentsAreTheRendered(t *testing.T) {
+	_, a := humatest.New(t, Config())
+	Register(a, &Deps{})
+	for path, version := range map[string]string{"/openapi.yaml": "3.1", "/openapi-3.0.yaml": "3.0", "/openapi.json": "3.1", "/openapi-3.0.json": "3.0"} {
+		want, err := Document(version)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp := a.Get(path)
+		got := resp.Body.Bytes()
+		if strings.HasSuffix(path, ".json") {
+			if got, err = toYAML(got, version); err != nil {
+				t.Fatalf("GET %s: %v", path, err)
+			}
+		}
+		if resp.Code != http.StatusOK || !bytes.Equal(got, want) {
+			t.Errorf("GET %s: %d, not the %s document Document renders", path, resp.Code, version)
+		}
 	}
 }

@@ -23,6 +23,7 @@ import (
 // convention every route follows).
 func Register(a huma.API, d *Deps) {
 	a.UseMiddleware(d.measure)
+	serveDocuments(a)
 	g := newGroups(a, d)
 	bodyLimit := d.BodyLimit
 	if bodyLimit <= 0 {
