@@ -293,16 +293,13 @@ var (
 )
 
 // npmTools installs the npm packages package-lock.json pins (once) and
-// returns their bin directory. npm is required: the README's test command
-// installs it when it may.
+// returns their bin directory. Node.js and npm are required: the script
+// installs them when it may and fails otherwise.
 func npmTools(t *testing.T) string {
 	t.Helper()
 	npmOnce.Do(func() {
-		if _, err := exec.LookPath("npm"); err != nil {
-			npmErr = fmt.Errorf("npm is required to check the SDKs: install Node.js and npm (the README's test command does when it may)")
-			return
-		}
-		cmd := exec.Command("bash", filepath.Join("..", "scripts", "npm-tools.sh"))
+		cmd := exec.Command("bash", filepath.Join("scripts", "npm-tools.sh"))
+		cmd.Dir = ".."
 		if out, err := cmd.CombinedOutput(); err != nil {
 			npmErr = fmt.Errorf("install the npm tools: %w\n%s", err, out)
 			return

@@ -3,7 +3,13 @@
 # SDK generators and checkers) exactly as package-lock.json pins them, unless
 # node_modules already holds that very install.
 set -euo pipefail
-cd "$(dirname "$0")/../openapi"
+cd "$(dirname "$0")/.."
+# shellcheck source=scripts/apt.sh
+. scripts/apt.sh
+if ! command -v npm >/dev/null; then
+	apt_install nodejs npm
+fi
+cd openapi
 stamp=node_modules/.faucet-lock-sha256
 want=$(cat package.json package-lock.json ts/package.json | sha256sum | cut -d' ' -f1)
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
