@@ -86,7 +86,7 @@ unless it completed.`,
 				format = "json"
 			}
 			body.Config = string(data)
-			f := client.SubmitRequestConfigFormat(format)
+			f := client.ConfigFormat(format)
 			body.ConfigFormat = &f
 			if name != "" {
 				body.Name = &name
@@ -104,7 +104,7 @@ unless it completed.`,
 			if err != nil {
 				return err
 			}
-			resp, err := c.SubmitRunWithResponse(cmd.Context(), body)
+			resp, err := c.SubmitRunWithResponse(cmd.Context(), nil, body)
 			if err != nil {
 				return err
 			}
@@ -128,7 +128,7 @@ unless it completed.`,
 			if err := printRun(cmd.OutOrStdout(), *out, rec); err != nil {
 				return err
 			}
-			if rec.Status != client.RunRecordStatusCompleted {
+			if rec.Status != client.RunStatusCompleted {
 				return fmt.Errorf("run %s %s", rec.RunId, rec.Status)
 			}
 			return nil
@@ -165,7 +165,7 @@ func (sf *serverFlags) await(ctx context.Context, c *client.ClientWithResponses,
 			return nil, sf.apiError(resp.HTTPResponse, resp.Body)
 		}
 		switch resp.JSON200.Status {
-		case client.RunRecordStatusCompleted, client.RunRecordStatusFailed, client.RunRecordStatusCancelled:
+		case client.RunStatusCompleted, client.RunStatusFailed, client.RunStatusCancelled:
 			return resp.JSON200, nil
 		}
 		select {
@@ -236,9 +236,9 @@ func (sf *serverFlags) listCmd() *cobra.Command {
 				params.Name = &name
 			}
 			if len(statuses) > 0 {
-				st := make([]client.ListRunsParamsStatus, len(statuses))
+				st := make([]client.RunStatus, len(statuses))
 				for i, s := range statuses {
-					st[i] = client.ListRunsParamsStatus(s)
+					st[i] = client.RunStatus(s)
 				}
 				params.Status = &st
 			}
@@ -439,7 +439,7 @@ func (sf *serverFlags) logsCmd() *cobra.Command {
 				return sf.followLogs(cmd.Context(), c, args[0], lp)
 			}
 			var after int64
-			format := client.Jsonl
+			format := client.StreamRunLogsParamsFormatJsonl
 			for {
 				resp, err := c.StreamRunLogs(cmd.Context(), args[0], &client.StreamRunLogsParams{Format: &format, After: &after})
 				if err != nil {

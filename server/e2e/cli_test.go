@@ -147,7 +147,7 @@ func TestClientCommands(t *testing.T) {
 	}
 	var rec client.RunRecord
 	r := cli(t, home, env, "runs", "submit", cfg, "--set", "pipeline.source.config.count=3", "--wait", "-o", "json").ok(t, "runs submit --set")
-	if err := json.Unmarshal([]byte(r.stdout), &rec); err != nil || rec.Status != client.RunRecordStatusCompleted || rec.RecordsWritten != 3 {
+	if err := json.Unmarshal([]byte(r.stdout), &rec); err != nil || rec.Status != client.RunStatusCompleted || rec.RecordsWritten != 3 {
 		t.Fatalf("runs submit --set count=3: %+v (%v)\n%s", rec, err, r.stdout)
 	}
 	if r := cli(t, home, env, "runs", "submit", cfg, "--set", "oops"); r.code != 1 || !strings.Contains(r.stderr, "--set oops: want key.path=value") {

@@ -236,7 +236,7 @@ func (s *server) admin() *client.ClientWithResponses {
 // submit submits body and fails the test unless it is accepted.
 func (s *server) submit(body client.SubmitRequest) client.SubmitResponse {
 	s.t.Helper()
-	resp, err := s.admin().SubmitRunWithResponse(context.Background(), body)
+	resp, err := s.admin().SubmitRunWithResponse(context.Background(), nil, body)
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -260,7 +260,7 @@ func (s *server) get(id string) client.RunRecord {
 }
 
 // await polls a run until its status is one of want.
-func (s *server) await(id string, want ...client.RunRecordStatus) client.RunRecord {
+func (s *server) await(id string, want ...client.RunStatus) client.RunRecord {
 	s.t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
@@ -295,7 +295,7 @@ func (s *server) awaitLog(id string, re *regexp.Regexp) {
 // logs reads one page of a run's persisted log lines.
 func (s *server) logs(id string, after int64, limit int64) []client.LogLine {
 	s.t.Helper()
-	format := client.Jsonl
+	format := client.StreamRunLogsParamsFormatJsonl
 	resp, err := s.admin().StreamRunLogs(context.Background(), id, &client.StreamRunLogsParams{Format: &format, After: &after, Limit: &limit})
 	if err != nil {
 		s.t.Fatal(err)
@@ -318,8 +318,8 @@ func (s *server) logs(id string, after int64, limit int64) []client.LogLine {
 	return out
 }
 
-func isTerminal(s client.RunRecordStatus) bool {
-	return s == client.RunRecordStatusCompleted || s == client.RunRecordStatusFailed || s == client.RunRecordStatusCancelled
+func isTerminal(s client.RunStatus) bool {
+	return s == client.RunStatusCompleted || s == client.RunStatusFailed || s == client.RunStatusCancelled
 }
 
 // lineLog collects a process's stderr and lets tests wait for a line.
