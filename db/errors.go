@@ -10,14 +10,14 @@ import (
 var (
 	// ErrNotFound: the run (or other row) does not exist.
 	ErrNotFound = errors.New("not found")
+	// ErrUnknownCursor: a RunList cursor names no run, because it is
+	// malformed or its run was deleted since it was handed out.
+	ErrUnknownCursor = errors.New("the cursor names no run")
 	// ErrSchemaTooNew: the database was migrated by a newer faucet than this
 	// binary; refusing to touch it avoids corrupting a schema we do not know.
 	ErrSchemaTooNew = errors.New("database schema is newer than this faucet binary")
 	// ErrBadURL: the history URL is malformed or names an unknown scheme.
 	ErrBadURL = errors.New("invalid history URL")
-	// ErrBadCursor: a list cursor that names no run (unknown, malformed, or
-	// of a run deleted since): the page it asks for does not exist.
-	ErrBadCursor = errors.New("unknown or malformed cursor")
 )
 
 // Transience says whether retrying a failed database call can succeed.

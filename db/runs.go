@@ -97,7 +97,7 @@ func (s *store) RunList(ctx context.Context, f ListFilter) (ListPage, error) {
 	}
 	if len(rows) == 0 && f.Cursor != "" {
 		if _, err := s.d.RunStatus(ctx, f.Cursor); errors.Is(err, ErrNotFound) {
-			return ListPage{}, invalid(op, fmt.Errorf("cursor %q: %w", f.Cursor, ErrBadCursor))
+			return ListPage{}, invalid(op, fmt.Errorf("cursor %q: %w", f.Cursor, ErrUnknownCursor))
 		} else if err != nil {
 			return ListPage{}, fail(ctx, op, err)
 		}
