@@ -47,14 +47,26 @@ func (d *driver) RunClaimPending(ctx context.Context, p *db.RunClaimPendingParam
 // RunRequeueLapsed fails the lapsed runs at the attempt cap, then requeues
 // the rest, in one transaction.
 func (d *driver) RunRequeueLapsed(ctx context.Context, p *db.RequeueLapsedParams) (db.ReclaimReport, error) {
-	var rep db.ReclaimReport
 	now := ptr(micros(p.Now))
+	return d.requeue(ctx,
+		func(ctx context.Context, q *dbsqlc.Queries) (int64, error) {
+			return q.RunPoisonLapsed(ctx, dbsqlc.RunPoisonLapsedParams{Now: now, ErrorFormat: p.PoisonFormat, MaxAttempts: int64(p.MaxAttempts)})
+		},
+		func(ctx context.Context, q *dbsqlc.Queries) (int64, error) {
+			return q.RunRequeueLapsed(ctx, dbsqlc.RunRequeueLapsedParams{Now: now, MaxAttempts: int64(p.MaxAttempts)})
+		})
+}
+
+// requeue runs a poison and a requeue statement in one write transaction:
+// they select disjoint rows (attempt at or past the cap, below it).
+func (d *driver) requeue(ctx context.Context, poison, requeue func(context.Context, *dbsqlc.Queries) (int64, error)) (db.ReclaimReport, error) {
+	var rep db.ReclaimReport
 	err := d.write(ctx, func(ctx context.Context, q *dbsqlc.Queries) error {
-		poisoned, err := q.RunPoisonLapsed(ctx, dbsqlc.RunPoisonLapsedParams{Now: now, ErrorFormat: p.PoisonFormat, MaxAttempts: int64(p.MaxAttempts)})
+		poisoned, err := poison(ctx, q)
 		if err != nil {
 			return err
 		}
-		requeued, err := q.RunRequeueLapsed(ctx, dbsqlc.RunRequeueLapsedParams{Now: now, MaxAttempts: int64(p.MaxAttempts)})
+		requeued, err := requeue(ctx, q)
 		rep = db.ReclaimReport{Requeued: int(requeued), Poisoned: int(poisoned)}
 		return err
 	})

@@ -114,18 +114,14 @@ func (d *driver) ShardRenewLeases(ctx context.Context, p *db.LeaseParams) (int, 
 // ShardRequeueLapsed fails the lapsed shards at the attempt cap, then
 // requeues the rest, in one transaction.
 func (d *driver) ShardRequeueLapsed(ctx context.Context, p *db.RequeueLapsedParams) (db.ReclaimReport, error) {
-	var rep db.ReclaimReport
 	now := ptr(micros(p.Now))
-	err := d.write(ctx, func(ctx context.Context, q *dbsqlc.Queries) error {
-		poisoned, err := q.ShardPoisonLapsed(ctx, dbsqlc.ShardPoisonLapsedParams{Now: now, ErrorFormat: p.PoisonFormat, MaxAttempts: int64(p.MaxAttempts)})
-		if err != nil {
-			return err
-		}
-		requeued, err := q.ShardRequeueLapsed(ctx, dbsqlc.ShardRequeueLapsedParams{Now: now, MaxAttempts: int64(p.MaxAttempts)})
-		rep = db.ReclaimReport{Requeued: int(requeued), Poisoned: int(poisoned)}
-		return err
-	})
-	return rep, err
+	return d.requeue(ctx,
+		func(ctx context.Context, q *dbsqlc.Queries) (int64, error) {
+			return q.ShardPoisonLapsed(ctx, dbsqlc.ShardPoisonLapsedParams{Now: now, ErrorFormat: p.PoisonFormat, MaxAttempts: int64(p.MaxAttempts)})
+		},
+		func(ctx context.Context, q *dbsqlc.Queries) (int64, error) {
+			return q.ShardRequeueLapsed(ctx, dbsqlc.ShardRequeueLapsedParams{Now: now, MaxAttempts: int64(p.MaxAttempts)})
+		})
 }
 
 func (d *driver) ShardRelease(ctx context.Context, p *db.ShardReleaseParams) (bool, error) {
