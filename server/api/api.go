@@ -169,8 +169,20 @@ func (d *Deps) middleware(a huma.API) func(huma.Context, func(huma.Context)) {
 				"principal "+p.Name+" has role "+p.Role.String()+"; this operation needs "+need.String())
 			return
 		}
+		if err := refuseNUL(ctx, d.bodyLimit()+1); err != nil {
+			_ = huma.WriteErr(a, ctx, http.StatusBadRequest, err.Error())
+			return
+		}
 		next(huma.WithValue(ctx, principalKey{}, p))
 	}
+}
+
+// bodyLimit is the cap on request bodies in bytes.
+func (d *Deps) bodyLimit() int64 {
+	if d.BodyLimit <= 0 {
+		return DefaultBodyLimit
+	}
+	return d.BodyLimit
 }
 
 func statusText(code int) string {

@@ -22,13 +22,9 @@ import (
 // Register adds every operation of the API to a.
 func Register(a huma.API, d *Deps) {
 	a.UseMiddleware(d.middleware(a))
-	bodyLimit := d.BodyLimit
-	if bodyLimit <= 0 {
-		bodyLimit = DefaultBodyLimit
-	}
 	// huma rejects a body that reaches MaxBodyBytes, so allow one byte more
 	// than the limit: a body of exactly the limit is accepted.
-	maxBody := bodyLimit + 1
+	maxBody := d.bodyLimit() + 1
 
 	huma.Register(a, huma.Operation{
 		OperationID: "healthz", Method: http.MethodGet, Path: "/healthz",

@@ -2,8 +2,11 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -62,4 +65,60 @@ func TestConfigBombsAreRefusedWithinAMemoryCeiling(t *testing.T) {
 	if err != nil || list.JSON200 == nil || len(list.JSON200.Runs) != 0 {
 		t.Fatalf("refused configs must record nothing: %v %.300s", err, list.Body)
 	}
+}
+
+// NUL characters are refused with a 400 naming the input, on both
+// histories alike (PostgreSQL cannot store them, SQLite would), and nothing
+// is written.
+func TestNULInEveryInputIsA400NamingIt(t *testing.T) {
+	eachHistory(t, func(t *testing.T, h history) {
+		s := start(t, serverOpts{history: h.url(t)})
+		cfg, _ := json.Marshal(generateToFile(1, filepath.Join(t.TempDir(), "out.jsonl")))
+		body := func(extra string) string { return `{"config": ` + string(cfg) + extra + `}` }
+		cases := []struct {
+			method, path, body, want string
+		}{
+			{"POST", "/v1/runs", body(`, "idempotency_key": "k\u0000"`), "body.idempotency_key"},
+			{"POST", "/v1/runs", body(`, "name": "n\u0000"`), "body.name"},
+			{"POST", "/v1/runs", body(`, "labels": {"team": "a\u0000"}`), "body.labels.team"},
+			{"POST", "/v1/runs", body(`, "labels": {"te\u0000am": "a"}`), `body.labels key te\0am`},
+			{"POST", "/v1/runs", body(`, "callback": {"url": "http://x/\u0000"}`), "body.callback.url"},
+			{"POST", "/v1/runs", body(`, "callback": {"url": "http://x/", "headers": {"X": "\u0000"}}`), "body.callback.headers.X"},
+			{"POST", "/v1/runs", `{"config": "version: 1\u0000"}`, "body.config"},
+			{"POST", "/v1/doctor", `{"config": "version: 1\u0000"}`, "body.config"},
+			{"GET", "/v1/runs?name=a%00", "", "query parameter name"},
+			{"GET", "/v1/runs?cursor=a%00", "", "query parameter cursor"},
+			{"GET", "/v1/runs/a%00", "", "path parameter id"},
+			{"POST", "/v1/runs/a%00/cancel", "", "path parameter id"},
+			{"DELETE", "/v1/runs/a%00", "", "path parameter id"},
+			{"GET", "/v1/runs/a%00/logs?format=jsonl", "", "path parameter id"},
+			{"GET", "/v1/audit?principal=a%00", "", "query parameter principal"},
+			{"GET", "/v1/audit?action=a%00", "", "query parameter action"},
+		}
+		for _, c := range cases {
+			req, err := http.NewRequest(c.method, s.url+c.path, strings.NewReader(c.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Authorization", "Bearer "+adminToken)
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			var p struct {
+				Error struct{ Code, Message string }
+			}
+			_ = json.Unmarshal(got, &p)
+			if resp.StatusCode != http.StatusBadRequest || p.Error.Code != "bad_config" || !strings.Contains(p.Error.Message, c.want+" contains a NUL character") {
+				t.Errorf("%s %s %s: %d %s; want 400 naming %s", c.method, c.path, c.body, resp.StatusCode, got, c.want)
+			}
+		}
+		list, err := s.admin().ListRunsWithResponse(context.Background(), nil)
+		if err != nil || list.JSON200 == nil || len(list.JSON200.Runs) != 0 {
+			t.Fatalf("refused submits must record nothing: %v %.300s", err, list.Body)
+		}
+	})
 }
