@@ -137,18 +137,39 @@ func (e LogLineLevel) Valid() bool {
 	}
 }
 
+// Defines values for ReadyStatusHistory.
+const (
+	ReadyStatusHistoryConnecting  ReadyStatusHistory = "connecting"
+	ReadyStatusHistoryReady       ReadyStatusHistory = "ready"
+	ReadyStatusHistoryUnavailable ReadyStatusHistory = "unavailable"
+)
+
+// Valid indicates whether the value is a known member of the ReadyStatusHistory enum.
+func (e ReadyStatusHistory) Valid() bool {
+	switch e {
+	case ReadyStatusHistoryConnecting:
+		return true
+	case ReadyStatusHistoryReady:
+		return true
+	case ReadyStatusHistoryUnavailable:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ReadyStatusStatus.
 const (
-	NotReady ReadyStatusStatus = "not_ready"
-	Ready    ReadyStatusStatus = "ready"
+	ReadyStatusStatusNotReady ReadyStatusStatus = "not_ready"
+	ReadyStatusStatusReady    ReadyStatusStatus = "ready"
 )
 
 // Valid indicates whether the value is a known member of the ReadyStatusStatus enum.
 func (e ReadyStatusStatus) Valid() bool {
 	switch e {
-	case NotReady:
+	case ReadyStatusStatusNotReady:
 		return true
-	case Ready:
+	case ReadyStatusStatusReady:
 		return true
 	default:
 		return false
@@ -540,7 +561,10 @@ type Problem struct {
 type ReadyStatus struct {
 	Cluster ClusterStatus `json:"cluster"`
 
-	// HistoryOk false when the history store fell back to memory or does not answer.
+	// History The history database: connecting (not reached since the server started; it keeps retrying), ready, or unavailable (it stopped answering).
+	History ReadyStatusHistory `json:"history"`
+
+	// HistoryOk false while the history database does not answer.
 	HistoryOk bool `json:"history_ok"`
 
 	// QueueOk false when the run queue is full.
@@ -548,6 +572,9 @@ type ReadyStatus struct {
 	Status               ReadyStatusStatus      `json:"status"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
+
+// ReadyStatusHistory The history database: connecting (not reached since the server started; it keeps retrying), ready, or unavailable (it stopped answering).
+type ReadyStatusHistory string
 
 // ReadyStatusStatus defines model for ReadyStatus.Status.
 type ReadyStatusStatus string
@@ -2224,6 +2251,14 @@ func (a *ReadyStatus) UnmarshalJSON(b []byte) error {
 		delete(object, "cluster")
 	}
 
+	if raw, found := object["history"]; found {
+		err = json.Unmarshal(raw, &a.History)
+		if err != nil {
+			return fmt.Errorf("error reading 'history': %w", err)
+		}
+		delete(object, "history")
+	}
+
 	if raw, found := object["history_ok"]; found {
 		err = json.Unmarshal(raw, &a.HistoryOk)
 		if err != nil {
@@ -2270,6 +2305,11 @@ func (a ReadyStatus) MarshalJSON() ([]byte, error) {
 	object["cluster"], err = json.Marshal(a.Cluster)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'cluster': %w", err)
+	}
+
+	object["history"], err = json.Marshal(a.History)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'history': %w", err)
 	}
 
 	object["history_ok"], err = json.Marshal(a.HistoryOk)
@@ -2984,7 +3024,7 @@ type ClientInterface interface {
 
 	// Readyz Readiness probe
 	//
-	// 200 when the server accepts runs; 503 (same body) when the history store is degraded, the run queue is full, or the server is shutting down. Unauthenticated.
+	// 200 when the server accepts runs; 503 (same body) while the history database is not reached yet or does not answer, the run queue is full, or the server is shutting down. Unauthenticated.
 	//
 	// Corresponds with GET /readyz (the `Readyz` operationId).
 	Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3119,7 +3159,7 @@ func (c *Client) Metrics(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 
 // Readyz Readiness probe
 //
-// 200 when the server accepts runs; 503 (same body) when the history store is degraded, the run queue is full, or the server is shutting down. Unauthenticated.
+// 200 when the server accepts runs; 503 (same body) while the history database is not reached yet or does not answer, the run queue is full, or the server is shutting down. Unauthenticated.
 //
 // Corresponds with GET /readyz (the `Readyz` operationId).
 func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4095,7 +4135,7 @@ type ClientWithResponsesInterface interface {
 
 	// ReadyzWithResponse Readiness probe
 	//
-	// 200 when the server accepts runs; 503 (same body) when the history store is degraded, the run queue is full, or the server is shutting down. Unauthenticated.
+	// 200 when the server accepts runs; 503 (same body) while the history database is not reached yet or does not answer, the run queue is full, or the server is shutting down. Unauthenticated.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -5219,7 +5259,7 @@ func (c *ClientWithResponses) MetricsWithResponse(ctx context.Context, reqEditor
 
 // ReadyzWithResponse Readiness probe
 //
-// 200 when the server accepts runs; 503 (same body) when the history store is degraded, the run queue is full, or the server is shutting down. Unauthenticated.
+// 200 when the server accepts runs; 503 (same body) while the history database is not reached yet or does not answer, the run queue is full, or the server is shutting down. Unauthenticated.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -35,8 +35,8 @@ func Register(a huma.API, d *Deps) {
 	huma.Register(a, huma.Operation{
 		OperationID: "readyz", Method: http.MethodGet, Path: "/readyz",
 		Summary: "Readiness probe", Tags: []string{"health"},
-		Description: "200 when the server accepts runs; 503 (same body) when the history store is degraded, " +
-			"the run queue is full, or the server is shutting down. Unauthenticated.",
+		Description: "200 when the server accepts runs; 503 (same body) while the history database is not reached yet " +
+			"or does not answer, the run queue is full, or the server is shutting down. Unauthenticated.",
 		Responses: map[string]*huma.Response{
 			"503": {Description: "Not ready", Content: map[string]*huma.MediaType{
 				"application/json": {Schema: a.OpenAPI().Components.Schemas.Schema(reflectType[ReadyStatus](), true, "")},
@@ -191,7 +191,7 @@ func (d *Deps) readyz(ctx context.Context, _ *struct{}) (*readyzOutput, error) {
 	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	ready := ReadyStatus{
-		HistoryOK: !d.Store.Degraded() && d.Store.Ping(pctx) == nil,
+		HistoryOK: d.Store.Ping(pctx) == nil,
 		QueueOK:   st.Queued < st.MaxQueued && !d.Runner.Closing(),
 	}
 	if ready.HistoryOK {
@@ -203,6 +203,10 @@ func (d *Deps) readyz(ctx context.Context, _ *struct{}) (*readyzOutput, error) {
 	}
 	if ready.Cluster.Enabled {
 		ready.Cluster.Instance = d.Store.InstanceID()
+	}
+	ready.History = HistoryReady
+	if !ready.HistoryOK {
+		ready.History = HistoryUnavailable
 	}
 	out := &readyzOutput{Status: http.StatusOK, Body: ready}
 	out.Body.Status = "ready"
@@ -284,6 +288,9 @@ func (d *Deps) runnerError(err error) error {
 		return errConflict("the run has not finished; cancel it and delete it once it is terminal")
 	case errors.Is(err, runner.ErrNotOwned):
 		return errConflict(err.Error())
+	case isHistoryOutage(err):
+		d.logger().Warn("history unavailable", "error", err)
+		return errUnavailable("the run history does not answer right now; retry later").WithHeader("Retry-After", "2")
 	}
 	d.logger().Error("request failed", "error", err)
 	return errInternal()
@@ -522,4 +529,19 @@ type whoamiOutput struct {
 func (d *Deps) whoami(ctx context.Context, _ *struct{}) (*whoamiOutput, error) {
 	p := principalFrom(ctx)
 	return &whoamiOutput{Body: Whoami{Name: p.Name, Role: p.Role.String(), AuthEnabled: d.Auth.Enabled()}}, nil
+}
+
+// The states of the history database in ReadyStatus.History.
+const (
+	HistoryConnecting  = "connecting"
+	HistoryReady       = "ready"
+	HistoryUnavailable = "unavailable"
+)
+
+// isHistoryOutage reports whether err is a failure of the history database
+// that a retry can cure (a stopped server, a dropped connection, a timeout),
+// which the client is told as 503 rather than 500.
+func isHistoryOutage(err error) bool {
+	var dbErr *db.Error
+	return errors.As(err, &dbErr) && db.Retriable(err)
 }

@@ -201,7 +201,8 @@ type ReadyStatus struct {
 	_ struct{} `additionalProperties:"true"`
 
 	Status    string        `json:"status" enum:"ready,not_ready"`
-	HistoryOK bool          `json:"history_ok" doc:"false when the history store fell back to memory or does not answer."`
+	HistoryOK bool          `json:"history_ok" doc:"false while the history database does not answer."`
+	History   string        `json:"history" enum:"connecting,ready,unavailable" doc:"The history database: connecting (not reached since the server started; it keeps retrying), ready, or unavailable (it stopped answering)."`
 	QueueOK   bool          `json:"queue_ok" doc:"false when the run queue is full."`
 	Cluster   ClusterStatus `json:"cluster"`
 }

@@ -96,24 +96,9 @@ func TestNULInEveryInputIsA400NamingIt(t *testing.T) {
 			{"GET", "/v1/audit?action=a%00", "", "query parameter action"},
 		}
 		for _, c := range cases {
-			req, err := http.NewRequest(c.method, s.url+c.path, strings.NewReader(c.body))
-			if err != nil {
-				t.Fatal(err)
-			}
-			req.Header.Set("Authorization", "Bearer "+adminToken)
-			req.Header.Set("Content-Type", "application/json")
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			var p struct {
-				Error struct{ Code, Message string }
-			}
-			_ = json.Unmarshal(got, &p)
-			if resp.StatusCode != http.StatusBadRequest || p.Error.Code != "bad_config" || !strings.Contains(p.Error.Message, c.want+" contains a NUL character") {
-				t.Errorf("%s %s %s: %d %s; want 400 naming %s", c.method, c.path, c.body, resp.StatusCode, got, c.want)
+			status, p, got := s.call(c.method, c.path, c.body)
+			if status != http.StatusBadRequest || p.Error.Code != "bad_config" || !strings.Contains(p.Error.Message, c.want+" contains a NUL character") {
+				t.Errorf("%s %s %s: %d %s; want 400 naming %s", c.method, c.path, c.body, status, got, c.want)
 			}
 		}
 		list, err := s.admin().ListRunsWithResponse(context.Background(), nil)
@@ -121,4 +106,30 @@ func TestNULInEveryInputIsA400NamingIt(t *testing.T) {
 			t.Fatalf("refused submits must record nothing: %v %.300s", err, list.Body)
 		}
 	})
+}
+
+// problemBody is the part of an error body the tests read.
+type problemBody struct {
+	Error struct{ Code, Message string }
+}
+
+// call sends one request with the admin token and returns its status, its
+// problem document (zero when it is none) and its body.
+func (s *server) call(method, path, body string) (int, problemBody, []byte) {
+	s.t.Helper()
+	req, err := http.NewRequest(method, s.url+path, strings.NewReader(body))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got, _ := io.ReadAll(resp.Body)
+	var p problemBody
+	_ = json.Unmarshal(got, &p)
+	return resp.StatusCode, p, got
 }
