@@ -55,9 +55,9 @@ func limitError(what string, limit int) *ConfigError {
 // yamlTokenBound returns an upper bound of the tokens goccy/go-yaml's lexer
 // makes of src, stopping once it passes limit. A token is an indicator
 // character or starts a run of other non-blank characters (after a blank
-// or an indicator); the exceptions, an indenting tab and a block scalar's
-// content (which may be empty), are counted with the tab and the "|" or
-// ">" before them. The bound holds whatever the text means; quoting and
+// or an indicator); the exceptions, an indenting tab, a block scalar's
+// content (which may be empty) and what follows a "..." are counted with
+// the tab, the "|" or ">", and the "." before them. The bound holds whatever the text means; quoting and
 // comments only make it count more.
 func yamlTokenBound(src []byte, limit int) int {
 	n := 0
@@ -78,6 +78,12 @@ func yamlTokenBound(src []byte, limit int) int {
 			// A block scalar's header, and its content (which may be empty).
 			n += 2
 			inRun = false
+		case '.':
+			// "..." ends a document and may run into the next token.
+			if !inRun {
+				n += 2
+				inRun = true
+			}
 		default:
 			if !inRun {
 				n++
