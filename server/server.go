@@ -5,6 +5,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +23,8 @@ import (
 	"github.com/faucet-dev/faucet/db"
 	"github.com/faucet-dev/faucet/server/api"
 	"github.com/faucet-dev/faucet/server/auth"
+	"github.com/faucet-dev/faucet/server/follow"
+	"github.com/faucet-dev/faucet/server/httpguard"
 	"github.com/faucet-dev/faucet/server/logs"
 	"github.com/faucet-dev/faucet/server/metrics"
 	"github.com/faucet-dev/faucet/server/runner"
@@ -85,6 +88,16 @@ type Config struct {
 	// LeaseTTL is how long a run stays owned without a heartbeat; peers
 	// take over a cluster member's runs this long after it died.
 	LeaseTTL time.Duration
+
+	// MaxConnections and MaxConnectionsPerClient cap the HTTP connections
+	// open at once, in all and from one client address; the excess is
+	// answered 503.
+	MaxConnections          int
+	MaxConnectionsPerClient int
+	// MaxLogFollowers and MaxLogFollowersPerRun cap the log streams (SSE)
+	// open at once, in all and of one run; the excess is answered 429.
+	MaxLogFollowers       int
+	MaxLogFollowersPerRun int
 }
 
 // Defaults of Config.
@@ -101,6 +114,9 @@ const (
 	DefaultLeaseTTL             = db.DefaultLeaseTTL
 	DefaultPluginNice           = 10
 	historyFileName             = "history.db"
+	// RequestReadTimeout bounds the reading of a whole request, body
+	// included: a client slower than that is cut off.
+	RequestReadTimeout = 30 * time.Second
 )
 
 // DefaultDataDir is faucet's data directory: $XDG_DATA_HOME/faucet, or
@@ -166,10 +182,14 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 	defer eng.Close()
 	m := metrics.New()
 
-	ln, err := net.Listen("tcp", cfg.Listen)
+	tcp, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
+	ln := httpguard.Listen(tcp, cfg.MaxConnectionsPerClient, cfg.MaxConnections, func(msg string) []byte {
+		b, _ := json.Marshal(api.NewProblem(http.StatusServiceUnavailable, api.CodeUnavailable, msg, nil))
+		return b
+	})
 	// A server whose history answers serves HTTP once it is ready, so a
 	// client that saw it listening is served in full. One whose history does
 	// not serves HTTP at once all the same: until the history answers, every
@@ -178,10 +198,12 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 	connecting := withCORS(api.Connecting(cfg.Cluster, m), cfg.CORSOrigins)
 	handler.Store(&connecting)
 	srv := &http.Server{
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		Handler: httpguard.CloseUnreadBodies(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			(*handler.Load()).ServeHTTP(w, r)
-		}),
+		})),
 		ReadHeaderTimeout: 10 * time.Second,
+		// Streams (log followers) lift it once their request is read.
+		ReadTimeout: RequestReadTimeout,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
@@ -263,6 +285,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 	mux := http.NewServeMux()
 	api.New(mux, &api.Deps{
 		Runner: run, Store: store, Logs: hub, Auth: authn, Catalog: eng.Catalog(),
+		Follow: follow.New(store, follow.Options{MaxPerRun: cfg.MaxLogFollowersPerRun, MaxTotal: cfg.MaxLogFollowers, Metrics: m}),
 		Metrics: m, Log: log, BodyLimit: cfg.BodyLimitBytes,
 	})
 	mux.Handle("/", notFound())

@@ -19,6 +19,7 @@ import (
 	"github.com/faucet-dev/faucet/db"
 	"github.com/faucet-dev/faucet/pipeline"
 	"github.com/faucet-dev/faucet/server/auth"
+	"github.com/faucet-dev/faucet/server/follow"
 	"github.com/faucet-dev/faucet/server/logs"
 	"github.com/faucet-dev/faucet/server/metrics"
 	"github.com/faucet-dev/faucet/server/runner"
@@ -34,9 +35,11 @@ const (
 // Deps are what the handlers use. Register only reads it when requests
 // arrive, so a zero Deps is enough to derive the OpenAPI document.
 type Deps struct {
-	Runner  *runner.Runner
-	Store   db.Store
-	Logs    *logs.Hub
+	Runner *runner.Runner
+	Store  db.Store
+	Logs   *logs.Hub
+	// Follow caps the log followers and shares the polling of remote runs.
+	Follow  *follow.Hub
 	Auth    *auth.Authenticator
 	Catalog pipeline.Catalog
 	Metrics *metrics.Metrics
