@@ -204,8 +204,8 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 		ReadHeaderTimeout: 10 * time.Second,
 		// Streams (log followers) lift it once their request is read.
 		ReadTimeout: RequestReadTimeout,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		IdleTimeout: 2 * time.Minute,
+		ErrorLog:    slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	serveErr := make(chan error, 1)
 	serve := sync.OnceFunc(func() {
@@ -285,7 +285,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 	mux := http.NewServeMux()
 	api.New(mux, &api.Deps{
 		Runner: run, Store: store, Logs: hub, Auth: authn, Catalog: eng.Catalog(),
-		Follow: follow.New(store, follow.Options{MaxPerRun: cfg.MaxLogFollowersPerRun, MaxTotal: cfg.MaxLogFollowers, Metrics: m}),
+		Follow:  follow.New(store, follow.Options{MaxPerRun: cfg.MaxLogFollowersPerRun, MaxTotal: cfg.MaxLogFollowers, Metrics: m}),
 		Metrics: m, Log: log, BodyLimit: cfg.BodyLimitBytes,
 	})
 	mux.Handle("/", notFound())
