@@ -389,7 +389,7 @@ type CallbackSpec struct {
 	// ExtraFields Static fields merged into the callback body.
 	ExtraFields *map[string]interface{} `json:"extra_fields,omitempty"`
 
-	// Headers Extra request headers.
+	// Headers Extra request headers. Their values are write-only: run records show them as [REDACTED].
 	Headers *map[string]string `json:"headers,omitempty"`
 
 	// Method HTTP method.
@@ -642,7 +642,7 @@ type SubmitRequest struct {
 	// IdempotencyKey Submitting the same key with the same payload returns the existing run; with a different payload, 409.
 	IdempotencyKey *string `json:"idempotency_key,omitempty"`
 
-	// Labels Free-form labels stored on the run record.
+	// Labels Free-form labels stored on the run record: at most 64, keys of at most 128 bytes, values of at most 1024.
 	Labels *map[string]string `json:"labels,omitempty"`
 
 	// Name Display name of the run; defaults to the config's name.

@@ -46,6 +46,9 @@ type Deps struct {
 	Log     *slog.Logger
 	// BodyLimit caps request bodies in bytes; zero means DefaultBodyLimit.
 	BodyLimit int64
+
+	// unauthorized rations the audit entries of rejected tokens.
+	unauthorized sourceLimiter
 }
 
 // DefaultBodyLimit is the default cap on request bodies.
@@ -101,11 +104,17 @@ func sourceIPFrom(ctx context.Context) *string {
 // audit records an action; a failure to record is logged, not returned: the
 // action itself already happened.
 func (d *Deps) audit(ctx context.Context, p auth.Principal, action string, runID, fingerprint *string, result string) {
+	d.auditAs(ctx, p.Name, p.Role, action, runID, fingerprint, result)
+}
+
+// auditAs is audit for a caller who is no principal, such as one whose
+// token was refused.
+func (d *Deps) auditAs(ctx context.Context, name string, role auth.Role, action string, runID, fingerprint *string, result string) {
 	e := db.AuditEntry{
 		ID:                uuid.Must(uuid.NewV7()).String(),
 		Timestamp:         time.Now().UTC(),
-		Principal:         p.Name,
-		Role:              p.Role.String(),
+		Principal:         name,
+		Role:              role.String(),
 		Action:            action,
 		RunID:             runID,
 		ConfigFingerprint: fingerprint,
@@ -113,7 +122,7 @@ func (d *Deps) audit(ctx context.Context, p auth.Principal, action string, runID
 		Result:            result,
 	}
 	if err := d.Store.AuditInsert(context.WithoutCancel(ctx), e); err != nil {
-		d.logger().Error("write audit entry", "action", action, "principal", p.Name, "error", err)
+		d.logger().Error("write audit entry", "action", action, "principal", name, "error", err)
 	}
 }
 
@@ -152,17 +161,25 @@ func (d *Deps) middleware(a huma.API) func(huma.Context, func(huma.Context)) {
 			next(ctx)
 			return
 		}
+		action, _ := op.Metadata[metaAction].(string)
+		if action == "" {
+			action = op.Method + " " + op.Path
+		}
 		p, ok := d.Auth.Authenticate(ctx.Header("Authorization"))
 		if !ok {
+			source := ""
+			if s := sourceIPFrom(ctx.Context()); s != nil {
+				source = *s
+			}
+			if d.unauthorized.allow(source) {
+				// The wire format's roles and results: the lowest role, denied.
+				d.auditAs(ctx.Context(), "anonymous", auth.Viewer, action, nil, nil, "denied")
+			}
 			ctx.SetHeader("WWW-Authenticate", `Bearer realm="faucet"`)
 			_ = huma.WriteErr(a, ctx, http.StatusUnauthorized, "missing or invalid bearer token")
 			return
 		}
 		if !p.Role.Allows(need) {
-			action, _ := op.Metadata[metaAction].(string)
-			if action == "" {
-				action = op.Method + " " + op.Path
-			}
 			var runID *string
 			if id := ctx.Param("id"); id != "" {
 				runID = &id

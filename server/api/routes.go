@@ -232,9 +232,40 @@ type submitOutput struct {
 	Body SubmitResponse
 }
 
+// Bounds of a run's labels; the count is also in the schema.
+const (
+	MaxLabels          = 64
+	MaxLabelKeyBytes   = 128
+	MaxLabelValueBytes = 1024
+)
+
+// labelsError names the first label past its bounds.
+func labelsError(labels map[string]string) error {
+	if len(labels) > MaxLabels {
+		return errUnprocessable(fmt.Sprintf("labels: %d labels, more than %d", len(labels), MaxLabels), nil)
+	}
+	keys := make([]string, 0, len(labels))
+	for k := range labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		switch {
+		case len(k) > MaxLabelKeyBytes:
+			return errUnprocessable(fmt.Sprintf("labels: key %.40q… is longer than %d bytes", k, MaxLabelKeyBytes), nil)
+		case len(labels[k]) > MaxLabelValueBytes:
+			return errUnprocessable(fmt.Sprintf("labels.%s: value is longer than %d bytes", k, MaxLabelValueBytes), nil)
+		}
+	}
+	return nil
+}
+
 func (d *Deps) submitRun(ctx context.Context, in *submitInput) (*submitOutput, error) {
 	p := principalFrom(ctx)
 	b := in.Body
+	if err := labelsError(b.Labels); err != nil {
+		return nil, err
+	}
 	format := b.ConfigFormat
 	if format == "" {
 		format = "yaml"
@@ -404,6 +435,7 @@ func (d *Deps) cancelRun(ctx context.Context, in *runIDInput) (*cancelOutput, er
 		return nil, d.runnerError(err)
 	}
 	if out == runner.AlreadyTerminal {
+		d.audit(ctx, principalFrom(ctx), "run.cancel", &in.ID, nil, "ok")
 		return &cancelOutput{Status: http.StatusOK}, nil
 	}
 	d.audit(ctx, principalFrom(ctx), "run.cancel", &in.ID, nil, "ok")
@@ -512,6 +544,9 @@ func (d *Deps) runDoctor(ctx context.Context, in *doctorInput) (*doctorOutput, e
 	if format == "" {
 		format = "yaml"
 	}
+	// Audited whatever the report says: a probe reaches out to the
+	// connectors' systems.
+	d.audit(ctx, principalFrom(ctx), "doctor", nil, nil, "ok")
 	rep, err := d.Runner.Doctor(ctx, in.Body.Config, format)
 	if err != nil {
 		return nil, d.runnerError(err)

@@ -133,3 +133,79 @@ func (s *server) call(method, path, body string) (int, problemBody, []byte) {
 	_ = json.Unmarshal(got, &p)
 	return resp.StatusCode, p, got
 }
+
+// The smaller gaps: callback credentials are never shown back, rejected
+// tokens, doctor calls and no-op cancels leave an audit trail (the rejected
+// tokens a rationed one), and labels are bounded.
+func TestCallbackRedactionAuditTrailAndLabelBounds(t *testing.T) {
+	eachHistory(t, func(t *testing.T, h history) {
+		s := start(t, serverOpts{history: h.url(t)})
+		c := s.admin()
+		ctx := context.Background()
+		cfg := generateToFile(1, filepath.Join(t.TempDir(), "out.jsonl"))
+		const secret = "cb-s3cret-token"
+		headers := map[string]string{"Authorization": "Bearer " + secret}
+		id := s.submit(client.SubmitRequest{Config: cfg, Callback: &client.CallbackSpec{Url: "https://hook:" + secret + "@hooks.example/x", Headers: &headers}}).RunId
+		s.await(id, client.RunRecordStatusCompleted)
+		_, _, one := s.call("GET", "/v1/runs/"+id, "")
+		_, _, list := s.call("GET", "/v1/runs", "")
+		for _, body := range [][]byte{one, list} {
+			if strings.Contains(string(body), secret) || !strings.Contains(string(body), `"Authorization":"[REDACTED]"`) {
+				t.Fatalf("a run read shows the callback's credentials: %s", body)
+			}
+		}
+
+		// No-op cancel and doctor calls are audited.
+		if status, _, body := s.call("POST", "/v1/runs/"+id+"/cancel", ""); status != http.StatusOK {
+			t.Fatalf("cancel of a finished run: %d %s", status, body)
+		}
+		b, _ := json.Marshal(client.DoctorRequest{Config: cfg})
+		if status, _, body := s.call("POST", "/v1/doctor", string(b)); status != http.StatusOK {
+			t.Fatalf("doctor: %d %s", status, body)
+		}
+		// Rejected tokens are audited, a few per source, not one per try.
+		const tries = 30
+		for range tries {
+			if resp, err := s.client("wrong-token").ListRunsWithResponse(ctx, nil); err != nil || resp.StatusCode() != http.StatusUnauthorized {
+				t.Fatalf("bad token: %v %v", err, resp.StatusCode())
+			}
+		}
+		count := func(action, principal string) int {
+			t.Helper()
+			resp, err := c.ListAuditWithResponse(ctx, &client.ListAuditParams{Action: &action, Principal: &principal, Limit: ptr(int64(1000))})
+			if err != nil || resp.JSON200 == nil {
+				t.Fatalf("audit: %v", err)
+			}
+			return len(resp.JSON200.Entries)
+		}
+		if n := count("run.cancel", "token"); n != 1 {
+			t.Errorf("%d audit entries of the no-op cancel, want 1", n)
+		}
+		if n := count("doctor", "token"); n != 1 {
+			t.Errorf("%d audit entries of the doctor call, want 1", n)
+		}
+		if n := count("GET /v1/runs", "anonymous"); n < 1 || n >= tries {
+			t.Errorf("%d audit entries of %d rejected tokens, want some but fewer", n, tries)
+		}
+
+		// Labels: count, key and value are bounded; nothing is written.
+		many := map[string]string{}
+		for i := range 65 {
+			many[fmt.Sprintf("k%d", i)] = "v"
+		}
+		for name, labels := range map[string]map[string]string{
+			"count": many,
+			"key":   {strings.Repeat("k", 129): "v"},
+			"value": {"k": strings.Repeat("v", 1025)},
+		} {
+			resp, err := c.SubmitRunWithResponse(ctx, client.SubmitRequest{Config: cfg, Labels: &labels})
+			if err != nil || resp.StatusCode() != http.StatusUnprocessableEntity {
+				t.Errorf("labels past the %s bound: %v %d %.200s", name, err, resp.StatusCode(), resp.Body)
+			}
+		}
+		page, err := c.ListRunsWithResponse(ctx, nil)
+		if err != nil || page.JSON200 == nil || len(page.JSON200.Runs) != 1 {
+			t.Fatalf("refused labels must record nothing: %v %.300s", err, page.Body)
+		}
+	})
+}
