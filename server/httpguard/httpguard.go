@@ -21,9 +21,12 @@ const (
 	DefaultMaxConnectionsPerClient = 128
 )
 
-// refuseWriteTimeout bounds the writing of a refusal to a client that does
-// not read it.
-const refuseWriteTimeout = time.Second
+// lingerTimeout bounds the writing of a refusal to a client that does not
+// read it, and the reading of what a client sent that the server will not
+// use: long enough for a client's request already in flight to arrive, so
+// closing does not reset the connection before the client read the answer,
+// and short enough that a client trickling it holds nothing.
+const lingerTimeout = time.Second
 
 // Problem renders the body of the 503 given to a connection over a cap.
 type Problem func(msg string) []byte
@@ -100,8 +103,17 @@ func (l *Listener) refuse(c net.Conn, msg string) {
 	fmt.Fprintf(&b, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/problem+json\r\nRetry-After: 1\r\n"+
 		"Connection: close\r\nContent-Length: %d\r\n\r\n", len(body))
 	b.Write(body)
-	_ = c.SetWriteDeadline(time.Now().Add(refuseWriteTimeout))
-	_, _ = c.Write(b.Bytes())
+	_ = c.SetDeadline(time.Now().Add(lingerTimeout))
+	if _, err := c.Write(b.Bytes()); err != nil {
+		return
+	}
+	// Half-close, then read what the client sent until it hangs up or the
+	// deadline passes: closing with unread data would reset the connection,
+	// and the client could lose the answer.
+	if tcp, ok := c.(interface{ CloseWrite() error }); ok {
+		_ = tcp.CloseWrite()
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(c, 1<<20))
 }
 
 // clientOf is the address a connection is counted under: the peer's IP.
@@ -126,9 +138,11 @@ func (c *conn) Close() error {
 
 // CloseUnreadBodies makes a response to a request whose body the handler
 // did not read to its end (a 401, a 404, a probe that takes no body) close
-// the connection, and stops reading from it: net/http would otherwise read
-// what is left from the client before it answers or moves on, and a client
-// trickling that body holds the connection for as long as it likes.
+// the connection, reading what is left of the body for lingerTimeout at
+// most: net/http would otherwise read it all before it answers or moves
+// on, and a client trickling that body would hold the connection for as
+// long as it likes. A body already on its way is still read, so its client
+// gets the answer rather than a reset connection.
 func CloseUnreadBodies(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
@@ -179,7 +193,7 @@ func (w *closingWriter) check() {
 	w.checked = true
 	if !w.body.done() {
 		w.Header().Set("Connection", "close")
-		_ = http.NewResponseController(w.ResponseWriter).SetReadDeadline(time.Now())
+		_ = http.NewResponseController(w.ResponseWriter).SetReadDeadline(time.Now().Add(lingerTimeout))
 	}
 }
 
