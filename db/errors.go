@@ -10,6 +10,9 @@ import (
 var (
 	// ErrNotFound: the run (or other row) does not exist.
 	ErrNotFound = errors.New("not found")
+	// ErrUnknownCursor: a RunList cursor names no run, because it is
+	// malformed or its run was deleted since it was handed out.
+	ErrUnknownCursor = errors.New("the cursor names no run")
 	// ErrSchemaTooNew: the database was migrated by a newer faucet than this
 	// binary; refusing to touch it avoids corrupting a schema we do not know.
 	ErrSchemaTooNew = errors.New("database schema is newer than this faucet binary")

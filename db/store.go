@@ -74,7 +74,9 @@ type Store interface {
 	RunGet(ctx context.Context, runID string) (*RunRecord, error)
 	// RunList returns one page of runs, newest first (keyset pagination on
 	// (submitted_at, run_id)). Since and Until are inclusive; a Limit <= 0
-	// means DefaultListLimit. An unknown cursor starts from the top.
+	// means DefaultListLimit. A cursor that names no run is ErrUnknownCursor,
+	// so a client whose cursor went stale learns it instead of reading the
+	// first page again as if it were the next.
 	RunList(ctx context.Context, f ListFilter) (ListPage, error)
 	// RunDelete deletes a terminal run together with its idempotency claims,
 	// shards and logs, in one transaction.

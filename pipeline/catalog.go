@@ -25,3 +25,34 @@ type Catalog interface {
 	// for "unknown connector" errors.
 	ConnectorNames(role Role) []string
 }
+
+// WriteModeOverwrite is the write mode of a sink that replaces its target's
+// contents (a file, a table) with the records of the run.
+const WriteModeOverwrite = "overwrite"
+
+// SinkWriteMode returns the write mode a sink config resolves to: its
+// write_mode, or else the default the connector's schema declares for it;
+// "" when neither says.
+func SinkWriteMode(c Catalog, sink ConnectorConfig) string {
+	var cfg struct {
+		WriteMode string `json:"write_mode"`
+	}
+	if json.Unmarshal(sink.Config, &cfg) == nil && cfg.WriteMode != "" {
+		return cfg.WriteMode
+	}
+	schema, ok := c.ConnectorSchema(RoleSink, sink.Type)
+	if !ok {
+		return ""
+	}
+	var doc struct {
+		Properties struct {
+			WriteMode struct {
+				Default string `json:"default"`
+			} `json:"write_mode"`
+		} `json:"properties"`
+	}
+	if json.Unmarshal(schema, &doc) != nil {
+		return ""
+	}
+	return doc.Properties.WriteMode.Default
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -24,9 +25,13 @@ type ConfigError struct {
 	// submitted document (a default, a --set override) or has no position.
 	Line   int
 	Column int
-	// Row is the matrix row id when the problem arose while building that
-	// row's invocation from values shared with other rows.
-	Row string
+	// Rows are the ids of the matrix rows the problem arose in while
+	// building their invocations from values shared with other rows; empty
+	// when it concerns no row in particular or every row alike.
+	Rows []string
+	// Set is the --set override the offending value came from ("key=value");
+	// such a problem has no position in the file.
+	Set string
 	// Message says what is wrong, in lowercase, never containing a secret.
 	Message string
 
@@ -34,11 +39,14 @@ type ConfigError struct {
 	at path
 }
 
-// Error renders the problem as "file:line:col: path: message", leaving out
+// Error renders the problem as "file:line:col: path: message", or as
+// "--set key=value: path: message" for a value an override set, leaving out
 // the parts that are unknown.
 func (e *ConfigError) Error() string {
 	var b strings.Builder
 	switch {
+	case e.Set != "":
+		fmt.Fprintf(&b, "--set %s: ", e.Set)
 	case e.File != "" && e.Line > 0:
 		fmt.Fprintf(&b, "%s:%d:%d: ", e.File, e.Line, e.Column)
 	case e.File != "":
@@ -51,8 +59,16 @@ func (e *ConfigError) Error() string {
 		b.WriteString(": ")
 	}
 	b.WriteString(e.Message)
-	if e.Row != "" {
-		fmt.Fprintf(&b, " (matrix row %q)", e.Row)
+	switch len(e.Rows) {
+	case 0:
+	case 1:
+		fmt.Fprintf(&b, " (matrix row %q)", e.Rows[0])
+	default:
+		quoted := make([]string, len(e.Rows))
+		for i, r := range e.Rows {
+			quoted[i] = strconv.Quote(r)
+		}
+		fmt.Fprintf(&b, " (matrix rows %s)", strings.Join(quoted, ", "))
 	}
 	return b.String()
 }
@@ -99,23 +115,38 @@ func ConfigProblems(err error) []*ConfigError {
 // stops helping.
 const maxReported = 50
 
-// problems collects ConfigErrors while loading, dropping exact repeats (the
-// same shared value failing in every matrix row).
+// problems collects ConfigErrors while loading. A shared value failing the
+// same way in several matrix rows is one problem naming those rows.
 type problems struct {
 	list []*ConfigError
-	seen map[string]bool
+	seen map[string]*ConfigError
 }
 
 func (p *problems) add(e *ConfigError) {
-	key := e.File + "\x00" + e.Path + "\x00" + e.Message
+	key := e.File + "\x00" + e.Set + "\x00" + e.Path + "\x00" + e.Message
 	if p.seen == nil {
-		p.seen = map[string]bool{}
+		p.seen = map[string]*ConfigError{}
 	}
-	if p.seen[key] {
+	if prev, ok := p.seen[key]; ok {
+		for _, r := range e.Rows {
+			if !slices.Contains(prev.Rows, r) {
+				prev.Rows = append(prev.Rows, r)
+			}
+		}
 		return
 	}
-	p.seen[key] = true
+	p.seen[key] = e
 	p.list = append(p.list, e)
+}
+
+// forgetRows drops the row annotation of the problems that arose in each
+// of the config's rows alike: naming them all would only be noise.
+func (p *problems) forgetRows(rows int) {
+	for _, e := range p.list {
+		if rows > 1 && len(e.Rows) == rows {
+			e.Rows = nil
+		}
+	}
 }
 
 func (p *problems) empty() bool { return len(p.list) == 0 }

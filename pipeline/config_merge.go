@@ -42,15 +42,16 @@ func merge(base, over any) any {
 // applySet applies one --set override, "dotted.path=value": the path walks
 // object keys and [n] array indexes, creating missing objects on the way; the
 // value is read as JSON when it parses as JSON (5, true, "x", [..], {..}) and
-// as a plain string otherwise.
-func applySet(tree any, set string) (any, *ConfigError) {
+// as a plain string otherwise. It returns the new tree and the path set; a
+// problem names the override, which is where it must be fixed.
+func applySet(tree any, set string) (any, path, *ConfigError) {
 	key, raw, ok := strings.Cut(set, "=")
 	if !ok {
-		return nil, &ConfigError{Message: fmt.Sprintf("--set %q: want key=value", set)}
+		return nil, nil, &ConfigError{Set: set, Message: "want key.path=value"}
 	}
 	p, err := parseSetPath(key)
 	if err != nil {
-		return nil, &ConfigError{Message: fmt.Sprintf("--set %q: %v", set, err)}
+		return nil, nil, &ConfigError{Set: set, Message: err.Error()}
 	}
 	var value any = raw
 	if doc, jerr := parseJSON([]byte(raw)); jerr == nil {
@@ -58,9 +59,33 @@ func applySet(tree any, set string) (any, *ConfigError) {
 	}
 	out, err := setAt(tree, p, value)
 	if err != nil {
-		return nil, &ConfigError{Path: p.String(), at: p, Message: fmt.Sprintf("--set: %v", err)}
+		return nil, nil, &ConfigError{Set: set, Path: p.String(), at: p, Message: err.Error()}
 	}
-	return out, nil
+	return out, p, nil
+}
+
+// ApplySets returns a config with --set overrides applied, as JSON: what a
+// client submits to a server so that it loads exactly what faucet run would
+// have. Problems come back as ConfigErrors (see ConfigProblems).
+func ApplySets(data []byte, format Format, sets []string) ([]byte, error) {
+	doc, cerr := parsedDocs.parse(data, format)
+	if cerr != nil {
+		return nil, cerr
+	}
+	tree := doc.tree
+	var probs problems
+	for _, set := range sets {
+		next, _, serr := applySet(tree, set)
+		if serr != nil {
+			probs.add(serr)
+			continue
+		}
+		tree = next
+	}
+	if err := probs.err(); err != nil {
+		return nil, err
+	}
+	return json.MarshalIndent(tree, "", "  ")
 }
 
 // parseSetPath splits "a.b[2].c" into its keys and indexes.

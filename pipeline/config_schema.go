@@ -96,9 +96,39 @@ func (s *schemaDoc) reportLeaves(ve *jsonschema.ValidationError, instance any, b
 		}
 	case *kind.FalseSchema:
 		report(at, "not allowed here")
+	case *kind.Pattern:
+		report(at, s.patternMessage(ve, k))
 	default:
 		report(at, ve.ErrorKind.LocalizedString(printer))
 	}
+}
+
+// patternMessage words a value that fails a pattern by what the schema says
+// the value should look like, its title and examples, since the regular
+// expression itself helps few readers; a schema without a title gets the
+// expression.
+func (s *schemaDoc) patternMessage(ve *jsonschema.ValidationError, k *kind.Pattern) string {
+	_, frag, _ := strings.Cut(ve.SchemaURL, "#")
+	sch, _ := s.resolve("#" + frag)
+	m, _ := sch.(map[string]any)
+	title, _ := m["title"].(string)
+	if title == "" {
+		return ve.ErrorKind.LocalizedString(printer)
+	}
+	msg := fmt.Sprintf("%q is not %s", k.Got, title)
+	examples, _ := m["examples"].([]any)
+	var quoted []string
+	for _, e := range examples {
+		quoted = append(quoted, fmt.Sprintf("%q", fmt.Sprint(e)))
+	}
+	switch len(quoted) {
+	case 0:
+	case 1:
+		msg += ", such as " + quoted[0]
+	default:
+		msg += ", such as " + strings.Join(quoted[:len(quoted)-1], ", ") + " or " + quoted[len(quoted)-1]
+	}
+	return msg
 }
 
 // alternatives words a failed oneOf or anyOf whose branches each only

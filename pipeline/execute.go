@@ -82,6 +82,8 @@ type PipeSession interface {
 	// Stop stops the source, lets the sink commit exactly the batches it
 	// acknowledged, and returns how many records that is.
 	Stop(ctx context.Context) (int64, error)
+	// Abort stops the source and has the sink discard the session.
+	Abort(ctx context.Context) error
 }
 
 // ShardPlanner splits a source into shards for cluster mode, where each
@@ -106,6 +108,11 @@ func IsTransient(err error) bool {
 	var t interface{ Transient() bool }
 	return errors.As(err, &t) && t.Transient()
 }
+
+// ErrTargetKept is the error of a cancelled invocation whose sink overwrites
+// its target: a partial copy must not replace a complete one, so the sink
+// discarded the session and the target keeps its previous contents.
+var ErrTargetKept = errors.New("the sink overwrites its target, which keeps its previous contents")
 
 // ErrNotRun is the error of an invocation that never started, because an
 // earlier one failed under on_error: stop or because the run was cancelled.
@@ -152,7 +159,8 @@ type ExecuteOptions struct {
 // at once, and returns one result per invocation in plan order. The error is
 // nil when every invocation succeeded; otherwise it names how many failed
 // and the first failure. Cancelling ctx stops the sources, lets each sink
-// commit the batches it acknowledged, and marks unstarted invocations
+// commit the batches it acknowledged (a sink that overwrites its target
+// discards them instead: ErrTargetKept), and marks unstarted invocations
 // ErrNotRun.
 func Execute(ctx context.Context, plan *Plan, opts ExecuteOptions) ([]InvocationResult, error) {
 	if opts.Connectors == nil {
@@ -381,7 +389,7 @@ func (e *executor) attempt(ctx context.Context, inv *Invocation) (int64, error) 
 		var r received
 		select {
 		case <-ctx.Done():
-			return e.commitCancelled(ctx, sink, acks.forget)
+			return e.commitCancelled(ctx, inv, sink, acks.forget)
 		case r = <-ch:
 		}
 		switch {
@@ -394,7 +402,7 @@ func (e *executor) attempt(ctx context.Context, inv *Invocation) (int64, error) 
 			return n, nil
 		case r.err != nil:
 			if ctx.Err() != nil {
-				return e.commitCancelled(ctx, sink, acks.forget)
+				return e.commitCancelled(ctx, inv, sink, acks.forget)
 			}
 			e.abort(ctx, sink, acks.forget)
 			return 0, r.err
@@ -433,6 +441,12 @@ func (e *executor) pipe(ctx context.Context, p Piper, inv *Invocation) (int64, e
 	}
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opts.FlushTimeout)
 	defer cancel()
+	if inv.SinkWriteMode == WriteModeOverwrite {
+		err := session.Abort(fctx)
+		<-done
+		acks.forget()
+		return 0, e.targetKept(ctx, inv, err)
+	}
 	n, err := session.Stop(fctx)
 	<-done
 	if err != nil {
@@ -443,8 +457,15 @@ func (e *executor) pipe(ctx context.Context, p Piper, inv *Invocation) (int64, e
 }
 
 // commitCancelled ends a cancelled attempt: the sink commits exactly the
-// batches it acknowledged, within FlushTimeout.
-func (e *executor) commitCancelled(ctx context.Context, sink SinkSession, forget func()) (int64, error) {
+// batches it acknowledged, within FlushTimeout, unless it overwrites its
+// target, which then stays as it was.
+func (e *executor) commitCancelled(ctx context.Context, inv *Invocation, sink SinkSession, forget func()) (int64, error) {
+	if inv.SinkWriteMode == WriteModeOverwrite {
+		forget()
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opts.FlushTimeout)
+		defer cancel()
+		return 0, e.targetKept(ctx, inv, sink.Abort(actx))
+	}
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opts.FlushTimeout)
 	defer cancel()
 	n, err := sink.Commit(fctx)
@@ -453,6 +474,16 @@ func (e *executor) commitCancelled(ctx context.Context, sink SinkSession, forget
 		return 0, fmt.Errorf("cancelled (%w); committing the acknowledged batches failed: %w", context.Cause(ctx), err)
 	}
 	return n, fmt.Errorf("cancelled after %d records were committed: %w", n, context.Cause(ctx))
+}
+
+// targetKept is the error of a cancelled overwrite the sink was told to
+// discard; abortErr is how discarding went.
+func (e *executor) targetKept(ctx context.Context, inv *Invocation, abortErr error) error {
+	if abortErr != nil {
+		e.opts.Logger.Warn("discard the cancelled overwrite", "row_id", inv.RowID, "sink", inv.Sink.Type, "error", e.redact.Replace(abortErr.Error()))
+		return fmt.Errorf("cancelled (%w); %w, though discarding the partial copy failed: %w", context.Cause(ctx), ErrTargetKept, abortErr)
+	}
+	return fmt.Errorf("cancelled (%w) before the overwrite completed: %w", context.Cause(ctx), ErrTargetKept)
 }
 
 func (e *executor) abort(ctx context.Context, sink SinkSession, forget func()) {

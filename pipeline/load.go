@@ -118,12 +118,14 @@ func load(data []byte, opts LoadOptions, file string) (*Plan, error) {
 		tree = merge(defaults.tree, tree)
 	}
 	for _, set := range opts.Sets {
-		next, serr := applySet(tree, set)
+		next, at, serr := applySet(tree, set)
 		if serr != nil {
-			serr.File = file
-			return nil, serr
+			// Reported with the rest: one pass shows every problem.
+			l.probs.add(serr)
+			continue
 		}
 		tree = next
+		l.sets = append(l.sets, override{at: at, text: set})
 	}
 	plan := l.plan(tree)
 	if err := l.err(); err != nil {
@@ -141,6 +143,16 @@ type loader struct {
 	probs   problems
 	schemas map[string]*schemaDoc
 	secrets map[string]bool
+	// sets are the --set overrides applied, in order.
+	sets []override
+	// rows is how many matrix rows the config has.
+	rows int
+}
+
+// override is one applied --set: the path it set and its text.
+type override struct {
+	at   path
+	text string
 }
 
 // report records a problem at p, positioned when p exists in the submitted
@@ -149,9 +161,40 @@ func (l *loader) report(p path, row, msg string) {
 	l.reportAt(p, l.doc.at(p), row, msg)
 }
 
-// reportAt records a problem at p with an explicit position.
+// reportAt records a problem at p with an explicit position. A problem in a
+// value a --set override put there is blamed on that override, not on the
+// file's text it replaced.
 func (l *loader) reportAt(p path, pos position, row, msg string) {
-	l.probs.add(&ConfigError{File: l.file, Path: p.String(), Line: pos.line, Column: pos.col, Row: row, Message: msg, at: p})
+	e := &ConfigError{File: l.file, Path: p.String(), Line: pos.line, Column: pos.col, Message: msg, at: p}
+	if row != "" {
+		e.Rows = []string{row}
+	}
+	if set, ok := l.setOf(p); ok {
+		e.File, e.Line, e.Column, e.Set = "", 0, 0, set
+	}
+	l.probs.add(e)
+}
+
+// setOf returns the last --set override whose path holds p.
+func (l *loader) setOf(p path) (string, bool) {
+	for i := len(l.sets) - 1; i >= 0; i-- {
+		if hasPrefix(p, l.sets[i].at) {
+			return l.sets[i].text, true
+		}
+	}
+	return "", false
+}
+
+func hasPrefix(p, prefix path) bool {
+	if len(prefix) > len(p) {
+		return false
+	}
+	for i := range prefix {
+		if p[i] != prefix[i] {
+			return false
+		}
+	}
+	return true
 }
 
 func (l *loader) addSecret(s string) {
@@ -181,6 +224,7 @@ func (l *loader) err() error {
 	if l.probs.empty() {
 		return nil
 	}
+	l.probs.forgetRows(l.rows)
 	if len(l.secrets) > 0 {
 		r := NewRedactor(l.secretList())
 		for _, e := range l.probs.list {
@@ -226,22 +270,23 @@ func (l *loader) plan(tree any) *Plan {
 		l.report(path{"version"}, "", fmt.Sprintf("unsupported version %s; this faucet reads version 1", compact(version)))
 		return nil
 	}
+	before := len(l.probs.list)
 	configSchema().check(tree, nil, func(at path, msg string) { l.report(at, "", msg) })
-	if !l.probs.empty() {
-		return nil
-	}
+	// Faucet's own fields decode only when their structure is right; the
+	// connector configs are checked either way, so that one pass reports
+	// every problem.
 	var s settings
-	raw, _ := json.Marshal(tree)
-	if err := json.Unmarshal(raw, &s); err != nil {
-		l.report(nil, "", fmt.Sprintf("decode settings: %v", err))
-		return nil
+	if len(l.probs.list) == before {
+		raw, _ := json.Marshal(tree)
+		if err := json.Unmarshal(raw, &s); err != nil {
+			l.report(nil, "", fmt.Sprintf("decode settings: %v", err))
+		}
 	}
 	if s.Delivery == "exactly_once" {
 		// Accepting it would promise what no faucet sink keeps: a failed,
 		// retried or re-executed run may write records again.
 		l.report(path{"delivery"}, "", "delivery exactly_once is not supported: faucet delivers at least once; "+
 			"make re-execution idempotent with a keyed sink (write_mode: upsert) instead")
-		return nil
 	}
 	plan := &Plan{
 		Name:      s.Name,
@@ -274,7 +319,7 @@ func (l *loader) retry(s settings) Retry {
 	if b := s.Resilience.Retry.Backoff.Initial; b != "" {
 		d, err := time.ParseDuration(b)
 		if err != nil {
-			l.report(at.child("initial"), "", fmt.Sprintf("invalid duration %q", b))
+			l.report(at.child("initial"), "", badDuration(b))
 		}
 		r.InitialBackoff = d
 	}
@@ -282,7 +327,7 @@ func (l *loader) retry(s settings) Retry {
 	if b := s.Resilience.Retry.Backoff.Max; b != "" {
 		d, err := time.ParseDuration(b)
 		if err != nil {
-			l.report(at.child("max"), "", fmt.Sprintf("invalid duration %q", b))
+			l.report(at.child("max"), "", badDuration(b))
 		}
 		r.MaxBackoff = d
 		if d < r.InitialBackoff {
@@ -290,6 +335,12 @@ func (l *loader) retry(s settings) Retry {
 		}
 	}
 	return r
+}
+
+// badDuration says what a duration looks like, for the people who wrote one
+// wrong, in the words of the config schema's duration title and examples.
+func badDuration(s string) string {
+	return fmt.Sprintf(`%q is not a duration (a number and a unit: ns, us, ms, s, m or h), such as "500ms", "2s" or "1m30s"`, s)
 }
 
 // row is one matrix row as the structure check left it.
@@ -313,8 +364,12 @@ func (l *loader) invocations(root map[string]any) []Invocation {
 		rows = rows[:0]
 		firstSeen := map[string]int{}
 		for i, item := range matrix {
-			m := item.(map[string]any)
-			r := row{index: i, id: m["id"].(string), over: m}
+			m, ok := item.(map[string]any)
+			id, _ := m["id"].(string)
+			if !ok || id == "" {
+				continue // reported by the structure check
+			}
+			r := row{index: i, id: id, over: m}
 			if prev, dup := firstSeen[r.id]; dup {
 				l.report(path{"matrix", i, "id"}, "", fmt.Sprintf("duplicate row id %q (also matrix[%d])", r.id, prev))
 			}
@@ -337,13 +392,19 @@ func (l *loader) invocations(root map[string]any) []Invocation {
 		}
 	}
 
-	pipe := root["pipeline"].(map[string]any)
+	l.rows = len(rows)
+	pipe, ok := root["pipeline"].(map[string]any)
+	if !ok {
+		return nil
+	}
 	out := make([]Invocation, 0, len(rows))
 	for _, r := range rows {
+		sink := l.connector(RoleSink, pipe, r)
 		out = append(out, Invocation{
-			RowID:  r.id,
-			Source: l.connector(RoleSource, pipe, r),
-			Sink:   l.connector(RoleSink, pipe, r),
+			RowID:         r.id,
+			Source:        l.connector(RoleSource, pipe, r),
+			Sink:          sink,
+			SinkWriteMode: SinkWriteMode(l.opts.Catalog, sink),
 		})
 	}
 	return out
@@ -356,8 +417,11 @@ func (l *loader) invocations(root map[string]any) []Invocation {
 func (l *loader) connector(role Role, pipe map[string]any, r row) ConnectorConfig {
 	side := string(role)
 	basePath := path{"pipeline", side}
-	base := pipe[side].(map[string]any)
-	typ := base["type"].(string)
+	base, _ := pipe[side].(map[string]any)
+	typ, _ := base["type"].(string)
+	if typ == "" {
+		return ConnectorConfig{} // reported by the structure check
+	}
 	typePath := basePath.child("type")
 	baseCfg, _ := base["config"].(map[string]any)
 
@@ -377,9 +441,13 @@ func (l *loader) connector(role Role, pipe map[string]any, r row) ConnectorConfi
 		sharedRow = r.id
 	}
 	res := &resolver{env: l.opts.Env, vars: r.vars, secret: l.addSecret}
+	// A string that failed to interpolate is one problem: the schema's view
+	// of the unexpanded text it kept would only repeat it.
+	failed := map[string]bool{}
 	cfg := map[string]any{}
 	if baseCfg != nil {
 		cfg = res.interpolate(baseCfg, basePath.child("config"), func(at path, msg string) {
+			failed[at.String()] = true
 			// Only a string using vars can fail in one row and not another.
 			row := ""
 			if v, _ := lookup(baseCfg, at[3:]); strings.Contains(fmt.Sprint(v), "${vars.") {
@@ -390,7 +458,10 @@ func (l *loader) connector(role Role, pipe map[string]any, r row) ConnectorConfi
 	}
 	var overI map[string]any
 	if overCfg != nil {
-		overI = res.interpolate(overCfg, overPath.child("config"), func(at path, msg string) { l.report(at, "", msg) }).(map[string]any)
+		overI = res.interpolate(overCfg, overPath.child("config"), func(at path, msg string) {
+			failed[at.String()] = true
+			l.report(at, "", msg)
+		}).(map[string]any)
 		cfg = merge(cfg, overI).(map[string]any)
 	}
 
@@ -399,10 +470,16 @@ func (l *loader) connector(role Role, pipe map[string]any, r row) ConnectorConfi
 		schema.secrets(cfg, l.addSecret)
 		schema.check(cfg, nil, func(at path, msg string) {
 			if _, inOverride := lookup(overI, at); inOverride && len(at) > 0 {
-				l.report(append(overPath.child("config"), at...), "", msg)
+				full := append(overPath.child("config"), at...)
+				if !failed[full.String()] {
+					l.report(full, "", msg)
+				}
 				return
 			}
 			at = append(basePath.child("config"), at...)
+			if failed[at.String()] {
+				return
+			}
 			pos := l.doc.at(at)
 			if pos == (position{}) && len(at) == 3 {
 				// The config object itself is missing: point at its connector.

@@ -225,7 +225,7 @@ resilience:
 	probs := loadErr(t, minimalYAML+"resilience: {retry: {backoff: {initial: 10s, max: 1s}}}\n", LoadOptions{})
 	wantProblem(t, probs, "resilience.retry.backoff.max", 12, 46, "below initial")
 	probs = loadErr(t, minimalYAML+"resilience: {retry: {backoff: {initial: soon}}}\n", LoadOptions{})
-	wantProblem(t, probs, "resilience.retry.backoff.initial", 12, 32, "does not match pattern")
+	wantProblem(t, probs, "resilience.retry.backoff.initial", 12, 32, `"soon" is not a duration (a number and a unit: ns, us, ms, s, m or h), such as "500ms", "2s" or "1m30s"`)
 	probs = loadErr(t, minimalYAML+"execution: {max_concurrent: 0, on_error: later}\n", LoadOptions{})
 	wantProblem(t, probs, "execution.max_concurrent", 12, 13, "minimum")
 	wantProblem(t, probs, "execution.on_error", 12, 32, "continue")
@@ -492,24 +492,24 @@ matrix:
 `
 	probs := loadErr(t, src, LoadOptions{})
 	e := wantProblem(t, probs, "pipeline.source.config.port", 5, 36, "maximum")
-	if e.Row != "b" {
-		t.Errorf("Row = %q, want b", e.Row)
+	if strings.Join(e.Rows, ",") != "b" {
+		t.Errorf("Row = %q, want b", strings.Join(e.Rows, ","))
 	}
 	if !strings.HasSuffix(e.Error(), `(matrix row "b")`) {
 		t.Errorf("Error() = %q", e.Error())
 	}
 	e = wantProblem(t, probs, "matrix[2].source.config.port", 15, 16, "got string, want integer")
-	if e.Row != "" {
-		t.Errorf("a problem in a row's own text needs no row annotation; got %q", e.Row)
+	if strings.Join(e.Rows, ",") != "" {
+		t.Errorf("a problem in a row's own text needs no row annotation; got %q", strings.Join(e.Rows, ","))
 	}
 	wantProblem(t, probs, "matrix[3].id", 16, 5, `duplicate row id "a" (also matrix[0])`)
 	e = wantProblem(t, probs, "pipeline.source.config.port", 5, 36, `undefined var "port"`)
-	if e.Row != "a" {
-		t.Errorf("Row = %q, want a (the row without the var)", e.Row)
+	if strings.Join(e.Rows, ",") != "a" {
+		t.Errorf("Row = %q, want a (the row without the var)", strings.Join(e.Rows, ","))
 	}
 	e = wantProblem(t, probs, "pipeline.source.config.code", 5, 58, "environment variable CODE is not set")
-	if e.Row != "" {
-		t.Errorf("an environment variable fails in every row alike; Row = %q", e.Row)
+	if strings.Join(e.Rows, ",") != "" {
+		t.Errorf("an environment variable fails in every row alike; Row = %q", strings.Join(e.Rows, ","))
 	}
 }
 
@@ -671,12 +671,12 @@ matrix:
 `
 	probs := loadErr(t, src, LoadOptions{})
 	e := wantProblem(t, probs, "pipeline.source.config", 3, 22, `set only one of "table", "query"`)
-	if e.Row != "both" {
-		t.Errorf("Row = %q", e.Row)
+	if strings.Join(e.Rows, ",") != "both" {
+		t.Errorf("Row = %q", strings.Join(e.Rows, ","))
 	}
 	e = wantProblem(t, probs, "pipeline.source.config", 3, 22, `set one of "table", "query"`)
-	if e.Row != "neither" {
-		t.Errorf("Row = %q", e.Row)
+	if strings.Join(e.Rows, ",") != "neither" {
+		t.Errorf("Row = %q", strings.Join(e.Rows, ","))
 	}
 	if len(probs) != 2 {
 		t.Errorf("got %d problems, want 2:\n%v", len(probs), ConfigErrors(probs))
@@ -728,20 +728,36 @@ func TestSets(t *testing.T) {
 	}
 
 	for set, msg := range map[string]string{
-		"novalue":                  "want key=value",
+		"novalue":                  "want key.path=value",
 		"a..b=1":                   "empty key",
 		"matrix[9].id=x":           "no array item [9]",
 		"name.first=x":             "cannot set key \"first\" inside a string",
 		"matrix[x]=1":              "bad index",
-		"execution.max_concurrent": "want key=value",
+		"execution.max_concurrent": "want key.path=value",
 	} {
 		probs := loadErr(t, src, LoadOptions{Sets: []string{set}})
-		if !strings.Contains(probs[0].Message, msg) {
-			t.Errorf("--set %s: %v, want %q", set, probs[0], msg)
+		if !strings.Contains(probs[0].Message, msg) || probs[0].Set != set || !strings.HasPrefix(probs[0].Error(), "--set "+set+": ") {
+			t.Errorf("--set %s: %v, want %q blamed on the override", set, probs[0], msg)
 		}
 	}
-	probs := loadErr(t, src, LoadOptions{Sets: []string{"execution.max_concurrent=many"}})
-	wantProblem(t, probs, "execution.max_concurrent", 0, 0, "got string, want integer")
+
+	// A value an override put in place is the override's problem, even where
+	// the file had a value of its own (with a position) before.
+	withFile := src + "execution: {max_concurrent: 2}\n"
+	probs := loadErr(t, withFile, LoadOptions{Sets: []string{"execution.max_concurrent=many", "pipeline.source.config.path=3"}})
+	e := wantProblem(t, probs, "execution.max_concurrent", 0, 0, "got string, want integer")
+	if e.Set != "execution.max_concurrent=many" || e.File != "" || e.Error() != "--set execution.max_concurrent=many: execution.max_concurrent: got string, want integer" {
+		t.Errorf("the problem of a --set value is blamed on %q: %v", e.Set, e)
+	}
+	e = wantProblem(t, probs, "pipeline.source.config.path", 0, 0, "want string")
+	if e.Set != "pipeline.source.config.path=3" {
+		t.Errorf("a connector config value set by --set is blamed on %q: %v", e.Set, e)
+	}
+	// A wrong override does not hide the file's own problems.
+	probs = loadErr(t, strings.Replace(src, "version: 1\n", "version: 1\nnmae: x\n", 1), LoadOptions{Sets: []string{"novalue"}})
+	if len(probs) != 2 {
+		t.Errorf("got %d problems, want the override's and the file's:\n%v", len(probs), ConfigErrors(probs))
+	}
 }
 
 func TestLoadFile(t *testing.T) {
@@ -762,14 +778,14 @@ func TestLoadFile(t *testing.T) {
 	}
 	_, err = LoadFile(bad, LoadOptions{Catalog: catalog, Env: noEnv})
 	probs := ConfigProblems(err)
-	if len(probs) != 1 {
-		t.Fatalf("got %v, want 1 problem", err)
+	if len(probs) != 2 {
+		t.Fatalf("got %v, want 2 problems: faucet's own and the connector's, together", err)
 	}
-	if got := probs[0].Error(); got != bad+`:4:3: nmae: unknown key; did you mean "name"?` {
+	if got := probs[1].Error(); got != bad+`:4:3: nmae: unknown key; did you mean "name"?` {
 		t.Errorf("Error() = %q", got)
 	}
 
-	// Connector configs are checked once faucet's own structure is sound.
+	// Connector configs are checked whether or not faucet's own structure is sound.
 	fixed := strings.Replace(string(mustRead(t, bad)), `"nmae"`, `"name"`, 1)
 	if err := os.WriteFile(bad, []byte(fixed), 0o600); err != nil {
 		t.Fatal(err)
@@ -896,4 +912,37 @@ func TestHostileDocuments(t *testing.T) {
 	wantProblem(t, probs, "", 0, 0, "nests deeper than 200 levels")
 	probs = loadErr(t, `{"version": `+deep+`}`, LoadOptions{Format: FormatJSON})
 	wantProblem(t, probs, "", 1, 213, "nests deeper than 200 levels")
+}
+
+// TestEveryProblemOnce: faucet's own problems and the connectors' come
+// together, an undefined var is one problem (not also the type the
+// unexpanded text fails), and a shared value failing in some rows names
+// them while one failing in every row names none.
+func TestEveryProblemOnce(t *testing.T) {
+	src := `version: 1
+pipeline:
+  source: {type: generate, config: {count: "${vars.rows}", bogus: 1}}
+  sink: {type: jsonl, config: {path: "out/${vars.part}.jsonl"}}
+execution: {max_concurrent: 0}
+resilience: {retry: {backoff: {initial: 5x}}}
+matrix:
+  - {id: a, vars: {part: p1}}
+  - {id: b}
+  - {id: c}
+`
+	probs := loadErr(t, src, LoadOptions{})
+	wantProblem(t, probs, "execution.max_concurrent", 5, 13, "minimum")
+	wantProblem(t, probs, "resilience.retry.backoff.initial", 6, 32, `"5x" is not a duration`)
+	wantProblem(t, probs, "pipeline.source.config.bogus", 3, 60, "unknown key")
+	rows := wantProblem(t, probs, "pipeline.source.config.count", 3, 37, `undefined var "rows"`)
+	if len(rows.Rows) != 0 {
+		t.Errorf("a var no row defines fails in every row alike; Rows = %v", rows.Rows)
+	}
+	part := wantProblem(t, probs, "pipeline.sink.config.path", 4, 32, `undefined var "part"`)
+	if !reflect.DeepEqual(part.Rows, []string{"b", "c"}) || !strings.HasSuffix(part.Error(), `(matrix rows "b", "c")`) {
+		t.Errorf("Rows = %v, Error() = %q; want the two rows without the var", part.Rows, part.Error())
+	}
+	if len(probs) != 5 {
+		t.Errorf("got %d problems, want 5, each once:\n%v", len(probs), ConfigErrors(probs))
+	}
 }

@@ -46,6 +46,10 @@ type Invocation struct {
 	// SourceShard limits the source to one shard (cluster mode, where each
 	// shard of a split source runs as its own invocation); nil reads it all.
 	SourceShard *SourceShard
+	// SinkWriteMode is the write mode the sink config resolves to (see
+	// SinkWriteMode). A sink that overwrites its target keeps the previous
+	// contents when the run is cancelled, rather than a partial copy.
+	SinkWriteMode string
 }
 
 // ConnectorConfig names a connector and carries its config object.
@@ -90,7 +94,7 @@ type InvocationResult struct {
 	RowID string
 	// RecordsWritten is the number of records the sink committed: every
 	// acknowledged record on success and on cancellation, none after a
-	// failure the sink rolled back.
+	// failure the sink rolled back or a cancelled overwrite (ErrTargetKept).
 	RecordsWritten int64
 	Duration       time.Duration
 	// Err is nil on success.

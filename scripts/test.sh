@@ -3,7 +3,8 @@
 # directories and a throwaway PostgreSQL server, started here from the machine's
 # PostgreSQL binaries (installed first when missing and we are allowed to) and
 # removed afterwards. Set TEST_DATABASE_URL to use an existing server instead.
-# npm (for the TypeScript SDK check) is installed the same way when missing.
+# Node.js and npm (for the TypeScript client and the SDK checks) are installed
+# the same way when missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,25 +12,15 @@ have_pg_binaries() {
 	[ -n "${FAUCET_PG_BIN:-}" ] || compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || command -v initdb >/dev/null
 }
 
-# Installs Debian packages when we are allowed to (root with apt-get).
-apt_install() {
-	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-		echo "test: installing $*" >&2
-		apt-get update -qq
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
-	else
-		echo "test: missing $*; install them (or, for PostgreSQL, set TEST_DATABASE_URL)" >&2
-		exit 1
-	fi
-}
+# shellcheck source=scripts/apt.sh
+. scripts/apt.sh
 
 if [ -z "${TEST_DATABASE_URL:-}" ] && ! have_pg_binaries; then
 	apt_install postgresql
 fi
-# The OpenAPI tests compile a generated TypeScript SDK with npm's tools.
-if ! command -v npm >/dev/null; then
-	apt_install nodejs npm
-fi
+# The TypeScript client and the SDK checks use Node.js and the npm packages
+# openapi/package-lock.json pins.
+bash scripts/npm-tools.sh
 
 go run ./internal/testpg/withpg go test -race -count=1 -timeout 30m ./...
 

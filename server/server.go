@@ -131,6 +131,19 @@ func DefaultDataDir() string {
 	return filepath.Join(os.TempDir(), "faucet")
 }
 
+// DefaultHistoryFile is the SQLite file faucet serve keeps its history in
+// when --history is not given.
+func DefaultHistoryFile(dataDir string) string {
+	return filepath.Join(dataDir, historyFileName)
+}
+
+// AdminTokenFile is where faucet serve keeps the admin token it creates when
+// its history is the default SQLite file in dataDir, so that clients can
+// point a user at it.
+func AdminTokenFile(dataDir string) string {
+	return DefaultHistoryFile(dataDir) + ".token"
+}
+
 // errNoLock: this platform cannot lock the history file.
 var errNoLock = errors.New("file locking is not supported on this platform")
 
@@ -455,7 +468,7 @@ func resolveHistory(cfg Config) (url, file string, err error) {
 		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 			return "", "", fmt.Errorf("create data directory: %w", err)
 		}
-		file = filepath.Join(cfg.DataDir, historyFileName)
+		file = DefaultHistoryFile(cfg.DataDir)
 		return "sqlite:" + file, file, nil
 	}
 	dialect, dsn, err := db.ParseURL(url)

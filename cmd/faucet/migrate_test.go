@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,10 +20,17 @@ import (
 // faucet runs the CLI with args and returns its output.
 func faucet(t *testing.T, args ...string) (string, error) {
 	t.Helper()
+	return faucetWithInput(t, "", args...)
+}
+
+// faucetWithInput is faucet with stdin as the command's standard input.
+func faucetWithInput(t *testing.T, stdin string, args ...string) (string, error) {
+	t.Helper()
 	cmd := newRootCmd()
 	var out bytes.Buffer
 	cmd.SetOut(&out)
 	cmd.SetErr(&out)
+	cmd.SetIn(strings.NewReader(stdin))
 	cmd.SetArgs(args)
 	err := cmd.ExecuteContext(t.Context())
 	return out.String(), err
@@ -54,12 +63,41 @@ func TestMigrateCommand(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			h := "--history=" + newURL(t)
-			wantOutput(t, mustFaucet(t, "migrate", "version", h), "schema version 0", "pending")
-			wantOutput(t, mustFaucet(t, "migrate", "status", h), "pending", "00001_run_history.sql")
+			if name == "sqlite" {
+				// Looking at a file that is not there does not create it.
+				for _, sub := range []string{"version", "status", "down"} {
+					if out, err := faucet(t, "migrate", sub, h); err == nil || !strings.Contains(err.Error(), "no run history at ") {
+						t.Fatalf("migrate %s of a missing file: %v\n%s", sub, err, out)
+					}
+				}
+				if _, err := os.Stat(strings.TrimPrefix(h, "--history=sqlite:")); !errors.Is(err, os.ErrNotExist) {
+					t.Fatalf("inspecting a missing history created it: %v", err)
+				}
+			} else {
+				wantOutput(t, mustFaucet(t, "migrate", "version", h), "schema version 0", "pending")
+				wantOutput(t, mustFaucet(t, "migrate", "status", h), "pending", "00001_run_history.sql")
+			}
 			wantOutput(t, mustFaucet(t, "migrate", "up", h), "OK", "up 00001_run_history.sql", "(up to date)")
 			wantOutput(t, mustFaucet(t, "migrate", "up", h), "(up to date)")
 			wantOutput(t, mustFaucet(t, "migrate", "status", h), "applied")
-			wantOutput(t, mustFaucet(t, "migrate", "down", "--to", "0", h), "down 00001_run_history.sql", "schema version 0")
+			var st migrationStatus
+			if err := json.Unmarshal([]byte(mustFaucet(t, "migrate", "status", h, "--output", "json")), &st); err != nil ||
+				st.SchemaVersion != 1 || len(st.Migrations) == 0 || st.Migrations[0].State != "applied" || st.Migrations[0].AppliedAt == nil {
+				t.Fatalf("migrate status --output json: %+v (%v)", st, err)
+			}
+			// Removing every table asks first.
+			out, err := faucetWithInput(t, "no\n", "migrate", "down", "--to", "0", h)
+			if err == nil || !strings.Contains(out, "Type yes to go ahead") {
+				t.Fatalf("down --to 0 answered no: %v\n%s", err, out)
+			}
+			wantOutput(t, mustFaucet(t, "migrate", "version", h), "schema version 1")
+			out, err = faucetWithInput(t, "yes\n", "migrate", "down", "--to", "0", h)
+			if err != nil {
+				t.Fatalf("down --to 0 answered yes: %v\n%s", err, out)
+			}
+			wantOutput(t, out, "down 00001_run_history.sql", "schema version 0")
+			wantOutput(t, mustFaucet(t, "migrate", "up", h), "up 00001_run_history.sql")
+			wantOutput(t, mustFaucet(t, "migrate", "down", "--to", "0", "--yes", h), "down 00001_run_history.sql", "schema version 0")
 			wantOutput(t, mustFaucet(t, "migrate", "down", h), "schema version 0")
 			wantOutput(t, mustFaucet(t, "migrate", "up", h), "up 00001_run_history.sql")
 			// The schema the command applied is the one the store expects.
@@ -102,9 +140,30 @@ func TestMigrateRefusesNewerSchema(t *testing.T) {
 	wantOutput(t, mustFaucet(t, "migrate", "version", "--history", url), "schema version 9999", "upgrade faucet")
 }
 
+// TestMigrateDefaultsToServesHistory: without --history, migrate works on
+// the history faucet serve uses without it, the SQLite file in the data
+// directory, and the variables serve reads name it as they do for serve.
+func TestMigrateDefaultsToServesHistory(t *testing.T) {
+	dir := t.TempDir()
+	wantOutput(t, mustFaucet(t, "migrate", "up", "--data-dir", dir), "up 00001_run_history.sql")
+	if _, err := os.Stat(filepath.Join(dir, "history.db")); err != nil {
+		t.Fatalf("migrate up --data-dir did not create serve's history file: %v", err)
+	}
+	t.Setenv("FAUCET_DATA_DIR", dir)
+	wantOutput(t, mustFaucet(t, "migrate", "version"), "schema version 1 (up to date)")
+	other := filepath.Join(t.TempDir(), "other.db")
+	t.Setenv("FAUCET_HISTORY", "sqlite:"+other)
+	if _, err := faucet(t, "migrate", "status"); err == nil || !strings.Contains(err.Error(), "no run history at "+other) {
+		t.Fatalf("FAUCET_HISTORY is not the history: %v", err)
+	}
+	t.Setenv("FAUCET_HISTORY", "")
+	wantOutput(t, mustFaucet(t, "migrate", "version"), "schema version 1 (up to date)")
+}
+
 func TestMigrateBadInput(t *testing.T) {
 	for _, args := range [][]string{
-		{"migrate", "up"},
+		{"migrate", "up", "--history", "memory"},
+		{"migrate", "status", "--history", "memory"},
 		{"migrate", "up", "--history", "mysql://host/db"},
 		{"migrate", "up", "--history", "sqlite:"},
 		{"migrate", "status", "--history", "postgres://%zz@host/db"},

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -35,6 +36,21 @@ func TestPluginDirectories(t *testing.T) {
 		}
 		return path
 	}
+	// A connector in two directories is taken from the first, and the
+	// warning names both: no error that breaks every command.
+	t.Run("shadowed", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		first, second := install(filepath.Join(dir, "first")), install(filepath.Join(dir, ".data", "faucet", "plugins"))
+		r := runFaucet(t, dir, nil, "connectors", "list", "--plugin-dir", filepath.Dir(first))
+		mustSucceed(t, r)
+		if !regexp.MustCompile(`(?m)^lines\s.*` + regexp.QuoteMeta(first)).MatchString(r.stdout) {
+			t.Errorf("connectors list does not take lines from the first directory, %s:\n%s", first, r.stdout)
+		}
+		if !strings.Contains(r.stderr, "connector found twice") || !strings.Contains(r.stderr, "using="+first) || !strings.Contains(r.stderr, "ignoring="+second) {
+			t.Errorf("no warning naming both files:\n%s", r.stderr)
+		}
+	})
 	for _, route := range []string{"flag", "env", "default"} {
 		t.Run(route, func(t *testing.T) {
 			t.Parallel()

@@ -22,8 +22,11 @@ import (
 )
 
 func newRunCmd() *cobra.Command {
-	var pf pluginFlags
-	var sets []string
+	var (
+		pf   pluginFlags
+		sets []string
+		out  *outputFormat
+	)
 	cmd := &cobra.Command{
 		Use:   "run FILE",
 		Short: "Run a pipeline config (YAML or JSON; - reads standard input) from the terminal",
@@ -31,32 +34,43 @@ func newRunCmd() *cobra.Command {
 its source to its sink, once per matrix row, through connector plugin
 processes. Progress goes to standard error: a live line on a terminal,
 a plain line every few seconds otherwise, and a summary per invocation at
-the end. The exit status is non-zero when any invocation fails.
+the end (on standard output as JSON with --output json). The exit status is
+1 when any invocation fails.
 
-Ctrl-C cancels cooperatively: sources stop, and every sink commits exactly
-the batches it acknowledged. A second Ctrl-C stops at once.`,
+Ctrl-C cancels cooperatively: sources stop, and every sink that appends or
+upserts commits exactly the batches it acknowledged; a sink that overwrites
+its target (a file, a table) discards its partial copy instead, so the
+target keeps its previous contents. The exit status is then 130. A second
+Ctrl-C stops at once.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runPipeline(cmd.Context(), args[0], sets, &pf, cmd.ErrOrStderr())
+			return runPipeline(cmd.Context(), args[0], sets, &pf, *out, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	pf.register(cmd)
-	cmd.Flags().StringArrayVar(&sets, "set", nil, "override a config value, key.path=value (value read as JSON when it parses as JSON; repeatable)")
+	out = addOutputFlags(cmd)
+	cmd.Flags().StringArrayVar(&sets, "set", nil, setUsage)
 	return cmd
 }
 
-func runPipeline(ctx context.Context, file string, sets []string, pf *pluginFlags, stderr io.Writer) error {
+func runPipeline(ctx context.Context, file string, sets []string, pf *pluginFlags, format outputFormat, stdout, stderr io.Writer) error {
 	st := newStatus(stderr)
 	h, log, err := pf.open(ctx, st)
 	if err != nil {
 		return err
 	}
 	defer h.Close()
-	plan, err := loadPlan(file, sets, h, stderr)
+	plan, notes, err := loadPlan(file, sets, h)
 	if err != nil {
-		return err
+		return configProblems(stderr, file, err)
+	}
+	for _, n := range notes {
+		fmt.Fprintln(stderr, n)
 	}
 	for _, inv := range plan.Invocations {
+		if inv.Sink.Type == "stdout" && format == outputJSON {
+			return usageErrorf("--output json prints the summary on standard output, where the stdout sink of row %q writes its records", inv.RowID)
+		}
 		if inv.Sink.Type == "stdout" && isTerminal(os.Stdout) {
 			// Records print on this terminal; a redrawn line would garble them.
 			st.live = false
@@ -68,7 +82,7 @@ func runPipeline(ctx context.Context, file string, sets []string, pf *pluginFlag
 	go func() {
 		select {
 		case <-ctx.Done():
-			st.note("interrupted: finishing the acknowledged batches (Ctrl-C again stops at once)")
+			st.note("interrupted: sinks commit the batches they acknowledged, or keep the target they overwrite (Ctrl-C again stops at once)")
 			// The next signal takes the default action: faucet exits, and the
 			// plugin processes die with it.
 			signal.Reset(os.Interrupt, syscall.SIGTERM)
@@ -77,50 +91,98 @@ func runPipeline(ctx context.Context, file string, sets []string, pf *pluginFlag
 	}()
 
 	// The summary reports each invocation's outcome; the executor's own log
-	// lines would repeat it, so they show only with --verbose. The
-	// connectors' own lines keep the log's level (warnings and up unless
-	// --verbose), secrets masked.
+	// lines would repeat it, so they show from level info (-v) on. The
+	// connectors' own lines keep the log's level, secrets masked.
 	execLog := slog.New(slog.DiscardHandler)
-	if pf.verbose {
+	if log.Enabled(ctx, slog.LevelInfo) {
 		execLog = log
 	}
 	st.begin()
 	results, err := pipeline.Execute(ctx, plan, pipeline.ExecuteOptions{Connectors: h, Progress: st.progress, Logger: execLog, ConnectorLogger: log})
 	st.end()
-	summarize(stderr, results, st.elapsed(), ctx.Err() != nil)
+	sum := summarize(results, st.elapsed(), ctx.Err() != nil)
+	if format == outputJSON {
+		if perr := printJSON(stdout, sum); perr != nil {
+			return perr
+		}
+	} else {
+		sum.print(stderr)
+	}
 	return err
 }
 
 var numbers = message.NewPrinter(language.English)
 
-// summarize prints one line per invocation and a total. After an interrupt
-// an unfinished invocation is "cancelled", its records those its sink
-// committed.
-func summarize(w io.Writer, results []pipeline.InvocationResult, elapsed time.Duration, interrupted bool) {
-	var total int64
-	failed := 0
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ROW\tRECORDS\tDURATION\tRESULT")
+// runSummary is the outcome of a faucet run: one entry per invocation and
+// the totals. It is what --output json prints.
+type runSummary struct {
+	Invocations    []invocationSummary `json:"invocations"`
+	RecordsWritten int64               `json:"records_written"`
+	DurationMS     int64               `json:"duration_ms"`
+	Interrupted    bool                `json:"interrupted"`
+	// Incomplete counts the invocations that failed, were cancelled or did
+	// not run.
+	Incomplete int `json:"incomplete"`
+}
+
+type invocationSummary struct {
+	RowID          string `json:"row_id"`
+	RecordsWritten int64  `json:"records_written"`
+	DurationMS     int64  `json:"duration_ms"`
+	// Result is ok, failed, cancelled or not run.
+	Result string `json:"result"`
+	// TargetKept is true for a cancelled invocation whose sink overwrites
+	// its target: the sink discarded its partial copy.
+	TargetKept bool   `json:"target_kept,omitempty"`
+	Error      string `json:"error,omitempty"`
+	elapsed    time.Duration
+}
+
+// summarize sums up the results. After an interrupt an unfinished
+// invocation is "cancelled", its records those its sink committed.
+func summarize(results []pipeline.InvocationResult, elapsed time.Duration, interrupted bool) runSummary {
+	sum := runSummary{Invocations: []invocationSummary{}, DurationMS: elapsed.Milliseconds(), Interrupted: interrupted}
 	for _, r := range results {
-		total += r.RecordsWritten
-		outcome := "ok"
+		sum.RecordsWritten += r.RecordsWritten
+		inv := invocationSummary{RowID: r.RowID, RecordsWritten: r.RecordsWritten, DurationMS: r.Duration.Milliseconds(), Result: "ok", elapsed: r.Duration}
 		switch {
 		case errors.Is(r.Err, pipeline.ErrNotRun):
-			outcome = "not run"
-			failed++
+			inv.Result = "not run"
 		case r.Err != nil && interrupted:
-			outcome = "cancelled"
-			failed++
+			inv.Result = "cancelled"
+			inv.TargetKept = errors.Is(r.Err, pipeline.ErrTargetKept)
 		case r.Err != nil:
-			outcome = "failed: " + r.Err.Error()
-			failed++
+			inv.Result = "failed"
 		}
-		numbers.Fprintf(tw, "%s\t%d\t%s\t%s\n", r.RowID, r.RecordsWritten, r.Duration.Round(time.Millisecond), outcome)
+		if r.Err != nil {
+			inv.Error = r.Err.Error()
+			sum.Incomplete++
+		}
+		sum.Invocations = append(sum.Invocations, inv)
+	}
+	return sum
+}
+
+// print writes the summary for a person: one line per invocation and a
+// total.
+func (sum runSummary) print(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ROW\tRECORDS\tDURATION\tRESULT")
+	for _, inv := range sum.Invocations {
+		outcome := inv.Result
+		switch {
+		case inv.TargetKept:
+			outcome = "cancelled, previous output kept (the sink overwrites its target)"
+		case inv.Result == "failed":
+			outcome = "failed: " + inv.Error
+		}
+		numbers.Fprintf(tw, "%s\t%d\t%s\t%s\n", inv.RowID, inv.RecordsWritten, inv.elapsed.Round(time.Millisecond), outcome)
 	}
 	tw.Flush()
-	numbers.Fprintf(w, "%d records in %s (%.0f rows/s)", total, elapsed.Round(time.Millisecond), rate(total, elapsed))
-	if failed > 0 {
-		fmt.Fprintf(w, "; %d of %d invocations did not complete", failed, len(results))
+	elapsed := time.Duration(sum.DurationMS) * time.Millisecond
+	numbers.Fprintf(w, "%d records in %s (%.0f rows/s)", sum.RecordsWritten, elapsed, rate(sum.RecordsWritten, elapsed))
+	if sum.Incomplete > 0 {
+		fmt.Fprintf(w, "; %d of %d invocations did not complete", sum.Incomplete, len(sum.Invocations))
 	}
 	fmt.Fprintln(w)
 }

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,6 +40,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	// Commands run in this process (the migrate tests) must not find the
+	// data directory of whoever runs the tests.
+	os.Setenv("XDG_DATA_HOME", filepath.Join(dir, "xdg"))
 	code := func() int {
 		defer os.RemoveAll(dir)
 		faucetBin = filepath.Join(dir, "faucet")
@@ -471,7 +473,7 @@ func TestConnectorsCommands(t *testing.T) {
 			t.Errorf("connectors list lacks %s:\n%s", name, r.stdout)
 		}
 	}
-	r = runFaucet(t, dir, nil, "connectors", "spec", "postgres")
+	r = runFaucet(t, dir, nil, "connectors", "spec", "postgres", "--output", "json")
 	mustSucceed(t, r)
 	var spec struct {
 		Name         string   `json:"name"`
@@ -495,9 +497,57 @@ func TestConnectorsCommands(t *testing.T) {
 	}
 }
 
+// interruptRun starts faucet run on config in dir and sends it SIGINT the
+// way a person's Ctrl-C does: once ready holds, or without ready once
+// progress shows. It returns what the run printed and its exit status.
+func interruptRun(t *testing.T, dir, config string, ready func() bool) (string, int) {
+	t.Helper()
+	cmd := command(t, dir, nil, "run", config)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	progress := make(chan struct{})
+	var out strings.Builder
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		sc := bufio.NewScanner(stderr)
+		seen := false
+		for sc.Scan() {
+			out.WriteString(sc.Text() + "\n")
+			if !seen && strings.HasPrefix(sc.Text(), "progress:") {
+				seen = true
+				close(progress)
+			}
+		}
+	}()
+	if ready == nil {
+		<-progress
+	} else {
+		for !ready() {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	<-read
+	err = cmd.Wait()
+	assertNoPlugins(t, dir)
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) {
+		t.Fatalf("an interrupted run exited with %v:\n%s", err, out.String())
+	}
+	return out.String(), exit.ExitCode()
+}
+
 // TestRunCancelCommitsAcknowledgedBatches interrupts a long run the way a
 // person does, with SIGINT, once progress shows, and checks the sink kept
-// exactly what the summary reports as written.
+// exactly what the summary reports as written, and the exit status is 130.
 func TestRunCancelCommitsAcknowledgedBatches(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -506,43 +556,77 @@ pipeline:
   source: {type: generate, config: {count: 500000000}}
   sink: {type: sqlite, config: {path: out.db, table: t}}
 `)
-	cmd := command(t, dir, nil, "run", "long.yaml")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
+	out, code := interruptRun(t, dir, "long.yaml", nil)
+	if code != 130 {
+		t.Errorf("an interrupted run exited %d, want 130:\n%s", code, out)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var out strings.Builder
-	sc := bufio.NewScanner(stderr)
-	for sc.Scan() {
-		out.WriteString(sc.Text() + "\n")
-		if strings.HasPrefix(sc.Text(), "progress:") {
-			if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-				t.Fatal(err)
-			}
-			break
-		}
-	}
-	rest, _ := io.ReadAll(stderr)
-	out.Write(rest)
-	err = cmd.Wait()
-	assertNoPlugins(t, dir)
-	if err == nil {
-		t.Fatalf("an interrupted run exited 0:\n%s", out.String())
-	}
-	m := regexp.MustCompile(`(?m)^default\s+([0-9,]+)\s+\S+\s+cancelled$`).FindStringSubmatch(out.String())
-	if m == nil || !strings.Contains(out.String(), "interrupted") {
-		t.Fatalf("no summary after the interrupt:\n%s", out.String())
+	m := regexp.MustCompile(`(?m)^default\s+([0-9,]+)\s+\S+\s+cancelled$`).FindStringSubmatch(out)
+	if m == nil || !strings.Contains(out, "interrupted") {
+		t.Fatalf("no summary after the interrupt:\n%s", out)
 	}
 	written, _ := strconv.Atoi(strings.ReplaceAll(m[1], ",", ""))
 	if written == 0 {
-		t.Fatalf("nothing was written before the interrupt:\n%s", out.String())
+		t.Fatalf("nothing was written before the interrupt:\n%s", out)
 	}
 	got := sqliteRows(t, filepath.Join(dir, "out.db"), "SELECT count(*), count(DISTINCT id), max(id) FROM t")
 	if want := fmt.Sprintf("%d|%d|%d", written, written, written); !equal(got, []string{want}) {
 		t.Errorf("the sink holds %v, the summary says %d records were written", got, written)
+	}
+}
+
+// TestInterruptKeepsAnOverwrittenFile interrupts a run with SIGINT while
+// one row overwrites a file (its partial copy already on disk) and another
+// appends to one: the overwritten file keeps its previous contents and the
+// summary says so, the appended one gains exactly the acknowledged records.
+func TestInterruptKeepsAnOverwrittenFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	const previous = "{\"previous\": true}\n"
+	writeFile(t, filepath.Join(dir, "replaced.jsonl"), previous)
+	writeFile(t, filepath.Join(dir, "grown.jsonl"), previous)
+	writeFile(t, filepath.Join(dir, "long.yaml"), `version: 1
+pipeline:
+  source: {type: generate, config: {count: 500000000}}
+  sink: {type: jsonl, config: {path: replaced.jsonl}}
+execution: {max_concurrent: 2}
+matrix:
+  - id: overwrite
+  - id: append
+    sink: {config: {path: grown.jsonl, write_mode: append}}
+`)
+	partial := func() bool {
+		names, _ := filepath.Glob(filepath.Join(dir, ".replaced.jsonl.faucet-*"))
+		for _, n := range names {
+			if fi, err := os.Stat(n); err == nil && fi.Size() > 0 {
+				return true
+			}
+		}
+		return false
+	}
+	grown := func() bool {
+		fi, err := os.Stat(filepath.Join(dir, "grown.jsonl"))
+		return err == nil && fi.Size() > int64(len(previous))
+	}
+	out, code := interruptRun(t, dir, "long.yaml", func() bool { return partial() && grown() })
+	if code != 130 {
+		t.Errorf("an interrupted run exited %d, want 130:\n%s", code, out)
+	}
+	if got, err := os.ReadFile(filepath.Join(dir, "replaced.jsonl")); err != nil || string(got) != previous {
+		t.Errorf("the interrupted overwrite left %d bytes (%v), want the previous file", len(got), err)
+	}
+	if partial() {
+		t.Error("the partial copy was left behind")
+	}
+	if !regexp.MustCompile(`(?m)^overwrite\s+0\s+\S+\s+cancelled, previous output kept`).MatchString(out) {
+		t.Errorf("the summary does not say the overwritten file was kept:\n%s", out)
+	}
+	m := regexp.MustCompile(`(?m)^append\s+([0-9,]+)\s+\S+\s+cancelled$`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no summary of the appending row:\n%s", out)
+	}
+	written, _ := strconv.Atoi(strings.ReplaceAll(m[1], ",", ""))
+	if lines := len(sortedLines(t, filepath.Join(dir, "grown.jsonl"))); written == 0 || lines != written+1 {
+		t.Errorf("the appended file holds %d lines, want the previous one and the %d acknowledged records", lines, written)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,83 +15,60 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/faucet-dev/faucet/openapi/client"
+	"github.com/faucet-dev/faucet/pipeline"
 )
 
-// runsClient carries the connection flags of the `faucet runs` commands.
-type runsClient struct {
-	server string
-	token  string
-}
-
 func newRunsCmd() *cobra.Command {
-	rc := &runsClient{}
+	sf := &serverFlags{}
 	cmd := &cobra.Command{
 		Use:   "runs",
 		Short: "Submit, inspect and control runs on a faucet serve",
-		Long: "Talk to a running faucet serve. --server defaults to $FAUCET_SERVER or http://127.0.0.1:8080; " +
-			"--token defaults to $FAUCET_TOKEN.",
+		Long: "Talk to a running faucet serve. --server defaults to $FAUCET_SERVER or " + defaultServer +
+			" (a bare host:port means http); --token defaults to $FAUCET_TOKEN.",
 	}
-	cmd.PersistentFlags().StringVar(&rc.server, "server", envOr("FAUCET_SERVER", "http://127.0.0.1:8080"), "base URL of the faucet serve")
-	cmd.PersistentFlags().StringVar(&rc.token, "token", os.Getenv("FAUCET_TOKEN"), "bearer token")
-	cmd.AddCommand(rc.submitCmd(), rc.listCmd(), rc.getCmd(), rc.cancelCmd(), rc.deleteCmd(), rc.logsCmd())
+	sf.register(cmd, true)
+	cmd.AddCommand(sf.submitCmd(), sf.listCmd(), sf.getCmd(), sf.cancelCmd(), sf.deleteCmd(), sf.logsCmd())
 	return cmd
 }
 
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
-}
-
-func (rc *runsClient) client() (*client.ClientWithResponses, error) {
-	return client.NewClientWithResponses(strings.TrimRight(rc.server, "/"), client.WithRequestEditorFn(rc.authorize))
-}
-
-func (rc *runsClient) authorize(_ context.Context, req *http.Request) error {
-	if rc.token != "" {
-		req.Header.Set("Authorization", "Bearer "+rc.token)
-	}
-	return nil
-}
-
-// apiError turns a non-success response into an error carrying the
-// server's problem detail.
-func apiError(resp *http.Response, body []byte) error {
-	var p client.Problem
-	if json.Unmarshal(body, &p) == nil && p.Error.Code != "" {
-		msg := fmt.Sprintf("%d %s: %s", resp.StatusCode, p.Error.Code, p.Error.Message)
-		if p.Error.Details != nil {
-			if d, err := json.MarshalIndent(p.Error.Details, "", "  "); err == nil {
-				msg += "\n" + string(d)
-			}
-		}
-		if ra := resp.Header.Get("Retry-After"); ra != "" {
-			msg += " (retry after " + ra + "s)"
-		}
-		return errors.New(msg)
-	}
-	return fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(body)))
-}
-
-func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
-func (rc *runsClient) submitCmd() *cobra.Command {
+func (sf *serverFlags) submitCmd() *cobra.Command {
 	var (
 		name, key, format string
-		labels            []string
+		labels, sets      []string
 		timeout           int64
 		doctor, wait      bool
+		out               *outputFormat
 	)
 	cmd := &cobra.Command{
 		Use:   "submit FILE",
 		Short: "Submit a pipeline config as a run (FILE - reads stdin)",
-		Args:  cobra.ExactArgs(1),
+		Long: `Submit a pipeline config as a run. With --set, the overrides are applied here,
+as faucet run applies them, and the server receives the resulting config as
+JSON. With --wait, submit follows the run to its end and exits non-zero
+unless it completed.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			body := client.SubmitRequest{}
+			if format == "" {
+				format = "yaml"
+				if strings.HasSuffix(args[0], ".json") {
+					format = "json"
+				}
+			}
+			if format != "yaml" && format != "json" {
+				return usageErrorf("--format %q: want yaml or json", format)
+			}
+			if len(labels) > 0 {
+				m := map[string]string{}
+				for _, l := range labels {
+					k, v, ok := strings.Cut(l, "=")
+					if !ok || k == "" {
+						return usageErrorf("--label %q: want key=value", l)
+					}
+					m[k] = v
+				}
+				body.Labels = &m
+			}
 			var data []byte
 			var err error
 			if args[0] == "-" {
@@ -103,14 +79,14 @@ func (rc *runsClient) submitCmd() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("read config: %w", err)
 			}
-			if format == "" {
-				format = "yaml"
-				if strings.HasSuffix(args[0], ".json") {
-					format = "json"
+			if len(sets) > 0 {
+				if data, err = pipeline.ApplySets(data, pipeline.Format(format), sets); err != nil {
+					return configProblems(cmd.ErrOrStderr(), displayName(args[0]), err)
 				}
+				format = "json"
 			}
-			body := client.SubmitRequest{Config: string(data)}
-			f := client.SubmitRequestConfigFormat(format)
+			body.Config = string(data)
+			f := client.ConfigFormat(format)
 			body.ConfigFormat = &f
 			if name != "" {
 				body.Name = &name
@@ -124,51 +100,46 @@ func (rc *runsClient) submitCmd() *cobra.Command {
 			if doctor {
 				body.DoctorFirst = &doctor
 			}
-			if len(labels) > 0 {
-				m := map[string]string{}
-				for _, l := range labels {
-					k, v, ok := strings.Cut(l, "=")
-					if !ok {
-						return fmt.Errorf("--label %q: want key=value", l)
-					}
-					m[k] = v
-				}
-				body.Labels = &m
-			}
-			c, err := rc.client()
+			c, err := sf.connect(cmd)
 			if err != nil {
 				return err
 			}
-			resp, err := c.SubmitRunWithResponse(cmd.Context(), body)
+			resp, err := c.SubmitRunWithResponse(cmd.Context(), nil, body)
 			if err != nil {
 				return err
 			}
 			if resp.JSON202 == nil {
-				return apiError(resp.HTTPResponse, resp.Body)
+				return sf.apiError(resp.HTTPResponse, resp.Body)
 			}
 			for _, w := range derefSlice(resp.JSON202.Warnings) {
 				fmt.Fprintln(cmd.ErrOrStderr(), "warning:", w)
 			}
 			if !wait {
-				return printJSON(cmd.OutOrStdout(), resp.JSON202)
+				if *out == outputJSON {
+					return printJSON(cmd.OutOrStdout(), resp.JSON202)
+				}
+				_, err := fmt.Fprintf(cmd.OutOrStdout(), "run %s %s\n", resp.JSON202.RunId, resp.JSON202.Status)
+				return err
 			}
-			rec, err := rc.await(cmd.Context(), c, resp.JSON202.RunId)
+			rec, err := sf.await(cmd.Context(), c, resp.JSON202.RunId)
 			if err != nil {
 				return err
 			}
-			if err := printJSON(cmd.OutOrStdout(), rec); err != nil {
+			if err := printRun(cmd.OutOrStdout(), *out, rec); err != nil {
 				return err
 			}
-			if rec.Status != client.RunRecordStatusCompleted {
+			if rec.Status != client.RunStatusCompleted {
 				return fmt.Errorf("run %s %s", rec.RunId, rec.Status)
 			}
 			return nil
 		},
 	}
+	out = addOutputFlags(cmd)
 	cmd.Flags().StringVar(&name, "name", "", "display name of the run")
 	cmd.Flags().StringVar(&key, "idempotency-key", "", "idempotency key: resubmitting the same payload returns the same run")
 	cmd.Flags().StringVar(&format, "format", "", "config format, yaml or json (default: from the file extension)")
 	cmd.Flags().StringArrayVar(&labels, "label", nil, "label key=value (repeatable)")
+	cmd.Flags().StringArrayVar(&sets, "set", nil, setUsage)
 	cmd.Flags().Int64Var(&timeout, "timeout-secs", 0, "fail the run when it executes longer than this")
 	cmd.Flags().BoolVar(&doctor, "doctor-first", false, "probe every connector before queueing the run")
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait for the run to finish; exit non-zero unless it completed")
@@ -183,7 +154,7 @@ func derefSlice[T any](p *[]T) []T {
 }
 
 // await polls a run until it is terminal.
-func (rc *runsClient) await(ctx context.Context, c *client.ClientWithResponses, id string) (*client.RunRecord, error) {
+func (sf *serverFlags) await(ctx context.Context, c *client.ClientWithResponses, id string) (*client.RunRecord, error) {
 	delay := 100 * time.Millisecond
 	for {
 		resp, err := c.GetRunWithResponse(ctx, id)
@@ -191,10 +162,10 @@ func (rc *runsClient) await(ctx context.Context, c *client.ClientWithResponses, 
 			return nil, err
 		}
 		if resp.JSON200 == nil {
-			return nil, apiError(resp.HTTPResponse, resp.Body)
+			return nil, sf.apiError(resp.HTTPResponse, resp.Body)
 		}
 		switch resp.JSON200.Status {
-		case client.RunRecordStatusCompleted, client.RunRecordStatusFailed, client.RunRecordStatusCancelled:
+		case client.RunStatusCompleted, client.RunStatusFailed, client.RunStatusCancelled:
 			return resp.JSON200, nil
 		}
 		select {
@@ -206,20 +177,53 @@ func (rc *runsClient) await(ctx context.Context, c *client.ClientWithResponses, 
 	}
 }
 
-func (rc *runsClient) listCmd() *cobra.Command {
+// printRun prints a run record: all of it as JSON, or what a person looks
+// for first.
+func printRun(w io.Writer, format outputFormat, r *client.RunRecord) error {
+	if format == outputJSON {
+		return printJSON(w, r)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "run:\t%s\n", r.RunId)
+	fmt.Fprintf(tw, "status:\t%s\n", r.Status)
+	if r.Name != nil {
+		fmt.Fprintf(tw, "name:\t%s\n", *r.Name)
+	}
+	fmt.Fprintf(tw, "submitted:\t%s\n", r.SubmittedAt.Format(time.RFC3339))
+	if r.StartedAt != nil {
+		fmt.Fprintf(tw, "started:\t%s\n", r.StartedAt.Format(time.RFC3339))
+	}
+	if r.FinishedAt != nil {
+		fmt.Fprintf(tw, "finished:\t%s\n", r.FinishedAt.Format(time.RFC3339))
+	}
+	numbers.Fprintf(tw, "records written:\t%d\n", r.RecordsWritten)
+	if r.Error != nil {
+		fmt.Fprintf(tw, "error:\t%s\n", *r.Error)
+	}
+	for _, inv := range r.Invocations {
+		result := "ok"
+		if inv.Error != nil {
+			result = *inv.Error
+		}
+		numbers.Fprintf(tw, "  %s\t%d records, %d ms, %s\n", inv.RowId, inv.RecordsWritten, inv.DurationMs, result)
+	}
+	return tw.Flush()
+}
+
+func (sf *serverFlags) listCmd() *cobra.Command {
 	var (
-		statuses    []string
-		name        string
-		limit       int
-		cursor      string
-		all, asJSON bool
+		statuses     []string
+		name, cursor string
+		limit        int
+		all, quiet   bool
+		out          *outputFormat
 	)
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List runs, newest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := rc.client()
+			c, err := sf.connect(cmd)
 			if err != nil {
 				return err
 			}
@@ -232,36 +236,30 @@ func (rc *runsClient) listCmd() *cobra.Command {
 				params.Name = &name
 			}
 			if len(statuses) > 0 {
-				st := make([]client.ListRunsParamsStatus, len(statuses))
+				st := make([]client.RunStatus, len(statuses))
 				for i, s := range statuses {
-					st[i] = client.ListRunsParamsStatus(s)
+					st[i] = client.RunStatus(s)
 				}
 				params.Status = &st
 			}
 			if cursor != "" {
 				params.Cursor = &cursor
 			}
-			var runs []client.RunRecord
-			for {
-				resp, err := c.ListRunsWithResponse(cmd.Context(), params)
-				if err != nil {
-					return err
-				}
-				if resp.JSON200 == nil {
-					return apiError(resp.HTTPResponse, resp.Body)
-				}
-				runs = append(runs, resp.JSON200.Runs...)
-				next := resp.JSON200.NextCursor
-				if !all || next == nil {
-					if !all && next != nil && !asJSON {
-						defer fmt.Fprintf(cmd.ErrOrStderr(), "more runs: --cursor %s\n", *next)
-					}
-					break
-				}
-				params.Cursor = next
+			runs, next, err := sf.listRuns(cmd.Context(), c, params, all)
+			if err != nil {
+				return err
 			}
-			if asJSON {
+			if next != "" && *out != outputJSON && !quiet {
+				defer fmt.Fprintf(cmd.ErrOrStderr(), "more runs: --cursor %s\n", next)
+			}
+			switch {
+			case *out == outputJSON:
 				return printJSON(cmd.OutOrStdout(), runs)
+			case quiet:
+				for _, r := range runs {
+					fmt.Fprintln(cmd.OutOrStdout(), r.RunId)
+				}
+				return nil
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "RUN ID\tSTATUS\tNAME\tSUBMITTED\tRECORDS\tERROR")
@@ -278,22 +276,49 @@ func (rc *runsClient) listCmd() *cobra.Command {
 			return tw.Flush()
 		},
 	}
+	out = addOutputFlags(cmd)
 	cmd.Flags().StringArrayVar(&statuses, "status", nil, "only runs in this status (repeatable)")
 	cmd.Flags().StringVar(&name, "name", "", "only runs with this name")
 	cmd.Flags().IntVar(&limit, "limit", 0, "page size (server default 50, at most 500)")
 	cmd.Flags().StringVar(&cursor, "cursor", "", "continue after this cursor")
 	cmd.Flags().BoolVar(&all, "all", false, "follow next_cursor through every page")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only the run ids, one a line")
 	return cmd
 }
 
-func (rc *runsClient) getCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "get RUN_ID",
-		Short: "Print a run record",
-		Args:  cobra.ExactArgs(1),
+// listRuns reads one page of runs, or with all every page, and returns the
+// cursor of the page after the last one read ("" at the end).
+func (sf *serverFlags) listRuns(ctx context.Context, c *client.ClientWithResponses, params *client.ListRunsParams, all bool) ([]client.RunRecord, string, error) {
+	var runs []client.RunRecord
+	for {
+		resp, err := c.ListRunsWithResponse(ctx, params)
+		if err != nil {
+			return nil, "", err
+		}
+		if resp.JSON200 == nil {
+			return nil, "", sf.apiError(resp.HTTPResponse, resp.Body)
+		}
+		runs = append(runs, resp.JSON200.Runs...)
+		next := resp.JSON200.NextCursor
+		if next == nil {
+			return runs, "", nil
+		}
+		if !all {
+			return runs, *next, nil
+		}
+		params.Cursor = next
+	}
+}
+
+func (sf *serverFlags) getCmd() *cobra.Command {
+	var out *outputFormat
+	cmd := &cobra.Command{
+		Use:               "get RUN_ID",
+		Short:             "Print a run record",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: sf.completeRunIDs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := rc.client()
+			c, err := sf.connect(cmd)
 			if err != nil {
 				return err
 			}
@@ -302,20 +327,31 @@ func (rc *runsClient) getCmd() *cobra.Command {
 				return err
 			}
 			if resp.JSON200 == nil {
-				return apiError(resp.HTTPResponse, resp.Body)
+				return sf.apiError(resp.HTTPResponse, resp.Body)
 			}
-			return printJSON(cmd.OutOrStdout(), resp.JSON200)
+			return printRun(cmd.OutOrStdout(), *out, resp.JSON200)
 		},
 	}
+	out = addOutputFlags(cmd)
+	return cmd
 }
 
-func (rc *runsClient) cancelCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "cancel RUN_ID",
-		Short: "Cancel a queued or running run",
-		Args:  cobra.ExactArgs(1),
+// cancelResult is what runs cancel prints with --output json.
+type cancelResult struct {
+	RunID string `json:"run_id"`
+	// Requested is false when the run had already finished.
+	Requested bool `json:"requested"`
+}
+
+func (sf *serverFlags) cancelCmd() *cobra.Command {
+	var out *outputFormat
+	cmd := &cobra.Command{
+		Use:               "cancel RUN_ID",
+		Short:             "Cancel a queued or running run",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: sf.completeRunIDs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := rc.client()
+			c, err := sf.connect(cmd)
 			if err != nil {
 				return err
 			}
@@ -323,26 +359,44 @@ func (rc *runsClient) cancelCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			res := cancelResult{RunID: args[0]}
 			switch resp.StatusCode() {
 			case http.StatusAccepted:
-				fmt.Fprintln(cmd.OutOrStdout(), "cancellation requested")
+				res.Requested = true
 			case http.StatusOK:
-				fmt.Fprintln(cmd.OutOrStdout(), "run had already finished")
 			default:
-				return apiError(resp.HTTPResponse, resp.Body)
+				return sf.apiError(resp.HTTPResponse, resp.Body)
 			}
-			return nil
+			if *out == outputJSON {
+				return printJSON(cmd.OutOrStdout(), res)
+			}
+			msg := "run had already finished"
+			if res.Requested {
+				msg = "cancellation requested"
+			}
+			_, err = fmt.Fprintln(cmd.OutOrStdout(), msg)
+			return err
 		},
 	}
+	out = addOutputFlags(cmd)
+	return cmd
 }
 
-func (rc *runsClient) deleteCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "delete RUN_ID",
-		Short: "Delete a finished run from the history",
-		Args:  cobra.ExactArgs(1),
+// deleteResult is what runs delete prints with --output json.
+type deleteResult struct {
+	RunID   string `json:"run_id"`
+	Deleted bool   `json:"deleted"`
+}
+
+func (sf *serverFlags) deleteCmd() *cobra.Command {
+	var out *outputFormat
+	cmd := &cobra.Command{
+		Use:               "delete RUN_ID",
+		Short:             "Delete a finished run from the history",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: sf.completeRunIDs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := rc.client()
+			c, err := sf.connect(cmd)
 			if err != nil {
 				return err
 			}
@@ -351,36 +405,47 @@ func (rc *runsClient) deleteCmd() *cobra.Command {
 				return err
 			}
 			if resp.StatusCode() != http.StatusNoContent {
-				return apiError(resp.HTTPResponse, resp.Body)
+				return sf.apiError(resp.HTTPResponse, resp.Body)
 			}
-			return nil
+			if *out == outputJSON {
+				return printJSON(cmd.OutOrStdout(), deleteResult{RunID: args[0], Deleted: true})
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "run %s deleted\n", args[0])
+			return err
 		},
 	}
+	out = addOutputFlags(cmd)
+	return cmd
 }
 
-func (rc *runsClient) logsCmd() *cobra.Command {
-	var follow bool
+func (sf *serverFlags) logsCmd() *cobra.Command {
+	var (
+		follow bool
+		out    *outputFormat
+	)
 	cmd := &cobra.Command{
-		Use:   "logs RUN_ID",
-		Short: "Print a run's logs; --follow streams them live until the run ends",
-		Args:  cobra.ExactArgs(1),
+		Use:               "logs RUN_ID",
+		Short:             "Print a run's logs; --follow streams them live until the run ends",
+		Long:              "Print a run's logs. With --output json each line is a JSON object (seq, ts, level, line), one a line.",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: sf.completeRunIDs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := rc.client()
+			c, err := sf.connect(cmd)
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
+			lp := logPrinter{w: cmd.OutOrStdout(), json: *out == outputJSON}
 			if follow {
-				return followLogs(cmd.Context(), c, args[0], out)
+				return sf.followLogs(cmd.Context(), c, args[0], lp)
 			}
 			var after int64
-			format := client.Jsonl
+			format := client.StreamRunLogsParamsFormatJsonl
 			for {
 				resp, err := c.StreamRunLogs(cmd.Context(), args[0], &client.StreamRunLogsParams{Format: &format, After: &after})
 				if err != nil {
 					return err
 				}
-				n, last, err := printLogPage(resp, out)
+				n, last, err := sf.printLogPage(resp, lp)
 				if err != nil {
 					return err
 				}
@@ -391,17 +456,45 @@ func (rc *runsClient) logsCmd() *cobra.Command {
 			}
 		},
 	}
+	out = addOutputFlags(cmd)
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "stream the live log until the run ends")
 	return cmd
 }
 
+// logPrinter prints log lines as text or as JSON Lines.
+type logPrinter struct {
+	w    io.Writer
+	json bool
+}
+
+func (p logPrinter) line(l client.LogLine) error {
+	if p.json {
+		b, err := json.Marshal(l)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(p.w, "%s\n", b)
+		return err
+	}
+	_, err := fmt.Fprintf(p.w, "%s %-5s %s\n", l.Ts.Format(time.RFC3339), l.Level, l.Line)
+	return err
+}
+
+// note prints a remark about the stream itself; JSON output carries only
+// the lines.
+func (p logPrinter) note(msg string) {
+	if !p.json {
+		fmt.Fprintln(p.w, msg)
+	}
+}
+
 // printLogPage prints one jsonl page and returns how many lines it had and
 // the last seq.
-func printLogPage(resp *http.Response, out io.Writer) (n int, last int64, err error) {
+func (sf *serverFlags) printLogPage(resp *http.Response, lp logPrinter) (n int, last int64, err error) {
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		body, _ := io.ReadAll(resp.Body)
-		return 0, 0, apiError(resp, body)
+		return 0, 0, sf.apiError(resp, body)
 	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64*1024), 16<<20)
@@ -413,7 +506,9 @@ func printLogPage(resp *http.Response, out io.Writer) (n int, last int64, err er
 		if l.Seq == 0 {
 			continue
 		}
-		fmt.Fprintf(out, "%s %-5s %s\n", l.Ts.Format(time.RFC3339), l.Level, l.Line)
+		if err := lp.line(l); err != nil {
+			return n, last, err
+		}
 		n++
 		last = l.Seq
 	}
@@ -421,7 +516,7 @@ func printLogPage(resp *http.Response, out io.Writer) (n int, last int64, err er
 }
 
 // followLogs reads the SSE stream of a run.
-func followLogs(ctx context.Context, c *client.ClientWithResponses, id string, out io.Writer) error {
+func (sf *serverFlags) followLogs(ctx context.Context, c *client.ClientWithResponses, id string, lp logPrinter) error {
 	resp, err := c.StreamRunLogs(ctx, id, nil)
 	if err != nil {
 		return err
@@ -429,7 +524,7 @@ func followLogs(ctx context.Context, c *client.ClientWithResponses, id string, o
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		body, _ := io.ReadAll(resp.Body)
-		return apiError(resp, body)
+		return sf.apiError(resp, body)
 	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64*1024), 16<<20)
@@ -446,18 +541,50 @@ func followLogs(ctx context.Context, c *client.ClientWithResponses, id string, o
 			case "log":
 				var l client.LogLine
 				if err := json.Unmarshal([]byte(data), &l); err == nil {
-					fmt.Fprintf(out, "%s %-5s %s\n", l.Ts.Format(time.RFC3339), l.Level, l.Line)
+					if err := lp.line(l); err != nil {
+						return err
+					}
 				}
 			case "truncated":
-				fmt.Fprintln(out, "[some lines were dropped before this reader saw them]")
+				lp.note("[some lines were dropped before this reader saw them]")
 			case "end":
 				var end struct{ Status string }
 				_ = json.Unmarshal([]byte(data), &end)
-				fmt.Fprintf(out, "[run %s]\n", end.Status)
+				lp.note("[run " + end.Status + "]")
 				return nil
 			}
 			event, data = "", ""
 		}
 	}
 	return sc.Err()
+}
+
+// completeRunIDs completes a run id from the server's newest runs, the way
+// the flags on the command line say to reach it.
+func (sf *serverFlags) completeRunIDs(cmd *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	c, err := sf.connect(cmd)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveError
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), 3*time.Second)
+	defer cancel()
+	limit := int64(100)
+	runs, _, err := sf.listRuns(ctx, c, &client.ListRunsParams{Limit: &limit}, false)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveError
+	}
+	var out []string
+	for _, r := range runs {
+		if strings.HasPrefix(r.RunId, prefix) {
+			desc := string(r.Status)
+			if r.Name != nil {
+				desc = *r.Name + ", " + desc
+			}
+			out = append(out, r.RunId+"\t"+desc)
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
 }

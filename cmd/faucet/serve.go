@@ -1,15 +1,10 @@
 package main
 
 import (
-	"fmt"
 	"log/slog"
-	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	_ "github.com/faucet-dev/faucet/db/postgres"
 	_ "github.com/faucet-dev/faucet/db/sqlite"
@@ -43,15 +38,16 @@ member executes. Execution is then at-least-once: use a keyed sink
 (write_mode: upsert) to make a re-executed run idempotent.
 
 Every flag can also be set through the environment: --max-concurrent-runs is
-FAUCET_MAX_CONCURRENT_RUNS, and so on. A flag on the command line wins.`,
+FAUCET_MAX_CONCURRENT_RUNS, and so on. A flag on the command line wins, and a
+variable set to the empty string counts as unset.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := flagsFromEnv(cmd.Flags()); err != nil {
 				return err
 			}
-			var level slog.Level
-			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-				return fmt.Errorf("--log-level: %w", err)
+			level, err := parseLogLevel(logLevel)
+			if err != nil {
+				return err
 			}
 			cfg.ShutdownGrace = time.Duration(shutdownSecs) * time.Second
 			cfg.RetainTerminalRuns = time.Duration(retainSecs) * time.Second
@@ -59,7 +55,7 @@ FAUCET_MAX_CONCURRENT_RUNS, and so on. A flag on the command line wins.`,
 			cfg.LogRetention = time.Duration(logSecs) * time.Second
 			cfg.ProbeTimeout = time.Duration(probeSecs) * time.Second
 			if pollSecs <= 0 || leaseSecs <= 0 {
-				return fmt.Errorf("--cluster-poll-secs and --lease-ttl-secs must be positive")
+				return usageErrorf("--cluster-poll-secs and --lease-ttl-secs must be positive")
 			}
 			cfg.ClusterPoll = time.Duration(pollSecs * float64(time.Second))
 			cfg.LeaseTTL = time.Duration(leaseSecs * float64(time.Second))
@@ -99,31 +95,4 @@ FAUCET_MAX_CONCURRENT_RUNS, and so on. A flag on the command line wins.`,
 	f.IntVar(&cfg.MaxLogFollowersPerRun, "max-log-followers-per-run", follow.DefaultMaxPerRun, "log streams (SSE) of one run open at once; more are answered 429")
 	f.Float64Var(&leaseSecs, "lease-ttl-secs", server.DefaultLeaseTTL.Seconds(), "how long a run stays owned by a server that stopped heartbeating; peers take over after it")
 	return cmd
-}
-
-// flagsFromEnv sets every flag not given on the command line from its
-// FAUCET_* environment variable. FAUCET_PLUGIN_DIR is left to the plugin
-// host, which reads it as a PATH-style list after the --plugin-dir flags.
-func flagsFromEnv(fs *pflag.FlagSet) error {
-	var err error
-	fs.VisitAll(func(f *pflag.Flag) {
-		if err != nil || f.Changed || f.Name == "plugin-dir" {
-			return
-		}
-		name := "FAUCET_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		v, ok := os.LookupEnv(name)
-		if !ok {
-			return
-		}
-		if f.Value.Type() == "stringSlice" {
-			v = strings.Join(strings.Fields(strings.ReplaceAll(v, ",", " ")), ",")
-		}
-		if f.Value.Type() == "bool" && v == "" {
-			v = strconv.FormatBool(true)
-		}
-		if setErr := fs.Set(f.Name, v); setErr != nil {
-			err = fmt.Errorf("%s=%q: %w", name, v, setErr)
-		}
-	})
-	return err
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"runtime"
 	"runtime/debug"
@@ -12,23 +13,46 @@ import (
 // otherwise it comes from the module's build information.
 var version = ""
 
-func faucetVersion() string {
-	if version != "" {
-		return version
+// buildVersion is faucet's version and the VCS revision it was built from,
+// as far as the binary knows them: a go install of a tagged module has its
+// version, a build in a clone its commit, and anything it cannot tell is
+// "unknown" rather than a guess.
+func buildVersion() (ver, revision string, modified bool) {
+	ver, revision = version, "unknown"
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return cmp.Or(ver, "unknown"), revision, false
 	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
+	if ver == "" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		ver = bi.Main.Version
 	}
-	return "dev"
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			revision = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	return cmp.Or(ver, "unknown"), revision, modified
+}
+
+// versionLine is what faucet --version and faucet version print.
+func versionLine() string {
+	ver, rev, modified := buildVersion()
+	if modified {
+		rev += "+modified"
+	}
+	return fmt.Sprintf("faucet %s (revision %s, %s, %s/%s)", ver, rev, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
 
 func newVersionCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
-		Short: "Print faucet's version",
+		Short: "Print faucet's version and the revision it was built from",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintf(cmd.OutOrStdout(), "faucet %s (%s, %s/%s)\n", faucetVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			_, err := fmt.Fprintln(cmd.OutOrStdout(), versionLine())
 			return err
 		},
 	}

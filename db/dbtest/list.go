@@ -107,11 +107,38 @@ func exerciseList(t *testing.T, newURL func(t testing.TB) string) {
 		}
 	})
 
-	t.Run("UnknownCursorStartsFromTop", func(t *testing.T) {
+	t.Run("CursorNamingNoRunIsAnError", func(t *testing.T) {
 		t.Parallel()
 		s, recs := history(t)
-		want := newestFirst(recs)[:5]
-		equalIDs(t, "page after an unknown cursor", want, runIDs(list(t, s, db.ListFilter{Limit: 5, Cursor: "no-such-run"}).Runs))
+		want := newestFirst(recs)
+		// A cursor that names no run, or a run deleted since it was handed
+		// out, is refused rather than read as the first page again; the
+		// last run as a cursor is an empty last page.
+		oldest := want[len(want)-1]
+		if p, err := s.RunList(t.Context(), db.ListFilter{Limit: 5, Cursor: oldest}); err != nil || len(p.Runs) != 0 || p.NextCursor != nil {
+			t.Fatalf("after the oldest run: %d runs, cursor %v, %v; want an empty last page", len(p.Runs), p.NextCursor, err)
+		}
+		// Filters that match nothing after a valid cursor are no error either.
+		if _, err := s.RunList(t.Context(), db.ListFilter{Limit: 5, Cursor: want[0], Name: ptr("nobody")}); err != nil {
+			t.Fatalf("a valid cursor with a filter matching nothing: %v", err)
+		}
+		if out, err := s.RunDelete(t.Context(), oldest); err != nil || out != db.Deleted {
+			t.Fatalf("delete %s: %v, %v", oldest, out, err)
+		}
+		for _, f := range []db.ListFilter{
+			{Limit: 5, Cursor: "no-such-run"},
+			{Limit: 5, Cursor: oldest},
+			{Limit: 5, Cursor: "no-such-run", Statuses: []db.RunStatus{db.StatusRunning}},
+			{Limit: 5, Cursor: "no-such-run", Statuses: []db.RunStatus{db.StatusCompleted}, Name: ptr("odd")},
+		} {
+			p, err := s.RunList(t.Context(), f)
+			if !errors.Is(err, db.ErrUnknownCursor) {
+				t.Fatalf("list %+v: %d runs, %v; want ErrUnknownCursor", f, len(p.Runs), err)
+			}
+			if db.TransienceOf(err) != db.Permanent {
+				t.Fatalf("list %+v: %v is %v, want permanent", f, err, db.TransienceOf(err))
+			}
+		}
 	})
 
 	t.Run("DefaultLimit", func(t *testing.T) {

@@ -234,6 +234,16 @@ func (s *Store) RunList(ctx context.Context, f db.ListFilter) (db.ListPage, erro
 	if err != nil {
 		return db.ListPage{}, fail(op, err)
 	}
+	if len(rows) == 0 && f.Cursor != "" {
+		// The page query selects nothing for a cursor that names no run;
+		// whether the cursor is the last run or no run at all only matters
+		// here.
+		if _, err := s.q.RunStatus(ctx, f.Cursor); errors.Is(err, pgx.ErrNoRows) {
+			return db.ListPage{}, permanent(op, fmt.Errorf("cursor %q: %w", f.Cursor, db.ErrUnknownCursor))
+		} else if err != nil {
+			return db.ListPage{}, fail(op, err)
+		}
+	}
 	runs, err := decodeRuns(rows)
 	if err != nil {
 		return db.ListPage{}, fail(op, err)

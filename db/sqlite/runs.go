@@ -100,6 +100,16 @@ func (s *Store) RunList(ctx context.Context, f db.ListFilter) (db.ListPage, erro
 	if err != nil {
 		return db.ListPage{}, wrap(ctx, "run list", err)
 	}
+	if len(rows) == 0 && f.Cursor != "" {
+		// The page query selects nothing for a cursor that names no run;
+		// whether the cursor is the last run or no run at all only matters
+		// here.
+		if _, err := s.rq.RunStatus(ctx, f.Cursor); errors.Is(err, sql.ErrNoRows) {
+			return db.ListPage{}, permanent("run list", fmt.Errorf("cursor %q: %w", f.Cursor, db.ErrUnknownCursor))
+		} else if err != nil {
+			return db.ListPage{}, wrap(ctx, "run list", err)
+		}
+	}
 	more := len(rows) > limit
 	if more {
 		rows = rows[:limit]

@@ -35,27 +35,6 @@ func (e AuditEntryResult) Valid() bool {
 	}
 }
 
-// Defines values for AuditEntryRole.
-const (
-	AuditEntryRoleAdmin    AuditEntryRole = "admin"
-	AuditEntryRoleOperator AuditEntryRole = "operator"
-	AuditEntryRoleViewer   AuditEntryRole = "viewer"
-)
-
-// Valid indicates whether the value is a known member of the AuditEntryRole enum.
-func (e AuditEntryRole) Valid() bool {
-	switch e {
-	case AuditEntryRoleAdmin:
-		return true
-	case AuditEntryRoleOperator:
-		return true
-	case AuditEntryRoleViewer:
-		return true
-	default:
-		return false
-	}
-}
-
 // Defines values for CallbackSpecOn.
 const (
 	CallbackSpecOnCancelled CallbackSpecOn = "cancelled"
@@ -71,6 +50,24 @@ func (e CallbackSpecOn) Valid() bool {
 	case CallbackSpecOnCompleted:
 		return true
 	case CallbackSpecOnFailed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ConfigFormat.
+const (
+	ConfigFormatJson ConfigFormat = "json"
+	ConfigFormatYaml ConfigFormat = "yaml"
+)
+
+// Valid indicates whether the value is a known member of the ConfigFormat enum.
+func (e ConfigFormat) Valid() bool {
+	switch e {
+	case ConfigFormatJson:
+		return true
+	case ConfigFormatYaml:
 		return true
 	default:
 		return false
@@ -95,18 +92,48 @@ func (e DoctorCheckRole) Valid() bool {
 	}
 }
 
-// Defines values for DoctorRequestConfigFormat.
+// Defines values for ErrorCode.
 const (
-	DoctorRequestConfigFormatJson DoctorRequestConfigFormat = "json"
-	DoctorRequestConfigFormatYaml DoctorRequestConfigFormat = "yaml"
+	ErrorCodeBadConfig            ErrorCode = "bad_config"
+	ErrorCodeConflict             ErrorCode = "conflict"
+	ErrorCodeForbidden            ErrorCode = "forbidden"
+	ErrorCodeInternal             ErrorCode = "internal"
+	ErrorCodeNotFound             ErrorCode = "not_found"
+	ErrorCodePayloadTooLarge      ErrorCode = "payload_too_large"
+	ErrorCodeQueueFull            ErrorCode = "queue_full"
+	ErrorCodeRequestTimeout       ErrorCode = "request_timeout"
+	ErrorCodeUnauthorized         ErrorCode = "unauthorized"
+	ErrorCodeUnavailable          ErrorCode = "unavailable"
+	ErrorCodeUnprocessable        ErrorCode = "unprocessable"
+	ErrorCodeUnsupportedMediaType ErrorCode = "unsupported_media_type"
 )
 
-// Valid indicates whether the value is a known member of the DoctorRequestConfigFormat enum.
-func (e DoctorRequestConfigFormat) Valid() bool {
+// Valid indicates whether the value is a known member of the ErrorCode enum.
+func (e ErrorCode) Valid() bool {
 	switch e {
-	case DoctorRequestConfigFormatJson:
+	case ErrorCodeBadConfig:
 		return true
-	case DoctorRequestConfigFormatYaml:
+	case ErrorCodeConflict:
+		return true
+	case ErrorCodeForbidden:
+		return true
+	case ErrorCodeInternal:
+		return true
+	case ErrorCodeNotFound:
+		return true
+	case ErrorCodePayloadTooLarge:
+		return true
+	case ErrorCodeQueueFull:
+		return true
+	case ErrorCodeRequestTimeout:
+		return true
+	case ErrorCodeUnauthorized:
+		return true
+	case ErrorCodeUnavailable:
+		return true
+	case ErrorCodeUnprocessable:
+		return true
+	case ErrorCodeUnsupportedMediaType:
 		return true
 	default:
 		return false
@@ -176,138 +203,54 @@ func (e ReadyStatusStatus) Valid() bool {
 	}
 }
 
-// Defines values for RunRecordStatus.
+// Defines values for Role.
 const (
-	RunRecordStatusCancelled RunRecordStatus = "cancelled"
-	RunRecordStatusCompleted RunRecordStatus = "completed"
-	RunRecordStatusFailed    RunRecordStatus = "failed"
-	RunRecordStatusPending   RunRecordStatus = "pending"
-	RunRecordStatusQueued    RunRecordStatus = "queued"
-	RunRecordStatusRunning   RunRecordStatus = "running"
-	RunRecordStatusSharded   RunRecordStatus = "sharded"
+	Admin    Role = "admin"
+	Operator Role = "operator"
+	Viewer   Role = "viewer"
 )
 
-// Valid indicates whether the value is a known member of the RunRecordStatus enum.
-func (e RunRecordStatus) Valid() bool {
+// Valid indicates whether the value is a known member of the Role enum.
+func (e Role) Valid() bool {
 	switch e {
-	case RunRecordStatusCancelled:
+	case Admin:
 		return true
-	case RunRecordStatusCompleted:
+	case Operator:
 		return true
-	case RunRecordStatusFailed:
-		return true
-	case RunRecordStatusPending:
-		return true
-	case RunRecordStatusQueued:
-		return true
-	case RunRecordStatusRunning:
-		return true
-	case RunRecordStatusSharded:
+	case Viewer:
 		return true
 	default:
 		return false
 	}
 }
 
-// Defines values for SubmitRequestConfigFormat.
+// Defines values for RunStatus.
 const (
-	SubmitRequestConfigFormatJson SubmitRequestConfigFormat = "json"
-	SubmitRequestConfigFormatYaml SubmitRequestConfigFormat = "yaml"
+	RunStatusCancelled RunStatus = "cancelled"
+	RunStatusCompleted RunStatus = "completed"
+	RunStatusFailed    RunStatus = "failed"
+	RunStatusPending   RunStatus = "pending"
+	RunStatusQueued    RunStatus = "queued"
+	RunStatusRunning   RunStatus = "running"
+	RunStatusSharded   RunStatus = "sharded"
 )
 
-// Valid indicates whether the value is a known member of the SubmitRequestConfigFormat enum.
-func (e SubmitRequestConfigFormat) Valid() bool {
+// Valid indicates whether the value is a known member of the RunStatus enum.
+func (e RunStatus) Valid() bool {
 	switch e {
-	case SubmitRequestConfigFormatJson:
+	case RunStatusCancelled:
 		return true
-	case SubmitRequestConfigFormatYaml:
+	case RunStatusCompleted:
 		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for SubmitResponseStatus.
-const (
-	SubmitResponseStatusCancelled SubmitResponseStatus = "cancelled"
-	SubmitResponseStatusCompleted SubmitResponseStatus = "completed"
-	SubmitResponseStatusFailed    SubmitResponseStatus = "failed"
-	SubmitResponseStatusPending   SubmitResponseStatus = "pending"
-	SubmitResponseStatusQueued    SubmitResponseStatus = "queued"
-	SubmitResponseStatusRunning   SubmitResponseStatus = "running"
-	SubmitResponseStatusSharded   SubmitResponseStatus = "sharded"
-)
-
-// Valid indicates whether the value is a known member of the SubmitResponseStatus enum.
-func (e SubmitResponseStatus) Valid() bool {
-	switch e {
-	case SubmitResponseStatusCancelled:
+	case RunStatusFailed:
 		return true
-	case SubmitResponseStatusCompleted:
+	case RunStatusPending:
 		return true
-	case SubmitResponseStatusFailed:
+	case RunStatusQueued:
 		return true
-	case SubmitResponseStatusPending:
+	case RunStatusRunning:
 		return true
-	case SubmitResponseStatusQueued:
-		return true
-	case SubmitResponseStatusRunning:
-		return true
-	case SubmitResponseStatusSharded:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for WhoamiRole.
-const (
-	WhoamiRoleAdmin    WhoamiRole = "admin"
-	WhoamiRoleOperator WhoamiRole = "operator"
-	WhoamiRoleViewer   WhoamiRole = "viewer"
-)
-
-// Valid indicates whether the value is a known member of the WhoamiRole enum.
-func (e WhoamiRole) Valid() bool {
-	switch e {
-	case WhoamiRoleAdmin:
-		return true
-	case WhoamiRoleOperator:
-		return true
-	case WhoamiRoleViewer:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for ListRunsParamsStatus.
-const (
-	ListRunsParamsStatusCancelled ListRunsParamsStatus = "cancelled"
-	ListRunsParamsStatusCompleted ListRunsParamsStatus = "completed"
-	ListRunsParamsStatusFailed    ListRunsParamsStatus = "failed"
-	ListRunsParamsStatusPending   ListRunsParamsStatus = "pending"
-	ListRunsParamsStatusQueued    ListRunsParamsStatus = "queued"
-	ListRunsParamsStatusRunning   ListRunsParamsStatus = "running"
-	ListRunsParamsStatusSharded   ListRunsParamsStatus = "sharded"
-)
-
-// Valid indicates whether the value is a known member of the ListRunsParamsStatus enum.
-func (e ListRunsParamsStatus) Valid() bool {
-	switch e {
-	case ListRunsParamsStatusCancelled:
-		return true
-	case ListRunsParamsStatusCompleted:
-		return true
-	case ListRunsParamsStatusFailed:
-		return true
-	case ListRunsParamsStatusPending:
-		return true
-	case ListRunsParamsStatusQueued:
-		return true
-	case ListRunsParamsStatusRunning:
-		return true
-	case ListRunsParamsStatusSharded:
+	case RunStatusSharded:
 		return true
 	default:
 		return false
@@ -316,16 +259,19 @@ func (e ListRunsParamsStatus) Valid() bool {
 
 // Defines values for StreamRunLogsParamsFormat.
 const (
-	Jsonl StreamRunLogsParamsFormat = "jsonl"
-	Text  StreamRunLogsParamsFormat = "text"
+	StreamRunLogsParamsFormatJson  StreamRunLogsParamsFormat = "json"
+	StreamRunLogsParamsFormatJsonl StreamRunLogsParamsFormat = "jsonl"
+	StreamRunLogsParamsFormatText  StreamRunLogsParamsFormat = "text"
 )
 
 // Valid indicates whether the value is a known member of the StreamRunLogsParamsFormat enum.
 func (e StreamRunLogsParamsFormat) Valid() bool {
 	switch e {
-	case Jsonl:
+	case StreamRunLogsParamsFormatJson:
 		return true
-	case Text:
+	case StreamRunLogsParamsFormatJsonl:
+		return true
+	case StreamRunLogsParamsFormatText:
 		return true
 	default:
 		return false
@@ -362,26 +308,23 @@ type AuditEntry struct {
 	ConfigFingerprint *string `json:"config_fingerprint"`
 
 	// Id Time-ordered UUIDv7.
-	Id                   string                 `json:"id"`
-	Principal            string                 `json:"principal"`
-	Result               AuditEntryResult       `json:"result"`
-	Role                 AuditEntryRole         `json:"role"`
-	RunId                *string                `json:"run_id"`
-	SourceIp             *string                `json:"source_ip"`
-	Timestamp            time.Time              `json:"timestamp"`
-	AdditionalProperties map[string]interface{} `json:"-"`
+	Id        string           `json:"id"`
+	Principal string           `json:"principal"`
+	Result    AuditEntryResult `json:"result"`
+
+	// Role A principal's role: viewer reads, operator also submits, cancels and deletes runs and probes configs, admin also reads the audit log.
+	Role      Role      `json:"role"`
+	RunId     *string   `json:"run_id"`
+	SourceIp  *string   `json:"source_ip"`
+	Timestamp time.Time `json:"timestamp"`
 }
 
 // AuditEntryResult defines model for AuditEntry.Result.
 type AuditEntryResult string
 
-// AuditEntryRole defines model for AuditEntry.Role.
-type AuditEntryRole string
-
 // AuditResponse defines model for AuditResponse.
 type AuditResponse struct {
-	Entries              []AuditEntry           `json:"entries"`
-	AdditionalProperties map[string]interface{} `json:"-"`
+	Entries []AuditEntry `json:"entries"`
 }
 
 // CallbackSpec defines model for CallbackSpec.
@@ -392,7 +335,7 @@ type CallbackSpec struct {
 	// Headers Extra request headers. Their values are write-only: run records show them as [REDACTED].
 	Headers *map[string]string `json:"headers,omitempty"`
 
-	// Method HTTP method.
+	// Method HTTP method; POST when omitted.
 	Method *string `json:"method,omitempty"`
 
 	// On Terminal statuses to fire on; empty means all.
@@ -413,15 +356,16 @@ type ClusterStatus struct {
 	Instance *string `json:"instance,omitempty"`
 
 	// Instances Live cluster members; 0 when cluster mode is off.
-	Instances            int64                  `json:"instances"`
-	AdditionalProperties map[string]interface{} `json:"-"`
+	Instances int64 `json:"instances"`
 }
+
+// ConfigFormat Syntax of a pipeline config.
+type ConfigFormat string
 
 // ConnectorSummary defines model for ConnectorSummary.
 type ConnectorSummary struct {
-	Description          *string                `json:"description,omitempty"`
-	Name                 string                 `json:"name"`
-	AdditionalProperties map[string]interface{} `json:"-"`
+	Description *string `json:"description,omitempty"`
+	Name        string  `json:"name"`
 }
 
 // DoctorCheck defines model for DoctorCheck.
@@ -433,10 +377,9 @@ type DoctorCheck struct {
 	Message *string `json:"message,omitempty"`
 
 	// Name What was probed, e.g. connect or write permission.
-	Name                 *string                `json:"name,omitempty"`
-	Ok                   bool                   `json:"ok"`
-	Role                 DoctorCheckRole        `json:"role"`
-	AdditionalProperties map[string]interface{} `json:"-"`
+	Name *string         `json:"name,omitempty"`
+	Ok   bool            `json:"ok"`
+	Role DoctorCheckRole `json:"role"`
 }
 
 // DoctorCheckRole defines model for DoctorCheck.Role.
@@ -444,9 +387,8 @@ type DoctorCheckRole string
 
 // DoctorInvocation defines model for DoctorInvocation.
 type DoctorInvocation struct {
-	Checks               []DoctorCheck          `json:"checks"`
-	RowId                string                 `json:"row_id"`
-	AdditionalProperties map[string]interface{} `json:"-"`
+	Checks []DoctorCheck `json:"checks"`
+	RowId  string        `json:"row_id"`
 }
 
 // DoctorReport defines model for DoctorReport.
@@ -454,37 +396,37 @@ type DoctorReport struct {
 	Invocations []DoctorInvocation `json:"invocations"`
 
 	// Ok true when every probe passed.
-	Ok                   bool                   `json:"ok"`
-	AdditionalProperties map[string]interface{} `json:"-"`
+	Ok bool `json:"ok"`
 }
 
 // DoctorRequest defines model for DoctorRequest.
 type DoctorRequest struct {
-	Config       string                     `json:"config"`
-	ConfigFormat *DoctorRequestConfigFormat `json:"config_format,omitempty"`
+	// Config The pipeline config, YAML or JSON.
+	Config string `json:"config"`
+
+	// ConfigFormat Syntax of a pipeline config.
+	ConfigFormat *ConfigFormat `json:"config_format,omitempty"`
 }
 
-// DoctorRequestConfigFormat defines model for DoctorRequest.ConfigFormat.
-type DoctorRequestConfigFormat string
+// ErrorCode Machine-readable error code, one per HTTP status: bad_config 400 (malformed input: a config that does not load, a malformed body or parameter), unauthorized 401, forbidden 403, not_found 404, request_timeout 408 (the body arrived too slowly), conflict 409, payload_too_large 413, unsupported_media_type 415, unprocessable 422 (well-formed input that cannot be accepted), queue_full 429, internal 500, unavailable 503.
+type ErrorCode string
 
 // ErrorInfo defines model for ErrorInfo.
 type ErrorInfo struct {
-	// Code Machine-readable error code: bad_config (400), unauthorized (401), forbidden (403), not_found (404), conflict (409), payload_too_large (413), unprocessable (422), queue_full (429), internal (500), unavailable (503); other statuses use their snake_case status text.
-	Code string `json:"code"`
+	// Code Machine-readable error code, one per HTTP status: bad_config 400 (malformed input: a config that does not load, a malformed body or parameter), unauthorized 401, forbidden 403, not_found 404, request_timeout 408 (the body arrived too slowly), conflict 409, payload_too_large 413, unsupported_media_type 415, unprocessable 422 (well-formed input that cannot be accepted), queue_full 429, internal 500, unavailable 503.
+	Code ErrorCode `json:"code"`
 
 	// Details Structured context, e.g. a doctor report or validation errors; omitted when empty.
 	Details *map[string]interface{} `json:"details,omitempty"`
 
 	// Message Human-readable message.
-	Message              string                 `json:"message"`
-	AdditionalProperties map[string]interface{} `json:"-"`
+	Message string `json:"message"`
 }
 
 // HealthStatus defines model for HealthStatus.
 type HealthStatus struct {
 	// Status Example: ok
-	Status               string                 `json:"status"`
-	AdditionalProperties map[string]interface{} `json:"-"`
+	Status string `json:"status"`
 }
 
 // InvocationRecord defines model for InvocationRecord.
@@ -495,26 +437,15 @@ type InvocationRecord struct {
 	RecordsWritten  int64   `json:"records_written"`
 
 	// RowId Matrix row id, or "default".
-	RowId                string                 `json:"row_id"`
-	RunId                *string                `json:"run_id,omitempty"`
-	AdditionalProperties map[string]interface{} `json:"-"`
+	RowId string  `json:"row_id"`
+	RunId *string `json:"run_id,omitempty"`
 }
 
 // ListResponse defines model for ListResponse.
 type ListResponse struct {
 	// NextCursor Pass as cursor to read the next page; null on the last page.
-	NextCursor           *string                `json:"next_cursor"`
-	Runs                 []RunRecord            `json:"runs"`
-	AdditionalProperties map[string]interface{} `json:"-"`
-}
-
-// LogEnd defines model for LogEnd.
-type LogEnd struct {
-	RunId string `json:"run_id"`
-
-	// Status The run's terminal status (empty if it could not be read).
-	Status               string                 `json:"status"`
-	AdditionalProperties map[string]interface{} `json:"-"`
+	NextCursor *string     `json:"next_cursor"`
+	Runs       []RunRecord `json:"runs"`
 }
 
 // LogLine defines model for LogLine.
@@ -523,18 +454,23 @@ type LogLine struct {
 	Line  string       `json:"line"`
 
 	// Seq Run-scoped sequence number; pass as after to page.
-	Seq                  int64                  `json:"seq"`
-	Ts                   time.Time              `json:"ts"`
-	AdditionalProperties map[string]interface{} `json:"-"`
+	Seq int64     `json:"seq"`
+	Ts  time.Time `json:"ts"`
 }
 
 // LogLineLevel defines model for LogLine.Level.
 type LogLineLevel string
 
-// LogTruncated defines model for LogTruncated.
-type LogTruncated struct {
-	Reason               string                 `json:"reason"`
-	AdditionalProperties map[string]interface{} `json:"-"`
+// LogPage defines model for LogPage.
+type LogPage struct {
+	// Lines Lines with seq greater than after, oldest first, at most limit.
+	Lines []LogLine `json:"lines"`
+
+	// NextAfter Pass as after to read the lines that follow: the seq of the last line, or this request's after when there are none. A page shorter than limit holds every line persisted so far.
+	NextAfter int64 `json:"next_after"`
+
+	// Truncated true when the per-run cap dropped lines before the oldest one kept.
+	Truncated bool `json:"truncated"`
 }
 
 // Problem defines model for Problem.
@@ -553,8 +489,7 @@ type Problem struct {
 	Title string `json:"title"`
 
 	// Type Problem type URI; one per error code.
-	Type                 string                 `json:"type"`
-	AdditionalProperties map[string]interface{} `json:"-"`
+	Type string `json:"type"`
 }
 
 // ReadyStatus defines model for ReadyStatus.
@@ -568,9 +503,8 @@ type ReadyStatus struct {
 	HistoryOk bool `json:"history_ok"`
 
 	// QueueOk false when the run queue is full.
-	QueueOk              bool                   `json:"queue_ok"`
-	Status               ReadyStatusStatus      `json:"status"`
-	AdditionalProperties map[string]interface{} `json:"-"`
+	QueueOk bool              `json:"queue_ok"`
+	Status  ReadyStatusStatus `json:"status"`
 }
 
 // ReadyStatusHistory The history database: connecting (not reached since the server started; it keeps retrying), ready, or unavailable (it stopped answering).
@@ -579,33 +513,37 @@ type ReadyStatusHistory string
 // ReadyStatusStatus defines model for ReadyStatus.Status.
 type ReadyStatusStatus string
 
+// Role A principal's role: viewer reads, operator also submits, cancels and deletes runs and probes configs, admin also reads the audit log.
+type Role string
+
 // RunRecord defines model for RunRecord.
 type RunRecord struct {
-	// Attempt Execution attempt; above 1 only after a cluster failover.
+	// Attempt How many times the cluster took the run over from a member that stopped executing it (its lease lapsed, or it handed the run back at shutdown); 0 for a run that never changed hands, and always 0 without --cluster.
 	Attempt      int64         `json:"attempt"`
 	Callback     *CallbackSpec `json:"callback,omitempty"`
 	Clock        *string       `json:"clock,omitempty"`
 	DoctorReport *DoctorReport `json:"doctor_report,omitempty"`
 
 	// ElapsedSecs Seconds between start and finish; live while running.
-	ElapsedSecs          *float64               `json:"elapsed_secs"`
-	Error                *string                `json:"error"`
-	FinishedAt           *time.Time             `json:"finished_at"`
-	IdempotencyKey       *string                `json:"idempotency_key"`
-	Invocations          []InvocationRecord     `json:"invocations"`
-	Labels               map[string]string      `json:"labels"`
-	Name                 *string                `json:"name"`
-	RecordsWritten       int64                  `json:"records_written"`
-	RunId                string                 `json:"run_id"`
-	StartedAt            *time.Time             `json:"started_at"`
-	Status               RunRecordStatus        `json:"status"`
-	SubmittedAt          time.Time              `json:"submitted_at"`
-	TimeoutSecs          *int64                 `json:"timeout_secs,omitempty"`
-	AdditionalProperties map[string]interface{} `json:"-"`
+	ElapsedSecs    *float64           `json:"elapsed_secs"`
+	Error          *string            `json:"error"`
+	FinishedAt     *time.Time         `json:"finished_at"`
+	IdempotencyKey *string            `json:"idempotency_key"`
+	Invocations    []InvocationRecord `json:"invocations"`
+	Labels         map[string]string  `json:"labels"`
+	Name           *string            `json:"name"`
+	RecordsWritten int64              `json:"records_written"`
+	RunId          string             `json:"run_id"`
+	StartedAt      *time.Time         `json:"started_at"`
+
+	// Status A run's status. pending: stored for any cluster member to claim (cluster mode only); queued: admitted to this server's queue; running: executing; sharded: split into source shards that execute on their own (cluster mode only); completed, failed, cancelled: terminal.
+	Status      RunStatus `json:"status"`
+	SubmittedAt time.Time `json:"submitted_at"`
+	TimeoutSecs *int64    `json:"timeout_secs,omitempty"`
 }
 
-// RunRecordStatus defines model for RunRecord.Status.
-type RunRecordStatus string
+// RunStatus A run's status. pending: stored for any cluster member to claim (cluster mode only); queued: admitted to this server's queue; running: executing; sharded: split into source shards that execute on their own (cluster mode only); completed, failed, cancelled: terminal.
+type RunStatus string
 
 // SchemasResponse defines model for SchemasResponse.
 type SchemasResponse struct {
@@ -616,8 +554,7 @@ type SchemasResponse struct {
 	State []string `json:"state"`
 
 	// Transforms Always empty: faucet has no transforms yet.
-	Transforms           []ConnectorSummary     `json:"transforms"`
-	AdditionalProperties map[string]interface{} `json:"-"`
+	Transforms []ConnectorSummary `json:"transforms"`
 }
 
 // SubmitRequest defines model for SubmitRequest.
@@ -633,10 +570,10 @@ type SubmitRequest struct {
 	// Config The pipeline config, YAML or JSON.
 	Config string `json:"config"`
 
-	// ConfigFormat Format of config.
-	ConfigFormat *SubmitRequestConfigFormat `json:"config_format,omitempty"`
+	// ConfigFormat Syntax of a pipeline config.
+	ConfigFormat *ConfigFormat `json:"config_format,omitempty"`
 
-	// DoctorFirst Probe every connector first; a failing probe rejects the submission with 422 and the report.
+	// DoctorFirst Probe every connector first; a failing probe rejects the submission with 422 and the report. false when omitted.
 	DoctorFirst *bool `json:"doctor_first,omitempty"`
 
 	// IdempotencyKey Submitting the same key with the same payload returns the existing run; with a different payload, 409.
@@ -652,37 +589,37 @@ type SubmitRequest struct {
 	TimeoutSecs *int64 `json:"timeout_secs,omitempty"`
 }
 
-// SubmitRequestConfigFormat Format of config.
-type SubmitRequestConfigFormat string
-
 // SubmitResponse defines model for SubmitResponse.
 type SubmitResponse struct {
+	// Replayed true when the idempotency_key matched an earlier submission of the same payload: no new run was created, and run_id is that submission's run.
+	Replayed bool `json:"replayed"`
+
 	// RunId The run's id (a time-ordered UUIDv7).
 	RunId string `json:"run_id"`
 
-	// Status Status at submission, or the replayed run's current status.
-	Status      SubmitResponseStatus `json:"status"`
-	SubmittedAt time.Time            `json:"submitted_at"`
+	// Status A run's status. pending: stored for any cluster member to claim (cluster mode only); queued: admitted to this server's queue; running: executing; sharded: split into source shards that execute on their own (cluster mode only); completed, failed, cancelled: terminal.
+	Status      RunStatus `json:"status"`
+	SubmittedAt time.Time `json:"submitted_at"`
 
 	// Warnings Non-fatal remarks about the submission.
-	Warnings             *[]string              `json:"warnings,omitempty"`
-	AdditionalProperties map[string]interface{} `json:"-"`
+	Warnings *[]string `json:"warnings,omitempty"`
 }
-
-// SubmitResponseStatus Status at submission, or the replayed run's current status.
-type SubmitResponseStatus string
 
 // Whoami defines model for Whoami.
 type Whoami struct {
 	// AuthEnabled false when the server runs with --no-auth.
-	AuthEnabled          bool                   `json:"auth_enabled"`
-	Name                 string                 `json:"name"`
-	Role                 WhoamiRole             `json:"role"`
-	AdditionalProperties map[string]interface{} `json:"-"`
+	AuthEnabled bool   `json:"auth_enabled"`
+	Name        string `json:"name"`
+
+	// Role A principal's role: viewer reads, operator also submits, cancels and deletes runs and probes configs, admin also reads the audit log.
+	Role Role `json:"role"`
 }
 
-// WhoamiRole defines model for Whoami.Role.
-type WhoamiRole string
+// TooManyRequests defines model for TooManyRequests.
+type TooManyRequests = Problem
+
+// Unauthorized defines model for Unauthorized.
+type Unauthorized = Problem
 
 // ListAuditParams defines parameters for ListAudit.
 type ListAuditParams struct {
@@ -697,13 +634,15 @@ type ListAuditParams struct {
 
 	// Until Only entries before this time (RFC 3339).
 	Until *time.Time `form:"until,omitempty" json:"until,omitempty"`
-	Limit *int64     `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Limit Most entries to return.
+	Limit *int64 `form:"limit,omitempty" json:"limit,omitempty"`
 }
 
 // ListRunsParams defines parameters for ListRuns.
 type ListRunsParams struct {
 	// Status Only runs in these statuses (repeatable).
-	Status *[]ListRunsParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+	Status *[]RunStatus `form:"status,omitempty" json:"status,omitempty"`
 
 	// Name Only runs with this name.
 	Name *string `form:"name,omitempty" json:"name,omitempty"`
@@ -717,30 +656,60 @@ type ListRunsParams struct {
 	// Limit Page size.
 	Limit *int64 `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor next_cursor of the previous page.
+	// Cursor next_cursor of the previous page (the id of its last run).
 	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
-// ListRunsParamsStatus defines parameters for ListRuns.
-type ListRunsParamsStatus string
+// SubmitRunParams defines parameters for SubmitRun.
+type SubmitRunParams struct {
+	// Name YAML body only: display name of the run; defaults to the config's name.
+	Name *string `form:"name,omitempty" json:"name,omitempty"`
+
+	// Label YAML body only: a label, as key=value (repeatable).
+	Label *[]string `form:"label,omitempty" json:"label,omitempty"`
+
+	// TimeoutSecs YAML body only: cancel the run (status failed) when it executes longer than this.
+	TimeoutSecs *int64 `form:"timeout_secs,omitempty" json:"timeout_secs,omitempty"`
+
+	// DoctorFirst YAML body only: probe every connector first; false when omitted.
+	DoctorFirst *bool `form:"doctor_first,omitempty" json:"doctor_first,omitempty"`
+
+	// IdempotencyKey YAML body only: see SubmitRequest.idempotency_key.
+	IdempotencyKey *string `form:"idempotency_key,omitempty" json:"idempotency_key,omitempty"`
+
+	// Clock YAML body only: the run's clock (RFC 3339); see SubmitRequest.clock.
+	Clock *time.Time `form:"clock,omitempty" json:"clock,omitempty"`
+
+	// Concurrency YAML body only: override execution.max_concurrent.
+	Concurrency *int64 `form:"concurrency,omitempty" json:"concurrency,omitempty"`
+}
 
 // StreamRunLogsParams defines parameters for StreamRunLogs.
 type StreamRunLogsParams struct {
-	// Format Read the persisted lines in this format; omit for the SSE stream.
-	Format *StreamRunLogsParamsFormat `form:"format,omitempty" json:"format,omitempty"`
-
 	// After Only lines with seq greater than this.
 	After *int64 `form:"after,omitempty" json:"after,omitempty"`
+
+	// Format Read the persisted lines in this format; omit for the event stream of followRunLogs.
+	Format *StreamRunLogsParamsFormat `form:"format,omitempty" json:"format,omitempty"`
 
 	// Limit Most lines to return (persisted read).
 	Limit *int64 `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// LastEventID SSE resume point: the seq of the last line received.
+	// LastEventID SSE resume point: the seq of the last line received; wins over a smaller after.
 	LastEventID *string `json:"Last-Event-ID,omitempty"`
 }
 
 // StreamRunLogsParamsFormat defines parameters for StreamRunLogs.
 type StreamRunLogsParamsFormat string
+
+// FollowRunLogsParams defines parameters for FollowRunLogs.
+type FollowRunLogsParams struct {
+	// After Only lines with seq greater than this.
+	After *int64 `form:"after,omitempty" json:"after,omitempty"`
+
+	// LastEventID SSE resume point: the seq of the last line received; wins over a smaller after.
+	LastEventID *string `json:"Last-Event-ID,omitempty"`
+}
 
 // GetSchemaParamsKind defines parameters for GetSchema.
 type GetSchemaParamsKind string
@@ -750,2189 +719,6 @@ type RunDoctorJSONRequestBody = DoctorRequest
 
 // SubmitRunJSONRequestBody defines body for SubmitRun for application/json ContentType.
 type SubmitRunJSONRequestBody = SubmitRequest
-
-// Getter for additional properties for AuditEntry. Returns the specified
-// element and whether it was found
-func (a AuditEntry) Get(fieldName string) (value interface{}, found bool) {
-	if a.AdditionalProperties != nil {
-		value, found = a.AdditionalProperties[fieldName]
-	}
-	return
-}
-
-// Setter for additional properties for AuditEntry
-func (a *AuditEntry) Set(fieldName string, value interface{}) {
-	if a.AdditionalProperties == nil {
-		a.AdditionalProperties = make(map[string]interface{})
-	}
-	a.AdditionalProperties[fieldName] = value
-}
-
-// Override default JSON handling for AuditEntry to handle AdditionalProperties
-func (a *AuditEntry) UnmarshalJSON(b []byte) error {
-	object := make(map[string]json.RawMessage)
-	err := json.Unmarshal(b, &object)
-	if err != nil {
-		return err
-	}
-
-	if raw, found := object["action"]; found {
-		err = json.Unmarshal(raw, &a.Action)
-		if err != nil {
-			return fmt.Errorf("error reading 'action': %w", err)
-		}
-		delete(object, "action")
-	}
-
-	if raw, found := object["config_fingerprint"]; found {
-		err = json.Unmarshal(raw, &a.ConfigFingerprint)
-		if err != nil {
-			return fmt.Errorf("error reading 'config_fingerprint': %w", err)
-		}
-		delete(object, "config_fingerprint")
-	}
-
-	if raw, found := object["id"]; found {
-		err = json.Unmarshal(raw, &a.Id)
-		if err != nil {
-			return fmt.Errorf("error reading 'id': %w", err)
-		}
-		delete(object, "id")
-	}
-
-	if raw, found := object["principal"]; found {
-		err = json.Unmarshal(raw, &a.Principal)
-		if err != nil {
-			return fmt.Errorf("error reading 'principal': %w", err)
-		}
-		delete(object, "principal")
-	}
-
-	if raw, found := object["result"]; found {
-		err = json.Unmarshal(raw, &a.Result)
-		if err != nil {
-			return fmt.Errorf("error reading 'result': %w", err)
-		}
-		delete(object, "result")
-	}
-
-	if raw, found := object["role"]; found {
-		err = json.Unmarshal(raw, &a.Role)
-		if err != nil {
-			return fmt.Errorf("error reading 'role': %w", err)
-		}
-		delete(object, "role")
-	}
-
-	if raw, found := object["run_id"]; found {
-		err = json.Unmarshal(raw, &a.RunId)
-		if err != nil {
-			return fmt.Errorf("error reading 'run_id': %w", err)
-		}
-		delete(object, "run_id")
-	}
-
-	if raw, found := object["source_ip"]; found {
-		err = json.Unmarshal(raw, &a.SourceIp)
-		if err != nil {
-			return fmt.Errorf("error reading 'source_ip': %w", err)
-		}
-		delete(object, "source_ip")
-	}
-
-	if raw, found := object["timestamp"]; found {
-		err = json.Unmarshal(raw, &a.Timestamp)
-		if err != nil {
-			return fmt.Errorf("error reading 'timestamp': %w", err)
-		}
-		delete(object, "timestamp")
-	}
-
-	if len(object) != 0 {
-		a.AdditionalProperties = make(map[string]interface{})
-		for fieldName, fieldBuf := range object {
-			var fieldVal interface{}
-			err := json.Unmarshal(fieldBuf, &fieldVal)
-			if err != nil {
-				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
-			}
-			a.AdditionalProperties[fieldName] = fieldVal
-		}
-	}
-	return nil
-}
-
-// Override default JSON handling for AuditEntry to handle AdditionalProperties
-func (a AuditEntry) MarshalJSON() ([]byte, error) {
-	var err error
-	object := make(map[string]json.RawMessage)
-
-	object["action"], err = json.Marshal(a.Action)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'action': %w", err)
-	}
-
-	object["config_fingerprint"], err = json.Marshal(a.ConfigFingerprint)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'config_fingerprint': %w", err)
-	}
-
-	object["id"], err = json.Marshal(a.Id)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'id': %w", err)
-	}
-
-	object["principal"], err = json.Marshal(a.Principal)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'principal': %w", err)
-	}
-
-	object["result"], err = json.Marshal(a.Result)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'result': %w", err)
-	}
-
-	object["role"], err = json.Marshal(a.Role)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'role': %w", err)
-	}
-
-	object["run_id"], err = json.Marshal(a.RunId)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'run_id': %w", err)
-	}
-
-	object["source_ip"], err = json.Marshal(a.SourceIp)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'source_ip': %w", err)
-	}
-
-	object["timestamp"], err = json.Marshal(a.Timestamp)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'timestamp': %w", err)
-	}
-
-	for fieldName, field := range a.AdditionalProperties {
-		object[fieldName], err = json.Marshal(field)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
-		}
-	}
-	return json.Marshal(object)
-}
-
-// Getter for additional properties for AuditResponse. Returns the specified
-// element and whether it was found
-func (a AuditResponse) Get(fieldName string) (value interface{}, found bool) {
-	if a.AdditionalProperties != nil {
-		value, found = a.AdditionalProperties[fieldName]
-	}
-	return
-}
-
-// Setter for additional properties for AuditResponse
-func (a *AuditResponse) Set(fieldName string, value interface{}) {
-	if a.AdditionalProperties == nil {
-		a.AdditionalProperties = make(map[string]interface{})
-	}
-	a.AdditionalProperties[fieldName] = value
-}
-
-// Override default JSON handling for AuditResponse to handle AdditionalProperties
-func (a *AuditResponse) UnmarshalJSON(b []byte) error {
-	object := make(map[string]json.RawMessage)
-	err := json.Unmarshal(b, &object)
-	if err != nil {
-		return err
-	}
-
-	if raw, found := object["entries"]; found {
-		err = json.Unmarshal(raw, &a.Entries)
-		if err != nil {
-			return fmt.Errorf("error reading 'entries': %w", err)
-		}
-		delete(object, "entries")
-	}
-
-	if len(object) != 0 {
-		a.AdditionalProperties = make(map[string]interface{})
-		for fieldName, fieldBuf := range object {
-			var fieldVal interface{}
-			err := json.Unmarshal(fieldBuf, &fieldVal)
-			if err != nil {
-				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
-			}
-			a.AdditionalProperties[fieldName] = fieldVal
-		}
-	}
-	return nil
-}
-
-// Override default JSON handling for AuditResponse to handle AdditionalProperties
-func (a AuditResponse) MarshalJSON() ([]byte, error) {
-	var err error
-	object := make(map[string]json.RawMessage)
-
-	if a.Entries != nil {
-		object["entries"], err = json.Marshal(a.Entries)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling 'entries': %w", err)
-		}
-	}
-
-	for fieldName, field := range a.AdditionalProperties {
-		object[fieldName], err = json.Marshal(field)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
-		}
-	}
-	return json.Marshal(object)
-}
-
-// Getter for additional properties for ClusterStatus. Returns the specified
-// element and whether it was found
-func (a ClusterStatus) Get(fieldName string) (value interface{}, found bool) {
-	if a.AdditionalProperties != nil {
-		value, found = a.AdditionalProperties[fieldName]
-	}
-	return
-}
-
-// Setter for additional properties for ClusterStatus
-func (a *ClusterStatus) Set(fieldName string, value interface{}) {
-	if a.AdditionalProperties == nil {
-		a.AdditionalProperties = make(map[string]interface{})
-	}
-	a.AdditionalProperties[fieldName] = value
-}
-
-// Override default JSON handling for ClusterStatus to handle AdditionalProperties
-func (a *ClusterStatus) UnmarshalJSON(b []byte) error {
-	object := make(map[string]json.RawMessage)
-	err := json.Unmarshal(b, &object)
-	if err != nil {
-		return err
-	}
-
-	if raw, found := object["enabled"]; found {
-		err = json.Unmarshal(raw, &a.Enabled)
-		if err != nil {
-			return fmt.Errorf("error reading 'enabled': %w", err)
-		}
-		delete(object, "enabled")
-	}
-
-	if raw, found := object["instance"]; found {
-		err = json.Unmarshal(raw, &a.Instance)
-		if err != nil {
-			return fmt.Errorf("error reading 'instance': %w", err)
-		}
-		delete(object, "instance")
-	}
-
-	if raw, found := object["instances"]; found {
-		err = json.Unmarshal(raw, &a.Instances)
-		if err != nil {
-			return fmt.Errorf("error reading 'instances': %w", err)
-		}
-		delete(object, "instances")
-	}
-
-	if len(object) != 0 {
-		a.AdditionalProperties = make(map[string]interface{})
-		for fieldName, fieldBuf := range object {
-			var fieldVal interface{}
-			err := json.Unmarshal(fieldBuf, &fieldVal)
-			if err != nil {
-				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
-			}
-			a.AdditionalProperties[fieldName] = fieldVal
-		}
-	}
-	return nil
-}
-
-// Override default JSON handling for ClusterStatus to handle AdditionalProperties
-func (a ClusterStatus) MarshalJSON() ([]byte, error) {
-	var err error
-	object := make(map[string]json.RawMessage)
-
-	object["enabled"], err = json.Marshal(a.Enabled)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'enabled': %w", err)
-	}
-
-	if a.Instance != nil {
-		object["instance"], err = json.Marshal(a.Instance)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling 'instance': %w", err)
-		}
-	}
-
-	object["instances"], err = json.Marshal(a.Instances)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'instances': %w", err)
-	}
-
-	for fieldName, field := range a.AdditionalProperties {
-		object[fieldName], err = json.Marshal(field)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
-		}
-	}
-	return json.Marshal(object)
-}
-
-// Getter for additional properties for ConnectorSummary. Returns the specified
-// element and whether it was found
-func (a ConnectorSummary) Get(fieldName string) (value interface{}, found bool) {
-	if a.AdditionalProperties != nil {
-		value, found = a.AdditionalProperties[fieldName]
-	}
-	return
-}
-
-// Setter for additional properties for ConnectorSummary
-func (a *ConnectorSummary) Set(fieldName string, value interface{}) {
-	if a.AdditionalProperties == nil {
-		a.AdditionalProperties = make(map[string]interface{})
-	}
-	a.AdditionalProperties[fieldName] = value
-}
-
-// Override default JSON handling for ConnectorSummary to handle AdditionalProperties
-func (a *ConnectorSummary) UnmarshalJSON(b []byte) error {
-	object := make(map[string]json.RawMessage)
-	err := json.Unmarshal(b, &object)
-	if err != nil {
-		return err
-	}
-
-	if raw, found := object["description"]; found {
-		err = json.Unmarshal(raw, &a.Description)
-		if err != nil {
-			return fmt.Errorf("error reading 'description': %w", err)
-		}
-		delete(object, "description")
-	}
-
-	if raw, found := object["name"]; found {
-		err = json.Unmarshal(raw, &a.Name)
-		if err != nil {
-			return fmt.Errorf("error reading 'name': %w", err)
-		}
-		delete(object, "name")
-	}
-
-	if len(object) != 0 {
-		a.AdditionalProperties = make(map[string]interface{})
-		for fieldName, fieldBuf := range object {
-			var fieldVal interface{}
-			err := json.Unmarshal(fieldBuf, &fieldVal)
-			if err != nil {
-				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
-			}
-			a.AdditionalProperties[fieldName] = fieldVal
-		}
-	}
-	return nil
-}
-
-// Override default JSON handling for ConnectorSummary to handle AdditionalProperties
-func (a ConnectorSummary) MarshalJSON() ([]byte, error) {
-	var err error
-	object := make(map[string]json.RawMessage)
-
-	if a.Description != nil {
-		object["description"], err = json.Marshal(a.Description)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling 'description': %w", err)
-		}
-	}
-
-	object["name"], err = json.Marshal(a.Name)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'name': %w", err)
-	}
-
-	for fieldName, field := range a.AdditionalProperties {
-		object[fieldName], err = json.Marshal(field)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
-		}
-	}
-	return json.Marshal(object)
-}
-
-// Getter for additional properties for DoctorCheck. Returns the specified
-// element and whether it was found
-func (a DoctorCheck) Get(fieldName string) (value interface{}, found bool) {
-	if a.AdditionalProperties != nil {
-		value, found = a.AdditionalProperties[fieldName]
-	}
-	return
-}
-
-// Setter for additional properties for DoctorCheck
-func (a *DoctorCheck) Set(fieldName string, value interface{}) {
-	if a.AdditionalProperties == nil {
-		a.AdditionalProperties = make(map[string]interface{})
-	}
-	a.AdditionalProperties[fieldName] = value
-}
-
-// Override default JSON handling for DoctorCheck to handle AdditionalProperties
-func (a *DoctorCheck) UnmarshalJSON(b []byte) error {
-	object := make(map[string]json.RawMessage)
-	err := json.Unmarshal(b, &object)
-	if err != nil {
-		return err
-	}
-
-	if raw, found := object["connector"]; found {
-		err = json.Unmarshal(raw, &a.Connector)
-		if err != nil {
-			return fmt.Errorf("error reading 'connector': %w", err)
-		}
-		delete(object, "connector")
-	}
-
-	if raw, found := object["duration_ms"]; found {
-		err = json.Unmarshal(raw, &a.DurationMs)
-		if err != nil {
-			return fmt.Errorf("error reading 'duration_ms': %w", err)
-		}
-		delete(object, "duration_ms")
-	}
-
-	if raw, found := object["message"]; found {
-		err = json.Unmarshal(raw, &a.Message)
-		if err != nil {
-			return fmt.Errorf("error reading 'message': %w", err)
-		}
-		delete(object, "message")
-	}
-
-	if raw, found := object["name"]; found {
-		err = json.Unmarshal(raw, &a.Name)
-		if err != nil {
-			return fmt.Errorf("error reading 'name': %w", err)
-		}
-		delete(object, "name")
-	}
-
-	if raw, found := object["ok"]; found {
-		err = json.Unmarshal(raw, &a.Ok)
-		if err != nil {
-			return fmt.Errorf("error reading 'ok': %w", err)
-		}
-		delete(object, "ok")
-	}
-
-	if raw, found := object["role"]; found {
-		err = json.Unmarshal(raw, &a.Role)
-		if err != nil {
-			return fmt.Errorf("error reading 'role': %w", err)
-		}
-		delete(object, "role")
-	}
-
-	if len(object) != 0 {
-		a.AdditionalProperties = make(map[string]interface{})
-		for fieldName, fieldBuf := range object {
-			var fieldVal interface{}
-			err := json.Unmarshal(fieldBuf, &fieldVal)
-			if err != nil {
-				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
-			}
-			a.AdditionalProperties[fieldName] = fieldVal
-		}
-	}
-	return nil
-}
-
-// Override default JSON handling for DoctorCheck to handle AdditionalProperties
-func (a DoctorCheck) MarshalJSON() ([]byte, error) {
-	var err error
-	object := make(map[string]json.RawMessage)
-
-	object["connector"], err = json.Marshal(a.Connector)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'connector': %w", err)
-	}
-
-	object["duration_ms"], err = json.Marshal(a.DurationMs)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'duration_ms': %w", err)
-	}
-
-	if a.Message != nil {
-		object["message"], err = json.Marshal(a.Message)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling 'message': %w", err)
-		}
-	}
-
-	if a.Name != nil {
-		object["name"], err = json.Marshal(a.Name)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling 'name': %w", err)
-		}
-	}
-
-	object["ok"], err = json.Marshal(a.Ok)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'ok': %w", err)
-	}
-
-	object["role"], err = json.Marshal(a.Role)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'role': %w", err)
-	}
-
-	for fieldName, field := range a.AdditionalProperties {
-		object[fieldName], err = json.Marshal(field)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
-		}
-	}
-	return json.Marshal(object)
-}
-
-// Getter for additional properties for DoctorInvocation. Returns the specified
-// element and whether it was found
-func (a DoctorInvocation) Get(fieldName string) (value interface{}, found bool) {
-	if a.AdditionalProperties != nil {
-		value, found = a.AdditionalProperties[fieldName]
-	}
-	return
-}
-
-// Setter for additional properties for DoctorInvocation
-func (a *DoctorInvocation) Set(fieldName string, value interface{}) {
-	if a.AdditionalProperties == nil {
-		a.AdditionalProperties = make(map[string]interface{})
-	}
-	a.AdditionalProperties[fieldName] = value
-}
-
-// Override default JSON handling for DoctorInvocation to handle AdditionalProperties
-func (a *DoctorInvocation) UnmarshalJSON(b []byte) error {
-	object := make(map[string]json.RawMessage)
-	err := json.Unmarshal(b, &object)
-	if err != nil {
-		return err
-	}
-
-	if raw, found := object["checks"]; found {
-		err = json.Unmarshal(raw, &a.Checks)
-		if err != nil {
-			return fmt.Errorf("error reading 'checks': %w", err)
-		}
-		delete(object, "checks")
-	}
-
-	if raw, found := object["row_id"]; found {
-		err = json.Unmarshal(raw, &a.RowId)
-		if err != nil {
-			return fmt.Errorf("error reading 'row_id': %w", err)
-		}
-		delete(object, "row_id")
-	}
-
-	if len(object) != 0 {
-		a.AdditionalProperties = make(map[string]interface{})
-		for fieldName, fieldBuf := range object {
-			var fieldVal interface{}
-			err := json.Unmarshal(fieldBuf, &fieldVal)
-			if err != nil {
-				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
-			}
-			a.AdditionalProperties[fieldName] = fieldVal
-		}
-	}
-	return nil
-}
-
-// Override default JSON handling for DoctorInvocation to handle AdditionalProperties
-func (a DoctorInvocation) MarshalJSON() ([]byte, error) {
-	var err error
-	object := make(map[string]json.RawMessage)
-
-	if a.Checks != nil {
-		object["checks"], err = json.Marshal(a.Checks)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling 'checks': %w", err)
-		}
-	}
-
-	object["row_id"], err = json.Marshal(a.RowId)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'row_id': %w", err)
-	}
-
-	for fieldName, field := range a.AdditionalProperties {
-		object[fieldName], err = json.Marshal(field)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
-		}
-	}
-	return json.Marshal(object)
-}
-
-// Getter for additional properties for DoctorReport. Returns the specified
-// element and whether it was found
-func (a DoctorReport) Get(fieldName string) (value interface{}, found bool) {
-	if a.AdditionalProperties != nil {
-		value, found = a.AdditionalProperties[fieldName]
-	}
-	return
-}
-
-// Setter for additional properties for DoctorReport
-func (a *DoctorReport) Set(fieldName string, value interface{}) {
-	if a.AdditionalProperties == nil {
-		a.AdditionalProperties = make(map[string]interface{})
-	}
-	a.AdditionalProperties[fieldName] = value
-}
-
-// Override default JSON handling for DoctorReport to handle AdditionalProperties
-func (a *DoctorReport) UnmarshalJSON(b []byte) error {
-	object := make(map[string]json.RawMessage)
-	err := json.Unmarshal(b, &object)
-	if err != nil {
-		return err
-	}
-
-	if raw, found := object["invocations"]; found {
-		err = json.Unmarshal(raw, &a.Invocations)
-		if err != nil {
-			return fmt.Errorf("error reading 'invocations': %w", err)
-		}
-		delete(object, "invocations")
-	}
-
-	if raw, found := object["ok"]; found {
-		err = json.Unmarshal(raw, &a.Ok)
-		if err != nil {
-			return fmt.Errorf("error reading 'ok': %w", err)
-		}
-		delete(object, "ok")
-	}
-
-	if len(object) != 0 {
-		a.AdditionalProperties = make(map[string]interface{})
-		for fieldName, fieldBuf := range object {
-			var fieldVal interface{}
-			err := json.Unmarshal(fieldBuf, &fieldVal)
-			if err != nil {
-				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
-			}
-			a.AdditionalProperties[fieldName] = fieldVal
-		}
-	}
-	return nil
-}
-
-// Override default JSON handling for DoctorReport to handle AdditionalProperties
-func (a DoctorReport) MarshalJSON() ([]byte, error) {
-	var err error
-	object := make(map[string]json.RawMessage)
-
-	if a.Invocations != nil {
-		object["invocations"], err = json.Marshal(a.Invocations)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling 'invocations': %w", err)
-		}
-	}
-
-	object["ok"], err = json.Marshal(a.Ok)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'ok': %w", err)
-	}
-
-	for fieldName, field := range a.AdditionalProperties {
-		object[fieldName], err = json.Marshal(field)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
-		}
-	}
-	return json.Marshal(object)
-}
-
-// Getter for additional properties for ErrorInfo. Returns the specified
-// element and whether it was found
-func (a ErrorInfo) Get(fieldName string) (value interface{}, found bool) {
-	if a.AdditionalProperties != nil {
-		value, found = a.AdditionalProperties[fieldName]
-	}
-	return
-}
-
-// Setter for additional properties for ErrorInfo
-func (a *ErrorInfo) Set(fieldName string, value interface{}) {
-	if a.AdditionalProperties == nil {
-		a.AdditionalProperties = make(map[string]interface{})
-	}
-	a.AdditionalProperties[fieldName] = value
-}
-
-// Override default JSON handling for ErrorInfo to handle AdditionalProperties
-func (a *ErrorInfo) UnmarshalJSON(b []byte) error {
-	object := make(map[string]json.RawMessage)
-	err := json.Unmarshal(b, &object)
-	if err != nil {
-		return err
-	}
-
-	if raw, found := object["code"]; found {
-		err = json.Unmarshal(raw, &a.Code)
-		if err != nil {
-			return fmt.Errorf("error reading 'code': %w", err)
-		}
-		delete(object, "code")
-	}
-
-	if raw, found := object["details"]; found {
-		err = json.Unmarshal(raw, &a.Details)
-		if err != nil {
-			return fmt.Errorf("error reading 'details': %w", err)
-		}
-		delete(object, "details")
-	}
-
-	if raw, found := object["message"]; found {
-		err = json.Unmarshal(raw, &a.Message)
-		if err != nil {
-			return fmt.Errorf("error reading 'message': %w", err)
-		}
-		delete(object, "message")
-	}
-
-	if len(object) != 0 {
-		a.AdditionalProperties = make(map[string]interface{})
-		for fieldName, fieldBuf := range object {
-			var fieldVal interface{}
-			err := json.Unmarshal(fieldBuf, &fieldVal)
-			if err != nil {
-				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
-			}
-			a.AdditionalProperties[fieldName] = fieldVal
-		}
-	}
-	return nil
-}
-
-// Override default JSON handling for ErrorInfo to handle AdditionalProperties
-func (a ErrorInfo) MarshalJSON() ([]byte, error) {
-	var err error
-	object := make(map[string]json.RawMessage)
-
-	object["code"], err = json.Marshal(a.Code)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'code': %w", err)
-	}
-
-	if a.Details != nil {
-		object["details"], err = json.Marshal(a.Details)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling 'details': %w", err)
-		}
-	}
-
-	object["message"], err = json.Marshal(a.Message)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'message': %w", err)
-	}
-
-	for fieldName, field := range a.AdditionalProperties {
-		object[fieldName], err = json.Marshal(field)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
-		}
-	}
-	return json.Marshal(object)
-}
-
-// Getter for additional properties for HealthStatus. Returns the specified
-// element and whether it was found
-func (a HealthStatus) Get(fieldName string) (value interface{}, found bool) {
-	if a.AdditionalProperties != nil {
-		value, found = a.AdditionalProperties[fieldName]
-	}
-	return
-}
-
-// Setter for additional properties for HealthStatus
-func (a *HealthStatus) Set(fieldName string, value interface{}) {
-	if a.AdditionalProperties == nil {
-		a.AdditionalProperties = make(map[string]interface{})
-	}
-	a.AdditionalProperties[fieldName] = value
-}
-
-// Override default JSON handling for HealthStatus to handle AdditionalProperties
-func (a *HealthStatus) UnmarshalJSON(b []byte) error {
-	object := make(map[string]json.RawMessage)
-	err := json.Unmarshal(b, &object)
-	if err != nil {
-		return err
-	}
-
-	if raw, found := object["status"]; found {
-		err = json.Unmarshal(raw, &a.Status)
-		if err != nil {
-			return fmt.Errorf("error reading 'status': %w", err)
-		}
-		delete(object, "status")
-	}
-
-	if len(object) != 0 {
-		a.AdditionalProperties = make(map[string]interface{})
-		for fieldName, fieldBuf := range object {
-			var fieldVal interface{}
-			err := json.Unmarshal(fieldBuf, &fieldVal)
-			if err != nil {
-				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
-			}
-			a.AdditionalProperties[fieldName] = fieldVal
-		}
-	}
-	return nil
-}
-
-// Override default JSON handling for HealthStatus to handle AdditionalProperties
-func (a HealthStatus) MarshalJSON() ([]byte, error) {
-	var err error
-	object := make(map[string]json.RawMessage)
-
-	object["status"], err = json.Marshal(a.Status)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'status': %w", err)
-	}
-
-	for fieldName, field := range a.AdditionalProperties {
-		object[fieldName], err = json.Marshal(field)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
-		}
-	}
-	return json.Marshal(object)
-}
-
-// Getter for additional properties for InvocationRecord. Returns the specified
-// element and whether it was found
-func (a InvocationRecord) Get(fieldName string) (value interface{}, found bool) {
-	if a.AdditionalProperties != nil {
-		value, found = a.AdditionalProperties[fieldName]
-	}
-	return
-}
-
-// Setter for additional properties for InvocationRecord
-func (a *InvocationRecord) Set(fieldName string, value interface{}) {
-	if a.AdditionalProperties == nil {
-		a.AdditionalProperties = make(map[string]interface{})
-	}
-	a.AdditionalProperties[fieldName] = value
-}
-
-// Override default JSON handling for InvocationRecord to handle AdditionalProperties
-func (a *InvocationRecord) UnmarshalJSON(b []byte) error {
-	object := make(map[string]json.RawMessage)
-	err := json.Unmarshal(b, &object)
-	if err != nil {
-		return err
-	}
-
-	if raw, found := object["duration_ms"]; found {
-		err = json.Unmarshal(raw, &a.DurationMs)
-		if err != nil {
-			return fmt.Errorf("error reading 'duration_ms': %w", err)
-		}
-		delete(object, "duration_ms")
-	}
-
-	if raw, found := object["error"]; found {
-		err = json.Unmarshal(raw, &a.Error)
-		if err != nil {
-			return fmt.Errorf("error reading 'error': %w", err)
-		}
-		delete(object, "error")
-	}
-
-	if raw, found := object["parent_record_key"]; found {
-		err = json.Unmarshal(raw, &a.ParentRecordKey)
-		if err != nil {
-			return fmt.Errorf("error reading 'parent_record_key': %w", err)
-		}
-		delete(object, "parent_record_key")
-	}
-
-	if raw, found := object["records_written"]; found {
-		err = json.Unmarshal(raw, &a.RecordsWritten)
-		if err != nil {
-			return fmt.Errorf("error reading 'records_written': %w", err)
-		}
-		delete(object, "records_written")
-	}
-
-	if raw, found := object["row_id"]; found {
-		err = json.Unmarshal(raw, &a.RowId)
-		if err != nil {
-			return fmt.Errorf("error reading 'row_id': %w", err)
-		}
-		delete(object, "row_id")
-	}
-
-	if raw, found := object["run_id"]; found {
-		err = json.Unmarshal(raw, &a.RunId)
-		if err != nil {
-			return fmt.Errorf("error reading 'run_id': %w", err)
-		}
-		delete(object, "run_id")
-	}
-
-	if len(object) != 0 {
-		a.AdditionalProperties = make(map[string]interface{})
-		for fieldName, fieldBuf := range object {
-			var fieldVal interface{}
-			err := json.Unmarshal(fieldBuf, &fieldVal)
-			if err != nil {
-				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
-			}
-			a.AdditionalProperties[fieldName] = fieldVal
-		}
-	}
-	return nil
-}
-
-// Override default JSON handling for InvocationRecord to handle AdditionalProperties
-func (a InvocationRecord) MarshalJSON() ([]byte, error) {
-	var err error
-	object := make(map[string]json.RawMessage)
-
-	object["duration_ms"], err = json.Marshal(a.DurationMs)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'duration_ms': %w", err)
-	}
-
-	object["error"], err = json.Marshal(a.Error)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'error': %w", err)
-	}
-
-	object["parent_record_key"], err = json.Marshal(a.ParentRecordKey)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'parent_record_key': %w", err)
-	}
-
-	object["records_written"], err = json.Marshal(a.RecordsWritten)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'records_written': %w", err)
-	}
-
-	object["row_id"], err = json.Marshal(a.RowId)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'row_id': %w", err)
-	}
-
-	if a.RunId != nil {
-		object["run_id"], err = json.Marshal(a.RunId)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling 'run_id': %w", err)
-		}
-	}
-
-	for fieldName, field := range a.AdditionalProperties {
-		object[fieldName], err = json.Marshal(field)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
-		}
-	}
-	return json.Marshal(object)
-}
-
-// Getter for additional properties for ListResponse. Returns the specified
-// element and whether it was found
-func (a ListResponse) Get(fieldName string) (value interface{}, found bool) {
-	if a.AdditionalProperties != nil {
-		value, found = a.AdditionalProperties[fieldName]
-	}
-	return
-}
-
-// Setter for additional properties for ListResponse
-func (a *ListResponse) Set(fieldName string, value interface{}) {
-	if a.AdditionalProperties == nil {
-		a.AdditionalProperties = make(map[string]interface{})
-	}
-	a.AdditionalProperties[fieldName] = value
-}
-
-// Override default JSON handling for ListResponse to handle AdditionalProperties
-func (a *ListResponse) UnmarshalJSON(b []byte) error {
-	object := make(map[string]json.RawMessage)
-	err := json.Unmarshal(b, &object)
-	if err != nil {
-		return err
-	}
-
-	if raw, found := object["next_cursor"]; found {
-		err = json.Unmarshal(raw, &a.NextCursor)
-		if err != nil {
-			return fmt.Errorf("error reading 'next_cursor': %w", err)
-		}
-		delete(object, "next_cursor")
-	}
-
-	if raw, found := object["runs"]; found {
-		err = json.Unmarshal(raw, &a.Runs)
-		if err != nil {
-			return fmt.Errorf("error reading 'runs': %w", err)
-		}
-		delete(object, "runs")
-	}
-
-	if len(object) != 0 {
-		a.AdditionalProperties = make(map[string]interface{})
-		for fieldName, fieldBuf := range object {
-			var fieldVal interface{}
-			err := json.Unmarshal(fieldBuf, &fieldVal)
-			if err != nil {
-				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
-			}
-			a.AdditionalProperties[fieldName] = fieldVal
-		}
-	}
-	return nil
-}
-
-// Override default JSON handling for ListResponse to handle AdditionalProperties
-func (a ListResponse) MarshalJSON() ([]byte, error) {
-	var err error
-	object := make(map[string]json.RawMessage)
-
-	object["next_cursor"], err = json.Marshal(a.NextCursor)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'next_cursor': %w", err)
-	}
-
-	if a.Runs != nil {
-		object["runs"], err = json.Marshal(a.Runs)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling 'runs': %w", err)
-		}
-	}
-
-	for fieldName, field := range a.AdditionalProperties {
-		object[fieldName], err = json.Marshal(field)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
-		}
-	}
-	return json.Marshal(object)
-}
-
-// Getter for additional properties for LogEnd. Returns the specified
-// element and whether it was found
-func (a LogEnd) Get(fieldName string) (value interface{}, found bool) {
-	if a.AdditionalProperties != nil {
-		value, found = a.AdditionalProperties[fieldName]
-	}
-	return
-}
-
-// Setter for additional properties for LogEnd
-func (a *LogEnd) Set(fieldName string, value interface{}) {
-	if a.AdditionalProperties == nil {
-		a.AdditionalProperties = make(map[string]interface{})
-	}
-	a.AdditionalProperties[fieldName] = value
-}
-
-// Override default JSON handling for LogEnd to handle AdditionalProperties
-func (a *LogEnd) UnmarshalJSON(b []byte) error {
-	object := make(map[string]json.RawMessage)
-	err := json.Unmarshal(b, &object)
-	if err != nil {
-		return err
-	}
-
-	if raw, found := object["run_id"]; found {
-		err = json.Unmarshal(raw, &a.RunId)
-		if err != nil {
-			return fmt.Errorf("error reading 'run_id': %w", err)
-		}
-		delete(object, "run_id")
-	}
-
-	if raw, found := object["status"]; found {
-		err = json.Unmarshal(raw, &a.Status)
-		if err != nil {
-			return fmt.Errorf("error reading 'status': %w", err)
-		}
-		delete(object, "status")
-	}
-
-	if len(object) != 0 {
-		a.AdditionalProperties = make(map[string]interface{})
-		for fieldName, fieldBuf := range object {
-			var fieldVal interface{}
-			err := json.Unmarshal(fieldBuf, &fieldVal)
-			if err != nil {
-				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
-			}
-			a.AdditionalProperties[fieldName] = fieldVal
-		}
-	}
-	return nil
-}
-
-// Override default JSON handling for LogEnd to handle AdditionalProperties
-func (a LogEnd) MarshalJSON() ([]byte, error) {
-	var err error
-	object := make(map[string]json.RawMessage)
-
-	object["run_id"], err = json.Marshal(a.RunId)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'run_id': %w", err)
-	}
-
-	object["status"], err = json.Marshal(a.Status)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'status': %w", err)
-	}
-
-	for fieldName, field := range a.AdditionalProperties {
-		object[fieldName], err = json.Marshal(field)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
-		}
-	}
-	return json.Marshal(object)
-}
-
-// Getter for additional properties for LogLine. Returns the specified
-// element and whether it was found
-func (a LogLine) Get(fieldName string) (value interface{}, found bool) {
-	if a.AdditionalProperties != nil {
-		value, found = a.AdditionalProperties[fieldName]
-	}
-	return
-}
-
-// Setter for additional properties for LogLine
-func (a *LogLine) Set(fieldName string, value interface{}) {
-	if a.AdditionalProperties == nil {
-		a.AdditionalProperties = make(map[string]interface{})
-	}
-	a.AdditionalProperties[fieldName] = value
-}
-
-// Override default JSON handling for LogLine to handle AdditionalProperties
-func (a *LogLine) UnmarshalJSON(b []byte) error {
-	object := make(map[string]json.RawMessage)
-	err := json.Unmarshal(b, &object)
-	if err != nil {
-		return err
-	}
-
-	if raw, found := object["level"]; found {
-		err = json.Unmarshal(raw, &a.Level)
-		if err != nil {
-			return fmt.Errorf("error reading 'level': %w", err)
-		}
-		delete(object, "level")
-	}
-
-	if raw, found := object["line"]; found {
-		err = json.Unmarshal(raw, &a.Line)
-		if err != nil {
-			return fmt.Errorf("error reading 'line': %w", err)
-		}
-		delete(object, "line")
-	}
-
-	if raw, found := object["seq"]; found {
-		err = json.Unmarshal(raw, &a.Seq)
-		if err != nil {
-			return fmt.Errorf("error reading 'seq': %w", err)
-		}
-		delete(object, "seq")
-	}
-
-	if raw, found := object["ts"]; found {
-		err = json.Unmarshal(raw, &a.Ts)
-		if err != nil {
-			return fmt.Errorf("error reading 'ts': %w", err)
-		}
-		delete(object, "ts")
-	}
-
-	if len(object) != 0 {
-		a.AdditionalProperties = make(map[string]interface{})
-		for fieldName, fieldBuf := range object {
-			var fieldVal interface{}
-			err := json.Unmarshal(fieldBuf, &fieldVal)
-			if err != nil {
-				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
-			}
-			a.AdditionalProperties[fieldName] = fieldVal
-		}
-	}
-	return nil
-}
-
-// Override default JSON handling for LogLine to handle AdditionalProperties
-func (a LogLine) MarshalJSON() ([]byte, error) {
-	var err error
-	object := make(map[string]json.RawMessage)
-
-	object["level"], err = json.Marshal(a.Level)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'level': %w", err)
-	}
-
-	object["line"], err = json.Marshal(a.Line)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'line': %w", err)
-	}
-
-	object["seq"], err = json.Marshal(a.Seq)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'seq': %w", err)
-	}
-
-	object["ts"], err = json.Marshal(a.Ts)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'ts': %w", err)
-	}
-
-	for fieldName, field := range a.AdditionalProperties {
-		object[fieldName], err = json.Marshal(field)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
-		}
-	}
-	return json.Marshal(object)
-}
-
-// Getter for additional properties for LogTruncated. Returns the specified
-// element and whether it was found
-func (a LogTruncated) Get(fieldName string) (value interface{}, found bool) {
-	if a.AdditionalProperties != nil {
-		value, found = a.AdditionalProperties[fieldName]
-	}
-	return
-}
-
-// Setter for additional properties for LogTruncated
-func (a *LogTruncated) Set(fieldName string, value interface{}) {
-	if a.AdditionalProperties == nil {
-		a.AdditionalProperties = make(map[string]interface{})
-	}
-	a.AdditionalProperties[fieldName] = value
-}
-
-// Override default JSON handling for LogTruncated to handle AdditionalProperties
-func (a *LogTruncated) UnmarshalJSON(b []byte) error {
-	object := make(map[string]json.RawMessage)
-	err := json.Unmarshal(b, &object)
-	if err != nil {
-		return err
-	}
-
-	if raw, found := object["reason"]; found {
-		err = json.Unmarshal(raw, &a.Reason)
-		if err != nil {
-			return fmt.Errorf("error reading 'reason': %w", err)
-		}
-		delete(object, "reason")
-	}
-
-	if len(object) != 0 {
-		a.AdditionalProperties = make(map[string]interface{})
-		for fieldName, fieldBuf := range object {
-			var fieldVal interface{}
-			err := json.Unmarshal(fieldBuf, &fieldVal)
-			if err != nil {
-				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
-			}
-			a.AdditionalProperties[fieldName] = fieldVal
-		}
-	}
-	return nil
-}
-
-// Override default JSON handling for LogTruncated to handle AdditionalProperties
-func (a LogTruncated) MarshalJSON() ([]byte, error) {
-	var err error
-	object := make(map[string]json.RawMessage)
-
-	object["reason"], err = json.Marshal(a.Reason)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'reason': %w", err)
-	}
-
-	for fieldName, field := range a.AdditionalProperties {
-		object[fieldName], err = json.Marshal(field)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
-		}
-	}
-	return json.Marshal(object)
-}
-
-// Getter for additional properties for Problem. Returns the specified
-// element and whether it was found
-func (a Problem) Get(fieldName string) (value interface{}, found bool) {
-	if a.AdditionalProperties != nil {
-		value, found = a.AdditionalProperties[fieldName]
-	}
-	return
-}
-
-// Setter for additional properties for Problem
-func (a *Problem) Set(fieldName string, value interface{}) {
-	if a.AdditionalProperties == nil {
-		a.AdditionalProperties = make(map[string]interface{})
-	}
-	a.AdditionalProperties[fieldName] = value
-}
-
-// Override default JSON handling for Problem to handle AdditionalProperties
-func (a *Problem) UnmarshalJSON(b []byte) error {
-	object := make(map[string]json.RawMessage)
-	err := json.Unmarshal(b, &object)
-	if err != nil {
-		return err
-	}
-
-	if raw, found := object["detail"]; found {
-		err = json.Unmarshal(raw, &a.Detail)
-		if err != nil {
-			return fmt.Errorf("error reading 'detail': %w", err)
-		}
-		delete(object, "detail")
-	}
-
-	if raw, found := object["error"]; found {
-		err = json.Unmarshal(raw, &a.Error)
-		if err != nil {
-			return fmt.Errorf("error reading 'error': %w", err)
-		}
-		delete(object, "error")
-	}
-
-	if raw, found := object["instance"]; found {
-		err = json.Unmarshal(raw, &a.Instance)
-		if err != nil {
-			return fmt.Errorf("error reading 'instance': %w", err)
-		}
-		delete(object, "instance")
-	}
-
-	if raw, found := object["status"]; found {
-		err = json.Unmarshal(raw, &a.Status)
-		if err != nil {
-			return fmt.Errorf("error reading 'status': %w", err)
-		}
-		delete(object, "status")
-	}
-
-	if raw, found := object["title"]; found {
-		err = json.Unmarshal(raw, &a.Title)
-		if err != nil {
-			return fmt.Errorf("error reading 'title': %w", err)
-		}
-		delete(object, "title")
-	}
-
-	if raw, found := object["type"]; found {
-		err = json.Unmarshal(raw, &a.Type)
-		if err != nil {
-			return fmt.Errorf("error reading 'type': %w", err)
-		}
-		delete(object, "type")
-	}
-
-	if len(object) != 0 {
-		a.AdditionalProperties = make(map[string]interface{})
-		for fieldName, fieldBuf := range object {
-			var fieldVal interface{}
-			err := json.Unmarshal(fieldBuf, &fieldVal)
-			if err != nil {
-				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
-			}
-			a.AdditionalProperties[fieldName] = fieldVal
-		}
-	}
-	return nil
-}
-
-// Override default JSON handling for Problem to handle AdditionalProperties
-func (a Problem) MarshalJSON() ([]byte, error) {
-	var err error
-	object := make(map[string]json.RawMessage)
-
-	object["detail"], err = json.Marshal(a.Detail)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'detail': %w", err)
-	}
-
-	object["error"], err = json.Marshal(a.Error)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'error': %w", err)
-	}
-
-	if a.Instance != nil {
-		object["instance"], err = json.Marshal(a.Instance)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling 'instance': %w", err)
-		}
-	}
-
-	object["status"], err = json.Marshal(a.Status)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'status': %w", err)
-	}
-
-	object["title"], err = json.Marshal(a.Title)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'title': %w", err)
-	}
-
-	object["type"], err = json.Marshal(a.Type)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'type': %w", err)
-	}
-
-	for fieldName, field := range a.AdditionalProperties {
-		object[fieldName], err = json.Marshal(field)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
-		}
-	}
-	return json.Marshal(object)
-}
-
-// Getter for additional properties for ReadyStatus. Returns the specified
-// element and whether it was found
-func (a ReadyStatus) Get(fieldName string) (value interface{}, found bool) {
-	if a.AdditionalProperties != nil {
-		value, found = a.AdditionalProperties[fieldName]
-	}
-	return
-}
-
-// Setter for additional properties for ReadyStatus
-func (a *ReadyStatus) Set(fieldName string, value interface{}) {
-	if a.AdditionalProperties == nil {
-		a.AdditionalProperties = make(map[string]interface{})
-	}
-	a.AdditionalProperties[fieldName] = value
-}
-
-// Override default JSON handling for ReadyStatus to handle AdditionalProperties
-func (a *ReadyStatus) UnmarshalJSON(b []byte) error {
-	object := make(map[string]json.RawMessage)
-	err := json.Unmarshal(b, &object)
-	if err != nil {
-		return err
-	}
-
-	if raw, found := object["cluster"]; found {
-		err = json.Unmarshal(raw, &a.Cluster)
-		if err != nil {
-			return fmt.Errorf("error reading 'cluster': %w", err)
-		}
-		delete(object, "cluster")
-	}
-
-	if raw, found := object["history"]; found {
-		err = json.Unmarshal(raw, &a.History)
-		if err != nil {
-			return fmt.Errorf("error reading 'history': %w", err)
-		}
-		delete(object, "history")
-	}
-
-	if raw, found := object["history_ok"]; found {
-		err = json.Unmarshal(raw, &a.HistoryOk)
-		if err != nil {
-			return fmt.Errorf("error reading 'history_ok': %w", err)
-		}
-		delete(object, "history_ok")
-	}
-
-	if raw, found := object["queue_ok"]; found {
-		err = json.Unmarshal(raw, &a.QueueOk)
-		if err != nil {
-			return fmt.Errorf("error reading 'queue_ok': %w", err)
-		}
-		delete(object, "queue_ok")
-	}
-
-	if raw, found := object["status"]; found {
-		err = json.Unmarshal(raw, &a.Status)
-		if err != nil {
-			return fmt.Errorf("error reading 'status': %w", err)
-		}
-		delete(object, "status")
-	}
-
-	if len(object) != 0 {
-		a.AdditionalProperties = make(map[string]interface{})
-		for fieldName, fieldBuf := range object {
-			var fieldVal interface{}
-			err := json.Unmarshal(fieldBuf, &fieldVal)
-			if err != nil {
-				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
-			}
-			a.AdditionalProperties[fieldName] = fieldVal
-		}
-	}
-	return nil
-}
-
-// Override default JSON handling for ReadyStatus to handle AdditionalProperties
-func (a ReadyStatus) MarshalJSON() ([]byte, error) {
-	var err error
-	object := make(map[string]json.RawMessage)
-
-	object["cluster"], err = json.Marshal(a.Cluster)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'cluster': %w", err)
-	}
-
-	object["history"], err = json.Marshal(a.History)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'history': %w", err)
-	}
-
-	object["history_ok"], err = json.Marshal(a.HistoryOk)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'history_ok': %w", err)
-	}
-
-	object["queue_ok"], err = json.Marshal(a.QueueOk)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'queue_ok': %w", err)
-	}
-
-	object["status"], err = json.Marshal(a.Status)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'status': %w", err)
-	}
-
-	for fieldName, field := range a.AdditionalProperties {
-		object[fieldName], err = json.Marshal(field)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
-		}
-	}
-	return json.Marshal(object)
-}
-
-// Getter for additional properties for RunRecord. Returns the specified
-// element and whether it was found
-func (a RunRecord) Get(fieldName string) (value interface{}, found bool) {
-	if a.AdditionalProperties != nil {
-		value, found = a.AdditionalProperties[fieldName]
-	}
-	return
-}
-
-// Setter for additional properties for RunRecord
-func (a *RunRecord) Set(fieldName string, value interface{}) {
-	if a.AdditionalProperties == nil {
-		a.AdditionalProperties = make(map[string]interface{})
-	}
-	a.AdditionalProperties[fieldName] = value
-}
-
-// Override default JSON handling for RunRecord to handle AdditionalProperties
-func (a *RunRecord) UnmarshalJSON(b []byte) error {
-	object := make(map[string]json.RawMessage)
-	err := json.Unmarshal(b, &object)
-	if err != nil {
-		return err
-	}
-
-	if raw, found := object["attempt"]; found {
-		err = json.Unmarshal(raw, &a.Attempt)
-		if err != nil {
-			return fmt.Errorf("error reading 'attempt': %w", err)
-		}
-		delete(object, "attempt")
-	}
-
-	if raw, found := object["callback"]; found {
-		err = json.Unmarshal(raw, &a.Callback)
-		if err != nil {
-			return fmt.Errorf("error reading 'callback': %w", err)
-		}
-		delete(object, "callback")
-	}
-
-	if raw, found := object["clock"]; found {
-		err = json.Unmarshal(raw, &a.Clock)
-		if err != nil {
-			return fmt.Errorf("error reading 'clock': %w", err)
-		}
-		delete(object, "clock")
-	}
-
-	if raw, found := object["doctor_report"]; found {
-		err = json.Unmarshal(raw, &a.DoctorReport)
-		if err != nil {
-			return fmt.Errorf("error reading 'doctor_report': %w", err)
-		}
-		delete(object, "doctor_report")
-	}
-
-	if raw, found := object["elapsed_secs"]; found {
-		err = json.Unmarshal(raw, &a.ElapsedSecs)
-		if err != nil {
-			return fmt.Errorf("error reading 'elapsed_secs': %w", err)
-		}
-		delete(object, "elapsed_secs")
-	}
-
-	if raw, found := object["error"]; found {
-		err = json.Unmarshal(raw, &a.Error)
-		if err != nil {
-			return fmt.Errorf("error reading 'error': %w", err)
-		}
-		delete(object, "error")
-	}
-
-	if raw, found := object["finished_at"]; found {
-		err = json.Unmarshal(raw, &a.FinishedAt)
-		if err != nil {
-			return fmt.Errorf("error reading 'finished_at': %w", err)
-		}
-		delete(object, "finished_at")
-	}
-
-	if raw, found := object["idempotency_key"]; found {
-		err = json.Unmarshal(raw, &a.IdempotencyKey)
-		if err != nil {
-			return fmt.Errorf("error reading 'idempotency_key': %w", err)
-		}
-		delete(object, "idempotency_key")
-	}
-
-	if raw, found := object["invocations"]; found {
-		err = json.Unmarshal(raw, &a.Invocations)
-		if err != nil {
-			return fmt.Errorf("error reading 'invocations': %w", err)
-		}
-		delete(object, "invocations")
-	}
-
-	if raw, found := object["labels"]; found {
-		err = json.Unmarshal(raw, &a.Labels)
-		if err != nil {
-			return fmt.Errorf("error reading 'labels': %w", err)
-		}
-		delete(object, "labels")
-	}
-
-	if raw, found := object["name"]; found {
-		err = json.Unmarshal(raw, &a.Name)
-		if err != nil {
-			return fmt.Errorf("error reading 'name': %w", err)
-		}
-		delete(object, "name")
-	}
-
-	if raw, found := object["records_written"]; found {
-		err = json.Unmarshal(raw, &a.RecordsWritten)
-		if err != nil {
-			return fmt.Errorf("error reading 'records_written': %w", err)
-		}
-		delete(object, "records_written")
-	}
-
-	if raw, found := object["run_id"]; found {
-		err = json.Unmarshal(raw, &a.RunId)
-		if err != nil {
-			return fmt.Errorf("error reading 'run_id': %w", err)
-		}
-		delete(object, "run_id")
-	}
-
-	if raw, found := object["started_at"]; found {
-		err = json.Unmarshal(raw, &a.StartedAt)
-		if err != nil {
-			return fmt.Errorf("error reading 'started_at': %w", err)
-		}
-		delete(object, "started_at")
-	}
-
-	if raw, found := object["status"]; found {
-		err = json.Unmarshal(raw, &a.Status)
-		if err != nil {
-			return fmt.Errorf("error reading 'status': %w", err)
-		}
-		delete(object, "status")
-	}
-
-	if raw, found := object["submitted_at"]; found {
-		err = json.Unmarshal(raw, &a.SubmittedAt)
-		if err != nil {
-			return fmt.Errorf("error reading 'submitted_at': %w", err)
-		}
-		delete(object, "submitted_at")
-	}
-
-	if raw, found := object["timeout_secs"]; found {
-		err = json.Unmarshal(raw, &a.TimeoutSecs)
-		if err != nil {
-			return fmt.Errorf("error reading 'timeout_secs': %w", err)
-		}
-		delete(object, "timeout_secs")
-	}
-
-	if len(object) != 0 {
-		a.AdditionalProperties = make(map[string]interface{})
-		for fieldName, fieldBuf := range object {
-			var fieldVal interface{}
-			err := json.Unmarshal(fieldBuf, &fieldVal)
-			if err != nil {
-				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
-			}
-			a.AdditionalProperties[fieldName] = fieldVal
-		}
-	}
-	return nil
-}
-
-// Override default JSON handling for RunRecord to handle AdditionalProperties
-func (a RunRecord) MarshalJSON() ([]byte, error) {
-	var err error
-	object := make(map[string]json.RawMessage)
-
-	object["attempt"], err = json.Marshal(a.Attempt)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'attempt': %w", err)
-	}
-
-	if a.Callback != nil {
-		object["callback"], err = json.Marshal(a.Callback)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling 'callback': %w", err)
-		}
-	}
-
-	if a.Clock != nil {
-		object["clock"], err = json.Marshal(a.Clock)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling 'clock': %w", err)
-		}
-	}
-
-	if a.DoctorReport != nil {
-		object["doctor_report"], err = json.Marshal(a.DoctorReport)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling 'doctor_report': %w", err)
-		}
-	}
-
-	object["elapsed_secs"], err = json.Marshal(a.ElapsedSecs)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'elapsed_secs': %w", err)
-	}
-
-	object["error"], err = json.Marshal(a.Error)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'error': %w", err)
-	}
-
-	object["finished_at"], err = json.Marshal(a.FinishedAt)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'finished_at': %w", err)
-	}
-
-	object["idempotency_key"], err = json.Marshal(a.IdempotencyKey)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'idempotency_key': %w", err)
-	}
-
-	if a.Invocations != nil {
-		object["invocations"], err = json.Marshal(a.Invocations)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling 'invocations': %w", err)
-		}
-	}
-
-	if a.Labels != nil {
-		object["labels"], err = json.Marshal(a.Labels)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling 'labels': %w", err)
-		}
-	}
-
-	object["name"], err = json.Marshal(a.Name)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'name': %w", err)
-	}
-
-	object["records_written"], err = json.Marshal(a.RecordsWritten)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'records_written': %w", err)
-	}
-
-	object["run_id"], err = json.Marshal(a.RunId)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'run_id': %w", err)
-	}
-
-	object["started_at"], err = json.Marshal(a.StartedAt)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'started_at': %w", err)
-	}
-
-	object["status"], err = json.Marshal(a.Status)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'status': %w", err)
-	}
-
-	object["submitted_at"], err = json.Marshal(a.SubmittedAt)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'submitted_at': %w", err)
-	}
-
-	if a.TimeoutSecs != nil {
-		object["timeout_secs"], err = json.Marshal(a.TimeoutSecs)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling 'timeout_secs': %w", err)
-		}
-	}
-
-	for fieldName, field := range a.AdditionalProperties {
-		object[fieldName], err = json.Marshal(field)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
-		}
-	}
-	return json.Marshal(object)
-}
-
-// Getter for additional properties for SchemasResponse. Returns the specified
-// element and whether it was found
-func (a SchemasResponse) Get(fieldName string) (value interface{}, found bool) {
-	if a.AdditionalProperties != nil {
-		value, found = a.AdditionalProperties[fieldName]
-	}
-	return
-}
-
-// Setter for additional properties for SchemasResponse
-func (a *SchemasResponse) Set(fieldName string, value interface{}) {
-	if a.AdditionalProperties == nil {
-		a.AdditionalProperties = make(map[string]interface{})
-	}
-	a.AdditionalProperties[fieldName] = value
-}
-
-// Override default JSON handling for SchemasResponse to handle AdditionalProperties
-func (a *SchemasResponse) UnmarshalJSON(b []byte) error {
-	object := make(map[string]json.RawMessage)
-	err := json.Unmarshal(b, &object)
-	if err != nil {
-		return err
-	}
-
-	if raw, found := object["sinks"]; found {
-		err = json.Unmarshal(raw, &a.Sinks)
-		if err != nil {
-			return fmt.Errorf("error reading 'sinks': %w", err)
-		}
-		delete(object, "sinks")
-	}
-
-	if raw, found := object["sources"]; found {
-		err = json.Unmarshal(raw, &a.Sources)
-		if err != nil {
-			return fmt.Errorf("error reading 'sources': %w", err)
-		}
-		delete(object, "sources")
-	}
-
-	if raw, found := object["state"]; found {
-		err = json.Unmarshal(raw, &a.State)
-		if err != nil {
-			return fmt.Errorf("error reading 'state': %w", err)
-		}
-		delete(object, "state")
-	}
-
-	if raw, found := object["transforms"]; found {
-		err = json.Unmarshal(raw, &a.Transforms)
-		if err != nil {
-			return fmt.Errorf("error reading 'transforms': %w", err)
-		}
-		delete(object, "transforms")
-	}
-
-	if len(object) != 0 {
-		a.AdditionalProperties = make(map[string]interface{})
-		for fieldName, fieldBuf := range object {
-			var fieldVal interface{}
-			err := json.Unmarshal(fieldBuf, &fieldVal)
-			if err != nil {
-				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
-			}
-			a.AdditionalProperties[fieldName] = fieldVal
-		}
-	}
-	return nil
-}
-
-// Override default JSON handling for SchemasResponse to handle AdditionalProperties
-func (a SchemasResponse) MarshalJSON() ([]byte, error) {
-	var err error
-	object := make(map[string]json.RawMessage)
-
-	if a.Sinks != nil {
-		object["sinks"], err = json.Marshal(a.Sinks)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling 'sinks': %w", err)
-		}
-	}
-
-	if a.Sources != nil {
-		object["sources"], err = json.Marshal(a.Sources)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling 'sources': %w", err)
-		}
-	}
-
-	if a.State != nil {
-		object["state"], err = json.Marshal(a.State)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling 'state': %w", err)
-		}
-	}
-
-	if a.Transforms != nil {
-		object["transforms"], err = json.Marshal(a.Transforms)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling 'transforms': %w", err)
-		}
-	}
-
-	for fieldName, field := range a.AdditionalProperties {
-		object[fieldName], err = json.Marshal(field)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
-		}
-	}
-	return json.Marshal(object)
-}
-
-// Getter for additional properties for SubmitResponse. Returns the specified
-// element and whether it was found
-func (a SubmitResponse) Get(fieldName string) (value interface{}, found bool) {
-	if a.AdditionalProperties != nil {
-		value, found = a.AdditionalProperties[fieldName]
-	}
-	return
-}
-
-// Setter for additional properties for SubmitResponse
-func (a *SubmitResponse) Set(fieldName string, value interface{}) {
-	if a.AdditionalProperties == nil {
-		a.AdditionalProperties = make(map[string]interface{})
-	}
-	a.AdditionalProperties[fieldName] = value
-}
-
-// Override default JSON handling for SubmitResponse to handle AdditionalProperties
-func (a *SubmitResponse) UnmarshalJSON(b []byte) error {
-	object := make(map[string]json.RawMessage)
-	err := json.Unmarshal(b, &object)
-	if err != nil {
-		return err
-	}
-
-	if raw, found := object["run_id"]; found {
-		err = json.Unmarshal(raw, &a.RunId)
-		if err != nil {
-			return fmt.Errorf("error reading 'run_id': %w", err)
-		}
-		delete(object, "run_id")
-	}
-
-	if raw, found := object["status"]; found {
-		err = json.Unmarshal(raw, &a.Status)
-		if err != nil {
-			return fmt.Errorf("error reading 'status': %w", err)
-		}
-		delete(object, "status")
-	}
-
-	if raw, found := object["submitted_at"]; found {
-		err = json.Unmarshal(raw, &a.SubmittedAt)
-		if err != nil {
-			return fmt.Errorf("error reading 'submitted_at': %w", err)
-		}
-		delete(object, "submitted_at")
-	}
-
-	if raw, found := object["warnings"]; found {
-		err = json.Unmarshal(raw, &a.Warnings)
-		if err != nil {
-			return fmt.Errorf("error reading 'warnings': %w", err)
-		}
-		delete(object, "warnings")
-	}
-
-	if len(object) != 0 {
-		a.AdditionalProperties = make(map[string]interface{})
-		for fieldName, fieldBuf := range object {
-			var fieldVal interface{}
-			err := json.Unmarshal(fieldBuf, &fieldVal)
-			if err != nil {
-				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
-			}
-			a.AdditionalProperties[fieldName] = fieldVal
-		}
-	}
-	return nil
-}
-
-// Override default JSON handling for SubmitResponse to handle AdditionalProperties
-func (a SubmitResponse) MarshalJSON() ([]byte, error) {
-	var err error
-	object := make(map[string]json.RawMessage)
-
-	object["run_id"], err = json.Marshal(a.RunId)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'run_id': %w", err)
-	}
-
-	object["status"], err = json.Marshal(a.Status)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'status': %w", err)
-	}
-
-	object["submitted_at"], err = json.Marshal(a.SubmittedAt)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'submitted_at': %w", err)
-	}
-
-	if a.Warnings != nil {
-		object["warnings"], err = json.Marshal(a.Warnings)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling 'warnings': %w", err)
-		}
-	}
-
-	for fieldName, field := range a.AdditionalProperties {
-		object[fieldName], err = json.Marshal(field)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
-		}
-	}
-	return json.Marshal(object)
-}
-
-// Getter for additional properties for Whoami. Returns the specified
-// element and whether it was found
-func (a Whoami) Get(fieldName string) (value interface{}, found bool) {
-	if a.AdditionalProperties != nil {
-		value, found = a.AdditionalProperties[fieldName]
-	}
-	return
-}
-
-// Setter for additional properties for Whoami
-func (a *Whoami) Set(fieldName string, value interface{}) {
-	if a.AdditionalProperties == nil {
-		a.AdditionalProperties = make(map[string]interface{})
-	}
-	a.AdditionalProperties[fieldName] = value
-}
-
-// Override default JSON handling for Whoami to handle AdditionalProperties
-func (a *Whoami) UnmarshalJSON(b []byte) error {
-	object := make(map[string]json.RawMessage)
-	err := json.Unmarshal(b, &object)
-	if err != nil {
-		return err
-	}
-
-	if raw, found := object["auth_enabled"]; found {
-		err = json.Unmarshal(raw, &a.AuthEnabled)
-		if err != nil {
-			return fmt.Errorf("error reading 'auth_enabled': %w", err)
-		}
-		delete(object, "auth_enabled")
-	}
-
-	if raw, found := object["name"]; found {
-		err = json.Unmarshal(raw, &a.Name)
-		if err != nil {
-			return fmt.Errorf("error reading 'name': %w", err)
-		}
-		delete(object, "name")
-	}
-
-	if raw, found := object["role"]; found {
-		err = json.Unmarshal(raw, &a.Role)
-		if err != nil {
-			return fmt.Errorf("error reading 'role': %w", err)
-		}
-		delete(object, "role")
-	}
-
-	if len(object) != 0 {
-		a.AdditionalProperties = make(map[string]interface{})
-		for fieldName, fieldBuf := range object {
-			var fieldVal interface{}
-			err := json.Unmarshal(fieldBuf, &fieldVal)
-			if err != nil {
-				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
-			}
-			a.AdditionalProperties[fieldName] = fieldVal
-		}
-	}
-	return nil
-}
-
-// Override default JSON handling for Whoami to handle AdditionalProperties
-func (a Whoami) MarshalJSON() ([]byte, error) {
-	var err error
-	object := make(map[string]json.RawMessage)
-
-	object["auth_enabled"], err = json.Marshal(a.AuthEnabled)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'auth_enabled': %w", err)
-	}
-
-	object["name"], err = json.Marshal(a.Name)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'name': %w", err)
-	}
-
-	object["role"], err = json.Marshal(a.Role)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'role': %w", err)
-	}
-
-	for fieldName, field := range a.AdditionalProperties {
-		object[fieldName], err = json.Marshal(field)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
-		}
-	}
-	return json.Marshal(object)
-}
 
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
@@ -3038,7 +824,7 @@ type ClientInterface interface {
 
 	// RunDoctorWithBody Validate a config and probe its connectors without running it
 	//
-	// 200 with the report when every probe passed; 422 with the report in error.details when one failed; 400 when the config does not load.
+	// 200 with the report when every probe passed; 422 with the report in error.details when one failed; 400 when the config does not load. The body is a JSON DoctorRequest or the config itself as YAML.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3047,7 +833,7 @@ type ClientInterface interface {
 
 	// RunDoctor Validate a config and probe its connectors without running it
 	//
-	// 200 with the report when every probe passed; 422 with the report in error.details when one failed; 400 when the config does not load.
+	// 200 with the report when every probe passed; 422 with the report in error.details when one failed; 400 when the config does not load. The body is a JSON DoctorRequest or the config itself as YAML.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3056,28 +842,32 @@ type ClientInterface interface {
 
 	// ListRuns List runs
 	//
-	// A page of runs, newest first (submitted_at, then run_id, descending). Pass next_cursor as cursor for the next page.
+	// A page of runs, newest first (submitted_at, then run_id, descending). Pass next_cursor as cursor for the next page. A malformed parameter, or a cursor that names no run (one deleted since), is 400.
 	//
 	// Corresponds with GET /v1/runs (the `ListRuns` operationId).
 	ListRuns(ctx context.Context, params *ListRunsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// SubmitRunWithBody Submit a pipeline run
 	//
-	// Validates the config synchronously (400 with the parse or schema error), then queues the run and returns at once; poll GET /v1/runs/{id}. With an idempotency_key, a repeat of the same payload returns the existing run (202) and a different payload is 409. A full queue is 429 with Retry-After.
+	// Validates the config synchronously (400 with the parse or schema error), then queues the run and returns at once; poll GET /v1/runs/{id}. With an idempotency_key, a repeat of the same payload returns the existing run (202, replayed: true) and a different payload is 409. A full queue is 429 with Retry-After.
+	//
+	// The body is a JSON SubmitRequest, or the pipeline config itself as YAML (Content-Type application/yaml, application/x-yaml or text/yaml) with the request's other fields as query parameters, which only a YAML body takes (400 with a JSON one).
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/runs (the `SubmitRun` operationId).
-	SubmitRunWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	SubmitRunWithBody(ctx context.Context, params *SubmitRunParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// SubmitRun Submit a pipeline run
 	//
-	// Validates the config synchronously (400 with the parse or schema error), then queues the run and returns at once; poll GET /v1/runs/{id}. With an idempotency_key, a repeat of the same payload returns the existing run (202) and a different payload is 409. A full queue is 429 with Retry-After.
+	// Validates the config synchronously (400 with the parse or schema error), then queues the run and returns at once; poll GET /v1/runs/{id}. With an idempotency_key, a repeat of the same payload returns the existing run (202, replayed: true) and a different payload is 409. A full queue is 429 with Retry-After.
+	//
+	// The body is a JSON SubmitRequest, or the pipeline config itself as YAML (Content-Type application/yaml, application/x-yaml or text/yaml) with the request's other fields as query parameters, which only a YAML body takes (400 with a JSON one).
 	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /v1/runs (the `SubmitRun` operationId).
-	SubmitRun(ctx context.Context, body SubmitRunJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	SubmitRun(ctx context.Context, params *SubmitRunParams, body SubmitRunJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteRun Delete a finished run
 	//
@@ -3098,14 +888,21 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/runs/{id}/cancel (the `CancelRun` operationId).
 	CancelRun(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// StreamRunLogs Stream a run's logs (SSE), or read its persisted logs
+	// StreamRunLogs Read a run's persisted logs, or stream them (SSE)
 	//
-	// Without format: a text/event-stream that replays the run's recent lines and follows the live tail. Events: `log` (data: {seq, ts, level, line}; the SSE id is seq, so Last-Event-ID resumes), `truncated` (lines were dropped before the reader saw them), `end` (data: {run_id, status}; the stream closes).
+	// With format: the persisted lines with seq > after, oldest first, at most limit. json is a LogPage; jsonl is one LogLine object per line plus a trailing {"truncated": true} when the per-run cap dropped earlier lines; text is one `ts level line` per line.
 	//
-	// With format=jsonl or format=text: the persisted lines with seq > after, oldest first, at most limit. jsonl is one {seq, ts, level, line} object per line plus a trailing {"truncated": true} when the per-run cap dropped earlier lines; text is one `ts level line` per line.
+	// Without format: the server-sent event stream of GET /v1/runs/{id}/logs/stream, kept here for faucet clients that read it from this path.
 	//
 	// Corresponds with GET /v1/runs/{id}/logs (the `StreamRunLogs` operationId).
 	StreamRunLogs(ctx context.Context, id string, params *StreamRunLogsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FollowRunLogs Follow a run's logs (SSE)
+	//
+	// A text/event-stream that replays the run's recent lines and follows the live tail until the run ends. Events: `log` (data: a LogLine; the SSE id is its seq, so Last-Event-ID resumes), `truncated` (data: a LogTruncated; lines were dropped before the reader saw them), `end` (data: a LogEnd; the stream closes). Comments (`: keepalive`) keep an idle stream open. A server holds a bounded number of streams, per run and in all; past them it answers 429 with Retry-After.
+	//
+	// Corresponds with GET /v1/runs/{id}/logs/stream (the `FollowRunLogs` operationId).
+	FollowRunLogs(ctx context.Context, id string, params *FollowRunLogsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListSchemas List the available connectors
 	//
@@ -3193,7 +990,7 @@ func (c *Client) ListAudit(ctx context.Context, params *ListAuditParams, reqEdit
 
 // RunDoctorWithBody Validate a config and probe its connectors without running it
 //
-// 200 with the report when every probe passed; 422 with the report in error.details when one failed; 400 when the config does not load.
+// 200 with the report when every probe passed; 422 with the report in error.details when one failed; 400 when the config does not load. The body is a JSON DoctorRequest or the config itself as YAML.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3212,7 +1009,7 @@ func (c *Client) RunDoctorWithBody(ctx context.Context, contentType string, body
 
 // RunDoctor Validate a config and probe its connectors without running it
 //
-// 200 with the report when every probe passed; 422 with the report in error.details when one failed; 400 when the config does not load.
+// 200 with the report when every probe passed; 422 with the report in error.details when one failed; 400 when the config does not load. The body is a JSON DoctorRequest or the config itself as YAML.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -3231,7 +1028,7 @@ func (c *Client) RunDoctor(ctx context.Context, body RunDoctorJSONRequestBody, r
 
 // ListRuns List runs
 //
-// A page of runs, newest first (submitted_at, then run_id, descending). Pass next_cursor as cursor for the next page.
+// A page of runs, newest first (submitted_at, then run_id, descending). Pass next_cursor as cursor for the next page. A malformed parameter, or a cursor that names no run (one deleted since), is 400.
 //
 // Corresponds with GET /v1/runs (the `ListRuns` operationId).
 func (c *Client) ListRuns(ctx context.Context, params *ListRunsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3248,13 +1045,15 @@ func (c *Client) ListRuns(ctx context.Context, params *ListRunsParams, reqEditor
 
 // SubmitRunWithBody Submit a pipeline run
 //
-// Validates the config synchronously (400 with the parse or schema error), then queues the run and returns at once; poll GET /v1/runs/{id}. With an idempotency_key, a repeat of the same payload returns the existing run (202) and a different payload is 409. A full queue is 429 with Retry-After.
+// Validates the config synchronously (400 with the parse or schema error), then queues the run and returns at once; poll GET /v1/runs/{id}. With an idempotency_key, a repeat of the same payload returns the existing run (202, replayed: true) and a different payload is 409. A full queue is 429 with Retry-After.
+//
+// The body is a JSON SubmitRequest, or the pipeline config itself as YAML (Content-Type application/yaml, application/x-yaml or text/yaml) with the request's other fields as query parameters, which only a YAML body takes (400 with a JSON one).
 //
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/runs (the `SubmitRun` operationId).
-func (c *Client) SubmitRunWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewSubmitRunRequestWithBody(c.Server, contentType, body)
+func (c *Client) SubmitRunWithBody(ctx context.Context, params *SubmitRunParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSubmitRunRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3267,13 +1066,15 @@ func (c *Client) SubmitRunWithBody(ctx context.Context, contentType string, body
 
 // SubmitRun Submit a pipeline run
 //
-// Validates the config synchronously (400 with the parse or schema error), then queues the run and returns at once; poll GET /v1/runs/{id}. With an idempotency_key, a repeat of the same payload returns the existing run (202) and a different payload is 409. A full queue is 429 with Retry-After.
+// Validates the config synchronously (400 with the parse or schema error), then queues the run and returns at once; poll GET /v1/runs/{id}. With an idempotency_key, a repeat of the same payload returns the existing run (202, replayed: true) and a different payload is 409. A full queue is 429 with Retry-After.
+//
+// The body is a JSON SubmitRequest, or the pipeline config itself as YAML (Content-Type application/yaml, application/x-yaml or text/yaml) with the request's other fields as query parameters, which only a YAML body takes (400 with a JSON one).
 //
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /v1/runs (the `SubmitRun` operationId).
-func (c *Client) SubmitRun(ctx context.Context, body SubmitRunJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewSubmitRunRequest(c.Server, body)
+func (c *Client) SubmitRun(ctx context.Context, params *SubmitRunParams, body SubmitRunJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSubmitRunRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3333,15 +1134,32 @@ func (c *Client) CancelRun(ctx context.Context, id string, reqEditors ...Request
 	return c.Client.Do(req)
 }
 
-// StreamRunLogs Stream a run's logs (SSE), or read its persisted logs
+// StreamRunLogs Read a run's persisted logs, or stream them (SSE)
 //
-// Without format: a text/event-stream that replays the run's recent lines and follows the live tail. Events: `log` (data: {seq, ts, level, line}; the SSE id is seq, so Last-Event-ID resumes), `truncated` (lines were dropped before the reader saw them), `end` (data: {run_id, status}; the stream closes).
+// With format: the persisted lines with seq > after, oldest first, at most limit. json is a LogPage; jsonl is one LogLine object per line plus a trailing {"truncated": true} when the per-run cap dropped earlier lines; text is one `ts level line` per line.
 //
-// With format=jsonl or format=text: the persisted lines with seq > after, oldest first, at most limit. jsonl is one {seq, ts, level, line} object per line plus a trailing {"truncated": true} when the per-run cap dropped earlier lines; text is one `ts level line` per line.
+// Without format: the server-sent event stream of GET /v1/runs/{id}/logs/stream, kept here for faucet clients that read it from this path.
 //
 // Corresponds with GET /v1/runs/{id}/logs (the `StreamRunLogs` operationId).
 func (c *Client) StreamRunLogs(ctx context.Context, id string, params *StreamRunLogsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewStreamRunLogsRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FollowRunLogs Follow a run's logs (SSE)
+//
+// A text/event-stream that replays the run's recent lines and follows the live tail until the run ends. Events: `log` (data: a LogLine; the SSE id is its seq, so Last-Event-ID resumes), `truncated` (data: a LogTruncated; lines were dropped before the reader saw them), `end` (data: a LogEnd; the stream closes). Comments (`: keepalive`) keep an idle stream open. A server holds a bounded number of streams, per run and in all; past them it answers 429 with Retry-After.
+//
+// Corresponds with GET /v1/runs/{id}/logs/stream (the `FollowRunLogs` operationId).
+func (c *Client) FollowRunLogs(ctx context.Context, id string, params *FollowRunLogsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFollowRunLogsRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3735,18 +1553,18 @@ func NewListRunsRequest(server string, params *ListRunsParams) (*http.Request, e
 }
 
 // NewSubmitRunRequest calls the generic SubmitRun builder with application/json body
-func NewSubmitRunRequest(server string, body SubmitRunJSONRequestBody) (*http.Request, error) {
+func NewSubmitRunRequest(server string, params *SubmitRunParams, body SubmitRunJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewSubmitRunRequestWithBody(server, "application/json", bodyReader)
+	return NewSubmitRunRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewSubmitRunRequestWithBody constructs an http.Request for the SubmitRun method, with any body, and a specified content type
-func NewSubmitRunRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewSubmitRunRequestWithBody(server string, params *SubmitRunParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -3762,6 +1580,105 @@ func NewSubmitRunRequestWithBody(server string, contentType string, body io.Read
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Name != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "name", *params.Name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Label != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "label", *params.Label, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.TimeoutSecs != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "timeout_secs", *params.TimeoutSecs, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.DoctorFirst != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "doctor_first", *params.DoctorFirst, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.IdempotencyKey != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "idempotency_key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Clock != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "clock", *params.Clock, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Concurrency != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "concurrency", *params.Concurrency, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
@@ -3911,18 +1828,6 @@ func NewStreamRunLogsRequest(server string, id string, params *StreamRunLogsPara
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
 
-		if params.Format != nil {
-
-			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "format", *params.Format, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			} else {
-				for _, qp := range strings.Split(queryFrag, "&") {
-					rawQueryFragments = append(rawQueryFragments, qp)
-				}
-			}
-
-		}
-
 		if params.After != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
@@ -3935,9 +1840,97 @@ func NewStreamRunLogsRequest(server string, id string, params *StreamRunLogsPara
 
 		}
 
+		if params.Format != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "format", *params.Format, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.Limit != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.LastEventID != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Last-Event-ID", *params.LastEventID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Last-Event-ID", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewFollowRunLogsRequest constructs an http.Request for the FollowRunLogs method
+func NewFollowRunLogsRequest(server string, id string, params *FollowRunLogsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/runs/%s/logs/stream", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.After != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -4153,7 +2146,7 @@ type ClientWithResponsesInterface interface {
 
 	// RunDoctorWithBodyWithResponse Validate a config and probe its connectors without running it
 	//
-	// 200 with the report when every probe passed; 422 with the report in error.details when one failed; 400 when the config does not load.
+	// 200 with the report when every probe passed; 422 with the report in error.details when one failed; 400 when the config does not load. The body is a JSON DoctorRequest or the config itself as YAML.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4162,7 +2155,7 @@ type ClientWithResponsesInterface interface {
 
 	// RunDoctorWithResponse Validate a config and probe its connectors without running it
 	//
-	// 200 with the report when every probe passed; 422 with the report in error.details when one failed; 400 when the config does not load.
+	// 200 with the report when every probe passed; 422 with the report in error.details when one failed; 400 when the config does not load. The body is a JSON DoctorRequest or the config itself as YAML.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4171,7 +2164,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListRunsWithResponse List runs
 	//
-	// A page of runs, newest first (submitted_at, then run_id, descending). Pass next_cursor as cursor for the next page.
+	// A page of runs, newest first (submitted_at, then run_id, descending). Pass next_cursor as cursor for the next page. A malformed parameter, or a cursor that names no run (one deleted since), is 400.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4180,21 +2173,25 @@ type ClientWithResponsesInterface interface {
 
 	// SubmitRunWithBodyWithResponse Submit a pipeline run
 	//
-	// Validates the config synchronously (400 with the parse or schema error), then queues the run and returns at once; poll GET /v1/runs/{id}. With an idempotency_key, a repeat of the same payload returns the existing run (202) and a different payload is 409. A full queue is 429 with Retry-After.
+	// Validates the config synchronously (400 with the parse or schema error), then queues the run and returns at once; poll GET /v1/runs/{id}. With an idempotency_key, a repeat of the same payload returns the existing run (202, replayed: true) and a different payload is 409. A full queue is 429 with Retry-After.
+	//
+	// The body is a JSON SubmitRequest, or the pipeline config itself as YAML (Content-Type application/yaml, application/x-yaml or text/yaml) with the request's other fields as query parameters, which only a YAML body takes (400 with a JSON one).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/runs (the `SubmitRun` operationId).
-	SubmitRunWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SubmitRunResponse, error)
+	SubmitRunWithBodyWithResponse(ctx context.Context, params *SubmitRunParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SubmitRunResponse, error)
 
 	// SubmitRunWithResponse Submit a pipeline run
 	//
-	// Validates the config synchronously (400 with the parse or schema error), then queues the run and returns at once; poll GET /v1/runs/{id}. With an idempotency_key, a repeat of the same payload returns the existing run (202) and a different payload is 409. A full queue is 429 with Retry-After.
+	// Validates the config synchronously (400 with the parse or schema error), then queues the run and returns at once; poll GET /v1/runs/{id}. With an idempotency_key, a repeat of the same payload returns the existing run (202, replayed: true) and a different payload is 409. A full queue is 429 with Retry-After.
+	//
+	// The body is a JSON SubmitRequest, or the pipeline config itself as YAML (Content-Type application/yaml, application/x-yaml or text/yaml) with the request's other fields as query parameters, which only a YAML body takes (400 with a JSON one).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/runs (the `SubmitRun` operationId).
-	SubmitRunWithResponse(ctx context.Context, body SubmitRunJSONRequestBody, reqEditors ...RequestEditorFn) (*SubmitRunResponse, error)
+	SubmitRunWithResponse(ctx context.Context, params *SubmitRunParams, body SubmitRunJSONRequestBody, reqEditors ...RequestEditorFn) (*SubmitRunResponse, error)
 
 	// DeleteRunWithResponse Delete a finished run
 	//
@@ -4221,16 +2218,25 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/runs/{id}/cancel (the `CancelRun` operationId).
 	CancelRunWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*CancelRunResponse, error)
 
-	// StreamRunLogsWithResponse Stream a run's logs (SSE), or read its persisted logs
+	// StreamRunLogsWithResponse Read a run's persisted logs, or stream them (SSE)
 	//
-	// Without format: a text/event-stream that replays the run's recent lines and follows the live tail. Events: `log` (data: {seq, ts, level, line}; the SSE id is seq, so Last-Event-ID resumes), `truncated` (lines were dropped before the reader saw them), `end` (data: {run_id, status}; the stream closes).
+	// With format: the persisted lines with seq > after, oldest first, at most limit. json is a LogPage; jsonl is one LogLine object per line plus a trailing {"truncated": true} when the per-run cap dropped earlier lines; text is one `ts level line` per line.
 	//
-	// With format=jsonl or format=text: the persisted lines with seq > after, oldest first, at most limit. jsonl is one {seq, ts, level, line} object per line plus a trailing {"truncated": true} when the per-run cap dropped earlier lines; text is one `ts level line` per line.
+	// Without format: the server-sent event stream of GET /v1/runs/{id}/logs/stream, kept here for faucet clients that read it from this path.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/runs/{id}/logs (the `StreamRunLogs` operationId).
 	StreamRunLogsWithResponse(ctx context.Context, id string, params *StreamRunLogsParams, reqEditors ...RequestEditorFn) (*StreamRunLogsResponse, error)
+
+	// FollowRunLogsWithResponse Follow a run's logs (SSE)
+	//
+	// A text/event-stream that replays the run's recent lines and follows the live tail until the run ends. Events: `log` (data: a LogLine; the SSE id is its seq, so Last-Event-ID resumes), `truncated` (data: a LogTruncated; lines were dropped before the reader saw them), `end` (data: a LogEnd; the stream closes). Comments (`: keepalive`) keep an idle stream open. A server holds a bounded number of streams, per run and in all; past them it answers 429 with Retry-After.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/runs/{id}/logs/stream (the `FollowRunLogs` operationId).
+	FollowRunLogsWithResponse(ctx context.Context, id string, params *FollowRunLogsParams, reqEditors ...RequestEditorFn) (*FollowRunLogsResponse, error)
 
 	// ListSchemasWithResponse List the available connectors
 	//
@@ -4259,6 +2265,10 @@ type HealthzResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *HealthStatus
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
 	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationproblemJSONDefault *Problem
 }
@@ -4266,6 +2276,16 @@ type HealthzResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r HealthzResponse) GetJSON200() *HealthStatus {
 	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r HealthzResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r HealthzResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
 }
 
 // GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
@@ -4305,8 +2325,29 @@ func (r HealthzResponse) ContentType() string {
 type MetricsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
 	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationproblemJSONDefault *Problem
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r MetricsResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r MetricsResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r MetricsResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
 }
 
 // GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
@@ -4348,8 +2389,14 @@ type ReadyzResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *ReadyStatus
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *ReadyStatus
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4357,9 +2404,24 @@ func (r ReadyzResponse) GetJSON200() *ReadyStatus {
 	return r.JSON200
 }
 
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ReadyzResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ReadyzResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r ReadyzResponse) GetJSON503() *ReadyStatus {
 	return r.JSON503
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ReadyzResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -4391,6 +2453,11 @@ func (r ReadyzResponse) ContentType() string {
 	return ""
 }
 
+// ListAuditResponse401Headers the declared response headers of an HTTP 401 response for ListAudit
+type ListAuditResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type ListAuditResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4399,13 +2466,17 @@ type ListAuditResponse struct {
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
-	ApplicationproblemJSON401 *Problem
+	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *Problem
-	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
-	ApplicationproblemJSON422 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListAuditResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4419,7 +2490,7 @@ func (r ListAuditResponse) GetApplicationproblemJSON400() *Problem {
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
-func (r ListAuditResponse) GetApplicationproblemJSON401() *Problem {
+func (r ListAuditResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
 }
 
@@ -4428,14 +2499,19 @@ func (r ListAuditResponse) GetApplicationproblemJSON403() *Problem {
 	return r.ApplicationproblemJSON403
 }
 
-// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
-func (r ListAuditResponse) GetApplicationproblemJSON422() *Problem {
-	return r.ApplicationproblemJSON422
-}
-
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
 func (r ListAuditResponse) GetApplicationproblemJSON500() *Problem {
 	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListAuditResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ListAuditResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -4467,6 +2543,11 @@ func (r ListAuditResponse) ContentType() string {
 	return ""
 }
 
+// RunDoctorResponse401Headers the declared response headers of an HTTP 401 response for RunDoctor
+type RunDoctorResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type RunDoctorResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4475,15 +2556,21 @@ type RunDoctorResponse struct {
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
-	ApplicationproblemJSON401 *Problem
+	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *Problem
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RunDoctorResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4497,7 +2584,7 @@ func (r RunDoctorResponse) GetApplicationproblemJSON400() *Problem {
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
-func (r RunDoctorResponse) GetApplicationproblemJSON401() *Problem {
+func (r RunDoctorResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
 }
 
@@ -4511,6 +2598,11 @@ func (r RunDoctorResponse) GetApplicationproblemJSON413() *Problem {
 	return r.ApplicationproblemJSON413
 }
 
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r RunDoctorResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
 func (r RunDoctorResponse) GetApplicationproblemJSON422() *Problem {
 	return r.ApplicationproblemJSON422
@@ -4519,6 +2611,11 @@ func (r RunDoctorResponse) GetApplicationproblemJSON422() *Problem {
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
 func (r RunDoctorResponse) GetApplicationproblemJSON500() *Problem {
 	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r RunDoctorResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -4550,6 +2647,11 @@ func (r RunDoctorResponse) ContentType() string {
 	return ""
 }
 
+// ListRunsResponse401Headers the declared response headers of an HTTP 401 response for ListRuns
+type ListRunsResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type ListRunsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4558,13 +2660,15 @@ type ListRunsResponse struct {
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
-	ApplicationproblemJSON401 *Problem
-	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
-	ApplicationproblemJSON403 *Problem
-	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
-	ApplicationproblemJSON422 *Problem
+	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListRunsResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4578,23 +2682,23 @@ func (r ListRunsResponse) GetApplicationproblemJSON400() *Problem {
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
-func (r ListRunsResponse) GetApplicationproblemJSON401() *Problem {
+func (r ListRunsResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
-}
-
-// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
-func (r ListRunsResponse) GetApplicationproblemJSON403() *Problem {
-	return r.ApplicationproblemJSON403
-}
-
-// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
-func (r ListRunsResponse) GetApplicationproblemJSON422() *Problem {
-	return r.ApplicationproblemJSON422
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
 func (r ListRunsResponse) GetApplicationproblemJSON500() *Problem {
 	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListRunsResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ListRunsResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -4626,6 +2730,16 @@ func (r ListRunsResponse) ContentType() string {
 	return ""
 }
 
+// SubmitRunResponse401Headers the declared response headers of an HTTP 401 response for SubmitRun
+type SubmitRunResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// SubmitRunResponse429Headers the declared response headers of an HTTP 429 response for SubmitRun
+type SubmitRunResponse429Headers struct {
+	RetryAfter int
+}
+
 type SubmitRunResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4634,21 +2748,29 @@ type SubmitRunResponse struct {
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
-	ApplicationproblemJSON401 *Problem
+	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *Problem
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Problem
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *Problem
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
-	ApplicationproblemJSON429 *Problem
+	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SubmitRunResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SubmitRunResponse429Headers
 }
 
 // GetJSON202 returns the response for an HTTP 202 `application/json` response
@@ -4662,7 +2784,7 @@ func (r SubmitRunResponse) GetApplicationproblemJSON400() *Problem {
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
-func (r SubmitRunResponse) GetApplicationproblemJSON401() *Problem {
+func (r SubmitRunResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
 }
 
@@ -4681,13 +2803,18 @@ func (r SubmitRunResponse) GetApplicationproblemJSON413() *Problem {
 	return r.ApplicationproblemJSON413
 }
 
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r SubmitRunResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
 func (r SubmitRunResponse) GetApplicationproblemJSON422() *Problem {
 	return r.ApplicationproblemJSON422
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
-func (r SubmitRunResponse) GetApplicationproblemJSON429() *Problem {
+func (r SubmitRunResponse) GetApplicationproblemJSON429() *TooManyRequests {
 	return r.ApplicationproblemJSON429
 }
 
@@ -4699,6 +2826,11 @@ func (r SubmitRunResponse) GetApplicationproblemJSON500() *Problem {
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
 func (r SubmitRunResponse) GetApplicationproblemJSON503() *Problem {
 	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r SubmitRunResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -4730,25 +2862,34 @@ func (r SubmitRunResponse) ContentType() string {
 	return ""
 }
 
+// DeleteRunResponse401Headers the declared response headers of an HTTP 401 response for DeleteRun
+type DeleteRunResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type DeleteRunResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
-	ApplicationproblemJSON401 *Problem
+	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *Problem
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Problem
-	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
-	ApplicationproblemJSON422 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteRunResponse401Headers
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
-func (r DeleteRunResponse) GetApplicationproblemJSON401() *Problem {
+func (r DeleteRunResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
 }
 
@@ -4767,14 +2908,19 @@ func (r DeleteRunResponse) GetApplicationproblemJSON409() *Problem {
 	return r.ApplicationproblemJSON409
 }
 
-// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
-func (r DeleteRunResponse) GetApplicationproblemJSON422() *Problem {
-	return r.ApplicationproblemJSON422
-}
-
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
 func (r DeleteRunResponse) GetApplicationproblemJSON500() *Problem {
 	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r DeleteRunResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r DeleteRunResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -4806,21 +2952,28 @@ func (r DeleteRunResponse) ContentType() string {
 	return ""
 }
 
+// GetRunResponse401Headers the declared response headers of an HTTP 401 response for GetRun
+type GetRunResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type GetRunResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *RunRecord
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
-	ApplicationproblemJSON401 *Problem
-	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
-	ApplicationproblemJSON403 *Problem
+	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
-	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
-	ApplicationproblemJSON422 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetRunResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4829,13 +2982,8 @@ func (r GetRunResponse) GetJSON200() *RunRecord {
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
-func (r GetRunResponse) GetApplicationproblemJSON401() *Problem {
+func (r GetRunResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
-}
-
-// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
-func (r GetRunResponse) GetApplicationproblemJSON403() *Problem {
-	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -4843,14 +2991,19 @@ func (r GetRunResponse) GetApplicationproblemJSON404() *Problem {
 	return r.ApplicationproblemJSON404
 }
 
-// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
-func (r GetRunResponse) GetApplicationproblemJSON422() *Problem {
-	return r.ApplicationproblemJSON422
-}
-
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
 func (r GetRunResponse) GetApplicationproblemJSON500() *Problem {
 	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetRunResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetRunResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -4882,25 +3035,34 @@ func (r GetRunResponse) ContentType() string {
 	return ""
 }
 
+// CancelRunResponse401Headers the declared response headers of an HTTP 401 response for CancelRun
+type CancelRunResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type CancelRunResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
-	ApplicationproblemJSON401 *Problem
+	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *Problem
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Problem
-	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
-	ApplicationproblemJSON422 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CancelRunResponse401Headers
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
-func (r CancelRunResponse) GetApplicationproblemJSON401() *Problem {
+func (r CancelRunResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
 }
 
@@ -4919,14 +3081,19 @@ func (r CancelRunResponse) GetApplicationproblemJSON409() *Problem {
 	return r.ApplicationproblemJSON409
 }
 
-// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
-func (r CancelRunResponse) GetApplicationproblemJSON422() *Problem {
-	return r.ApplicationproblemJSON422
-}
-
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
 func (r CancelRunResponse) GetApplicationproblemJSON500() *Problem {
 	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CancelRunResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r CancelRunResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -4958,21 +3125,44 @@ func (r CancelRunResponse) ContentType() string {
 	return ""
 }
 
+// StreamRunLogsResponse401Headers the declared response headers of an HTTP 401 response for StreamRunLogs
+type StreamRunLogsResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// StreamRunLogsResponse429Headers the declared response headers of an HTTP 429 response for StreamRunLogs
+type StreamRunLogsResponse429Headers struct {
+	RetryAfter int
+}
+
 type StreamRunLogsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *LogPage
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
-	ApplicationproblemJSON401 *Problem
-	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
-	ApplicationproblemJSON403 *Problem
+	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
-	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
-	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *StreamRunLogsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *StreamRunLogsResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r StreamRunLogsResponse) GetJSON200() *LogPage {
+	return r.JSON200
 }
 
 // GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
@@ -4981,13 +3171,8 @@ func (r StreamRunLogsResponse) GetApplicationproblemJSON400() *Problem {
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
-func (r StreamRunLogsResponse) GetApplicationproblemJSON401() *Problem {
+func (r StreamRunLogsResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
-}
-
-// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
-func (r StreamRunLogsResponse) GetApplicationproblemJSON403() *Problem {
-	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -4995,14 +3180,24 @@ func (r StreamRunLogsResponse) GetApplicationproblemJSON404() *Problem {
 	return r.ApplicationproblemJSON404
 }
 
-// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
-func (r StreamRunLogsResponse) GetApplicationproblemJSON422() *Problem {
-	return r.ApplicationproblemJSON422
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r StreamRunLogsResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
 func (r StreamRunLogsResponse) GetApplicationproblemJSON500() *Problem {
 	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r StreamRunLogsResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r StreamRunLogsResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -5034,17 +3229,121 @@ func (r StreamRunLogsResponse) ContentType() string {
 	return ""
 }
 
+// FollowRunLogsResponse401Headers the declared response headers of an HTTP 401 response for FollowRunLogs
+type FollowRunLogsResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// FollowRunLogsResponse429Headers the declared response headers of an HTTP 429 response for FollowRunLogs
+type FollowRunLogsResponse429Headers struct {
+	RetryAfter int
+}
+
+type FollowRunLogsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *FollowRunLogsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *FollowRunLogsResponse429Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r FollowRunLogsResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r FollowRunLogsResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r FollowRunLogsResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r FollowRunLogsResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r FollowRunLogsResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r FollowRunLogsResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r FollowRunLogsResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r FollowRunLogsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FollowRunLogsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FollowRunLogsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FollowRunLogsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListSchemasResponse401Headers the declared response headers of an HTTP 401 response for ListSchemas
+type ListSchemasResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type ListSchemasResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *SchemasResponse
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
-	ApplicationproblemJSON401 *Problem
-	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
-	ApplicationproblemJSON403 *Problem
+	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListSchemasResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -5053,18 +3352,18 @@ func (r ListSchemasResponse) GetJSON200() *SchemasResponse {
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
-func (r ListSchemasResponse) GetApplicationproblemJSON401() *Problem {
+func (r ListSchemasResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
-}
-
-// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
-func (r ListSchemasResponse) GetApplicationproblemJSON403() *Problem {
-	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
 func (r ListSchemasResponse) GetApplicationproblemJSON500() *Problem {
 	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ListSchemasResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -5096,21 +3395,28 @@ func (r ListSchemasResponse) ContentType() string {
 	return ""
 }
 
+// GetSchemaResponse401Headers the declared response headers of an HTTP 401 response for GetSchema
+type GetSchemaResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type GetSchemaResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *map[string]interface{}
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
-	ApplicationproblemJSON401 *Problem
-	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
-	ApplicationproblemJSON403 *Problem
+	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
-	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
-	ApplicationproblemJSON422 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetSchemaResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -5118,14 +3424,14 @@ func (r GetSchemaResponse) GetJSON200() *map[string]interface{} {
 	return r.JSON200
 }
 
-// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
-func (r GetSchemaResponse) GetApplicationproblemJSON401() *Problem {
-	return r.ApplicationproblemJSON401
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetSchemaResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
 }
 
-// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
-func (r GetSchemaResponse) GetApplicationproblemJSON403() *Problem {
-	return r.ApplicationproblemJSON403
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetSchemaResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
 }
 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -5133,14 +3439,14 @@ func (r GetSchemaResponse) GetApplicationproblemJSON404() *Problem {
 	return r.ApplicationproblemJSON404
 }
 
-// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
-func (r GetSchemaResponse) GetApplicationproblemJSON422() *Problem {
-	return r.ApplicationproblemJSON422
-}
-
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
 func (r GetSchemaResponse) GetApplicationproblemJSON500() *Problem {
 	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetSchemaResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -5172,15 +3478,24 @@ func (r GetSchemaResponse) ContentType() string {
 	return ""
 }
 
+// WhoamiResponse401Headers the declared response headers of an HTTP 401 response for Whoami
+type WhoamiResponse401Headers struct {
+	WWWAuthenticate string
+}
+
 type WhoamiResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Whoami
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
-	ApplicationproblemJSON401 *Problem
+	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *WhoamiResponse401Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -5189,13 +3504,18 @@ func (r WhoamiResponse) GetJSON200() *Whoami {
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
-func (r WhoamiResponse) GetApplicationproblemJSON401() *Problem {
+func (r WhoamiResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
 func (r WhoamiResponse) GetApplicationproblemJSON500() *Problem {
 	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r WhoamiResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -5289,7 +3609,7 @@ func (c *ClientWithResponses) ListAuditWithResponse(ctx context.Context, params 
 
 // RunDoctorWithBodyWithResponse Validate a config and probe its connectors without running it
 //
-// 200 with the report when every probe passed; 422 with the report in error.details when one failed; 400 when the config does not load.
+// 200 with the report when every probe passed; 422 with the report in error.details when one failed; 400 when the config does not load. The body is a JSON DoctorRequest or the config itself as YAML.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -5304,7 +3624,7 @@ func (c *ClientWithResponses) RunDoctorWithBodyWithResponse(ctx context.Context,
 
 // RunDoctorWithResponse Validate a config and probe its connectors without running it
 //
-// 200 with the report when every probe passed; 422 with the report in error.details when one failed; 400 when the config does not load.
+// 200 with the report when every probe passed; 422 with the report in error.details when one failed; 400 when the config does not load. The body is a JSON DoctorRequest or the config itself as YAML.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -5319,7 +3639,7 @@ func (c *ClientWithResponses) RunDoctorWithResponse(ctx context.Context, body Ru
 
 // ListRunsWithResponse List runs
 //
-// A page of runs, newest first (submitted_at, then run_id, descending). Pass next_cursor as cursor for the next page.
+// A page of runs, newest first (submitted_at, then run_id, descending). Pass next_cursor as cursor for the next page. A malformed parameter, or a cursor that names no run (one deleted since), is 400.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -5334,13 +3654,15 @@ func (c *ClientWithResponses) ListRunsWithResponse(ctx context.Context, params *
 
 // SubmitRunWithBodyWithResponse Submit a pipeline run
 //
-// Validates the config synchronously (400 with the parse or schema error), then queues the run and returns at once; poll GET /v1/runs/{id}. With an idempotency_key, a repeat of the same payload returns the existing run (202) and a different payload is 409. A full queue is 429 with Retry-After.
+// Validates the config synchronously (400 with the parse or schema error), then queues the run and returns at once; poll GET /v1/runs/{id}. With an idempotency_key, a repeat of the same payload returns the existing run (202, replayed: true) and a different payload is 409. A full queue is 429 with Retry-After.
+//
+// The body is a JSON SubmitRequest, or the pipeline config itself as YAML (Content-Type application/yaml, application/x-yaml or text/yaml) with the request's other fields as query parameters, which only a YAML body takes (400 with a JSON one).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/runs (the `SubmitRun` operationId).
-func (c *ClientWithResponses) SubmitRunWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SubmitRunResponse, error) {
-	rsp, err := c.SubmitRunWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) SubmitRunWithBodyWithResponse(ctx context.Context, params *SubmitRunParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SubmitRunResponse, error) {
+	rsp, err := c.SubmitRunWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -5349,13 +3671,15 @@ func (c *ClientWithResponses) SubmitRunWithBodyWithResponse(ctx context.Context,
 
 // SubmitRunWithResponse Submit a pipeline run
 //
-// Validates the config synchronously (400 with the parse or schema error), then queues the run and returns at once; poll GET /v1/runs/{id}. With an idempotency_key, a repeat of the same payload returns the existing run (202) and a different payload is 409. A full queue is 429 with Retry-After.
+// Validates the config synchronously (400 with the parse or schema error), then queues the run and returns at once; poll GET /v1/runs/{id}. With an idempotency_key, a repeat of the same payload returns the existing run (202, replayed: true) and a different payload is 409. A full queue is 429 with Retry-After.
+//
+// The body is a JSON SubmitRequest, or the pipeline config itself as YAML (Content-Type application/yaml, application/x-yaml or text/yaml) with the request's other fields as query parameters, which only a YAML body takes (400 with a JSON one).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/runs (the `SubmitRun` operationId).
-func (c *ClientWithResponses) SubmitRunWithResponse(ctx context.Context, body SubmitRunJSONRequestBody, reqEditors ...RequestEditorFn) (*SubmitRunResponse, error) {
-	rsp, err := c.SubmitRun(ctx, body, reqEditors...)
+func (c *ClientWithResponses) SubmitRunWithResponse(ctx context.Context, params *SubmitRunParams, body SubmitRunJSONRequestBody, reqEditors ...RequestEditorFn) (*SubmitRunResponse, error) {
+	rsp, err := c.SubmitRun(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -5405,11 +3729,11 @@ func (c *ClientWithResponses) CancelRunWithResponse(ctx context.Context, id stri
 	return ParseCancelRunResponse(rsp)
 }
 
-// StreamRunLogsWithResponse Stream a run's logs (SSE), or read its persisted logs
+// StreamRunLogsWithResponse Read a run's persisted logs, or stream them (SSE)
 //
-// Without format: a text/event-stream that replays the run's recent lines and follows the live tail. Events: `log` (data: {seq, ts, level, line}; the SSE id is seq, so Last-Event-ID resumes), `truncated` (lines were dropped before the reader saw them), `end` (data: {run_id, status}; the stream closes).
+// With format: the persisted lines with seq > after, oldest first, at most limit. json is a LogPage; jsonl is one LogLine object per line plus a trailing {"truncated": true} when the per-run cap dropped earlier lines; text is one `ts level line` per line.
 //
-// With format=jsonl or format=text: the persisted lines with seq > after, oldest first, at most limit. jsonl is one {seq, ts, level, line} object per line plus a trailing {"truncated": true} when the per-run cap dropped earlier lines; text is one `ts level line` per line.
+// Without format: the server-sent event stream of GET /v1/runs/{id}/logs/stream, kept here for faucet clients that read it from this path.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -5420,6 +3744,21 @@ func (c *ClientWithResponses) StreamRunLogsWithResponse(ctx context.Context, id 
 		return nil, err
 	}
 	return ParseStreamRunLogsResponse(rsp)
+}
+
+// FollowRunLogsWithResponse Follow a run's logs (SSE)
+//
+// A text/event-stream that replays the run's recent lines and follows the live tail until the run ends. Events: `log` (data: a LogLine; the SSE id is its seq, so Last-Event-ID resumes), `truncated` (data: a LogTruncated; lines were dropped before the reader saw them), `end` (data: a LogEnd; the stream closes). Comments (`: keepalive`) keep an idle stream open. A server holds a bounded number of streams, per run and in all; past them it answers 429 with Retry-After.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/runs/{id}/logs/stream (the `FollowRunLogs` operationId).
+func (c *ClientWithResponses) FollowRunLogsWithResponse(ctx context.Context, id string, params *FollowRunLogsParams, reqEditors ...RequestEditorFn) (*FollowRunLogsResponse, error) {
+	rsp, err := c.FollowRunLogs(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFollowRunLogsResponse(rsp)
 }
 
 // ListSchemasWithResponse List the available connectors
@@ -5482,6 +3821,20 @@ func ParseHealthzResponse(rsp *http.Response) (*HealthzResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -5508,6 +3861,27 @@ func ParseMetricsResponse(rsp *http.Response) (*MetricsResponse, error) {
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -5541,12 +3915,33 @@ func ParseReadyzResponse(rsp *http.Response) (*ReadyzResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest ReadyStatus
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
 
 	}
 
@@ -5582,7 +3977,7 @@ func ParseListAuditResponse(rsp *http.Response) (*ListAuditResponse, error) {
 		response.ApplicationproblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
-		var dest Problem
+		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -5595,13 +3990,6 @@ func ParseListAuditResponse(rsp *http.Response) (*ListAuditResponse, error) {
 		}
 		response.ApplicationproblemJSON403 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
-		var dest Problem
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON422 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -5609,6 +3997,33 @@ func ParseListAuditResponse(rsp *http.Response) (*ListAuditResponse, error) {
 		}
 		response.ApplicationproblemJSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListAuditResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -5643,7 +4058,7 @@ func ParseRunDoctorResponse(rsp *http.Response) (*RunDoctorResponse, error) {
 		response.ApplicationproblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
-		var dest Problem
+		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -5663,6 +4078,13 @@ func ParseRunDoctorResponse(rsp *http.Response) (*RunDoctorResponse, error) {
 		}
 		response.ApplicationproblemJSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -5677,6 +4099,26 @@ func ParseRunDoctorResponse(rsp *http.Response) (*RunDoctorResponse, error) {
 		}
 		response.ApplicationproblemJSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers RunDoctorResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -5711,25 +4153,11 @@ func ParseListRunsResponse(rsp *http.Response) (*ListRunsResponse, error) {
 		response.ApplicationproblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
-		var dest Problem
+		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationproblemJSON401 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
-		var dest Problem
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON403 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
-		var dest Problem
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Problem
@@ -5738,6 +4166,33 @@ func ParseListRunsResponse(rsp *http.Response) (*ListRunsResponse, error) {
 		}
 		response.ApplicationproblemJSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListRunsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -5772,7 +4227,7 @@ func ParseSubmitRunResponse(rsp *http.Response) (*SubmitRunResponse, error) {
 		response.ApplicationproblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
-		var dest Problem
+		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -5799,6 +4254,13 @@ func ParseSubmitRunResponse(rsp *http.Response) (*SubmitRunResponse, error) {
 		}
 		response.ApplicationproblemJSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -5807,7 +4269,7 @@ func ParseSubmitRunResponse(rsp *http.Response) (*SubmitRunResponse, error) {
 		response.ApplicationproblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
-		var dest Problem
+		var dest TooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -5827,6 +4289,36 @@ func ParseSubmitRunResponse(rsp *http.Response) (*SubmitRunResponse, error) {
 		}
 		response.ApplicationproblemJSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers SubmitRunResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers SubmitRunResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -5850,7 +4342,7 @@ func ParseDeleteRunResponse(rsp *http.Response) (*DeleteRunResponse, error) {
 		break // No content-type
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
-		var dest Problem
+		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -5877,13 +4369,6 @@ func ParseDeleteRunResponse(rsp *http.Response) (*DeleteRunResponse, error) {
 		}
 		response.ApplicationproblemJSON409 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
-		var dest Problem
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON422 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -5891,6 +4376,33 @@ func ParseDeleteRunResponse(rsp *http.Response) (*DeleteRunResponse, error) {
 		}
 		response.ApplicationproblemJSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DeleteRunResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -5918,18 +4430,11 @@ func ParseGetRunResponse(rsp *http.Response) (*GetRunResponse, error) {
 		response.JSON200 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
-		var dest Problem
+		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationproblemJSON401 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
-		var dest Problem
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Problem
@@ -5938,13 +4443,6 @@ func ParseGetRunResponse(rsp *http.Response) (*GetRunResponse, error) {
 		}
 		response.ApplicationproblemJSON404 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
-		var dest Problem
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON422 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -5952,6 +4450,33 @@ func ParseGetRunResponse(rsp *http.Response) (*GetRunResponse, error) {
 		}
 		response.ApplicationproblemJSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetRunResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -5978,7 +4503,7 @@ func ParseCancelRunResponse(rsp *http.Response) (*CancelRunResponse, error) {
 		break // No content-type
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
-		var dest Problem
+		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -6005,13 +4530,6 @@ func ParseCancelRunResponse(rsp *http.Response) (*CancelRunResponse, error) {
 		}
 		response.ApplicationproblemJSON409 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
-		var dest Problem
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON422 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -6019,6 +4537,33 @@ func ParseCancelRunResponse(rsp *http.Response) (*CancelRunResponse, error) {
 		}
 		response.ApplicationproblemJSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CancelRunResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -6038,6 +4583,13 @@ func ParseStreamRunLogsResponse(rsp *http.Response) (*StreamRunLogsResponse, err
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest LogPage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -6046,18 +4598,11 @@ func ParseStreamRunLogsResponse(rsp *http.Response) (*StreamRunLogsResponse, err
 		response.ApplicationproblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
-		var dest Problem
+		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationproblemJSON401 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
-		var dest Problem
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Problem
@@ -6066,12 +4611,12 @@ func ParseStreamRunLogsResponse(rsp *http.Response) (*StreamRunLogsResponse, err
 		}
 		response.ApplicationproblemJSON404 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
-		var dest Problem
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON422 = &dest
+		response.ApplicationproblemJSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Problem
@@ -6080,6 +4625,137 @@ func ParseStreamRunLogsResponse(rsp *http.Response) (*StreamRunLogsResponse, err
 		}
 		response.ApplicationproblemJSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	case rsp.StatusCode == 200:
+		// Content-type (text/plain) unsupported
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers StreamRunLogsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers StreamRunLogsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseFollowRunLogsResponse parses an HTTP response from a FollowRunLogsWithResponse call
+func ParseFollowRunLogsResponse(rsp *http.Response) (*FollowRunLogsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FollowRunLogsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers FollowRunLogsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers FollowRunLogsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -6107,18 +4783,11 @@ func ParseListSchemasResponse(rsp *http.Response) (*ListSchemasResponse, error) 
 		response.JSON200 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
-		var dest Problem
+		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationproblemJSON401 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
-		var dest Problem
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Problem
@@ -6127,6 +4796,26 @@ func ParseListSchemasResponse(rsp *http.Response) (*ListSchemasResponse, error) 
 		}
 		response.ApplicationproblemJSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListSchemasResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -6153,19 +4842,19 @@ func ParseGetSchemaResponse(rsp *http.Response) (*GetSchemaResponse, error) {
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationproblemJSON401 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
-		var dest Problem
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Problem
@@ -6174,13 +4863,6 @@ func ParseGetSchemaResponse(rsp *http.Response) (*GetSchemaResponse, error) {
 		}
 		response.ApplicationproblemJSON404 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
-		var dest Problem
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON422 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -6188,6 +4870,26 @@ func ParseGetSchemaResponse(rsp *http.Response) (*GetSchemaResponse, error) {
 		}
 		response.ApplicationproblemJSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetSchemaResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -6215,7 +4917,7 @@ func ParseWhoamiResponse(rsp *http.Response) (*WhoamiResponse, error) {
 		response.JSON200 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
-		var dest Problem
+		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -6228,6 +4930,26 @@ func ParseWhoamiResponse(rsp *http.Response) (*WhoamiResponse, error) {
 		}
 		response.ApplicationproblemJSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers WhoamiResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil

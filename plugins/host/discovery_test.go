@@ -95,17 +95,35 @@ func TestThirdPartyPlugin(t *testing.T) {
 	}
 }
 
+// TestDuplicatePluginNames: a connector found twice is taken from the
+// first plugin directory, as a command from the first PATH entry, and the
+// warning names both files.
 func TestDuplicatePluginNames(t *testing.T) {
-	plugins := t.TempDir()
-	a := install(t, linesBin, plugins, "faucet-lines")
-	b := install(t, linesBin, plugins, "faucet-lines-copy")
-	_, err := host.New(context.Background(), host.Options{Executable: faucetBin, Builtins: builtinSpecs(), PluginDirs: []string{plugins}, Logger: testLogger(t)})
-	if err == nil || !strings.Contains(err.Error(), `two connectors are named "lines"`) || !strings.Contains(err.Error(), a) || !strings.Contains(err.Error(), b) {
-		t.Fatalf("error = %v, want a duplicate naming both files", err)
+	first, second := t.TempDir(), t.TempDir()
+	a := install(t, linesBin, first, "faucet-lines")
+	b := install(t, linesBin, second, "faucet-lines")
+	c := install(t, linesBin, second, "faucet-lines-copy")
+	logger, logged := testLog(t)
+	h, err := host.New(context.Background(), host.Options{Executable: faucetBin, Builtins: builtinSpecs(), PluginDirs: []string{first, second}, Logger: logger})
+	if err != nil {
+		t.Fatalf("a connector in two plugin directories broke discovery: %v", err)
 	}
-	assertNoChildren(t)
+	defer func() {
+		h.Close()
+		assertNoChildren(t)
+	}()
+	if got, ok := h.Lookup("lines"); !ok || got.Path != a {
+		t.Errorf("lines is served by %q, want the first directory's %s", got.Path, a)
+	}
+	for _, hidden := range []string{b, c} {
+		if !strings.Contains(logged.String(), `level=WARN msg="connector found twice; the first one found is used" connector=lines using=`+a+" ignoring="+hidden) {
+			t.Errorf("no warning naming %s and the hidden %s:\n%s", a, hidden, logged.String())
+		}
+	}
 }
 
+// TestPluginShadowingABuiltin: a plugin claiming a built-in's name is
+// ignored, with a warning, like a command a shell builtin hides.
 func TestPluginShadowingABuiltin(t *testing.T) {
 	plugins := t.TempDir()
 	// The faucet binary run without arguments is not a plugin; a script that
@@ -115,11 +133,21 @@ func TestPluginShadowingABuiltin(t *testing.T) {
 	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	_, err := host.New(context.Background(), host.Options{Executable: faucetBin, Builtins: builtinSpecs(), PluginDirs: []string{plugins}, Logger: testLogger(t)})
-	if err == nil || !strings.Contains(err.Error(), `two connectors are named "csv": the built-in connector and `+path) {
-		t.Fatalf("error = %v, want the clash with the built-in named", err)
+	logger, logged := testLog(t)
+	h, err := host.New(context.Background(), host.Options{Executable: faucetBin, Builtins: builtinSpecs(), PluginDirs: []string{plugins}, Logger: logger})
+	if err != nil {
+		t.Fatalf("a plugin named like a built-in broke discovery: %v", err)
 	}
-	assertNoChildren(t)
+	defer func() {
+		h.Close()
+		assertNoChildren(t)
+	}()
+	if c, ok := h.Lookup("csv"); !ok || !c.Builtin {
+		t.Errorf("csv = %+v, want the built-in", c)
+	}
+	if !strings.Contains(logged.String(), `using="the built-in connector" ignoring=`+path) {
+		t.Errorf("no warning naming the hidden plugin:\n%s", logged.String())
+	}
 }
 
 func TestPluginFailingTheHandshake(t *testing.T) {

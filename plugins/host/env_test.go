@@ -3,7 +3,9 @@ package host_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -117,4 +119,43 @@ func pluginEnv(t *testing.T, passed []string) map[string]string {
 		}
 	}
 	return env
+}
+
+// TestPluginLifecycleLinesNameTheExecutable: go-plugin's own lines about a
+// process started through nice(1) name the connector's executable, not
+// nice; they are debug detail of the host's log, and none of them reaches
+// the log of the session that used the process.
+func TestPluginLifecycleLinesNameTheExecutable(t *testing.T) {
+	logger, hostLog := testLog(t)
+	h, err := host.New(context.Background(), host.Options{Executable: faucetBin, Builtins: builtinSpecs(), Logger: logger, Nice: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sessionLog := &lockedBuffer{}
+	ctx := pipeline.WithSessionLog(context.Background(), pipeline.SessionLog{Logger: slog.New(slog.NewTextHandler(sessionLog, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	out := filepath.Join(t.TempDir(), "out.jsonl")
+	p := plan(pipeline.Invocation{RowID: "r", Source: cfg("generate", map[string]any{"count": 10}), Sink: cfg("jsonl", map[string]any{"path": out})})
+	if _, err := pipeline.Execute(ctx, p, pipeline.ExecuteOptions{Connectors: h}); err != nil {
+		t.Fatal(err)
+	}
+	h.Close()
+	assertNoChildren(t)
+	nice, err := exec.LookPath("nice")
+	if err != nil {
+		t.Fatalf("nice(1) is needed here: %v", err)
+	}
+	logged := hostLog.String()
+	for _, want := range []string{`level=DEBUG msg="starting plugin" connector=generate path=` + faucetBin, `level=DEBUG msg="plugin process exited" connector=generate plugin=` + faucetBin} {
+		if !strings.Contains(logged, want) {
+			t.Errorf("host log lacks %q:\n%s", want, logged)
+		}
+	}
+	if strings.Contains(logged, nice) {
+		t.Errorf("host log names %s instead of the connector's executable:\n%s", nice, logged)
+	}
+	for _, line := range []string{"starting plugin", "waiting for RPC address", "plugin process exited"} {
+		if strings.Contains(sessionLog.String(), line) {
+			t.Errorf("the session's log got go-plugin's %q:\n%s", line, sessionLog.String())
+		}
+	}
 }

@@ -113,8 +113,11 @@ type Host struct {
 // New discovers the connectors: the built-ins, and every executable in the
 // plugin directories, each started and asked for its Spec (a plugin's name
 // is what its Spec says, never its file name). A plugin that fails the
-// handshake and two connectors with one name are errors. The processes
-// started for discovery stay in the pool, warm.
+// handshake is an error. Of two connectors with one name the first found is
+// used, as a shell runs the first command on PATH: a built-in before any
+// plugin, an earlier plugin directory before a later one, and within a
+// directory the file that sorts first; the hidden one is logged as a
+// warning. The processes started for discovery stay in the pool, warm.
 func New(ctx context.Context, opts Options) (*Host, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -213,11 +216,13 @@ func (h *Host) discover(ctx context.Context) error {
 			continue
 		}
 		if prev, dup := h.connectors[r.c.Name]; dup {
-			where := prev.Path
+			// Like a command on PATH: the built-in, then the first plugin
+			// directory, wins; the one it hides is named, not fatal.
+			used := prev.Path
 			if prev.Builtin {
-				where = "the built-in connector"
+				used = "the built-in connector"
 			}
-			errs = append(errs, fmt.Errorf("two connectors are named %q: %s and %s", r.c.Name, where, r.c.Path))
+			h.log.Warn("connector found twice; the first one found is used", "connector", r.c.Name, "using", used, "ignoring", r.c.Path)
 			r.p.kill()
 			continue
 		}

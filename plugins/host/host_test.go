@@ -154,9 +154,10 @@ func testCancelCommitsExactlyTheAcknowledgedBatches(t *testing.T, _ *host.Host, 
 		acked int64
 	)
 	results, err := pipeline.Execute(ctx, plan(pipeline.Invocation{
-		RowID:  "default",
-		Source: cfg("generate", map[string]any{"count": 50_000_000}),
-		Sink:   cfg("jsonl", map[string]any{"path": out}),
+		RowID:         "default",
+		Source:        cfg("generate", map[string]any{"count": 50_000_000}),
+		Sink:          cfg("jsonl", map[string]any{"path": out, "write_mode": "append"}),
+		SinkWriteMode: "append",
 	}), pipeline.ExecuteOptions{Connectors: h, Progress: func(p pipeline.Progress) {
 		mu.Lock()
 		acked = p.Records
@@ -179,6 +180,51 @@ func testCancelCommitsExactlyTheAcknowledgedBatches(t *testing.T, _ *host.Host, 
 	}
 	if lines := countLines(t, out); lines != n {
 		t.Errorf("output holds %d records, the sink acknowledged %d", lines, n)
+	}
+}
+
+func TestCancelledOverwriteKeepsThePreviousFile(t *testing.T) {
+	modes(t, testCancelledOverwriteKeepsThePreviousFile)
+}
+
+// testCancelledOverwriteKeepsThePreviousFile cancels a run whose sink
+// overwrites its file once batches were acknowledged: the file must still
+// hold what it held before, and nothing of the partial copy may be left.
+func testCancelledOverwriteKeepsThePreviousFile(t *testing.T, _ *host.Host, h pipeline.Connectors) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out.jsonl")
+	const previous = "{\"previous\": true}\n"
+	if err := os.WriteFile(out, []byte(previous), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	results, err := pipeline.Execute(ctx, plan(pipeline.Invocation{
+		RowID:         "default",
+		Source:        cfg("generate", map[string]any{"count": 50_000_000}),
+		Sink:          cfg("jsonl", map[string]any{"path": out}),
+		SinkWriteMode: pipeline.WriteModeOverwrite,
+	}), pipeline.ExecuteOptions{Connectors: h, Progress: func(p pipeline.Progress) {
+		if p.Records >= 100_000 {
+			cancel()
+		}
+	}})
+	if !errors.Is(err, context.Canceled) || !errors.Is(err, pipeline.ErrTargetKept) {
+		t.Fatalf("error = %v, want a cancellation that kept the target", err)
+	}
+	if n := results[0].RecordsWritten; n != 0 {
+		t.Errorf("records written = %d; a discarded overwrite commits none", n)
+	}
+	if got, err := os.ReadFile(out); err != nil || string(got) != previous {
+		t.Errorf("after the cancelled overwrite the file holds %d bytes (%v), want the previous %q", len(got), err, previous)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Errorf("the partial copy was left behind: %v", names)
 	}
 }
 

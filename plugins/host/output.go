@@ -28,8 +28,13 @@ const maxKnownSecrets = 64
 type output struct {
 	host *slog.Logger
 	// name is the connector's: the file name until its Spec names it.
-	name    atomic.Pointer[string]
-	session atomic.Pointer[sessionOutput]
+	name atomic.Pointer[string]
+	// argv is how the plugin is run (its executable, its arguments) and
+	// launcher what runs it when that is another program (nice(1)), which
+	// go-plugin's own lines would otherwise name instead.
+	argv     []string
+	launcher string
+	session  atomic.Pointer[sessionOutput]
 	// idle masks the idle output; nil masks nothing.
 	idle atomic.Pointer[strings.Replacer]
 
@@ -44,8 +49,8 @@ type sessionOutput struct {
 	redact *strings.Replacer
 }
 
-func newOutput(host *slog.Logger, name string) *output {
-	o := &output{host: host}
+func newOutput(host *slog.Logger, name string, argv []string, launcher string) *output {
+	o := &output{host: host, argv: argv, launcher: launcher}
 	o.name.Store(&name)
 	return o
 }
@@ -132,8 +137,9 @@ func (o *output) stream(name string) io.Writer {
 	return &lineWriter{emit: func(line string) { o.log(slog.LevelInfo, line, "stream", name) }}
 }
 
-// hclog is go-plugin's logger for the process: its own lines and the log
-// lines the plugin writes to stderr become the process's output.
+// hclog is go-plugin's logger for the process: its own lines about the
+// process (see hostLine) and the log lines the plugin writes to stderr,
+// which go-plugin relays under a sub-logger named after the executable.
 func (o *output) hclog() hclog.Logger {
 	l := hclog.NewInterceptLogger(&hclog.LoggerOptions{Output: io.Discard, Level: hclog.Trace})
 	l.RegisterSink(hclogSink{o})
@@ -142,7 +148,7 @@ func (o *output) hclog() hclog.Logger {
 
 type hclogSink struct{ out *output }
 
-func (s hclogSink) Accept(_ string, level hclog.Level, msg string, args ...any) {
+func (s hclogSink) Accept(name string, level hclog.Level, msg string, args ...any) {
 	var lvl slog.Level
 	switch {
 	case level >= hclog.Error:
@@ -154,5 +160,38 @@ func (s hclogSink) Accept(_ string, level hclog.Level, msg string, args ...any) 
 	default:
 		lvl = slog.LevelDebug
 	}
+	if name == "" {
+		s.out.hostLine(lvl, msg, args...)
+		return
+	}
 	s.out.log(lvl, msg, args...)
+}
+
+// hostLine logs one of go-plugin's own lines (starting the process, its
+// address, its exit). They are about the pooled process rather than any
+// run, so they go to the host's log, never to a session's; below a warning
+// they are debug detail. They name the plugin's own executable, not the
+// launcher that started it.
+func (o *output) hostLine(level slog.Level, msg string, args ...any) {
+	if level < slog.LevelWarn {
+		level = slog.LevelDebug
+	}
+	args = slices.Clone(args)
+	for i := 0; i+1 < len(args); i += 2 {
+		switch v := args[i+1].(type) {
+		case string:
+			if o.launcher != "" && v == o.launcher && len(o.argv) > 0 {
+				args[i+1] = o.argv[0]
+			}
+		case []string:
+			if o.launcher != "" && len(v) > 0 && v[0] == o.launcher {
+				args[i+1] = o.argv
+			}
+		}
+	}
+	if r := o.idle.Load(); r != nil {
+		msg = r.Replace(msg)
+		args = redactArgs(r, args)
+	}
+	o.host.Log(context.Background(), level, msg, append([]any{"connector", *o.name.Load()}, args...)...)
 }

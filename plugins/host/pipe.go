@@ -146,6 +146,18 @@ func (p *pipeSession) Stop(ctx context.Context) (int64, error) {
 	return p.Wait(ctx)
 }
 
+func (p *pipeSession) Abort(ctx context.Context) error {
+	p.stopOnce.Do(func() {
+		// The sink stops reading, discards the session and answers with
+		// empty stats; a stream that broke instead fails Wait.
+		if err := p.stream.Send(&connectorv1.WriteRequest{Msg: &connectorv1.WriteRequest_Abort{Abort: &connectorv1.WriteAbort{}}}); err == nil {
+			p.stream.CloseSend()
+		}
+	})
+	_, err := p.Wait(ctx)
+	return err
+}
+
 // end releases both processes once: back to the pool, unless translate or
 // Wait found them broken.
 func (p *pipeSession) end() {

@@ -90,7 +90,7 @@ func (h *Host) launch(ctx context.Context, label, path string, args ...string) (
 	cmd.Env = append(cmd.Env, stdout.FDEnv+"=3")
 	dieWithParent(cmd)
 
-	out := newOutput(h.log, label)
+	out := newOutput(h.log, label, append([]string{path}, args...), h.nice)
 	t := &tail{}
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  protocol.Handshake,

@@ -7,6 +7,7 @@ package api
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"strconv"
@@ -60,18 +61,36 @@ func Config() huma.Config {
 	cfg := huma.DefaultConfig(Title, Version)
 	// The /v1 wire format has no $schema member in bodies.
 	cfg.CreateHooks = nil
+	// Register serves the documents as `faucet openapi` prints them, which
+	// huma's own routes would not; its docs page, which loads a viewer from
+	// a CDN, goes with them.
+	cfg.OpenAPIPath, cfg.DocsPath = "", ""
 	cfg.Info.Description = "Submit pipeline runs over HTTP, poll their status, list, cancel and delete them, " +
 		"stream their logs, and read the audit log. Every /v1 operation requires a bearer token " +
 		"unless the server runs with --no-auth; /healthz, /readyz and /metrics are open.\n\n" +
 		"Every error is an RFC 9457 problem document (application/problem+json) that also carries " +
 		"faucet's envelope `error: {code, message, details?}`."
+	cfg.Info.License = &huma.License{Name: LicenseName, Identifier: LicenseName, URL: LicenseURL}
 	cfg.Servers = []*huma.Server{{URL: "http://127.0.0.1:8080", Description: "Default loopback bind"}}
 	cfg.Components.SecuritySchemes = map[string]*huma.SecurityScheme{
 		"bearerAuth": {Type: "http", Scheme: "bearer", Description: "A token from --auth-token, --auth-config, or the admin token file created on first start."},
 	}
+	cfg.Components.Responses = sharedResponses(cfg.Components.Schemas)
+	// DefaultConfig's formats are huma's package-level map: extend a copy.
+	cfg.Formats = maps.Clone(cfg.Formats)
+	for _, ct := range yamlMediaTypes {
+		cfg.Formats[ct] = yamlConfigBody
+	}
 	cfg.Transformers = append(cfg.Transformers, fillInstance)
 	return cfg
 }
+
+// faucet's license, as the API document states it: its SPDX identifier
+// (3.1) and the license text (3.0, which has no identifier).
+const (
+	LicenseName = "Apache-2.0"
+	LicenseURL  = "https://www.apache.org/licenses/LICENSE-2.0"
+)
 
 // New returns the API mounted on mux, with every route registered.
 func New(mux *http.ServeMux, d *Deps) huma.API {
@@ -133,34 +152,27 @@ func (d *Deps) logger() *slog.Logger {
 	return d.Log
 }
 
-// security is the requirement of every authenticated operation.
-var security = []map[string][]string{{"bearerAuth": {}}}
+// measure records every operation's latency and status.
+func (d *Deps) measure(ctx huma.Context, next func(huma.Context)) {
+	start := time.Now()
+	op := ctx.Operation()
+	defer func() {
+		if d.Metrics != nil {
+			d.Metrics.ObserveHTTP(op.OperationID, op.Method, statusText(ctx.Status()), time.Since(start))
+		}
+	}()
+	if host, _, err := net.SplitHostPort(ctx.RemoteAddr()); err == nil {
+		ctx = huma.WithValue(ctx, sourceIPKey{}, host)
+	}
+	next(ctx)
+}
 
-// Operation metadata keys read by the middleware.
-const (
-	metaRole   = "faucet-role"
-	metaAction = "faucet-action"
-)
-
-// middleware authenticates, authorizes (auditing denials) and measures every
-// operation.
-func (d *Deps) middleware(a huma.API) func(huma.Context, func(huma.Context)) {
+// authorize authenticates the caller of a /v1 operation and checks its role
+// against the operation's, auditing denials.
+func (d *Deps) authorize(a huma.API) func(huma.Context, func(huma.Context)) {
 	return func(ctx huma.Context, next func(huma.Context)) {
-		start := time.Now()
 		op := ctx.Operation()
-		defer func() {
-			if d.Metrics != nil {
-				d.Metrics.ObserveHTTP(op.OperationID, op.Method, statusText(ctx.Status()), time.Since(start))
-			}
-		}()
-		if host, _, err := net.SplitHostPort(ctx.RemoteAddr()); err == nil {
-			ctx = huma.WithValue(ctx, sourceIPKey{}, host)
-		}
 		need, _ := op.Metadata[metaRole].(auth.Role)
-		if need == 0 {
-			next(ctx)
-			return
-		}
 		action, _ := op.Metadata[metaAction].(string)
 		if action == "" {
 			action = op.Method + " " + op.Path

@@ -26,35 +26,78 @@ const followRetryAfter = "5"
 
 type logsInput struct {
 	ID          string `path:"id" doc:"Run id."`
-	Format      string `query:"format" enum:"jsonl,text" doc:"Read the persisted lines in this format; omit for the SSE stream."`
 	After       int64  `query:"after" minimum:"0" doc:"Only lines with seq greater than this."`
+	LastEventID string `header:"Last-Event-ID" doc:"SSE resume point: the seq of the last line received; wins over a smaller after."`
+	Format      string `query:"format" enum:"json,jsonl,text" doc:"Read the persisted lines in this format; omit for the event stream of followRunLogs."`
 	Limit       int    `query:"limit" default:"1000" minimum:"1" maximum:"10000" doc:"Most lines to return (persisted read)."`
-	LastEventID string `header:"Last-Event-ID" doc:"SSE resume point: the seq of the last line received."`
+}
+
+// follow is the input of the event stream the request asks for.
+func (in *logsInput) follow() *followInput {
+	return &followInput{ID: in.ID, After: in.After, LastEventID: in.LastEventID}
+}
+
+type followInput struct {
+	ID          string `path:"id" doc:"Run id."`
+	After       int64  `query:"after" minimum:"0" doc:"Only lines with seq greater than this."`
+	LastEventID string `header:"Last-Event-ID" doc:"SSE resume point: the seq of the last line received; wins over a smaller after."`
+}
+
+// from is the seq the reader has seen up to.
+func (in *followInput) from() int64 {
+	if n, err := strconv.ParseInt(in.LastEventID, 10, 64); err == nil && n > in.After {
+		return n
+	}
+	return in.After
+}
+
+// logEventStream documents the text/event-stream body of the log routes. As
+// a whole the body is text, which is what validators of whole bodies check
+// it against; each event's data is one of the log events, which the 3.1
+// document says through contentSchema (OpenAPI 3.2 calls it itemSchema).
+func logEventStream(a huma.API) *huma.MediaType {
+	r := a.OpenAPI().Components.Schemas
+	return &huma.MediaType{Schema: &huma.Schema{
+		Type: huma.TypeString,
+		Description: "The event stream. The data of each event is a LogLine (event log), a LogTruncated " +
+			"(event truncated) or a LogEnd (event end).",
+		Extensions: map[string]any{
+			"contentMediaType": "text/event-stream",
+			"contentSchema": &huma.Schema{OneOf: []*huma.Schema{
+				r.Schema(reflectType[LogLine](), true, ""),
+				r.Schema(reflectType[LogTruncated](), true, ""),
+				r.Schema(reflectType[LogEnd](), true, ""),
+			}},
+		},
+	}}
 }
 
 func reflectType[T any]() reflect.Type { return reflect.TypeOf((*T)(nil)).Elem() }
 
 func (d *Deps) streamRunLogs(ctx context.Context, in *logsInput) (*huma.StreamResponse, error) {
+	if in.Format == "" {
+		return d.followRunLogs(ctx, in.follow())
+	}
+	if _, err := d.Runner.Get(ctx, in.ID); err != nil {
+		return nil, d.runnerError(err)
+	}
+	after := in.follow().from()
+	page, err := d.Store.RunLogList(ctx, in.ID, after, in.Limit)
+	if err != nil {
+		return nil, d.runnerError(fmt.Errorf("read run logs: %w", err))
+	}
+	return &huma.StreamResponse{Body: func(hctx huma.Context) { writePersisted(hctx, in.Format, after, page) }}, nil
+}
+
+func (d *Deps) followRunLogs(ctx context.Context, in *followInput) (*huma.StreamResponse, error) {
 	rec, err := d.Runner.Get(ctx, in.ID)
 	if err != nil {
 		return nil, d.runnerError(err)
 	}
-	after := in.After
-	if in.LastEventID != "" {
-		if n, err := strconv.ParseInt(in.LastEventID, 10, 64); err == nil && n > after {
-			after = n
-		}
-	}
-	if in.Format != "" {
-		page, err := d.Store.RunLogList(ctx, in.ID, after, in.Limit)
-		if err != nil {
-			return nil, d.runnerError(fmt.Errorf("read run logs: %w", err))
-		}
-		return &huma.StreamResponse{Body: func(hctx huma.Context) { writePersisted(hctx, in.Format, page) }}, nil
-	}
+	after := in.from()
 	release, err := d.Follow.Join(in.ID)
 	if err != nil {
-		return nil, NewProblem(http.StatusTooManyRequests, "too_many_requests", err.Error()+"; retry later", nil).
+		return nil, NewProblem(http.StatusTooManyRequests, CodeQueueFull, err.Error()+"; retry later", nil).
 			WithHeader("Retry-After", followRetryAfter)
 	}
 	return &huma.StreamResponse{Body: func(hctx huma.Context) {
@@ -78,10 +121,23 @@ func (d *Deps) streamRunLogs(ctx context.Context, in *logsInput) (*huma.StreamRe
 	}}, nil
 }
 
-func writePersisted(hctx huma.Context, format string, page db.RunLogPage) {
+func writePersisted(hctx huma.Context, format string, after int64, page db.RunLogPage) {
 	bw := bufio.NewWriter(hctx.BodyWriter())
 	defer bw.Flush()
-	if format == "text" {
+	switch format {
+	case "json":
+		out := LogPage{Lines: make([]LogLine, len(page.Lines)), Truncated: page.Truncated, NextAfter: after}
+		for i, l := range page.Lines {
+			out.Lines[i] = toLogLine(l)
+			out.NextAfter = l.Seq
+		}
+		hctx.SetHeader("Content-Type", "application/json")
+		hctx.SetStatus(http.StatusOK)
+		enc := json.NewEncoder(bw)
+		enc.SetEscapeHTML(false)
+		_ = enc.Encode(out)
+		return
+	case "text":
 		hctx.SetHeader("Content-Type", "text/plain; charset=utf-8")
 		hctx.SetStatus(http.StatusOK)
 		if page.Truncated {
@@ -200,9 +256,9 @@ func (d *Deps) tailPersisted(ctx context.Context, s *sseWriter, rec *db.RunRecor
 }
 
 func (d *Deps) sendEnd(ctx context.Context, s *sseWriter, runID string) {
-	status := ""
+	var status RunStatus
 	if rec, err := d.Store.RunGet(ctx, runID); err == nil {
-		status = string(rec.Status)
+		status = RunStatus(rec.Status)
 	}
 	_ = s.event("end", 0, LogEnd{RunID: runID, Status: status})
 }

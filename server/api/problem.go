@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -13,17 +14,43 @@ import (
 // Error codes of the faucet error envelope. They are part of the wire
 // contract: clients switch on them, so they never change once published.
 const (
-	CodeBadConfig       = "bad_config"
-	CodeUnauthorized    = "unauthorized"
-	CodeForbidden       = "forbidden"
-	CodeNotFound        = "not_found"
-	CodeConflict        = "conflict"
-	CodePayloadTooLarge = "payload_too_large"
-	CodeUnprocessable   = "unprocessable"
-	CodeQueueFull       = "queue_full"
-	CodeInternal        = "internal"
-	CodeUnavailable     = "unavailable"
+	CodeBadConfig            ErrorCode = "bad_config"
+	CodeUnauthorized         ErrorCode = "unauthorized"
+	CodeForbidden            ErrorCode = "forbidden"
+	CodeNotFound             ErrorCode = "not_found"
+	CodeRequestTimeout       ErrorCode = "request_timeout"
+	CodeConflict             ErrorCode = "conflict"
+	CodePayloadTooLarge      ErrorCode = "payload_too_large"
+	CodeUnsupportedMediaType ErrorCode = "unsupported_media_type"
+	CodeUnprocessable        ErrorCode = "unprocessable"
+	CodeQueueFull            ErrorCode = "queue_full"
+	CodeInternal             ErrorCode = "internal"
+	CodeUnavailable          ErrorCode = "unavailable"
 )
+
+// statusCodes is the code of an error of each status the API answers with
+// when its producer (usually huma) named none.
+var statusCodes = map[int]ErrorCode{
+	http.StatusBadRequest:            CodeBadConfig,
+	http.StatusUnauthorized:          CodeUnauthorized,
+	http.StatusForbidden:             CodeForbidden,
+	http.StatusNotFound:              CodeNotFound,
+	http.StatusRequestTimeout:        CodeRequestTimeout,
+	http.StatusConflict:              CodeConflict,
+	http.StatusRequestEntityTooLarge: CodePayloadTooLarge,
+	http.StatusUnsupportedMediaType:  CodeUnsupportedMediaType,
+	http.StatusUnprocessableEntity:   CodeUnprocessable,
+	http.StatusTooManyRequests:       CodeQueueFull,
+	http.StatusInternalServerError:   CodeInternal,
+	http.StatusServiceUnavailable:    CodeUnavailable,
+}
+
+// allErrorCodes is the ErrorCode enum: every code the API sends. A new code
+// goes here, and into statusCodes when it is its status's usual one.
+var allErrorCodes = []ErrorCode{
+	CodeBadConfig, CodeUnauthorized, CodeForbidden, CodeNotFound, CodeRequestTimeout, CodeConflict,
+	CodePayloadTooLarge, CodeUnsupportedMediaType, CodeUnprocessable, CodeQueueFull, CodeInternal, CodeUnavailable,
+}
 
 // problemTypePrefix makes each code a distinct RFC 9457 problem type. Tag URIs
 // are the RFC's recommendation for types that are identifiers, not pages.
@@ -33,8 +60,6 @@ const problemTypePrefix = "tag:faucet.dev,2026:problem/"
 // also carries faucet's error envelope, so both problem-aware clients and
 // clients written against faucet's /v1 API read it.
 type Problem struct {
-	_ struct{} `additionalProperties:"true"`
-
 	Type     string    `json:"type" doc:"Problem type URI; one per error code."`
 	Title    string    `json:"title" doc:"Short summary of the problem type (the HTTP status text)."`
 	Status   int       `json:"status" doc:"HTTP status code."`
@@ -48,9 +73,7 @@ type Problem struct {
 // ErrorInfo is faucet's error envelope, kept inside the problem document so
 // existing faucet clients find error.code and error.message where they expect.
 type ErrorInfo struct {
-	_ struct{} `additionalProperties:"true"`
-
-	Code    string         `json:"code" doc:"Machine-readable error code: bad_config (400), unauthorized (401), forbidden (403), not_found (404), conflict (409), payload_too_large (413), unprocessable (422), queue_full (429), internal (500), unavailable (503); other statuses use their snake_case status text."`
+	Code    ErrorCode      `json:"code"`
 	Message string         `json:"message" doc:"Human-readable message."`
 	Details map[string]any `json:"details,omitempty" doc:"Structured context, e.g. a doctor report or validation errors; omitted when empty."`
 }
@@ -88,12 +111,12 @@ func (p *Problem) WithHeader(name, value string) *Problem {
 }
 
 // NewProblem builds a Problem with an explicit code. details may be nil.
-func NewProblem(status int, code, msg string, details map[string]any) *Problem {
+func NewProblem(status int, code ErrorCode, msg string, details map[string]any) *Problem {
 	if len(details) == 0 {
 		details = nil
 	}
 	return &Problem{
-		Type:     problemTypePrefix + code,
+		Type:     problemTypePrefix + string(code),
 		Title:    http.StatusText(status),
 		Status:   status,
 		Detail:   msg,
@@ -102,42 +125,24 @@ func NewProblem(status int, code, msg string, details map[string]any) *Problem {
 }
 
 // codeForStatus is the envelope code of an error whose producer (usually huma
-// itself) only knew the status.
-func codeForStatus(status int) string {
-	switch status {
-	case http.StatusBadRequest:
+// itself) only knew the status. A status the API does not otherwise use is
+// bad input when it is a 4xx and an internal error otherwise, so the code is
+// always one of the enum's.
+func codeForStatus(status int) ErrorCode {
+	if code, ok := statusCodes[status]; ok {
+		return code
+	}
+	if status >= 400 && status < 500 {
 		return CodeBadConfig
-	case http.StatusUnauthorized:
-		return CodeUnauthorized
-	case http.StatusForbidden:
-		return CodeForbidden
-	case http.StatusNotFound:
-		return CodeNotFound
-	case http.StatusConflict:
-		return CodeConflict
-	case http.StatusRequestEntityTooLarge:
-		return CodePayloadTooLarge
-	case http.StatusUnprocessableEntity:
-		return CodeUnprocessable
-	case http.StatusTooManyRequests:
-		return CodeQueueFull
-	case http.StatusServiceUnavailable:
-		return CodeUnavailable
-	case http.StatusInternalServerError:
-		return CodeInternal
 	}
-	text := http.StatusText(status)
-	if text == "" || status >= 500 {
-		return CodeInternal
-	}
-	return strings.ReplaceAll(strings.ToLower(text), " ", "_")
+	return CodeInternal
 }
 
 // newHumaError replaces huma.NewError: every error huma produces (validation,
 // body limits, unknown content types) and every huma.ErrorXXX helper a handler
 // calls comes out as a Problem. Validation failures list each violation under
-// details.errors with its location.
-func newHumaError(status int, msg string, errs ...error) huma.StatusError {
+// details.errors with its location. ctx is nil outside a request.
+func newHumaError(ctx huma.Context, status int, msg string, errs ...error) huma.StatusError {
 	var list []map[string]any
 	for _, err := range errs {
 		if err == nil {
@@ -155,8 +160,19 @@ func newHumaError(status int, msg string, errs ...error) huma.StatusError {
 			if det.Location != "" {
 				item["location"] = det.Location
 			}
-			if det.Value != nil {
+			// The value of the whole body is the body itself: a client
+			// sent it and needs no copy, and it can be megabytes or hold
+			// secrets that would then reach logs and proxies.
+			if det.Value != nil && det.Location != "body" {
 				item["value"] = det.Value
+			}
+			if isParameter(det.Location) && status == http.StatusUnprocessableEntity {
+				// A parameter that does not parse or validate is malformed
+				// input, like an unparsable body: 400, whichever check
+				// caught it, so clients see one status for every bad
+				// parameter. 422 stays for bodies that parse but cannot be
+				// accepted.
+				status = http.StatusBadRequest
 			}
 		}
 		list = append(list, item)
@@ -169,6 +185,13 @@ func newHumaError(status int, msg string, errs ...error) huma.StatusError {
 		// Server-side causes are logged, never echoed: they can carry paths
 		// or connection strings.
 		list = nil
+	}
+	if status == http.StatusRequestEntityTooLarge && ctx != nil {
+		// huma reports the byte count it stopped reading at, one more than
+		// the limit (see Register): name the limit itself.
+		if limit := ctx.Operation().MaxBodyBytes - 1; limit > 0 {
+			msg = fmt.Sprintf("request body is larger than the limit of %d bytes (--body-limit-bytes)", limit)
+		}
 	}
 	var details map[string]any
 	if len(list) > 0 {
@@ -183,6 +206,17 @@ func newHumaError(status int, msg string, errs ...error) huma.StatusError {
 	return NewProblem(status, codeForStatus(status), msg, details)
 }
 
+// isParameter tells a huma error location in a path, query or header
+// parameter ("query.limit") from one in the body ("body.config").
+func isParameter(location string) bool {
+	for _, in := range []string{"path.", "query.", "header.", "cookie."} {
+		if strings.HasPrefix(location, in) {
+			return true
+		}
+	}
+	return false
+}
+
 func describeDetail(item map[string]any) string {
 	s, _ := item["message"].(string)
 	if loc, ok := item["location"].(string); ok {
@@ -194,10 +228,10 @@ func describeDetail(item map[string]any) string {
 func init() {
 	// Every array this API returns is encoded as [] when empty, never null.
 	huma.DefaultArrayNullable = false
-	huma.NewError = newHumaError
-	huma.NewErrorWithContext = func(_ huma.Context, status int, msg string, errs ...error) huma.StatusError {
-		return newHumaError(status, msg, errs...)
+	huma.NewError = func(status int, msg string, errs ...error) huma.StatusError {
+		return newHumaError(nil, status, msg, errs...)
 	}
+	huma.NewErrorWithContext = newHumaError
 }
 
 // fillInstance is a huma transformer stamping the request path on every

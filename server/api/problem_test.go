@@ -64,7 +64,7 @@ func TestEveryErrorIsOneProblemModel(t *testing.T) {
 		name        string
 		body        any
 		status      int
-		code        string
+		code        ErrorCode
 		wantDetails bool
 	}{
 		{"validation", map[string]any{"name": "ab"}, 422, CodeUnprocessable, true},
@@ -88,7 +88,7 @@ func TestEveryErrorIsOneProblemModel(t *testing.T) {
 			if err := json.Unmarshal(resp.Body.Bytes(), &p); err != nil {
 				t.Fatal(err)
 			}
-			if p.Status != c.status || p.Error.Code != c.code || p.Type != problemTypePrefix+c.code ||
+			if p.Status != c.status || p.Error.Code != string(c.code) || p.Type != problemTypePrefix+string(c.code) ||
 				p.Title != http.StatusText(c.status) || p.Detail == "" || p.Detail != p.Error.Message || p.Instance != "/echo" {
 				t.Fatalf("problem = %+v", p)
 			}
@@ -113,8 +113,14 @@ func TestEveryErrorIsOneProblemModel(t *testing.T) {
 	if ok := a.Post("/echo", strings.NewReader(under)); len(under) != 64 || ok.Code != http.StatusOK {
 		t.Fatalf("a %d-byte body must pass, got %d: %s", len(under), ok.Code, ok.Body.String())
 	}
-	if over := a.Post("/echo", strings.NewReader(under+" ")); over.Code != http.StatusRequestEntityTooLarge {
+	over := a.Post("/echo", strings.NewReader(under+" "))
+	if over.Code != http.StatusRequestEntityTooLarge {
 		t.Fatalf("a 65-byte body must be rejected, got %d", over.Code)
+	}
+	// The message states the limit, not the byte huma stopped reading at.
+	var p problemBody
+	if err := json.Unmarshal(over.Body.Bytes(), &p); err != nil || !strings.Contains(p.Detail, "limit of 64 bytes") {
+		t.Fatalf("413 detail %q (%v) does not state the limit of 64 bytes", p.Detail, err)
 	}
 }
 

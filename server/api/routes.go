@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"reflect"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -19,20 +19,23 @@ import (
 	"github.com/faucet-dev/faucet/server/runner"
 )
 
-// Register adds every operation of the API to a.
+// Register adds every operation of the API to a (see groups for the
+// convention every route follows).
 func Register(a huma.API, d *Deps) {
-	a.UseMiddleware(d.middleware(a))
+	a.UseMiddleware(d.measure)
+	serveDocuments(a)
+	g := newGroups(a, d)
 	// huma rejects a body that reaches MaxBodyBytes, so allow one byte more
 	// than the limit: a body of exactly the limit is accepted.
 	maxBody := d.bodyLimit() + 1
 
-	huma.Register(a, huma.Operation{
+	huma.Register(g.public, huma.Operation{
 		OperationID: "healthz", Method: http.MethodGet, Path: "/healthz",
 		Summary: "Liveness probe", Tags: []string{"health"},
 		Description: "200 while the process serves HTTP. Unauthenticated.",
 	}, d.healthz)
 
-	huma.Register(a, huma.Operation{
+	huma.Register(g.public, huma.Operation{
 		OperationID: "readyz", Method: http.MethodGet, Path: "/readyz",
 		Summary: "Readiness probe", Tags: []string{"health"},
 		Description: "200 when the server accepts runs; 503 (same body) while the history database is not reached yet " +
@@ -44,7 +47,7 @@ func Register(a huma.API, d *Deps) {
 		},
 	}, d.readyz)
 
-	huma.Register(a, huma.Operation{
+	huma.Register(g.public, huma.Operation{
 		OperationID: "metrics", Method: http.MethodGet, Path: "/metrics",
 		Summary: "Prometheus metrics", Tags: []string{"health"},
 		Description: "Prometheus text exposition of the run, queue and HTTP metrics. Unauthenticated.",
@@ -53,121 +56,138 @@ func Register(a huma.API, d *Deps) {
 				"text/plain": {Schema: &huma.Schema{Type: huma.TypeString}},
 			}},
 		},
+		Errors: []int{http.StatusServiceUnavailable},
 	}, d.metrics)
 
-	huma.Register(a, huma.Operation{
-		OperationID: "submitRun", Method: http.MethodPost, Path: "/v1/runs",
+	huma.Register(g.v1, huma.Operation{
+		OperationID: "submitRun", Method: http.MethodPost, Path: "/runs",
 		Summary: "Submit a pipeline run", Tags: []string{"runs"},
 		Description: "Validates the config synchronously (400 with the parse or schema error), then queues the run " +
 			"and returns at once; poll GET /v1/runs/{id}. With an idempotency_key, a repeat of the same payload " +
-			"returns the existing run (202) and a different payload is 409. A full queue is 429 with Retry-After.",
-		DefaultStatus: http.StatusAccepted, Security: security, MaxBodyBytes: maxBody,
-		Errors:   []int{400, 401, 403, 409, 413, 422, 429, 503},
-		Metadata: map[string]any{metaRole: auth.Operator, metaAction: "run.submit"},
+			"returns the existing run (202, replayed: true) and a different payload is 409. A full queue is 429 " +
+			"with Retry-After.\n\n" +
+			"The body is a JSON SubmitRequest, or the pipeline config itself as YAML (Content-Type application/yaml, " +
+			"application/x-yaml or text/yaml) with the request's other fields as query parameters, which only a " +
+			"YAML body takes (400 with a JSON one).",
+		DefaultStatus: http.StatusAccepted, MaxBodyBytes: maxBody,
+		RequestBody: yamlRequestBody("The pipeline config itself, in YAML."),
+		Errors:      []int{400, 409, 413, 415, 422, 429, 503},
+		Metadata:    map[string]any{metaRole: auth.Operator, metaAction: "run.submit"},
 	}, d.submitRun)
 
-	huma.Register(a, huma.Operation{
-		OperationID: "listRuns", Method: http.MethodGet, Path: "/v1/runs",
+	huma.Register(g.v1, huma.Operation{
+		OperationID: "listRuns", Method: http.MethodGet, Path: "/runs",
 		Summary: "List runs", Tags: []string{"runs"},
-		Description: "A page of runs, newest first (submitted_at, then run_id, descending). Pass next_cursor as cursor for the next page.",
-		Security:    security, Errors: []int{400, 401, 403, 422},
+		Description: "A page of runs, newest first (submitted_at, then run_id, descending). Pass next_cursor as " +
+			"cursor for the next page. A malformed parameter, or a cursor that names no run (one deleted since), is 400.",
+		Errors:   []int{400, 503},
 		Metadata: map[string]any{metaRole: auth.Viewer},
 	}, d.listRuns)
 
-	huma.Register(a, huma.Operation{
-		OperationID: "getRun", Method: http.MethodGet, Path: "/v1/runs/{id}",
+	huma.Register(g.v1, huma.Operation{
+		OperationID: "getRun", Method: http.MethodGet, Path: "/runs/{id}",
 		Summary: "Get a run", Tags: []string{"runs"},
-		Security: security, Errors: []int{401, 403, 404},
+		Errors:   []int{404, 503},
 		Metadata: map[string]any{metaRole: auth.Viewer},
 	}, d.getRun)
 
-	huma.Register(a, huma.Operation{
-		OperationID: "deleteRun", Method: http.MethodDelete, Path: "/v1/runs/{id}",
+	huma.Register(g.v1, huma.Operation{
+		OperationID: "deleteRun", Method: http.MethodDelete, Path: "/runs/{id}",
 		Summary: "Delete a finished run", Tags: []string{"runs"},
 		Description:   "Deletes a terminal run with its logs and idempotency claim. 409 while the run is queued or running: cancel it first.",
-		DefaultStatus: http.StatusNoContent, Security: security, Errors: []int{401, 403, 404, 409},
+		DefaultStatus: http.StatusNoContent, Errors: []int{404, 409, 503},
 		Metadata: map[string]any{metaRole: auth.Operator, metaAction: "run.delete"},
 	}, d.deleteRun)
 
-	huma.Register(a, huma.Operation{
-		OperationID: "cancelRun", Method: http.MethodPost, Path: "/v1/runs/{id}/cancel",
+	huma.Register(g.v1, huma.Operation{
+		OperationID: "cancelRun", Method: http.MethodPost, Path: "/runs/{id}/cancel",
 		Summary: "Cancel a run", Tags: []string{"runs"},
 		Description: "202 when cancellation was requested: a queued run is cancelled at once, a running run stops at its " +
 			"next batch boundary after its sink flushed. 200 (no-op) when the run had already finished.",
-		DefaultStatus: http.StatusAccepted, Security: security, Errors: []int{401, 403, 404, 409},
+		DefaultStatus: http.StatusAccepted, Errors: []int{404, 409, 503},
 		Responses: map[string]*huma.Response{
 			"200": {Description: "Already terminal; nothing to do."},
 		},
 		Metadata: map[string]any{metaRole: auth.Operator, metaAction: "run.cancel"},
 	}, d.cancelRun)
 
-	huma.Register(a, huma.Operation{
-		OperationID: "streamRunLogs", Method: http.MethodGet, Path: "/v1/runs/{id}/logs",
-		Summary: "Stream a run's logs (SSE), or read its persisted logs", Tags: []string{"runs"},
-		Description: "Without format: a text/event-stream that replays the run's recent lines and follows the live tail. " +
-			"Events: `log` (data: {seq, ts, level, line}; the SSE id is seq, so Last-Event-ID resumes), `truncated` " +
-			"(lines were dropped before the reader saw them), `end` (data: {run_id, status}; the stream closes).\n\n" +
-			"With format=jsonl or format=text: the persisted lines with seq > after, oldest first, at most limit. " +
-			"jsonl is one {seq, ts, level, line} object per line plus a trailing {\"truncated\": true} when the per-run " +
-			"cap dropped earlier lines; text is one `ts level line` per line.",
-		Security: security, Errors: []int{400, 401, 403, 404, 422},
+	huma.Register(g.v1, huma.Operation{
+		OperationID: "streamRunLogs", Method: http.MethodGet, Path: "/runs/{id}/logs",
+		Summary: "Read a run's persisted logs, or stream them (SSE)", Tags: []string{"runs"},
+		Description: "With format: the persisted lines with seq > after, oldest first, at most limit. json is a " +
+			"LogPage; jsonl is one LogLine object per line plus a trailing {\"truncated\": true} when the per-run " +
+			"cap dropped earlier lines; text is one `ts level line` per line.\n\n" +
+			"Without format: the server-sent event stream of GET /v1/runs/{id}/logs/stream, kept here for " +
+			"faucet clients that read it from this path.",
+		Errors: []int{400, 404, 429, 503},
 		Responses: map[string]*huma.Response{
-			"200": {Description: "SSE stream (default), NDJSON (format=jsonl) or plain text (format=text).", Content: map[string]*huma.MediaType{
-				"text/event-stream":    {Schema: &huma.Schema{Type: huma.TypeString}},
-				"application/x-ndjson": {Schema: &huma.Schema{Type: huma.TypeString}},
-				"text/plain":           {Schema: &huma.Schema{Type: huma.TypeString}},
+			"200": {Description: "A LogPage (format=json), NDJSON (format=jsonl), plain text (format=text), or the event stream (no format).", Content: map[string]*huma.MediaType{
+				"application/json":     {Schema: a.OpenAPI().Components.Schemas.Schema(reflectType[LogPage](), true, "")},
+				"application/x-ndjson": {Schema: &huma.Schema{Type: huma.TypeString, Description: "One LogLine object per line, oldest first, then {\"truncated\": true} when the per-run cap dropped earlier lines."}},
+				"text/plain":           {Schema: &huma.Schema{Type: huma.TypeString, Description: "One `ts level line` per line."}},
+				"text/event-stream":    logEventStream(a),
 			}},
 		},
 		Metadata: map[string]any{metaRole: auth.Viewer},
 	}, d.streamRunLogs)
-	// The lines and events of the log stream are not JSON response bodies,
-	// so name their shapes in the components for SDK generators.
-	for _, t := range []reflect.Type{reflectType[LogLine](), reflectType[LogEnd](), reflectType[LogTruncated]()} {
-		a.OpenAPI().Components.Schemas.Schema(t, true, "")
-	}
 
-	huma.Register(a, huma.Operation{
-		OperationID: "listAudit", Method: http.MethodGet, Path: "/v1/audit",
+	huma.Register(g.v1, huma.Operation{
+		OperationID: "followRunLogs", Method: http.MethodGet, Path: "/runs/{id}/logs/stream",
+		Summary: "Follow a run's logs (SSE)", Tags: []string{"runs"},
+		Description: "A text/event-stream that replays the run's recent lines and follows the live tail until the run " +
+			"ends. Events: `log` (data: a LogLine; the SSE id is its seq, so Last-Event-ID resumes), `truncated` " +
+			"(data: a LogTruncated; lines were dropped before the reader saw them), `end` (data: a LogEnd; the " +
+			"stream closes). Comments (`: keepalive`) keep an idle stream open. A server holds a bounded number " +
+			"of streams, per run and in all; past them it answers 429 with Retry-After.",
+		Errors: []int{400, 404, 429, 503},
+		Responses: map[string]*huma.Response{
+			"200": {Description: "The event stream.", Content: map[string]*huma.MediaType{
+				"text/event-stream": logEventStream(a),
+			}},
+		},
+		Metadata: map[string]any{metaRole: auth.Viewer},
+	}, d.followRunLogs)
+
+	huma.Register(g.v1, huma.Operation{
+		OperationID: "listAudit", Method: http.MethodGet, Path: "/audit",
 		Summary: "Read the audit log", Tags: []string{"audit"},
 		Description: "Audited actions (every mutating request and every denial), newest first. Admin only.",
-		Security:    security, Errors: []int{400, 401, 403, 422},
-		Metadata: map[string]any{metaRole: auth.Admin, metaAction: "audit.read"},
+		Errors:      []int{400, 503},
+		Metadata:    map[string]any{metaRole: auth.Admin, metaAction: "audit.read"},
 	}, d.listAudit)
 
-	huma.Register(a, huma.Operation{
-		OperationID: "listSchemas", Method: http.MethodGet, Path: "/v1/schemas",
+	huma.Register(g.v1, huma.Operation{
+		OperationID: "listSchemas", Method: http.MethodGet, Path: "/schemas",
 		Summary: "List the available connectors", Tags: []string{"schemas"},
-		Security: security, Errors: []int{401, 403},
 		Metadata: map[string]any{metaRole: auth.Viewer},
 	}, d.listSchemas)
 
-	huma.Register(a, huma.Operation{
-		OperationID: "getSchema", Method: http.MethodGet, Path: "/v1/schemas/{kind}/{name}",
+	huma.Register(g.v1, huma.Operation{
+		OperationID: "getSchema", Method: http.MethodGet, Path: "/schemas/{kind}/{name}",
 		Summary: "Get a connector's config JSON Schema", Tags: []string{"schemas"},
-		Security: security, Errors: []int{401, 403, 404, 422},
+		Errors:   []int{400, 404},
 		Metadata: map[string]any{metaRole: auth.Viewer},
 	}, d.getSchema)
 
-	huma.Register(a, huma.Operation{
-		OperationID: "runDoctor", Method: http.MethodPost, Path: "/v1/doctor",
+	huma.Register(g.v1, huma.Operation{
+		OperationID: "runDoctor", Method: http.MethodPost, Path: "/doctor",
 		Summary: "Validate a config and probe its connectors without running it", Tags: []string{"doctor"},
-		Description: "200 with the report when every probe passed; 422 with the report in error.details when one failed; 400 when the config does not load.",
-		Security:    security, MaxBodyBytes: maxBody, Errors: []int{400, 401, 403, 413, 422},
+		Description: "200 with the report when every probe passed; 422 with the report in error.details when one failed; " +
+			"400 when the config does not load. The body is a JSON DoctorRequest or the config itself as YAML.",
+		MaxBodyBytes: maxBody, RequestBody: yamlRequestBody("The pipeline config itself, in YAML."),
+		Errors:   []int{400, 413, 415, 422},
 		Metadata: map[string]any{metaRole: auth.Operator, metaAction: "doctor"},
 	}, d.runDoctor)
 
-	huma.Register(a, huma.Operation{
-		OperationID: "whoami", Method: http.MethodGet, Path: "/v1/whoami",
+	huma.Register(g.v1, huma.Operation{
+		OperationID: "whoami", Method: http.MethodGet, Path: "/whoami",
 		Summary: "Show the calling principal", Tags: []string{"auth"},
-		Security: security, Errors: []int{401},
 		Metadata: map[string]any{metaRole: auth.Viewer},
 	}, d.whoami)
 }
 
 // HealthStatus is the body of GET /healthz.
 type HealthStatus struct {
-	_ struct{} `additionalProperties:"true"`
-
 	Status string `json:"status" example:"ok"`
 }
 
@@ -218,14 +238,87 @@ func (d *Deps) readyz(ctx context.Context, _ *struct{}) (*readyzOutput, error) {
 }
 
 func (d *Deps) metrics(context.Context, *struct{}) (*huma.StreamResponse, error) {
+	if d.Metrics == nil {
+		return nil, errUnavailable("this process keeps no metrics")
+	}
 	return &huma.StreamResponse{Body: func(ctx huma.Context) {
 		r, w := humago.Unwrap(ctx)
 		d.Metrics.Handler().ServeHTTP(w, r)
 	}}, nil
 }
 
+// submitInput is a JSON SubmitRequest, or a YAML config with the request's
+// other fields as query parameters, since it has no JSON object to carry them.
 type submitInput struct {
 	Body SubmitRequest
+	// yaml is set when the body is a YAML config (Resolve).
+	yaml bool
+
+	Name           string   `query:"name" maxLength:"256" doc:"YAML body only: display name of the run; defaults to the config's name."`
+	Labels         []string `query:"label,explode" doc:"YAML body only: a label, as key=value (repeatable)."`
+	TimeoutSecs    int64    `query:"timeout_secs" minimum:"1" doc:"YAML body only: cancel the run (status failed) when it executes longer than this."`
+	DoctorFirst    bool     `query:"doctor_first" doc:"YAML body only: probe every connector first; false when omitted."`
+	IdempotencyKey string   `query:"idempotency_key" maxLength:"256" doc:"YAML body only: see SubmitRequest.idempotency_key."`
+	Clock          string   `query:"clock" format:"date-time" doc:"YAML body only: the run's clock (RFC 3339); see SubmitRequest.clock."`
+	Concurrency    int      `query:"concurrency" minimum:"1" maximum:"1024" doc:"YAML body only: override execution.max_concurrent."`
+}
+
+// submitQueryNames are the query parameters of a YAML submit, which a JSON
+// body refuses.
+var submitQueryNames = []string{"name", "label", "timeout_secs", "doctor_first", "idempotency_key", "clock", "concurrency"}
+
+// Resolve tells a YAML body from a JSON one, and refuses query fields that a
+// JSON body would silently override or ignore.
+func (in *submitInput) Resolve(ctx huma.Context) []error {
+	in.yaml = isYAMLBody(ctx.Header("Content-Type"))
+	if in.yaml {
+		return nil
+	}
+	u := ctx.URL()
+	q := u.Query()
+	var errs []error
+	for _, name := range submitQueryNames {
+		if q.Has(name) {
+			errs = append(errs, errBadConfig("query parameter "+name+" is only read with a YAML body; set "+name+" in the JSON body", nil))
+		}
+	}
+	return errs
+}
+
+// request merges the query fields of a YAML submit into its body.
+func (in *submitInput) request() (SubmitRequest, error) {
+	b := in.Body
+	if !in.yaml {
+		return b, nil
+	}
+	q := in
+	if q.Name != "" {
+		b.Name = &q.Name
+	}
+	if len(q.Labels) > 0 {
+		b.Labels = make(map[string]string, len(q.Labels))
+		for _, kv := range q.Labels {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok || k == "" {
+				return b, errBadConfig(fmt.Sprintf("query parameter label: %q is not key=value", kv), nil)
+			}
+			b.Labels[k] = v
+		}
+	}
+	if q.TimeoutSecs > 0 {
+		b.TimeoutSecs = &q.TimeoutSecs
+	}
+	b.DoctorFirst = q.DoctorFirst
+	if q.IdempotencyKey != "" {
+		b.IdempotencyKey = &q.IdempotencyKey
+	}
+	if q.Clock != "" {
+		b.Clock = &q.Clock
+	}
+	if q.Concurrency > 0 {
+		b.Concurrency = &q.Concurrency
+	}
+	return b, nil
 }
 
 type submitOutput struct {
@@ -262,33 +355,37 @@ func labelsError(labels map[string]string) error {
 
 func (d *Deps) submitRun(ctx context.Context, in *submitInput) (*submitOutput, error) {
 	p := principalFrom(ctx)
-	b := in.Body
+	b, err := in.request()
+	if err != nil {
+		return nil, err
+	}
 	if err := labelsError(b.Labels); err != nil {
 		return nil, err
 	}
-	format := b.ConfigFormat
-	if format == "" {
-		format = "yaml"
-	}
 	req := runner.SubmitRequest{
-		Config: b.Config, ConfigFormat: format, Name: b.Name, Labels: b.Labels,
+		Config: b.Config, ConfigFormat: b.ConfigFormat.orYAML(), Name: b.Name, Labels: b.Labels,
 		TimeoutSecs: b.TimeoutSecs, DoctorFirst: b.DoctorFirst, IdempotencyKey: b.IdempotencyKey,
 		Clock: b.Clock, Concurrency: b.Concurrency,
 		Audit: &db.AuditEntry{Principal: p.Name, Role: p.Role.String(), Action: "run.submit", SourceIP: sourceIPFrom(ctx)},
 	}
 	if b.Callback != nil {
-		cb, err := json.Marshal(b.Callback)
+		cb := *b.Callback
+		if cb.Method == "" {
+			cb.Method = http.MethodPost
+		}
+		enc, err := json.Marshal(cb)
 		if err != nil {
 			return nil, errBadConfig("callback: "+err.Error(), nil)
 		}
-		req.Callback = cb
+		req.Callback = enc
 	}
 	res, err := d.Runner.Submit(ctx, req)
 	if err != nil {
 		return nil, d.runnerError(err)
 	}
 	return &submitOutput{Body: SubmitResponse{
-		RunID: res.RunID, Status: string(res.Status), SubmittedAt: res.SubmittedAt.UTC(), Warnings: res.Warnings,
+		RunID: res.RunID, Status: RunStatus(res.Status), SubmittedAt: res.SubmittedAt.UTC(),
+		Replayed: res.Replay, Warnings: res.Warnings,
 	}}, nil
 }
 
@@ -315,6 +412,8 @@ func (d *Deps) runnerError(err error) error {
 		return errConflict("idempotency key reused with a different payload")
 	case errors.Is(err, runner.ErrNotFound):
 		return errNotFound("run not found")
+	case errors.Is(err, db.ErrUnknownCursor):
+		return errBadConfig("query parameter cursor names no run: it is not a next_cursor, or its run was deleted since; list again from the first page", nil)
 	case errors.Is(err, runner.ErrNotTerminal):
 		return errConflict("the run has not finished; cancel it and delete it once it is terminal")
 	case errors.Is(err, runner.ErrNotOwned):
@@ -328,27 +427,28 @@ func (d *Deps) runnerError(err error) error {
 }
 
 type listRunsInput struct {
-	Status []string  `query:"status,explode" enum:"pending,queued,running,sharded,completed,failed,cancelled" doc:"Only runs in these statuses (repeatable)."`
-	Name   string    `query:"name" doc:"Only runs with this name."`
-	Since  time.Time `query:"since" doc:"Only runs submitted at or after this time (RFC 3339)."`
-	Until  time.Time `query:"until" doc:"Only runs submitted before this time (RFC 3339)."`
-	Limit  int       `query:"limit" default:"50" minimum:"1" maximum:"500" doc:"Page size."`
-	Cursor string    `query:"cursor" doc:"next_cursor of the previous page."`
+	Status []RunStatus `query:"status,explode" doc:"Only runs in these statuses (repeatable)."`
+	Name   string      `query:"name" doc:"Only runs with this name."`
+	Since  time.Time   `query:"since" doc:"Only runs submitted at or after this time (RFC 3339)."`
+	Until  time.Time   `query:"until" doc:"Only runs submitted before this time (RFC 3339)."`
+	Limit  int         `query:"limit" default:"50" minimum:"1" maximum:"500" doc:"Page size."`
+	Cursor string      `query:"cursor" maxLength:"256" doc:"next_cursor of the previous page (the id of its last run)."`
 }
 
 // Resolve answers a malformed since or until with 400, as for any bad input.
-func (in *listRunsInput) Resolve(ctx huma.Context) []error { return timeParamErrors(ctx) }
+func (in *listRunsInput) Resolve(ctx huma.Context) []error {
+	return timeParamErrors(ctx, "since", "until")
+}
 
-// timeParamErrors checks the since and until query parameters. huma's own
-// check of a time.Time parameter is a 422 naming only a location; the wire
-// contract answers bad input with 400 bad_config, and this error, a status
-// error, sets the response. Parsing matches huma's, so a value accepted here
-// is one huma decoded.
-func timeParamErrors(ctx huma.Context) []error {
+// timeParamErrors checks date-time query parameters. huma's own message
+// for a bad time.Time parameter names only its location; this one, a Problem
+// that takes precedence, shows the format. Parsing matches huma's, so a value
+// accepted here is one huma decoded.
+func timeParamErrors(ctx huma.Context, names ...string) []error {
 	u := ctx.URL()
 	q := u.Query()
 	var errs []error
-	for _, name := range []string{"since", "until"} {
+	for _, name := range names {
 		v := q.Get(name)
 		if v == "" {
 			continue
@@ -367,7 +467,7 @@ type listRunsOutput struct {
 func (d *Deps) listRuns(ctx context.Context, in *listRunsInput) (*listRunsOutput, error) {
 	f := db.ListFilter{Limit: in.Limit, Cursor: in.Cursor}
 	for _, s := range in.Status {
-		st, err := db.ParseRunStatus(s)
+		st, err := db.ParseRunStatus(string(s))
 		if err != nil {
 			return nil, errBadConfig(err.Error(), nil)
 		}
@@ -447,11 +547,13 @@ type auditInput struct {
 	Action    string    `query:"action" doc:"Only entries of this action."`
 	Since     time.Time `query:"since" doc:"Only entries at or after this time (RFC 3339)."`
 	Until     time.Time `query:"until" doc:"Only entries before this time (RFC 3339)."`
-	Limit     int       `query:"limit" default:"100" minimum:"1" maximum:"1000"`
+	Limit     int       `query:"limit" default:"100" minimum:"1" maximum:"1000" doc:"Most entries to return."`
 }
 
 // Resolve answers a malformed since or until with 400, as for any bad input.
-func (in *auditInput) Resolve(ctx huma.Context) []error { return timeParamErrors(ctx) }
+func (in *auditInput) Resolve(ctx huma.Context) []error {
+	return timeParamErrors(ctx, "since", "until")
+}
 
 type auditOutput struct {
 	Body AuditResponse
@@ -540,14 +642,10 @@ type doctorOutput struct {
 }
 
 func (d *Deps) runDoctor(ctx context.Context, in *doctorInput) (*doctorOutput, error) {
-	format := in.Body.ConfigFormat
-	if format == "" {
-		format = "yaml"
-	}
 	// Audited whatever the report says: a probe reaches out to the
 	// connectors' systems.
 	d.audit(ctx, principalFrom(ctx), "doctor", nil, nil, "ok")
-	rep, err := d.Runner.Doctor(ctx, in.Body.Config, format)
+	rep, err := d.Runner.Doctor(ctx, in.Body.Config, in.Body.ConfigFormat.orYAML())
 	if err != nil {
 		return nil, d.runnerError(err)
 	}
@@ -563,7 +661,7 @@ type whoamiOutput struct {
 
 func (d *Deps) whoami(ctx context.Context, _ *struct{}) (*whoamiOutput, error) {
 	p := principalFrom(ctx)
-	return &whoamiOutput{Body: Whoami{Name: p.Name, Role: p.Role.String(), AuthEnabled: d.Auth.Enabled()}}, nil
+	return &whoamiOutput{Body: Whoami{Name: p.Name, Role: Role(p.Role.String()), AuthEnabled: d.Auth.Enabled()}}, nil
 }
 
 // The states of the history database in ReadyStatus.History.

@@ -12,11 +12,11 @@ import (
 // SubmitRequest is the body of POST /v1/runs.
 type SubmitRequest struct {
 	Config         string            `json:"config" minLength:"1" doc:"The pipeline config, YAML or JSON."`
-	ConfigFormat   string            `json:"config_format,omitempty" enum:"yaml,json" default:"yaml" doc:"Format of config."`
+	ConfigFormat   ConfigFormat      `json:"config_format,omitempty" doc:"Format of config; yaml when omitted."`
 	Name           *string           `json:"name,omitempty" maxLength:"256" doc:"Display name of the run; defaults to the config's name."`
 	Labels         map[string]string `json:"labels,omitempty" maxProperties:"64" doc:"Free-form labels stored on the run record: at most 64, keys of at most 128 bytes, values of at most 1024."`
 	TimeoutSecs    *int64            `json:"timeout_secs,omitempty" minimum:"1" nullable:"true" doc:"Cancel the run (status failed) when it executes longer than this; it flushes within a bounded grace."`
-	DoctorFirst    bool              `json:"doctor_first,omitempty" doc:"Probe every connector first; a failing probe rejects the submission with 422 and the report."`
+	DoctorFirst    bool              `json:"doctor_first,omitempty" doc:"Probe every connector first; a failing probe rejects the submission with 422 and the report. false when omitted."`
 	IdempotencyKey *string           `json:"idempotency_key,omitempty" minLength:"1" maxLength:"256" nullable:"true" doc:"Submitting the same key with the same payload returns the existing run; with a different payload, 409."`
 	Clock          *string           `json:"clock,omitempty" format:"date-time" doc:"The run's clock (RFC 3339), the time backfill ${now...} references resolve to. Recorded on the run and part of the idempotency fingerprint; this server's pipeline configs have no such references, so it does not change the run, and the submission says so in warnings."`
 	Callback       *CallbackSpec     `json:"callback,omitempty" doc:"Completion callback. Stored on the run record; this server version does not deliver callbacks yet and says so in warnings."`
@@ -26,7 +26,7 @@ type SubmitRequest struct {
 // CallbackSpec is a run's completion callback.
 type CallbackSpec struct {
 	URL         string            `json:"url" minLength:"1" doc:"http(s) URL to call when the run reaches a terminal status."`
-	Method      string            `json:"method,omitempty" default:"POST" doc:"HTTP method."`
+	Method      string            `json:"method,omitempty" doc:"HTTP method; POST when omitted."`
 	Headers     map[string]string `json:"headers,omitempty" doc:"Extra request headers. Their values are write-only: run records show them as [REDACTED]."`
 	ExtraFields map[string]any    `json:"extra_fields,omitempty" doc:"Static fields merged into the callback body."`
 	On          []string          `json:"on,omitempty" enum:"completed,failed,cancelled" doc:"Terminal statuses to fire on; empty means all."`
@@ -34,18 +34,15 @@ type CallbackSpec struct {
 
 // SubmitResponse is the 202 body of POST /v1/runs.
 type SubmitResponse struct {
-	_ struct{} `additionalProperties:"true"`
-
 	RunID       string    `json:"run_id" doc:"The run's id (a time-ordered UUIDv7)."`
-	Status      string    `json:"status" enum:"pending,queued,running,sharded,completed,failed,cancelled" doc:"Status at submission, or the replayed run's current status."`
+	Status      RunStatus `json:"status" doc:"Status at submission, or the replayed run's current status."`
 	SubmittedAt time.Time `json:"submitted_at"`
+	Replayed    bool      `json:"replayed" doc:"true when the idempotency_key matched an earlier submission of the same payload: no new run was created, and run_id is that submission's run."`
 	Warnings    []string  `json:"warnings,omitempty" doc:"Non-fatal remarks about the submission."`
 }
 
 // InvocationRecord is the outcome of one invocation of a run.
 type InvocationRecord struct {
-	_ struct{} `additionalProperties:"true"`
-
 	RowID           string  `json:"row_id" doc:"Matrix row id, or \"default\"."`
 	ParentRecordKey *string `json:"parent_record_key" nullable:"true"`
 	RunID           string  `json:"run_id,omitempty"`
@@ -56,12 +53,10 @@ type InvocationRecord struct {
 
 // RunRecord is a run as GET /v1/runs/{id} returns it.
 type RunRecord struct {
-	_ struct{} `additionalProperties:"true"`
-
 	RunID          string             `json:"run_id"`
 	Name           *string            `json:"name" nullable:"true"`
 	Labels         map[string]string  `json:"labels"`
-	Status         string             `json:"status" enum:"pending,queued,running,sharded,completed,failed,cancelled"`
+	Status         RunStatus          `json:"status"`
 	SubmittedAt    time.Time          `json:"submitted_at"`
 	StartedAt      *time.Time         `json:"started_at" nullable:"true"`
 	FinishedAt     *time.Time         `json:"finished_at" nullable:"true"`
@@ -71,7 +66,7 @@ type RunRecord struct {
 	Error          *string            `json:"error" nullable:"true"`
 	IdempotencyKey *string            `json:"idempotency_key" nullable:"true"`
 	DoctorReport   *DoctorReport      `json:"doctor_report,omitempty" doc:"The doctor_first report, when the run was submitted with doctor_first."`
-	Attempt        int                `json:"attempt" doc:"Execution attempt; above 1 only after a cluster failover."`
+	Attempt        int                `json:"attempt" minimum:"0" doc:"How many times the cluster took the run over from a member that stopped executing it (its lease lapsed, or it handed the run back at shutdown); 0 for a run that never changed hands, and always 0 without --cluster."`
 	TimeoutSecs    *int64             `json:"timeout_secs,omitempty"`
 	Clock          *string            `json:"clock,omitempty"`
 	Callback       *CallbackSpec      `json:"callback,omitempty"`
@@ -79,20 +74,16 @@ type RunRecord struct {
 
 // ListResponse is a page of GET /v1/runs.
 type ListResponse struct {
-	_ struct{} `additionalProperties:"true"`
-
 	Runs       []RunRecord `json:"runs"`
 	NextCursor *string     `json:"next_cursor" nullable:"true" doc:"Pass as cursor to read the next page; null on the last page."`
 }
 
 // AuditEntry is one audited control-plane action.
 type AuditEntry struct {
-	_ struct{} `additionalProperties:"true"`
-
 	ID                string    `json:"id" doc:"Time-ordered UUIDv7."`
 	Timestamp         time.Time `json:"timestamp"`
 	Principal         string    `json:"principal"`
-	Role              string    `json:"role" enum:"viewer,operator,admin"`
+	Role              Role      `json:"role"`
 	Action            string    `json:"action" doc:"run.submit, run.cancel, run.delete, or the denied operation."`
 	RunID             *string   `json:"run_id" nullable:"true"`
 	ConfigFingerprint *string   `json:"config_fingerprint" nullable:"true" doc:"sha256 of the submitted config (submit actions)."`
@@ -102,15 +93,11 @@ type AuditEntry struct {
 
 // AuditResponse is the body of GET /v1/audit.
 type AuditResponse struct {
-	_ struct{} `additionalProperties:"true"`
-
 	Entries []AuditEntry `json:"entries"`
 }
 
 // LogLine is one persisted or live log line of a run.
 type LogLine struct {
-	_ struct{} `additionalProperties:"true"`
-
 	Seq   int64     `json:"seq" doc:"Run-scoped sequence number; pass as after to page."`
 	TS    time.Time `json:"ts"`
 	Level string    `json:"level" enum:"debug,info,warn,error"`
@@ -119,24 +106,18 @@ type LogLine struct {
 
 // DoctorReport is the outcome of probing a config's connectors.
 type DoctorReport struct {
-	_ struct{} `additionalProperties:"true"`
-
 	OK          bool               `json:"ok" doc:"true when every probe passed."`
 	Invocations []DoctorInvocation `json:"invocations"`
 }
 
 // DoctorInvocation is the probes of one invocation (matrix row).
 type DoctorInvocation struct {
-	_ struct{} `additionalProperties:"true"`
-
 	RowID  string        `json:"row_id"`
 	Checks []DoctorCheck `json:"checks"`
 }
 
 // DoctorCheck is one connector probe.
 type DoctorCheck struct {
-	_ struct{} `additionalProperties:"true"`
-
 	Role       string `json:"role" enum:"source,sink"`
 	Connector  string `json:"connector"`
 	Name       string `json:"name,omitempty" doc:"What was probed, e.g. connect or write permission."`
@@ -159,32 +140,31 @@ func toDoctorReport(r runner.DoctorReport) DoctorReport {
 
 // LogEnd is the data of the SSE end event: the run finished.
 type LogEnd struct {
-	_ struct{} `additionalProperties:"true"`
-
-	RunID  string `json:"run_id"`
-	Status string `json:"status" doc:"The run's terminal status (empty if it could not be read)."`
+	RunID  string    `json:"run_id"`
+	Status RunStatus `json:"status,omitempty" doc:"The run's terminal status; absent when the history could not be read."`
 }
 
 // LogTruncated is the data of the SSE truncated event: lines were dropped
 // before this reader saw them.
 type LogTruncated struct {
-	_ struct{} `additionalProperties:"true"`
+	Reason string `json:"reason" doc:"Which lines were dropped, and where to read them if they still exist."`
+}
 
-	Reason string `json:"reason"`
+// LogPage is a page of persisted log lines (format=json).
+type LogPage struct {
+	Lines     []LogLine `json:"lines" doc:"Lines with seq greater than after, oldest first, at most limit."`
+	Truncated bool      `json:"truncated" doc:"true when the per-run cap dropped lines before the oldest one kept."`
+	NextAfter int64     `json:"next_after" minimum:"0" doc:"Pass as after to read the lines that follow: the seq of the last line, or this request's after when there are none. A page shorter than limit holds every line persisted so far."`
 }
 
 // ConnectorSummary names one connector of the catalog.
 type ConnectorSummary struct {
-	_ struct{} `additionalProperties:"true"`
-
 	Name        string `json:"name"`
 	Description string `json:"description,omitempty"`
 }
 
 // SchemasResponse is the connector catalog.
 type SchemasResponse struct {
-	_ struct{} `additionalProperties:"true"`
-
 	Sources    []ConnectorSummary `json:"sources"`
 	Sinks      []ConnectorSummary `json:"sinks"`
 	Transforms []ConnectorSummary `json:"transforms" doc:"Always empty: faucet has no transforms yet."`
@@ -193,14 +173,12 @@ type SchemasResponse struct {
 
 // DoctorRequest is the body of POST /v1/doctor.
 type DoctorRequest struct {
-	Config       string `json:"config" minLength:"1"`
-	ConfigFormat string `json:"config_format,omitempty" enum:"yaml,json" default:"yaml"`
+	Config       string       `json:"config" minLength:"1" doc:"The pipeline config, YAML or JSON."`
+	ConfigFormat ConfigFormat `json:"config_format,omitempty" doc:"Format of config; yaml when omitted."`
 }
 
 // ReadyStatus is the body of GET /readyz.
 type ReadyStatus struct {
-	_ struct{} `additionalProperties:"true"`
-
 	Status    string        `json:"status" enum:"ready,not_ready"`
 	HistoryOK bool          `json:"history_ok" doc:"false while the history database does not answer."`
 	History   string        `json:"history" enum:"connecting,ready,unavailable" doc:"The history database: connecting (not reached since the server started; it keeps retrying), ready, or unavailable (it stopped answering)."`
@@ -210,8 +188,6 @@ type ReadyStatus struct {
 
 // ClusterStatus is the cluster part of ReadyStatus.
 type ClusterStatus struct {
-	_ struct{} `additionalProperties:"true"`
-
 	Enabled   bool   `json:"enabled"`
 	Instances int    `json:"instances" doc:"Live cluster members; 0 when cluster mode is off."`
 	Instance  string `json:"instance,omitempty" doc:"This member's instance id (the owner the history records for the runs it executes); empty when cluster mode is off."`
@@ -219,10 +195,8 @@ type ClusterStatus struct {
 
 // Whoami is the calling principal.
 type Whoami struct {
-	_ struct{} `additionalProperties:"true"`
-
 	Name        string `json:"name"`
-	Role        string `json:"role" enum:"viewer,operator,admin"`
+	Role        Role   `json:"role"`
 	AuthEnabled bool   `json:"auth_enabled" doc:"false when the server runs with --no-auth."`
 }
 
@@ -231,7 +205,7 @@ func toRunRecord(r *db.RunRecord) RunRecord {
 		RunID:          r.RunID,
 		Name:           r.Name,
 		Labels:         r.Labels,
-		Status:         string(r.Status),
+		Status:         RunStatus(r.Status),
 		SubmittedAt:    r.SubmittedAt.UTC(),
 		StartedAt:      utcPtr(r.StartedAt),
 		FinishedAt:     utcPtr(r.FinishedAt),
@@ -285,7 +259,7 @@ func utcPtr(t *time.Time) *time.Time {
 
 func toAuditEntry(e db.AuditEntry) AuditEntry {
 	return AuditEntry{
-		ID: e.ID, Timestamp: e.Timestamp.UTC(), Principal: e.Principal, Role: e.Role, Action: e.Action,
+		ID: e.ID, Timestamp: e.Timestamp.UTC(), Principal: e.Principal, Role: Role(e.Role), Action: e.Action,
 		RunID: e.RunID, ConfigFingerprint: e.ConfigFingerprint, SourceIP: e.SourceIP, Result: e.Result,
 	}
 }

@@ -29,7 +29,7 @@ func TestDoctorFirstAndSecretRedaction(t *testing.T) {
 		out := filepath.Join(t.TempDir(), "out.jsonl")
 
 		failing := client.SubmitRequest{Config: gateConfig(out, ", fail_check: true"), DoctorFirst: ptr(true)}
-		resp, err := c.SubmitRunWithResponse(ctx, failing)
+		resp, err := c.SubmitRunWithResponse(ctx, nil, failing)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -51,7 +51,7 @@ func TestDoctorFirstAndSecretRedaction(t *testing.T) {
 
 		// A passing doctor_first stores its report on the run.
 		ok := s.submit(client.SubmitRequest{Config: gateConfig(out, ""), DoctorFirst: ptr(true)})
-		rec := s.await(ok.RunId, client.RunRecordStatusCompleted)
+		rec := s.await(ok.RunId, client.RunStatusCompleted)
 		if rec.DoctorReport == nil || !rec.DoctorReport.Ok || len(rec.DoctorReport.Invocations) != 1 || rec.RecordsWritten != 3 {
 			t.Fatalf("run with doctor_first = %+v", rec)
 		}
@@ -69,7 +69,7 @@ func TestDoctorFirstAndSecretRedaction(t *testing.T) {
 		// A connector error quoting the secret is masked in the record and
 		// in the logs.
 		bad := s.submit(client.SubmitRequest{Config: gateConfig(out, ", fail_read: true")})
-		failed := s.await(bad.RunId, client.RunRecordStatusFailed)
+		failed := s.await(bad.RunId, client.RunStatusFailed)
 		if failed.Error == nil || strings.Contains(*failed.Error, secretPassword) || !strings.Contains(*failed.Error, "[REDACTED]") {
 			t.Fatalf("failed run error = %v", deref(failed.Error))
 		}
@@ -125,7 +125,7 @@ func testRBACAndAudit(t *testing.T, h history) {
 	}
 
 	// The viewer reads but may not submit; the denial is audited.
-	denied, err := viewer.SubmitRunWithResponse(ctx, client.SubmitRequest{Config: generateToFile(1, out)})
+	denied, err := viewer.SubmitRunWithResponse(ctx, nil, client.SubmitRequest{Config: generateToFile(1, out)})
 	if err != nil || denied.StatusCode() != http.StatusForbidden || denied.ApplicationproblemJSON403 == nil ||
 		denied.ApplicationproblemJSON403.Error.Code != "forbidden" {
 		t.Fatalf("viewer submit: %v %d %s", err, denied.StatusCode(), denied.Body)
@@ -141,11 +141,11 @@ func testRBACAndAudit(t *testing.T, h history) {
 	}
 
 	// The operator submits and cancels.
-	sub, err := operator.SubmitRunWithResponse(ctx, client.SubmitRequest{Config: generateToFile(4, out)})
+	sub, err := operator.SubmitRunWithResponse(ctx, nil, client.SubmitRequest{Config: generateToFile(4, out)})
 	if err != nil || sub.JSON202 == nil {
 		t.Fatalf("operator submit: %v %d %s", err, sub.StatusCode(), sub.Body)
 	}
-	s.await(sub.JSON202.RunId, client.RunRecordStatusCompleted)
+	s.await(sub.JSON202.RunId, client.RunStatusCompleted)
 
 	for token, want := range map[string]string{"viewer-token-789": "vera/viewer", "operator-token-123": "otto/operator", "admin-token-456": "ada/admin"} {
 		w, err := s.client(token).WhoamiWithResponse(ctx)
@@ -161,7 +161,7 @@ func testRBACAndAudit(t *testing.T, h history) {
 	}
 	var sawDenial, sawSubmit bool
 	for _, e := range audit.JSON200.Entries {
-		if e.Principal == "vera" && e.Role == client.AuditEntryRoleViewer && e.Action == "run.submit" && e.Result == client.Denied {
+		if e.Principal == "vera" && e.Role == client.Viewer && e.Action == "run.submit" && e.Result == client.Denied {
 			sawDenial = true
 		}
 		if e.Principal == "otto" && e.Action == "run.submit" && e.Result == client.Ok && e.RunId != nil && *e.RunId == sub.JSON202.RunId &&
@@ -202,14 +202,14 @@ func testBadRequests(t *testing.T, h history) {
 	out := filepath.Join(t.TempDir(), "out.jsonl")
 
 	big := generateToFile(1, out) + "# " + strings.Repeat("x", 4096) + "\n"
-	r, err := c.SubmitRunWithResponse(ctx, client.SubmitRequest{Config: big})
+	r, err := c.SubmitRunWithResponse(ctx, nil, client.SubmitRequest{Config: big})
 	if err != nil || r.StatusCode() != http.StatusRequestEntityTooLarge || r.ApplicationproblemJSON413 == nil ||
 		r.ApplicationproblemJSON413.Error.Code != "payload_too_large" {
 		t.Fatalf("oversized body: %v %d %s", err, r.StatusCode(), r.Body)
 	}
 
 	malformed := "version: 1\npipeline:\n  source: {type: generate, config: {count: 1}\n  sink: [unclosed\n"
-	r, err = c.SubmitRunWithResponse(ctx, client.SubmitRequest{Config: malformed})
+	r, err = c.SubmitRunWithResponse(ctx, nil, client.SubmitRequest{Config: malformed})
 	if err != nil || r.StatusCode() != http.StatusBadRequest || r.ApplicationproblemJSON400 == nil || r.ApplicationproblemJSON400.Error.Code != "bad_config" {
 		t.Fatalf("malformed YAML: %v %d %s", err, r.StatusCode(), r.Body)
 	}
@@ -217,17 +217,17 @@ func testBadRequests(t *testing.T, h history) {
 		t.Fatalf("malformed YAML error does not name line and column: %q", msg)
 	}
 
-	r, err = c.SubmitRunWithResponse(ctx, client.SubmitRequest{Config: strings.Replace(generateToFile(1, out), "generate", "nosuchsource", 1)})
+	r, err = c.SubmitRunWithResponse(ctx, nil, client.SubmitRequest{Config: strings.Replace(generateToFile(1, out), "generate", "nosuchsource", 1)})
 	if err != nil || r.StatusCode() != http.StatusBadRequest || !strings.Contains(r.ApplicationproblemJSON400.Error.Message, "generate") {
 		t.Fatalf("unknown connector: %v %d %s", err, r.StatusCode(), r.Body)
 	}
 
-	r, err = c.SubmitRunWithBodyWithResponse(ctx, "application/json", strings.NewReader(`{"config": `))
+	r, err = c.SubmitRunWithBodyWithResponse(ctx, nil, "application/json", strings.NewReader(`{"config": `))
 	if err != nil || r.StatusCode() != http.StatusBadRequest || problemOf(t, r.Body).Error.Code != "bad_config" {
 		t.Fatalf("malformed JSON body: %v %d %s", err, r.StatusCode(), r.Body)
 	}
 
-	r, err = c.SubmitRunWithResponse(ctx, client.SubmitRequest{Config: generateToFile(1, out), TimeoutSecs: ptr(int64(0))})
+	r, err = c.SubmitRunWithResponse(ctx, nil, client.SubmitRequest{Config: generateToFile(1, out), TimeoutSecs: ptr(int64(0))})
 	if err != nil || r.StatusCode() != http.StatusUnprocessableEntity || r.ApplicationproblemJSON422 == nil {
 		t.Fatalf("timeout_secs 0: %v %d %s", err, r.StatusCode(), r.Body)
 	}

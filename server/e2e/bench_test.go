@@ -53,7 +53,7 @@ func BenchmarkSubmit(b *testing.B) {
 								return
 							}
 							t0 := time.Now()
-							r, err := c.SubmitRunWithResponse(context.Background(), client.SubmitRequest{Config: cfg})
+							r, err := c.SubmitRunWithResponse(context.Background(), nil, client.SubmitRequest{Config: cfg})
 							lat[i] = time.Since(t0)
 							if err != nil || r.JSON202 == nil {
 								b.Errorf("submit: %v %s", err, r.Body)
@@ -91,7 +91,7 @@ func BenchmarkTrivialRuns(b *testing.B) {
 				defer wg.Done()
 				cfg := generateToFile(10, filepath.Join(dir, fmt.Sprintf("out-%d.jsonl", w)))
 				for next.Add(1) <= int64(b.N) {
-					r, err := c.SubmitRunWithResponse(context.Background(), client.SubmitRequest{Config: cfg})
+					r, err := c.SubmitRunWithResponse(context.Background(), nil, client.SubmitRequest{Config: cfg})
 					if err != nil || r.JSON202 == nil {
 						b.Errorf("submit: %v %s", err, r.Body)
 						return
@@ -104,7 +104,7 @@ func BenchmarkTrivialRuns(b *testing.B) {
 		b.StopTimer()
 		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "runs/s")
 		st := s.get(lastRun(b, s))
-		if st.Status != client.RunRecordStatusCompleted || st.RecordsWritten != 10 {
+		if st.Status != client.RunStatusCompleted || st.RecordsWritten != 10 {
 			b.Fatalf("last run = %+v", st)
 		}
 	})
@@ -135,7 +135,7 @@ func drain(b *testing.B, s *server) {
 	b.Helper()
 	for {
 		r, err := s.admin().ListRunsWithResponse(context.Background(), &client.ListRunsParams{
-			Status: &[]client.ListRunsParamsStatus{client.ListRunsParamsStatusQueued, client.ListRunsParamsStatusPending, client.ListRunsParamsStatusRunning},
+			Status: &[]client.RunStatus{client.RunStatusQueued, client.RunStatusPending, client.RunStatusRunning},
 			Limit:  ptr(int64(1)),
 		})
 		if err != nil || r.JSON200 == nil {

@@ -48,7 +48,7 @@ func BenchmarkClusterTrivialRuns(b *testing.B) {
 					c := members[w%n].admin()
 					cfg := generateToFile(10, filepath.Join(dir, fmt.Sprintf("out-%d.jsonl", w)))
 					for next.Add(1) <= int64(b.N) {
-						r, err := c.SubmitRunWithResponse(context.Background(), client.SubmitRequest{Config: cfg})
+						r, err := c.SubmitRunWithResponse(context.Background(), nil, client.SubmitRequest{Config: cfg})
 						if err != nil || r.JSON202 == nil {
 							b.Errorf("submit: %v %s", err, r.Body)
 							return
@@ -63,7 +63,7 @@ func BenchmarkClusterTrivialRuns(b *testing.B) {
 			servers, plugins := cpu.used()
 			b.ReportMetric(servers.Seconds()*1000/float64(b.N), "server-cpu-ms/run")
 			b.ReportMetric(plugins.Seconds()*1000/float64(b.N), "plugin-cpu-ms/run")
-			if st := members[0].get(lastRun(b, members[0].server)); st.Status != client.RunRecordStatusCompleted || st.RecordsWritten != 10 {
+			if st := members[0].get(lastRun(b, members[0].server)); st.Status != client.RunStatusCompleted || st.RecordsWritten != 10 {
 				b.Fatalf("last run = %+v", st)
 			}
 		})
@@ -96,7 +96,7 @@ func BenchmarkClusterReclaim(b *testing.B) {
 		total += time.Since(killed)
 		b.StopTimer()
 		survivor.admin().CancelRunWithResponse(context.Background(), id)
-		survivor.await(id, client.RunRecordStatusCancelled)
+		survivor.await(id, client.RunStatusCancelled)
 		done++
 	}
 	b.ReportMetric(total.Seconds()/float64(b.N), "s-to-reclaim")

@@ -309,7 +309,7 @@ func TestClusterRunsEachRunExactlyOnce(t *testing.T) {
 				for i := w; i < runs; i += 6 {
 					m := members[i%len(members)]
 					sub := m.submit(client.SubmitRequest{Config: appendTo(rows, filepath.Join(dir, fmt.Sprintf("run-%03d.jsonl", i)))})
-					if sub.Status != client.SubmitResponseStatusPending {
+					if sub.Status != client.RunStatusPending {
 						t.Errorf("a clustered submit answered %s, want pending", sub.Status)
 					}
 					if sub.Warnings == nil || !strings.Contains(strings.Join(*sub.Warnings, "\n"), "at-least-once") {
@@ -321,7 +321,7 @@ func TestClusterRunsEachRunExactlyOnce(t *testing.T) {
 		}
 		wg.Wait()
 		for i, id := range ids {
-			rec := members[(i+1)%len(members)].await(id, client.RunRecordStatusCompleted)
+			rec := members[(i+1)%len(members)].await(id, client.RunStatusCompleted)
 			if rec.RecordsWritten != rows || rec.Attempt != 0 {
 				t.Fatalf("run %d = %+v", i, rec)
 			}
@@ -358,7 +358,7 @@ func TestClusterSurvivorsTakeOverAKilledMembersRuns(t *testing.T) {
 		}
 		// Kill the member that claimed the first run while it runs.
 		victim := awaitClaim(t, members[0], members, ids[0], 0)
-		members[0].await(ids[0], client.RunRecordStatusRunning)
+		members[0].await(ids[0], client.RunStatusRunning)
 		victim.kill9()
 		var survivor *member
 		for _, m := range members {
@@ -369,7 +369,7 @@ func TestClusterSurvivorsTakeOverAKilledMembersRuns(t *testing.T) {
 
 		reclaimed := 0
 		for i, id := range ids {
-			rec := survivor.await(id, client.RunRecordStatusCompleted)
+			rec := survivor.await(id, client.RunStatusCompleted)
 			if rec.RecordsWritten != rows {
 				t.Fatalf("run %d = %+v", i, rec)
 			}
@@ -420,7 +420,7 @@ func TestClusterMemberHandsItsRunsOverOnSIGTERM(t *testing.T) {
 			ids = append(ids, members[i].submit(client.SubmitRequest{Config: holdFor(4, 1500, filepath.Join(dir, fmt.Sprintf("run-%d.jsonl", i)))}).RunId)
 		}
 		leaving := awaitClaim(t, members[0], members, ids[0], 0)
-		members[0].await(ids[0], client.RunRecordStatusRunning)
+		members[0].await(ids[0], client.RunStatusRunning)
 		staying := members[0]
 		if staying == leaving {
 			staying = members[1]
@@ -433,7 +433,7 @@ func TestClusterMemberHandsItsRunsOverOnSIGTERM(t *testing.T) {
 			t.Fatalf("the leaving member exited with %v\n%s", leaving.waitErr, leaving.stderr.String())
 		}
 		for i, id := range ids {
-			rec := staying.await(id, client.RunRecordStatusCompleted)
+			rec := staying.await(id, client.RunStatusCompleted)
 			if rec.RecordsWritten != 4 {
 				t.Fatalf("run %d = %+v", i, rec)
 			}
@@ -470,7 +470,7 @@ func TestClusterPoisonsARunThatKillsEveryMember(t *testing.T) {
 			}
 			members[dead] = startMember(t, hist)
 		}
-		rec := members[0].await(id, client.RunRecordStatusFailed)
+		rec := members[0].await(id, client.RunStatusFailed)
 		if rec.Attempt != maxAttempts || rec.Error == nil || !strings.Contains(*rec.Error, "poison") {
 			t.Fatalf("poisoned run = attempt %d, error %s", rec.Attempt, deref(rec.Error))
 		}
@@ -505,10 +505,10 @@ func TestClusterCancelReachesAnotherMembersRun(t *testing.T) {
 		dir := t.TempDir()
 		var running []string
 		for i := range 2 {
-			running = append(running, members[i].submit(client.SubmitRequest{Config: holding(3, filepath.Join(dir, fmt.Sprintf("hold-%d.jsonl", i)))}).RunId)
+			running = append(running, members[i].submit(client.SubmitRequest{Config: holdingAppend(3, filepath.Join(dir, fmt.Sprintf("hold-%d.jsonl", i)))}).RunId)
 		}
 		for _, id := range running {
-			members[0].await(id, client.RunRecordStatusRunning)
+			members[0].await(id, client.RunStatusRunning)
 		}
 		// Every slot is taken: a third run stays pending, and a cancel ends
 		// it at once.
@@ -517,7 +517,7 @@ func TestClusterCancelReachesAnotherMembersRun(t *testing.T) {
 		if err != nil || resp.StatusCode() != http.StatusAccepted {
 			t.Fatalf("cancel pending run: %v %d", err, resp.StatusCode())
 		}
-		if st := members[0].get(pending).Status; st != client.RunRecordStatusCancelled {
+		if st := members[0].get(pending).Status; st != client.RunStatusCancelled {
 			t.Fatalf("cancelled pending run is %s", st)
 		}
 		// A cancel on one member stops the run another member executes.
@@ -539,7 +539,7 @@ func TestClusterCancelReachesAnotherMembersRun(t *testing.T) {
 			if err != nil || resp.StatusCode() != http.StatusAccepted {
 				t.Fatalf("cancel on the other member: %v %d", err, resp.StatusCode())
 			}
-			rec := other.await(id, client.RunRecordStatusCancelled)
+			rec := other.await(id, client.RunStatusCancelled)
 			if rec.RecordsWritten != 3 {
 				t.Fatalf("cancelled run = %+v, want the 3 acknowledged records", rec)
 			}
@@ -562,7 +562,7 @@ func awaitSharded(t *testing.T, via *member, runID string) client.RunRecord {
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
 		rec := via.get(runID)
-		if rec.Status == client.RunRecordStatusCompleted {
+		if rec.Status == client.RunStatusCompleted {
 			return rec
 		}
 		if isTerminal(rec.Status) || time.Now().After(deadline) {
@@ -640,7 +640,7 @@ func TestClusterCancelStopsEveryShard(t *testing.T) {
 	if err != nil || resp.StatusCode() != http.StatusAccepted {
 		t.Fatalf("cancel: %v %d %s", err, resp.StatusCode(), resp.Body)
 	}
-	rec := members[1].await(id, client.RunRecordStatusCancelled)
+	rec := members[1].await(id, client.RunStatusCancelled)
 	if rec.FinishedAt == nil {
 		t.Fatalf("cancelled sharded run = %+v", rec)
 	}
@@ -777,7 +777,7 @@ func TestClusterRidesOutAPostgresRestart(t *testing.T) {
 				}
 				m := members[w]
 				cfg := holdFor(2, 200, filepath.Join(dir, fmt.Sprintf("w%d-%d.jsonl", w, i)))
-				resp, err := m.admin().SubmitRunWithResponse(ctx, client.SubmitRequest{Config: cfg})
+				resp, err := m.admin().SubmitRunWithResponse(ctx, nil, client.SubmitRequest{Config: cfg})
 				mu.Lock()
 				switch {
 				case err == nil && resp.JSON202 != nil:
@@ -811,7 +811,7 @@ func TestClusterRidesOutAPostgresRestart(t *testing.T) {
 		}
 	}
 	for _, id := range accepted {
-		if rec := members[0].await(id, client.RunRecordStatusCompleted); rec.RecordsWritten != 2 {
+		if rec := members[0].await(id, client.RunStatusCompleted); rec.RecordsWritten != 2 {
 			t.Fatalf("run %s = %+v", id, rec)
 		}
 	}

@@ -80,7 +80,7 @@ func requireAdmin(t *testing.T, s *server, token string) {
 		t.Fatalf("admin request with the token: %v %d %s", err, r.StatusCode(), r.Body)
 	}
 	w, err := s.client(token).WhoamiWithResponse(context.Background())
-	if err != nil || w.JSON200 == nil || w.JSON200.Role != client.WhoamiRoleAdmin {
+	if err != nil || w.JSON200 == nil || w.JSON200.Role != client.Admin {
 		t.Fatalf("whoami with the token: %v %s", err, w.Body)
 	}
 }
@@ -101,9 +101,9 @@ func TestEnvironmentVariablesSetFlags(t *testing.T) {
 
 	// One run in flight and one queued fill what the variables allow.
 	a := s.submit(client.SubmitRequest{Config: holding(1, filepath.Join(t.TempDir(), "a.jsonl"))})
-	s.await(a.RunId, client.RunRecordStatusRunning)
+	s.await(a.RunId, client.RunStatusRunning)
 	b := s.submit(client.SubmitRequest{Config: holding(1, filepath.Join(t.TempDir(), "b.jsonl"))})
-	r, err := s.admin().SubmitRunWithResponse(context.Background(), client.SubmitRequest{Config: generateToFile(1, filepath.Join(t.TempDir(), "c.jsonl"))})
+	r, err := s.admin().SubmitRunWithResponse(context.Background(), nil, client.SubmitRequest{Config: generateToFile(1, filepath.Join(t.TempDir(), "c.jsonl"))})
 	if err != nil || r.StatusCode() != http.StatusTooManyRequests {
 		t.Fatalf("third submit with FAUCET_MAX_QUEUED_RUNS=1: %v %d %s", err, r.StatusCode(), r.Body)
 	}
@@ -111,7 +111,7 @@ func TestEnvironmentVariablesSetFlags(t *testing.T) {
 		if _, err := s.admin().CancelRunWithResponse(context.Background(), id); err != nil {
 			t.Fatal(err)
 		}
-		s.await(id, client.RunRecordStatusCancelled)
+		s.await(id, client.RunStatusCancelled)
 	}
 }
 
@@ -169,7 +169,7 @@ func TestDefaultConfigIsMergedUnderTheSubmittedOne(t *testing.T) {
 	// the connector types come from the defaults.
 	out := filepath.Join(dir, "out.jsonl")
 	sub := s.submit(client.SubmitRequest{Config: "pipeline:\n  source: {config: {count: 3}}\n  sink: {config: {path: \"" + out + "\"}}\n"})
-	rec := s.await(sub.RunId, client.RunRecordStatusCompleted)
+	rec := s.await(sub.RunId, client.RunStatusCompleted)
 	if rec.RecordsWritten != 3 || rec.Name == nil || *rec.Name != "from-defaults" {
 		t.Fatalf("merged run = %+v", rec)
 	}
@@ -182,7 +182,7 @@ func TestDefaultConfigIsMergedUnderTheSubmittedOne(t *testing.T) {
 
 	// A config that says nothing of a field takes the default whole.
 	bare := s.submit(client.SubmitRequest{Config: "pipeline:\n  sink: {config: {path: \"" + out + "\"}}\n"})
-	if rec := s.await(bare.RunId, client.RunRecordStatusCompleted); rec.RecordsWritten != 7 {
+	if rec := s.await(bare.RunId, client.RunStatusCompleted); rec.RecordsWritten != 7 {
 		t.Fatalf("run with the default row count = %+v", rec)
 	}
 }
@@ -194,7 +194,7 @@ func TestPluginsRunAtALowerPriority(t *testing.T) {
 	t.Parallel()
 	s := start(t, serverOpts{})
 	id := s.submit(client.SubmitRequest{Config: generateToFile(5, filepath.Join(t.TempDir(), "out.jsonl"))}).RunId
-	s.await(id, client.RunRecordStatusCompleted)
+	s.await(id, client.RunStatusCompleted)
 	pids := childPIDs(s.cmd.Process.Pid)
 	if len(pids) == 0 {
 		t.Fatal("no warm plugin process after a run")
@@ -211,5 +211,21 @@ func TestPluginsRunAtALowerPriority(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "--plugin-nice must be between 0 and 19 (got 25)") {
 		t.Errorf("serve --plugin-nice 25: %v\n%s", err, out)
+	}
+}
+
+// TestEmptyVariablesAreUnset: FAUCET_NO_AUTH= (set, but empty, as a unit
+// file or an env list leaves it) must not turn authentication off; the
+// server starts as without it, with its admin token.
+func TestEmptyVariablesAreUnset(t *testing.T) {
+	s := start(t, serverOpts{ownAuth: true, env: []string{"FAUCET_NO_AUTH=", "FAUCET_AUTH_TOKEN=", "FAUCET_MAX_QUEUED_RUNS="}})
+	if _, err := s.stderr.await(createdTokenRE, s.exited, 10*time.Second); err != nil {
+		t.Fatalf("the server did not create its admin token: %v\n%s", err, s.stderr.String())
+	}
+	if r, err := s.client("").ListRunsWithResponse(context.Background(), nil); err != nil || r.StatusCode() != http.StatusUnauthorized {
+		t.Fatalf("a request without a token under FAUCET_NO_AUTH=: %v %d, want 401", err, r.StatusCode())
+	}
+	if strings.Contains(s.stderr.String(), "authentication is OFF") {
+		t.Fatalf("the server says authentication is off:\n%s", s.stderr.String())
 	}
 }

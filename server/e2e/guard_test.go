@@ -66,7 +66,7 @@ func TestLogFollowersAreCappedAndShareOnePoller(t *testing.T) {
 		owner.submit(client.SubmitRequest{Config: holding(2, filepath.Join(out, "b.jsonl"))}).RunId,
 	}
 	for _, id := range runs {
-		owner.await(id, client.RunRecordStatusRunning)
+		owner.await(id, client.RunStatusRunning)
 	}
 	// Joined after the runs were claimed, so it executes neither.
 	peer := startMember(t, hist, "--max-log-followers-per-run", "4", "--max-log-followers", "6")

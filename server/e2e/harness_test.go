@@ -242,7 +242,7 @@ func (s *server) admin() *client.ClientWithResponses {
 // submit submits body and fails the test unless it is accepted.
 func (s *server) submit(body client.SubmitRequest) client.SubmitResponse {
 	s.t.Helper()
-	resp, err := s.admin().SubmitRunWithResponse(context.Background(), body)
+	resp, err := s.admin().SubmitRunWithResponse(context.Background(), nil, body)
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -266,7 +266,7 @@ func (s *server) get(id string) client.RunRecord {
 }
 
 // await polls a run until its status is one of want.
-func (s *server) await(id string, want ...client.RunRecordStatus) client.RunRecord {
+func (s *server) await(id string, want ...client.RunStatus) client.RunRecord {
 	s.t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
@@ -301,7 +301,7 @@ func (s *server) awaitLog(id string, re *regexp.Regexp) {
 // logs reads one page of a run's persisted log lines.
 func (s *server) logs(id string, after int64, limit int64) []client.LogLine {
 	s.t.Helper()
-	format := client.Jsonl
+	format := client.StreamRunLogsParamsFormatJsonl
 	resp, err := s.admin().StreamRunLogs(context.Background(), id, &client.StreamRunLogsParams{Format: &format, After: &after, Limit: &limit})
 	if err != nil {
 		s.t.Fatal(err)
@@ -324,8 +324,8 @@ func (s *server) logs(id string, after int64, limit int64) []client.LogLine {
 	return out
 }
 
-func isTerminal(s client.RunRecordStatus) bool {
-	return s == client.RunRecordStatusCompleted || s == client.RunRecordStatusFailed || s == client.RunRecordStatusCancelled
+func isTerminal(s client.RunStatus) bool {
+	return s == client.RunStatusCompleted || s == client.RunStatusFailed || s == client.RunStatusCancelled
 }
 
 // lineLog collects a process's stderr and lets tests wait for a line.
@@ -393,8 +393,15 @@ func generateToFile(rows int, path string) string {
 }
 
 // holding emits rows then keeps the run in flight until it is cancelled.
+// Its sink overwrites path, so a cancel leaves path as it was.
 func holding(rows int, path string) string {
 	return fmt.Sprintf("version: 1\nname: hold\npipeline:\n  source: {type: gate, config: {rows: %d, hold: true}}\n  sink: {type: jsonl, config: {path: %q}}\n", rows, path)
+}
+
+// holdingAppend is holding with a sink that appends to path, so a cancel
+// commits exactly the acknowledged rows.
+func holdingAppend(rows int, path string) string {
+	return fmt.Sprintf("version: 1\nname: hold\npipeline:\n  source: {type: gate, config: {rows: %d, hold: true}}\n  sink: {type: jsonl, config: {path: %q, write_mode: append}}\n", rows, path)
 }
 
 func ptr[T any](v T) *T { return &v }

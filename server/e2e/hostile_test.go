@@ -43,7 +43,7 @@ func TestConfigBombsAreRefusedWithinAMemoryCeiling(t *testing.T) {
 	}
 	base := procStatusKB(pid, "VmHWM")
 	for _, b := range bombs {
-		resp, err := c.SubmitRunWithResponse(ctx, client.SubmitRequest{Config: b.config, ConfigFormat: ptr(client.SubmitRequestConfigFormat(b.format))})
+		resp, err := c.SubmitRunWithResponse(ctx, nil, client.SubmitRequest{Config: b.config, ConfigFormat: ptr(client.ConfigFormat(b.format))})
 		if err != nil {
 			t.Fatalf("%s: %v", b.name, err)
 		}
@@ -146,7 +146,7 @@ func TestCallbackRedactionAuditTrailAndLabelBounds(t *testing.T) {
 		const secret = "cb-s3cret-token"
 		headers := map[string]string{"Authorization": "Bearer " + secret}
 		id := s.submit(client.SubmitRequest{Config: cfg, Callback: &client.CallbackSpec{Url: "https://hook:" + secret + "@hooks.example/x", Headers: &headers}}).RunId
-		s.await(id, client.RunRecordStatusCompleted)
+		s.await(id, client.RunStatusCompleted)
 		_, _, one := s.call("GET", "/v1/runs/"+id, "")
 		_, _, list := s.call("GET", "/v1/runs", "")
 		for _, body := range [][]byte{one, list} {
@@ -198,7 +198,7 @@ func TestCallbackRedactionAuditTrailAndLabelBounds(t *testing.T) {
 			"key":   {strings.Repeat("k", 129): "v"},
 			"value": {"k": strings.Repeat("v", 1025)},
 		} {
-			resp, err := c.SubmitRunWithResponse(ctx, client.SubmitRequest{Config: cfg, Labels: &labels})
+			resp, err := c.SubmitRunWithResponse(ctx, nil, client.SubmitRequest{Config: cfg, Labels: &labels})
 			if err != nil || resp.StatusCode() != http.StatusUnprocessableEntity {
 				t.Errorf("labels past the %s bound: %v %d %.200s", name, err, resp.StatusCode(), resp.Body)
 			}

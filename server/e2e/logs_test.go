@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -23,7 +24,7 @@ func TestLogsFormatsResumeTruncationAndRestart(t *testing.T) {
 		dataDir, hist := t.TempDir(), h.url(t)
 		s := start(t, serverOpts{history: hist, dataDir: dataDir, args: []string{"--log-max-lines-per-run", strconv.Itoa(logCap)}})
 		id := s.submit(client.SubmitRequest{Config: generateToFile(50, filepath.Join(t.TempDir(), "out.jsonl"))}).RunId
-		s.await(id, client.RunRecordStatusCompleted)
+		s.await(id, client.RunStatusCompleted)
 
 		// The run is still in memory: its SSE stream replays the whole ring,
 		// more lines than the cap, and nothing was lost from it.
@@ -54,6 +55,18 @@ func TestLogsFormatsResumeTruncationAndRestart(t *testing.T) {
 			}
 		}
 
+		// format=json: the same lines as one page, with where to go on.
+		page := logPage(t, s, id, 0)
+		if len(page.Lines) != logCap || !page.Truncated || page.NextAfter != total || page.Lines[0].Seq != total-logCap+1 {
+			t.Fatalf("json page of a truncated run: %+v", page)
+		}
+		if next := logPage(t, s, id, total-1); len(next.Lines) != 1 || next.NextAfter != total {
+			t.Fatalf("json page after %d: %+v", total-1, next)
+		}
+		if end := logPage(t, s, id, total); len(end.Lines) != 0 || end.NextAfter != total {
+			t.Fatalf("json page after the last line: %+v", end)
+		}
+
 		// format=text: a marker for the dropped lines, then one line each.
 		body, ct = rawLogs(t, s, id, "text")
 		if ct != "text/plain; charset=utf-8" {
@@ -77,6 +90,14 @@ func TestLogsFormatsResumeTruncationAndRestart(t *testing.T) {
 		events := readSSEWith(t, s2, id, nil)
 		if len(events["truncated"]) != 1 || len(events["end"]) != 1 || !strings.Contains(events["end"][0], `"completed"`) {
 			t.Fatalf("SSE of a persisted truncated run = %v", events)
+		}
+		// The event stream's own route serves the same stream.
+		follow, err := s2.admin().FollowRunLogs(context.Background(), id, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if followed := readEvents(t, follow); !reflect.DeepEqual(followed, events) {
+			t.Fatalf("logs/stream = %v, want what logs serves: %v", followed, events)
 		}
 		persisted := sseLines(t, events, true)
 		if len(persisted) != logCap || persisted[0].Seq != total-logCap+1 || persisted[logCap-1].Line != "run completed" {
@@ -111,6 +132,17 @@ func sseLines(t *testing.T, events map[string][]string, truncated bool) []client
 		}
 	}
 	return out
+}
+
+// logPage reads a page of a run's persisted lines with format=json.
+func logPage(t *testing.T, s *server, id string, after int64) client.LogPage {
+	t.Helper()
+	f := client.StreamRunLogsParamsFormatJson
+	resp, err := s.admin().StreamRunLogsWithResponse(context.Background(), id, &client.StreamRunLogsParams{Format: &f, After: &after})
+	if err != nil || resp.JSON200 == nil {
+		t.Fatalf("logs format=json after %d: %v %d %s", after, err, resp.StatusCode(), resp.Body)
+	}
+	return *resp.JSON200
 }
 
 // rawLogs reads a run's persisted lines in format as sent, with their

@@ -73,7 +73,7 @@ func TestPostgresOutageAtStartAndMidFlight(t *testing.T) {
 	for _, s := range servers {
 		awaitHistory(t, s, client.ReadyStatusHistoryReady)
 		ids[s] = s.submit(client.SubmitRequest{Config: generateToFile(3, filepath.Join(out, fmt.Sprintf("%p-1.jsonl", s)))}).RunId
-		if rec := s.await(ids[s], client.RunRecordStatusCompleted); rec.RecordsWritten != 3 {
+		if rec := s.await(ids[s], client.RunStatusCompleted); rec.RecordsWritten != 3 {
 			t.Fatalf("run after the history came back: %+v", rec)
 		}
 	}
@@ -103,14 +103,14 @@ func TestPostgresOutageAtStartAndMidFlight(t *testing.T) {
 	}
 	for _, s := range servers {
 		awaitHistory(t, s, client.ReadyStatusHistoryReady)
-		if rec := s.get(ids[s]); rec.Status != client.RunRecordStatusCompleted {
+		if rec := s.get(ids[s]); rec.Status != client.RunStatusCompleted {
 			t.Fatalf("run after the outage: %+v", rec)
 		}
 	}
 	// The run was kept by the database, not by the process.
 	solo.stop()
 	again := start(t, serverOpts{history: pg.DatabaseURL("solo"), dataDir: dataDir, bin: fastBin})
-	if rec := again.get(ids[solo]); rec.Status != client.RunRecordStatusCompleted || rec.RecordsWritten != 3 {
+	if rec := again.get(ids[solo]); rec.Status != client.RunStatusCompleted || rec.RecordsWritten != 3 {
 		t.Fatalf("run after a restart: %+v", rec)
 	}
 }

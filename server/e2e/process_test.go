@@ -22,11 +22,11 @@ func TestSIGTERMFinalizesEveryRun(t *testing.T) {
 			id := s.submit(client.SubmitRequest{Config: holding(2, filepath.Join(t.TempDir(), "out.jsonl"))}).RunId
 			ids = append(ids, id)
 			if i < 2 {
-				s.await(id, client.RunRecordStatusRunning)
+				s.await(id, client.RunStatusRunning)
 			}
 		}
 		for _, id := range ids[2:] {
-			if st := s.get(id).Status; st != client.RunRecordStatusQueued {
+			if st := s.get(id).Status; st != client.RunStatusQueued {
 				t.Fatalf("run %s is %s, want queued", id, st)
 			}
 		}
@@ -48,7 +48,7 @@ func TestSIGTERMFinalizesEveryRun(t *testing.T) {
 		s2 := start(t, serverOpts{history: hist, dataDir: dataDir})
 		for _, id := range ids {
 			rec := s2.get(id)
-			if rec.Status != client.RunRecordStatusFailed || rec.Error == nil || !strings.Contains(*rec.Error, "shutdown") || rec.FinishedAt == nil {
+			if rec.Status != client.RunStatusFailed || rec.Error == nil || !strings.Contains(*rec.Error, "shutdown") || rec.FinishedAt == nil {
 				t.Fatalf("run %s after shutdown = %s %s", id, rec.Status, deref(rec.Error))
 			}
 		}
@@ -60,9 +60,9 @@ func TestKill9ThenRestartRecoversInterruptedRuns(t *testing.T) {
 	s := start(t, serverOpts{dataDir: dataDir, args: []string{"--max-concurrent-runs", "1"}})
 	out := filepath.Join(t.TempDir(), "done.jsonl")
 	done := s.submit(client.SubmitRequest{Config: generateToFile(10, out)}).RunId
-	s.await(done, client.RunRecordStatusCompleted)
+	s.await(done, client.RunStatusCompleted)
 	running := s.submit(client.SubmitRequest{Config: holding(1, filepath.Join(t.TempDir(), "a.jsonl"))}).RunId
-	s.await(running, client.RunRecordStatusRunning)
+	s.await(running, client.RunStatusRunning)
 	queued := s.submit(client.SubmitRequest{Config: holding(1, filepath.Join(t.TempDir(), "b.jsonl"))}).RunId
 
 	children := childPIDs(s.cmd.Process.Pid)
@@ -85,18 +85,18 @@ func TestKill9ThenRestartRecoversInterruptedRuns(t *testing.T) {
 	}
 
 	s2 := start(t, serverOpts{dataDir: dataDir})
-	if rec := s2.get(done); rec.Status != client.RunRecordStatusCompleted || rec.RecordsWritten != 10 {
+	if rec := s2.get(done); rec.Status != client.RunStatusCompleted || rec.RecordsWritten != 10 {
 		t.Fatalf("finished run after the crash = %+v", rec)
 	}
 	for _, id := range []string{running, queued} {
 		rec := s2.get(id)
-		if rec.Status != client.RunRecordStatusFailed || rec.Error == nil || !strings.Contains(*rec.Error, "stopped before the run finished") {
+		if rec.Status != client.RunStatusFailed || rec.Error == nil || !strings.Contains(*rec.Error, "stopped before the run finished") {
 			t.Fatalf("interrupted run %s = %s %s", id, rec.Status, deref(rec.Error))
 		}
 	}
 	// The history keeps working after recovery.
 	again := s2.submit(client.SubmitRequest{Config: generateToFile(3, out)}).RunId
-	if rec := s2.await(again, client.RunRecordStatusCompleted); rec.RecordsWritten != 3 {
+	if rec := s2.await(again, client.RunStatusCompleted); rec.RecordsWritten != 3 {
 		t.Fatalf("run after recovery = %+v", rec)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -46,10 +47,10 @@ func TestSubmitPollLogsMetricsAndPagination(t *testing.T) {
 		s := start(t, serverOpts{history: h.url(t)})
 		out := filepath.Join(t.TempDir(), "out.jsonl")
 		sub := s.submit(client.SubmitRequest{Config: generateToFile(1000, out), Labels: &map[string]string{"team": "data"}})
-		if sub.Status != client.SubmitResponseStatusQueued || sub.RunId == "" {
+		if sub.Status != client.RunStatusQueued || sub.RunId == "" {
 			t.Fatalf("submit = %+v", sub)
 		}
-		rec := s.await(sub.RunId, client.RunRecordStatusCompleted)
+		rec := s.await(sub.RunId, client.RunStatusCompleted)
 		if rec.RecordsWritten != 1000 || len(rec.Invocations) != 1 || rec.Invocations[0].RecordsWritten != 1000 ||
 			rec.Invocations[0].Error != nil || rec.Error != nil {
 			t.Fatalf("record = %+v", rec)
@@ -133,7 +134,7 @@ func TestSubmitPollLogsMetricsAndPagination(t *testing.T) {
 			}
 		}
 		for id := range want {
-			s.await(id, client.RunRecordStatusCompleted)
+			s.await(id, client.RunStatusCompleted)
 		}
 
 		// Metrics parse as Prometheus text and count what happened.
@@ -216,6 +217,12 @@ func readSSEWith(t *testing.T, s *server, id string, params *client.StreamRunLog
 	if err != nil {
 		t.Fatal(err)
 	}
+	return readEvents(t, resp)
+}
+
+// readEvents reads an event stream up to its end event, by event name.
+func readEvents(t *testing.T, resp *http.Response) map[string][]string {
+	t.Helper()
 	defer resp.Body.Close()
 	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
 		t.Fatalf("Content-Type = %q", ct)
@@ -249,7 +256,7 @@ func TestLiveSSEFollowsARunningRun(t *testing.T) {
 func testLiveSSEFollowsARunningRun(t *testing.T, h history) {
 	s := start(t, serverOpts{history: h.url(t)})
 	sub := s.submit(client.SubmitRequest{Config: holding(3, filepath.Join(t.TempDir(), "out.jsonl"))})
-	s.await(sub.RunId, client.RunRecordStatusRunning)
+	s.await(sub.RunId, client.RunStatusRunning)
 	type result struct{ events map[string][]string }
 	done := make(chan result, 1)
 	go func() { done <- result{readSSE(t, s, sub.RunId)} }()
@@ -278,8 +285,11 @@ func TestIdempotency(t *testing.T) {
 		if again.RunId != first.RunId {
 			t.Fatalf("replay returned %s, want %s", again.RunId, first.RunId)
 		}
+		if first.Replayed || !again.Replayed {
+			t.Fatalf("replayed: first %v, again %v; want false then true", first.Replayed, again.Replayed)
+		}
 		body.Labels = &map[string]string{"changed": "yes"}
-		resp, err := s.admin().SubmitRunWithResponse(context.Background(), body)
+		resp, err := s.admin().SubmitRunWithResponse(context.Background(), nil, body)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -290,20 +300,25 @@ func TestIdempotency(t *testing.T) {
 		// 50 concurrent submits of one key and payload create exactly one run.
 		race := client.SubmitRequest{Config: generateToFile(5, out), IdempotencyKey: ptr("race-key"), Name: ptr("race")}
 		ids := make([]string, 50)
+		created := make([]bool, len(ids))
 		var wg sync.WaitGroup
 		for i := range ids {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				r, err := s.admin().SubmitRunWithResponse(context.Background(), race)
+				r, err := s.admin().SubmitRunWithResponse(context.Background(), nil, race)
 				if err != nil || r.JSON202 == nil {
 					t.Errorf("submit %d: %v %d %s", i, err, r.StatusCode(), r.Body)
 					return
 				}
 				ids[i] = r.JSON202.RunId
+				created[i] = !r.JSON202.Replayed
 			}()
 		}
 		wg.Wait()
+		if n := len(slices.DeleteFunc(created, func(c bool) bool { return !c })); n != 1 {
+			t.Fatalf("%d of the concurrent submits say they created the run, want 1", n)
+		}
 		for _, id := range ids {
 			if id != ids[0] {
 				t.Fatalf("concurrent submits returned different runs: %v", ids)
@@ -316,8 +331,8 @@ func TestIdempotency(t *testing.T) {
 		if n := len(list.JSON200.Runs); n != 1 || list.JSON200.Runs[0].RunId != ids[0] {
 			t.Fatalf("%d runs named race, want exactly 1", n)
 		}
-		s.await(ids[0], client.RunRecordStatusCompleted)
-		s.await(first.RunId, client.RunRecordStatusCompleted)
+		s.await(ids[0], client.RunStatusCompleted)
+		s.await(first.RunId, client.RunStatusCompleted)
 		// One sequential and 49 concurrent submits were replays.
 		if got := scrape(t, s)["faucet_idempotency_replays_total"].GetMetric()[0].GetCounter().GetValue(); got != 50 {
 			t.Fatalf("faucet_idempotency_replays_total = %v, want 50", got)
@@ -341,11 +356,11 @@ func TestCancelTimeoutAndDelete(t *testing.T) {
 		c := s.admin()
 		ctx := context.Background()
 		outA := filepath.Join(t.TempDir(), "a.jsonl")
-		a := s.submit(client.SubmitRequest{Config: holding(5, outA)})
-		s.await(a.RunId, client.RunRecordStatusRunning)
+		a := s.submit(client.SubmitRequest{Config: holdingAppend(5, outA)})
+		s.await(a.RunId, client.RunStatusRunning)
 		requireLiveElapsed(t, s, a.RunId)
 		b := s.submit(client.SubmitRequest{Config: holding(1, filepath.Join(t.TempDir(), "b.jsonl"))})
-		if got := s.get(b.RunId).Status; got != client.RunRecordStatusQueued {
+		if got := s.get(b.RunId).Status; got != client.RunStatusQueued {
 			t.Fatalf("second run is %s, want queued behind the first", got)
 		}
 
@@ -361,18 +376,18 @@ func TestCancelTimeoutAndDelete(t *testing.T) {
 		if r, err := c.CancelRunWithResponse(ctx, b.RunId); err != nil || r.StatusCode() != http.StatusAccepted {
 			t.Fatalf("cancel queued: %v %d", err, r.StatusCode())
 		}
-		rb := s.await(b.RunId, client.RunRecordStatusCancelled)
+		rb := s.await(b.RunId, client.RunStatusCancelled)
 		if rb.StartedAt != nil || rb.RecordsWritten != 0 {
 			t.Fatalf("cancelled queued run = %+v", rb)
 		}
-		if got := s.get(a.RunId).Status; got != client.RunRecordStatusRunning {
+		if got := s.get(a.RunId).Status; got != client.RunStatusRunning {
 			t.Fatalf("first run is %s after cancelling the second", got)
 		}
 
 		if r, err := c.CancelRunWithResponse(ctx, a.RunId); err != nil || r.StatusCode() != http.StatusAccepted {
 			t.Fatalf("cancel running: %v %d", err, r.StatusCode())
 		}
-		ra := s.await(a.RunId, client.RunRecordStatusCancelled)
+		ra := s.await(a.RunId, client.RunStatusCancelled)
 		// A cancel can land before the first batch reaches the sink, which
 		// then never opens its file: zero lines either way.
 		if n := countLinesIfExists(t, outA); int64(n) != ra.RecordsWritten {
@@ -394,7 +409,7 @@ func TestCancelTimeoutAndDelete(t *testing.T) {
 
 		// timeout_secs cancels the run and fails it with the reason.
 		tm := s.submit(client.SubmitRequest{Config: holding(2, filepath.Join(t.TempDir(), "t.jsonl")), TimeoutSecs: ptr(int64(1))})
-		rt := s.await(tm.RunId, client.RunRecordStatusFailed)
+		rt := s.await(tm.RunId, client.RunStatusFailed)
 		if rt.Error == nil || !strings.Contains(*rt.Error, "timeout_secs") {
 			t.Fatalf("timed-out run = %+v", rt)
 		}
@@ -404,18 +419,46 @@ func TestCancelTimeoutAndDelete(t *testing.T) {
 	})
 }
 
+// TestRunsCancelKeepsAnOverwrittenFile cancels, with faucet runs cancel, a
+// run whose sink overwrites a file once it has acknowledged records: the
+// file keeps its previous contents, and the run's record says so.
+func TestRunsCancelKeepsAnOverwrittenFile(t *testing.T) {
+	s := start(t, serverOpts{})
+	out := filepath.Join(t.TempDir(), "out.jsonl")
+	const previous = "{\"previous\": true}\n"
+	if err := os.WriteFile(out, []byte(previous), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	id := s.submit(client.SubmitRequest{Config: holding(3, out)}).RunId
+	for deadline := time.Now().Add(time.Minute); s.get(id).RecordsWritten != 3; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s never acknowledged its 3 records: %+v", id, s.get(id))
+		}
+	}
+	if out, err := faucetCLI(t, s, "cancel", id); err != nil || !strings.Contains(out, "cancellation requested") {
+		t.Fatalf("runs cancel: %v\n%s", err, out)
+	}
+	rec := s.await(id, client.RunStatusCancelled)
+	if rec.RecordsWritten != 0 || len(rec.Invocations) != 1 || !strings.Contains(deref(rec.Invocations[0].Error), "keeps its previous contents") {
+		t.Errorf("cancelled overwrite = %+v, want no records and an invocation saying the file was kept", rec)
+	}
+	if got, err := os.ReadFile(out); err != nil || string(got) != previous {
+		t.Errorf("the cancelled overwrite left %q (%v), want the previous file", got, err)
+	}
+}
+
 // requireLiveElapsed checks that a running run's elapsed_secs is positive
 // and grows from one read to a later one.
 func requireLiveElapsed(t *testing.T, s *server, id string) {
 	t.Helper()
 	first := s.get(id)
-	if first.Status != client.RunRecordStatusRunning || first.ElapsedSecs == nil || *first.ElapsedSecs <= 0 {
+	if first.Status != client.RunStatusRunning || first.ElapsedSecs == nil || *first.ElapsedSecs <= 0 {
 		t.Fatalf("running run = %s elapsed %v", first.Status, first.ElapsedSecs)
 	}
 	deadline := time.Now().Add(time.Minute)
 	for {
 		rec := s.get(id)
-		if rec.Status != client.RunRecordStatusRunning {
+		if rec.Status != client.RunStatusRunning {
 			t.Fatalf("run %s stopped running: %s", id, rec.Status)
 		}
 		if rec.ElapsedSecs != nil && *rec.ElapsedSecs > *first.ElapsedSecs {
@@ -432,9 +475,9 @@ func TestQueueFullIs429WithRetryAfter(t *testing.T) {
 	eachHistory(t, func(t *testing.T, h history) {
 		s := start(t, serverOpts{history: h.url(t), args: []string{"--max-concurrent-runs", "1", "--max-queued-runs", "1"}})
 		a := s.submit(client.SubmitRequest{Config: holding(1, filepath.Join(t.TempDir(), "a.jsonl"))})
-		s.await(a.RunId, client.RunRecordStatusRunning)
+		s.await(a.RunId, client.RunStatusRunning)
 		b := s.submit(client.SubmitRequest{Config: holding(1, filepath.Join(t.TempDir(), "b.jsonl"))})
-		resp, err := s.admin().SubmitRunWithResponse(context.Background(), client.SubmitRequest{Config: holding(1, filepath.Join(t.TempDir(), "c.jsonl"))})
+		resp, err := s.admin().SubmitRunWithResponse(context.Background(), nil, client.SubmitRequest{Config: holding(1, filepath.Join(t.TempDir(), "c.jsonl"))})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -452,7 +495,7 @@ func TestQueueFullIs429WithRetryAfter(t *testing.T) {
 		}
 		for _, id := range []string{b.RunId, a.RunId} {
 			s.admin().CancelRunWithResponse(context.Background(), id)
-			s.await(id, client.RunRecordStatusCancelled)
+			s.await(id, client.RunStatusCancelled)
 		}
 		// The slots are free again.
 		s.submit(client.SubmitRequest{Config: generateToFile(1, filepath.Join(t.TempDir(), "d.jsonl"))})

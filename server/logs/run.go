@@ -48,7 +48,9 @@ func (r *Run) Logger() *slog.Logger {
 
 // Append records one line (already formatted) and returns its sequence number.
 func (r *Run) Append(level slog.Level, msg string) int64 {
-	line := db.RunLogLine{TS: time.Now().UTC(), Level: levelName(level), Line: r.redact.String(msg)}
+	// The history keeps microseconds: a line read live must carry the very
+	// timestamp it is read back with once persisted.
+	line := db.RunLogLine{TS: time.Now().UTC().Truncate(time.Microsecond), Level: levelName(level), Line: r.redact.String(msg)}
 	r.mu.Lock()
 	r.nextSeq++
 	line.Seq = r.nextSeq

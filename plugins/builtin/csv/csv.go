@@ -43,13 +43,12 @@ const sinkSchema = `{
   "additionalProperties": false,
   "required": ["path"],
   "properties": {
-    "path": {"type": "string", "minLength": 1, "description": "The file to write; missing directories are created."},
+    "path": {"type": "string", "minLength": 1, "examples": ["out/records.csv"], "description": "The file to write; missing directories are created."},
     "delimiter": {"type": "string", "minLength": 1, "maxLength": 1, "default": ","},
     "header": {"type": "boolean", "default": true, "description": "Write a header row (in append mode only when the file is empty)."},
     "columns": {"type": "array", "items": {"type": "string", "minLength": 1}, "uniqueItems": true, "minItems": 1, "description": "Which record fields to write, in order. Default: the fields of the first record, in its order; a later record with another field is an error."},
     "quoting": {"enum": ["minimal", "all"], "default": "minimal", "description": "minimal quotes a field only when it must; all quotes every field."},
-    "write_mode": {"enum": ["overwrite", "append"], "default": "overwrite", "description": "overwrite replaces the file atomically on commit; append adds to it."},
-    "sync": {"type": "boolean", "default": false, "description": "Flush the file to stable storage before the commit is reported."}
+    ` + files.SinkProperties + `
   }
 }`
 
@@ -302,8 +301,7 @@ type sinkConfig struct {
 	Header    *bool    `json:"header"`
 	Columns   []string `json:"columns"`
 	Quoting   string   `json:"quoting"`
-	WriteMode string   `json:"write_mode"`
-	Sync      bool     `json:"sync"`
+	files.Options
 }
 
 // Open starts writing the output file.
@@ -316,7 +314,7 @@ func (Connector) Open(_ context.Context, config json.RawMessage) (sdk.Writer, er
 	if err != nil {
 		return nil, err
 	}
-	out, err := files.Create(cfg.Path, cfg.WriteMode, cfg.Sync)
+	out, err := files.Create(cfg.Path, cfg.Options)
 	if err != nil {
 		return nil, err
 	}

@@ -23,7 +23,7 @@ const sourceSchema = `{
   "additionalProperties": false,
   "required": ["count"],
   "properties": {
-    "count": {"type": "integer", "minimum": 0, "description": "How many rows to generate; ids run from 1 to count."},
+    "count": {"type": "integer", "minimum": 0, "examples": [1000], "description": "How many rows to generate; ids run from 1 to count."},
     "seed": {"type": "integer", "default": 1, "description": "The same seed always gives the same rows."}
   }
 }`

@@ -35,9 +35,8 @@ const sinkSchema = `{
   "additionalProperties": false,
   "required": ["path"],
   "properties": {
-    "path": {"type": "string", "minLength": 1, "description": "The file to write; missing directories are created."},
-    "write_mode": {"enum": ["overwrite", "append"], "default": "overwrite", "description": "overwrite replaces the file atomically on commit; append adds to it."},
-    "sync": {"type": "boolean", "default": false, "description": "Flush the file to stable storage before the commit is reported."}
+    "path": {"type": "string", "minLength": 1, "examples": ["out/records.jsonl"], "description": "The file to write; missing directories are created."},
+    ` + files.SinkProperties + `
   }
 }`
 
@@ -141,9 +140,8 @@ func (Connector) Check(_ context.Context, role sdk.Role, config json.RawMessage)
 }
 
 type sinkConfig struct {
-	Path      string `json:"path"`
-	WriteMode string `json:"write_mode"`
-	Sync      bool   `json:"sync"`
+	Path string `json:"path"`
+	files.Options
 }
 
 // Open starts writing the output file.
@@ -152,7 +150,7 @@ func (Connector) Open(_ context.Context, config json.RawMessage) (sdk.Writer, er
 	if err := sdk.DecodeConfig(config, &cfg); err != nil {
 		return nil, err
 	}
-	out, err := files.Create(cfg.Path, cfg.WriteMode, cfg.Sync)
+	out, err := files.Create(cfg.Path, cfg.Options)
 	if err != nil {
 		return nil, err
 	}

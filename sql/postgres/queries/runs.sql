@@ -6,16 +6,19 @@ SELECT status FROM faucet_runs WHERE run_id = @run_id;
 
 -- name: RunList :many
 -- One page, newest first. The cursor run's (submitted_at, run_id) bounds the
--- page from above through a row comparison the index answers; an unknown
--- cursor compares against +infinity and so starts from the top.
+-- page from above through a row comparison the index answers; no cursor
+-- compares against +infinity and so starts from the top, while a cursor that
+-- names no run compares against NULL and selects nothing (the store then
+-- tells it apart from a last page).
 SELECT * FROM faucet_runs r
 WHERE (cardinality(@statuses::text[]) = 0 OR r.status = ANY (@statuses::text[]))
   AND (sqlc.narg(name)::text IS NULL OR r.name = sqlc.narg(name)::text)
   AND (sqlc.narg(since)::timestamptz IS NULL OR r.submitted_at >= sqlc.narg(since)::timestamptz)
   AND (sqlc.narg(until)::timestamptz IS NULL OR r.submitted_at <= sqlc.narg(until)::timestamptz)
   AND (r.submitted_at, r.run_id) < (
-      COALESCE((SELECT c.submitted_at FROM faucet_runs c WHERE c.run_id = @cursor), 'infinity'::timestamptz),
-      COALESCE((SELECT c.run_id FROM faucet_runs c WHERE c.run_id = @cursor), '')
+      CASE WHEN @cursor::text = '' THEN 'infinity'::timestamptz
+           ELSE (SELECT c.submitted_at FROM faucet_runs c WHERE c.run_id = @cursor::text) END,
+      COALESCE((SELECT c.run_id FROM faucet_runs c WHERE c.run_id = @cursor::text), '')
   )
 ORDER BY r.submitted_at DESC, r.run_id DESC
 LIMIT @page_limit;

@@ -31,8 +31,9 @@ SELECT * FROM faucet_runs
 WHERE run_id IN (SELECT value FROM json_each(CAST(sqlc.arg(run_ids) AS TEXT)));
 
 -- RunList pages newest first. statuses is a JSON array (NULL: every status);
--- the keyset bound is the cursor run's (submitted_at, run_id), or above every
--- row when the cursor names no run, so an unknown cursor starts from the top.
+-- the keyset bound is the cursor run's (submitted_at, run_id), above every
+-- row without a cursor, and NULL, which selects nothing, when the cursor
+-- names no run (the store then tells it apart from a last page).
 -- name: RunList :many
 SELECT * FROM faucet_runs
 WHERE (CAST(sqlc.narg(statuses) AS TEXT) IS NULL OR status IN (SELECT value FROM json_each(sqlc.narg(statuses))))
@@ -40,7 +41,8 @@ WHERE (CAST(sqlc.narg(statuses) AS TEXT) IS NULL OR status IN (SELECT value FROM
   AND (CAST(sqlc.narg(since) AS INTEGER) IS NULL OR submitted_at >= sqlc.narg(since))
   AND (CAST(sqlc.narg(until) AS INTEGER) IS NULL OR submitted_at <= sqlc.narg(until))
   AND (submitted_at, run_id) < (
-      SELECT coalesce(max(c.submitted_at), 9223372036854775807), coalesce(max(c.run_id), '')
+      SELECT CASE WHEN sqlc.arg(cursor) = '' THEN 9223372036854775807 ELSE max(c.submitted_at) END,
+             coalesce(max(c.run_id), '')
       FROM faucet_runs c WHERE c.run_id = sqlc.arg(cursor))
 ORDER BY submitted_at DESC, run_id DESC
 LIMIT sqlc.arg(row_limit);
@@ -56,7 +58,8 @@ WHERE status IN (SELECT value FROM json_each(CAST(sqlc.arg(statuses) AS TEXT)))
   AND (CAST(sqlc.narg(since) AS INTEGER) IS NULL OR submitted_at >= sqlc.narg(since))
   AND (CAST(sqlc.narg(until) AS INTEGER) IS NULL OR submitted_at <= sqlc.narg(until))
   AND (submitted_at, run_id) < (
-      SELECT coalesce(max(c.submitted_at), 9223372036854775807), coalesce(max(c.run_id), '')
+      SELECT CASE WHEN sqlc.arg(cursor) = '' THEN 9223372036854775807 ELSE max(c.submitted_at) END,
+             coalesce(max(c.run_id), '')
       FROM faucet_runs c WHERE c.run_id = sqlc.arg(cursor))
 ORDER BY submitted_at DESC, run_id DESC
 LIMIT sqlc.arg(row_limit);

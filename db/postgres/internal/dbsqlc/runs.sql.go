@@ -263,8 +263,9 @@ WHERE (cardinality($1::text[]) = 0 OR r.status = ANY ($1::text[]))
   AND ($3::timestamptz IS NULL OR r.submitted_at >= $3::timestamptz)
   AND ($4::timestamptz IS NULL OR r.submitted_at <= $4::timestamptz)
   AND (r.submitted_at, r.run_id) < (
-      COALESCE((SELECT c.submitted_at FROM faucet_runs c WHERE c.run_id = $5), 'infinity'::timestamptz),
-      COALESCE((SELECT c.run_id FROM faucet_runs c WHERE c.run_id = $5), '')
+      CASE WHEN $5::text = '' THEN 'infinity'::timestamptz
+           ELSE (SELECT c.submitted_at FROM faucet_runs c WHERE c.run_id = $5::text) END,
+      COALESCE((SELECT c.run_id FROM faucet_runs c WHERE c.run_id = $5::text), '')
   )
 ORDER BY r.submitted_at DESC, r.run_id DESC
 LIMIT $6
@@ -280,8 +281,10 @@ type RunListParams struct {
 }
 
 // One page, newest first. The cursor run's (submitted_at, run_id) bounds the
-// page from above through a row comparison the index answers; an unknown
-// cursor compares against +infinity and so starts from the top.
+// page from above through a row comparison the index answers; no cursor
+// compares against +infinity and so starts from the top, while a cursor that
+// names no run compares against NULL and selects nothing (the store then
+// tells it apart from a last page).
 func (q *Queries) RunList(ctx context.Context, arg RunListParams) ([]FaucetRun, error) {
 	rows, err := q.db.Query(ctx, runList,
 		arg.Statuses,

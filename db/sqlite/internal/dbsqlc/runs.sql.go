@@ -291,7 +291,8 @@ WHERE (CAST(?1 AS TEXT) IS NULL OR status IN (SELECT value FROM json_each(?1)))
   AND (CAST(?3 AS INTEGER) IS NULL OR submitted_at >= ?3)
   AND (CAST(?4 AS INTEGER) IS NULL OR submitted_at <= ?4)
   AND (submitted_at, run_id) < (
-      SELECT coalesce(max(c.submitted_at), 9223372036854775807), coalesce(max(c.run_id), '')
+      SELECT CASE WHEN ?5 = '' THEN 9223372036854775807 ELSE max(c.submitted_at) END,
+             coalesce(max(c.run_id), '')
       FROM faucet_runs c WHERE c.run_id = ?5)
 ORDER BY submitted_at DESC, run_id DESC
 LIMIT ?6
@@ -302,13 +303,14 @@ type RunListParams struct {
 	Name     *string
 	Since    *int64
 	Until    *int64
-	Cursor   string
+	Cursor   interface{}
 	RowLimit int64
 }
 
 // RunList pages newest first. statuses is a JSON array (NULL: every status);
-// the keyset bound is the cursor run's (submitted_at, run_id), or above every
-// row when the cursor names no run, so an unknown cursor starts from the top.
+// the keyset bound is the cursor run's (submitted_at, run_id), above every
+// row without a cursor, and NULL, which selects nothing, when the cursor
+// names no run (the store then tells it apart from a last page).
 func (q *Queries) RunList(ctx context.Context, arg RunListParams) ([]FaucetRun, error) {
 	rows, err := q.db.QueryContext(ctx, runList,
 		arg.Statuses,
@@ -362,7 +364,8 @@ WHERE status IN (SELECT value FROM json_each(CAST(?1 AS TEXT)))
   AND (CAST(?3 AS INTEGER) IS NULL OR submitted_at >= ?3)
   AND (CAST(?4 AS INTEGER) IS NULL OR submitted_at <= ?4)
   AND (submitted_at, run_id) < (
-      SELECT coalesce(max(c.submitted_at), 9223372036854775807), coalesce(max(c.run_id), '')
+      SELECT CASE WHEN ?5 = '' THEN 9223372036854775807 ELSE max(c.submitted_at) END,
+             coalesce(max(c.run_id), '')
       FROM faucet_runs c WHERE c.run_id = ?5)
 ORDER BY submitted_at DESC, run_id DESC
 LIMIT ?6
@@ -373,7 +376,7 @@ type RunListActiveParams struct {
 	Name     *string
 	Since    *int64
 	Until    *int64
-	Cursor   string
+	Cursor   interface{}
 	RowLimit int64
 }
 

@@ -1,24 +1,19 @@
-// Compiled with tsc --strict against the types openapi-typescript generates
-// from openapi/openapi.yaml. Every line uses a part of the API a client
-// needs; @ts-expect-error lines prove the types are precise, not `any`.
-import type { components, operations, paths } from "./schema";
+// Compiled (never run for its values) with the package's tests: each
+// expected error proves a generated type is precise, not any, and the plain
+// lines that optional request fields stay optional.
+import type { components, operations, paths } from "@faucet-dev/faucet-client";
 
 type Schemas = components["schemas"];
 
 type SubmitBody = paths["/v1/runs"]["post"]["requestBody"]["content"]["application/json"];
-type Accepted = paths["/v1/runs"]["post"]["responses"]["202"]["content"]["application/json"];
 type QueueFull = paths["/v1/runs"]["post"]["responses"]["429"]["content"]["application/problem+json"];
 type Page = operations["listRuns"]["responses"]["200"]["content"]["application/json"];
 type ListQuery = NonNullable<operations["listRuns"]["parameters"]["query"]>;
 
-export const submit: SubmitBody = {
-  config: "version: 1\n",
-  config_format: "yaml",
-  idempotency_key: "nightly-2026-01-31",
-  labels: { team: "data" },
-  timeout_secs: 600,
-  doctor_first: true,
-};
+// Only config is required: config_format and callback.method have defaults
+// the server applies, so a client may leave them out.
+export const minimal: SubmitBody = { config: "version: 1\n" };
+export const withCallback: SubmitBody = { config: "version: 1\n", callback: { url: "https://example.com/hook" } };
 
 // @ts-expect-error config is required
 export const missingConfig: SubmitBody = { name: "x" };
@@ -26,30 +21,31 @@ export const missingConfig: SubmitBody = { name: "x" };
 // @ts-expect-error config_format is an enum
 export const badFormat: SubmitBody = { config: "", config_format: "toml" };
 
-export function runID(a: Accepted): string {
-  return a.run_id;
-}
+// @ts-expect-error request bodies are closed: a misspelt field does not compile
+export const misspelt: SubmitBody = { config: "", idempotencyKey: "k" };
 
-export function retryCode(p: QueueFull): string {
-  return p.error.code + " " + p.detail + " " + String(p.status);
-}
-
-export function terminal(r: Schemas["RunRecord"]): boolean {
-  return r.status === "completed" || r.status === "failed" || r.status === "cancelled";
-}
+// @ts-expect-error response schemas are closed too
+export const extra: Schemas["SubmitResponse"] = { run_id: "r", status: "queued", submitted_at: "", replayed: false, bogus: 1 };
 
 // @ts-expect-error status is an enum
 export const bogus: Schemas["RunRecord"]["status"] = "done";
 
+// @ts-expect-error the error code is an enum
+export const code: Schemas["ErrorCode"] = "oops";
+
+export function retry(p: QueueFull): string {
+  return p.error.code + " " + p.detail + " " + String(p.status);
+}
+
 export function written(p: Page): number {
   let n = 0;
   for (const r of p.runs) {
-    n += r.records_written;
+    n += r.records_written + r.attempt;
     for (const inv of r.invocations) {
       n += inv.error === null ? 0 : 1;
     }
   }
-  return n + (p.next_cursor === null || p.next_cursor === undefined ? 0 : 1);
+  return n + (p.next_cursor === null ? 0 : 1);
 }
 
 export const query: ListQuery = { status: ["running", "queued"], limit: 100 };
