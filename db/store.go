@@ -25,9 +25,6 @@ type Store interface {
 	InstanceID() string
 	// Dialect names the backing database: "postgres" or "sqlite".
 	Dialect() string
-	// Degraded reports whether the store fell back to an in-memory database
-	// because the configured one was unreachable.
-	Degraded() bool
 	// Close releases the connections.
 	Close() error
 	// Ping checks that the database answers (readiness probes).
@@ -232,12 +229,8 @@ type Options struct {
 	// DefaultLeaseTTL.
 	LeaseTTL time.Duration
 	// ConnectBudget bounds how long Open retries a transiently unreachable
-	// database before degrading. Zero means DefaultConnectBudget.
+	// database before it returns the error. Zero means DefaultConnectBudget.
 	ConnectBudget time.Duration
-	// NoFallback turns off the in-memory fallback: Open returns the
-	// connection error instead of a degraded store. Commands that act on one
-	// specific database (migrate) set it.
-	NoFallback bool
 }
 
 // Defaults for Options.

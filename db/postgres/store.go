@@ -30,9 +30,6 @@ func (s *Store) InstanceID() string { return s.instanceID }
 // Dialect is "postgres".
 func (s *Store) Dialect() string { return Name }
 
-// Degraded is always false: a Postgres store exists only once connected.
-func (s *Store) Degraded() bool { return false }
-
 // Close releases the pool.
 func (s *Store) Close() error {
 	s.pool.Close()

@@ -39,10 +39,6 @@ func (s *Store) InstanceID() string { return s.instanceID }
 // Dialect reports "sqlite".
 func (s *Store) Dialect() string { return dialectName }
 
-// Degraded is false: a Store is always on the database it was opened on. The
-// in-memory fallback is a Store too, and db.Open reports that it degraded.
-func (s *Store) Degraded() bool { return false }
-
 // Close closes both pools (and frees an in-memory database). Closing twice is
 // harmless.
 func (s *Store) Close() error {

@@ -162,7 +162,7 @@ func newTestRunner(t *testing.T, cfg Config) (*Runner, *faultyStore) {
 // newTestRunnerWith is newTestRunner over a given engine.
 func newTestRunnerWith(t *testing.T, cfg Config, engine Engine) (*Runner, *faultyStore) {
 	t.Helper()
-	st, err := db.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "h.db"), db.Options{NoFallback: true})
+	st, err := db.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "h.db"), db.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
