@@ -157,13 +157,13 @@ func redactPasswordParams(raw string) string {
 // the newest schema this binary knows.
 //
 // Transient or unclassified connection failures are retried with capped
-// exponential backoff for opts.ConnectBudget. When the budget is spent, or at
-// once on a permanent failure (authentication, a read-only file), Open logs
-// the cause and returns an in-memory SQLite store whose Degraded reports
-// true, so a server stays up and reports itself unready instead of crashing.
-// opts.NoFallback returns the error instead. A malformed URL, a dialect that
-// is not compiled in and a schema newer than this binary are usage errors:
-// they are always returned, never papered over.
+// exponential backoff for opts.ConnectBudget; a permanent failure
+// (authentication, a read-only file) returns at once. There is no fallback:
+// a server keeps retrying Open itself and refuses work meanwhile, because a
+// run acknowledged into a history that is not the configured one is lost.
+// A malformed URL, a dialect that is not compiled in and a schema newer than
+// this binary wrap ErrBadURL or ErrSchemaTooNew: usage errors, never worth
+// a retry.
 func Open(ctx context.Context, url string, opts Options) (Store, error) {
 	name, dsn, err := ParseURL(url)
 	if err != nil {
@@ -173,25 +173,7 @@ func Open(ctx context.Context, url string, opts Options) (Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts = opts.WithDefaults()
-	st, err := connect(ctx, d, dsn, opts)
-	if err == nil {
-		return st, nil
-	}
-	if opts.NoFallback || errors.Is(err, ErrBadURL) || errors.Is(err, ErrSchemaTooNew) || ctx.Err() != nil {
-		return nil, err
-	}
-	slog.Error("run history unavailable; continuing DEGRADED on an in-memory store (nothing will persist)",
-		"dialect", name, "transience", TransienceOf(err).String(), "error", err)
-	mem, ferr := LookupDialect("sqlite")
-	if ferr != nil {
-		return nil, fmt.Errorf("%w (and no in-memory fallback: %v)", err, ferr)
-	}
-	st, ferr = mem.Open(ctx, MemoryDSN, opts)
-	if ferr != nil {
-		return nil, fmt.Errorf("%w (and the in-memory fallback failed: %v)", err, ferr)
-	}
-	return degraded{st}, nil
+	return connect(ctx, d, dsn, opts.WithDefaults())
 }
 
 // connect opens d, retrying retriable failures within opts.ConnectBudget.
@@ -225,11 +207,6 @@ func connect(ctx context.Context, d Dialect, dsn string, opts Options) (Store, e
 		delay = min(delay*2, maxDelay)
 	}
 }
-
-// degraded marks the in-memory fallback store.
-type degraded struct{ Store }
-
-func (degraded) Degraded() bool { return true }
 
 // WithDefaults fills the zero fields of o with their defaults (a fresh
 // instance id, DefaultLeaseTTL, time.Now, DefaultConnectBudget).

@@ -108,12 +108,12 @@ func TestOpenMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if s.Degraded() || s.Dialect() != "sqlite" || s.InstanceID() == "" {
-		t.Fatalf("memory store: degraded %v, dialect %q, instance %q", s.Degraded(), s.Dialect(), s.InstanceID())
+	if s.Dialect() != "sqlite" || s.InstanceID() == "" {
+		t.Fatalf("memory store: dialect %q, instance %q", s.Dialect(), s.InstanceID())
 	}
 }
 
-func TestOpenBadURLNeverFallsBack(t *testing.T) {
+func TestOpenBadURLIsAUsageError(t *testing.T) {
 	for _, raw := range []string{"mysql://host/db", "sqlite:", ""} {
 		if s, err := db.Open(t.Context(), raw, db.Options{}); !errors.Is(err, db.ErrBadURL) {
 			if s != nil {

@@ -27,10 +27,6 @@ func (s *store) InstanceID() string { return s.instanceID }
 
 func (s *store) Dialect() string { return s.d.Dialect() }
 
-// Degraded is false: a store is always on the database it was opened on.
-// The in-memory fallback is a store too, and Open reports that it degraded.
-func (s *store) Degraded() bool { return false }
-
 func (s *store) Close() error { return s.d.Close() }
 
 func (s *store) Ping(ctx context.Context) error { return fail(ctx, "ping", s.d.Ping(ctx)) }

@@ -42,9 +42,6 @@ type Lifecycle interface {
 	InstanceID() string
 	// Dialect names the backing database: "postgres" or "sqlite".
 	Dialect() string
-	// Degraded reports whether the store fell back to an in-memory database
-	// because the configured one was unreachable.
-	Degraded() bool
 	// Close releases the connections.
 	Close() error
 	// Ping checks that the database answers (readiness probes).
@@ -277,12 +274,8 @@ type Options struct {
 	// sleeping. Nil means time.Now.
 	Clock func() time.Time
 	// ConnectBudget bounds how long Open retries a transiently unreachable
-	// database before degrading. Zero means DefaultConnectBudget.
+	// database before it returns the error. Zero means DefaultConnectBudget.
 	ConnectBudget time.Duration
-	// NoFallback turns off the in-memory fallback: Open returns the
-	// connection error instead of a degraded store. Commands that act on one
-	// specific database (migrate) set it.
-	NoFallback bool
 }
 
 // Defaults for Options.

@@ -28,9 +28,6 @@ const (
 	FormatJSON Format = "json"
 )
 
-// maxDepth bounds nesting so a hostile document cannot exhaust the stack.
-const maxDepth = 200
-
 // position is a 1-based line and column in a document's text.
 type position struct{ line, col int }
 
@@ -111,6 +108,8 @@ func (c *docCache) parse(data []byte, format Format) (*document, *ConfigError) {
 // parseDocument parses data in the given format into a document. A syntax
 // error comes back as a *ConfigError with its line and column.
 func parseDocument(data []byte, format Format) (*document, *ConfigError) {
+	parseSlots <- struct{}{}
+	defer func() { <-parseSlots }()
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
 	switch format {
 	case FormatJSON:
@@ -137,7 +136,11 @@ func looksLikeJSON(data []byte) bool {
 }
 
 func parseYAML(data []byte) (*document, *ConfigError) {
-	file, err := parser.ParseBytes(data, 0)
+	tokens, cerr := lexYAML(data)
+	if cerr != nil {
+		return nil, cerr
+	}
+	file, err := parser.Parse(tokens, 0)
 	if err != nil {
 		return nil, yamlError(err)
 	}
@@ -157,11 +160,11 @@ func parseYAML(data []byte) (*document, *ConfigError) {
 	}
 	m := &yamlMeasure{anchors: map[string]ast.Node{}, memo: map[ast.Node][2]int{}}
 	size, depth := m.measure(body, 0)
-	if depth > maxDepth {
-		return nil, &ConfigError{Message: fmt.Sprintf("config nests deeper than %d levels", maxDepth)}
+	if depth > MaxConfigDepth {
+		return nil, &ConfigError{Message: fmt.Sprintf("config nests deeper than %d levels", MaxConfigDepth)}
 	}
-	if size > maxValues {
-		return nil, &ConfigError{Message: fmt.Sprintf("config expands to more than %d values through aliases", maxValues)}
+	if size > MaxConfigValues {
+		return nil, &ConfigError{Message: fmt.Sprintf("config expands to more than %d values through aliases", MaxConfigValues)}
 	}
 	var raw any
 	if err := yaml.NodeToValue(body, &raw); err != nil {
@@ -196,10 +199,6 @@ func yamlError(err error) *ConfigError {
 	return &ConfigError{Message: "invalid YAML: " + msg}
 }
 
-// maxValues bounds how many values a YAML document may expand to through
-// aliases, so a few lines of nested aliases cannot exhaust memory.
-const maxValues = 100_000
-
 // yamlMeasure computes the size and nesting of a YAML node tree as it will
 // be decoded, aliases expanded, in time linear in the text.
 type yamlMeasure struct {
@@ -213,8 +212,8 @@ func (m *yamlMeasure) measure(n ast.Node, level int) (size, depth int) {
 	if n == nil {
 		return 0, 0
 	}
-	if level > maxDepth {
-		return 1, maxDepth + 1
+	if level > MaxConfigDepth {
+		return 1, MaxConfigDepth + 1
 	}
 	if r, ok := m.memo[n]; ok {
 		return r[0], r[1]
@@ -222,7 +221,7 @@ func (m *yamlMeasure) measure(n ast.Node, level int) (size, depth int) {
 	size = 1
 	add := func(child ast.Node) {
 		s, d := m.measure(child, level+1)
-		size = min(size+s, maxValues+1)
+		size = min(size+s, MaxConfigValues+1)
 		depth = max(depth, d+1)
 	}
 	switch x := n.(type) {
@@ -404,10 +403,45 @@ type jsonParser struct {
 	data      []byte
 	dec       *json.Decoder
 	positions map[string]position
+	// values and pathBytes count toward MaxConfigValues and
+	// MaxConfigPathBytes.
+	values, pathBytes int
+	// line, col and scanned are where positionOf last stopped (col counts
+	// the characters before scanned on its line), so the positions of the
+	// keys, in order, cost one pass over the text rather than one per key.
+	line, col, scanned int64
 }
 
-// start is the offset of the next token: the decoder's offset skips past
-// whitespace and separators still pending before it.
+// positionOf is offsetPosition for offsets that only grow, as those of a
+// document's keys and items do.
+func (p *jsonParser) positionOf(off int64) position {
+	off = min(max(off, 0), int64(len(p.data)))
+	if off < p.scanned || p.line == 0 {
+		p.line, p.col, p.scanned = 1, 0, 0
+	}
+	for _, c := range p.data[p.scanned:off] {
+		switch {
+		case c == '\n':
+			p.line, p.col = p.line+1, 0
+		case c&0xC0 != 0x80: // not a UTF-8 continuation byte
+			p.col++
+		}
+	}
+	p.scanned = off
+	return position{line: int(p.line), col: int(p.col) + 1}
+}
+
+// place records where the value at child starts, within the limits.
+func (p *jsonParser) place(child path, pos position) *ConfigError {
+	key := child.String()
+	p.pathBytes += len(key)
+	if p.pathBytes > MaxConfigPathBytes {
+		return limitError("bytes of key paths", MaxConfigPathBytes)
+	}
+	p.positions[key] = pos
+	return nil
+}
+
 func (p *jsonParser) start() int64 {
 	off := p.dec.InputOffset()
 	for off < int64(len(p.data)) {
@@ -433,8 +467,11 @@ func (p *jsonParser) tokenError(err error) *ConfigError {
 }
 
 func (p *jsonParser) value(at path, depth int) (any, *ConfigError) {
-	if depth > maxDepth {
-		return nil, p.errorAt(p.start(), fmt.Sprintf("config nests deeper than %d levels", maxDepth))
+	if depth > MaxConfigDepth {
+		return nil, p.errorAt(p.start(), fmt.Sprintf("config nests deeper than %d levels", MaxConfigDepth))
+	}
+	if p.values++; p.values > MaxConfigValues {
+		return nil, limitError("values", MaxConfigValues)
 	}
 	tok, err := p.dec.Token()
 	if err != nil {
@@ -470,13 +507,15 @@ func (p *jsonParser) object(at path, depth int) (any, *ConfigError) {
 			return nil, p.errorAt(off, "invalid JSON: object key must be a string")
 		}
 		child := at.child(key)
-		pos := offsetPosition(p.data, off)
+		pos := p.positionOf(off)
 		if _, dup := out[key]; dup {
 			first := p.positions[child.String()]
 			return nil, &ConfigError{Line: pos.line, Column: pos.col, Path: child.String(),
 				Message: fmt.Sprintf("duplicate key %q (first at line %d, column %d)", key, first.line, first.col)}
 		}
-		p.positions[child.String()] = pos
+		if cerr := p.place(child, pos); cerr != nil {
+			return nil, cerr
+		}
 		v, cerr := p.value(child, depth+1)
 		if cerr != nil {
 			return nil, cerr
@@ -493,7 +532,9 @@ func (p *jsonParser) array(at path, depth int) (any, *ConfigError) {
 	out := []any{}
 	for p.dec.More() {
 		child := at.child(len(out))
-		p.positions[child.String()] = offsetPosition(p.data, p.start())
+		if cerr := p.place(child, p.positionOf(p.start())); cerr != nil {
+			return nil, cerr
+		}
 		v, cerr := p.value(child, depth+1)
 		if cerr != nil {
 			return nil, cerr

@@ -218,7 +218,7 @@ func (s *schemaDoc) secrets(value any, add func(string)) {
 }
 
 func (s *schemaDoc) collectSecrets(sch, value any, add func(string), depth int) {
-	if depth > maxDepth {
+	if depth > MaxConfigDepth {
 		return
 	}
 	for _, m := range s.applicable(sch, 0, nil) {

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/goccy/go-yaml/lexer"
 )
 
 // FuzzLoad feeds arbitrary documents (and --set overrides) to the loader. It
@@ -28,6 +30,11 @@ func FuzzLoad(f *testing.F) {
 	}
 	env := envOf(map[string]string{"HOME": "/home/u", "IN": "in.csv"})
 	f.Fuzz(func(t *testing.T, src, set string) {
+		// The token bound must cover the lexer, or MaxConfigTokens could be
+		// slipped past.
+		if bound, lexed := yamlTokenBound([]byte(src), len(src)+1), len(lexer.Tokenize(src)); bound < lexed {
+			t.Fatalf("token bound %d < %d tokens the lexer makes", bound, lexed)
+		}
 		var sets []string
 		if set != "" {
 			sets = []string{set}

@@ -5,21 +5,26 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/faucet-dev/faucet/db"
 	"github.com/faucet-dev/faucet/server/api"
 	"github.com/faucet-dev/faucet/server/auth"
+	"github.com/faucet-dev/faucet/server/follow"
+	"github.com/faucet-dev/faucet/server/httpguard"
 	"github.com/faucet-dev/faucet/server/logs"
 	"github.com/faucet-dev/faucet/server/metrics"
 	"github.com/faucet-dev/faucet/server/runner"
@@ -83,6 +88,16 @@ type Config struct {
 	// LeaseTTL is how long a run stays owned without a heartbeat; peers
 	// take over a cluster member's runs this long after it died.
 	LeaseTTL time.Duration
+
+	// MaxConnections and MaxConnectionsPerClient cap the HTTP connections
+	// open at once, in all and from one client address; the excess is
+	// answered 503.
+	MaxConnections          int
+	MaxConnectionsPerClient int
+	// MaxLogFollowers and MaxLogFollowersPerRun cap the log streams (SSE)
+	// open at once, in all and of one run; the excess is answered 429.
+	MaxLogFollowers       int
+	MaxLogFollowersPerRun int
 }
 
 // Defaults of Config.
@@ -99,6 +114,9 @@ const (
 	DefaultLeaseTTL             = db.DefaultLeaseTTL
 	DefaultPluginNice           = 10
 	historyFileName             = "history.db"
+	// RequestReadTimeout bounds the reading of a whole request, body
+	// included: a client slower than that is cut off.
+	RequestReadTimeout = 30 * time.Second
 )
 
 // DefaultDataDir is faucet's data directory: $XDG_DATA_HOME/faucet, or
@@ -170,30 +188,85 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 		return err
 	}
 
-	store, err := db.Open(ctx, historyURL, db.Options{LeaseTTL: cfg.LeaseTTL})
-	if err != nil {
-		return fmt.Errorf("open run history: %w", err)
-	}
-	defer store.Close()
-	if !cfg.Cluster && !store.Degraded() {
-		// A server outside a cluster fails the runs whose lease lapsed, where
-		// the cluster requeues them: the two must not share a history.
-		members, err := store.InstanceListLive(ctx, cfg.LeaseTTL)
-		if err != nil {
-			return fmt.Errorf("read cluster membership: %w", err)
-		}
-		if len(members) > 0 {
-			return fmt.Errorf("the history is shared by a faucet serve cluster (%d live members); start this server with --cluster too", len(members))
-		}
-	}
-
 	eng, err := newEngine(ctx, cfg, defaults, log)
 	if err != nil {
 		return err
 	}
 	defer eng.Close()
-
 	m := metrics.New()
+
+	tcp, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+	}
+	ln := httpguard.Listen(tcp, cfg.MaxConnectionsPerClient, cfg.MaxConnections, func(msg string) []byte {
+		b, _ := json.Marshal(api.NewProblem(http.StatusServiceUnavailable, api.CodeUnavailable, msg, nil))
+		return b
+	})
+	// A server whose history answers serves HTTP once it is ready, so a
+	// client that saw it listening is served in full. One whose history does
+	// not serves HTTP at once all the same: until the history answers, every
+	// route but the probes answers 503 and nothing is accepted.
+	var handler atomic.Pointer[http.Handler]
+	connecting := withCORS(api.Connecting(cfg.Cluster, m), cfg.CORSOrigins)
+	handler.Store(&connecting)
+	srv := &http.Server{
+		Handler: httpguard.CloseUnreadBodies(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			(*handler.Load()).ServeHTTP(w, r)
+		})),
+		ReadHeaderTimeout: 10 * time.Second,
+		// Streams (log followers) lift it once their request is read.
+		ReadTimeout: RequestReadTimeout,
+		IdleTimeout: 2 * time.Minute,
+		ErrorLog:    slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	serveErr := make(chan error, 1)
+	serve := sync.OnceFunc(func() {
+		go func() { serveErr <- srv.Serve(ln) }()
+		// Said plainly on out too, whatever the log level: scripts wait for it.
+		fmt.Fprintf(out, "faucet serve: listening on http://%s\n", ln.Addr())
+	})
+	stopHTTP := func() {
+		httpCtx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if err := srv.Shutdown(httpCtx); err != nil {
+			_ = srv.Close()
+		}
+	}
+
+	opts := db.Options{LeaseTTL: cfg.LeaseTTL}
+	first := opts
+	first.ConnectBudget = firstConnectBudget
+	store, err := db.Open(ctx, historyURL, first)
+	if err != nil {
+		if fatalHistoryError(err) {
+			return fmt.Errorf("open run history: %w", err)
+		}
+		serve()
+		store, err = openHistory(ctx, historyURL, opts, err, serveErr, log)
+		if err != nil {
+			stopHTTP()
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+	}
+	defer store.Close()
+	if !cfg.Cluster {
+		// A server outside a cluster fails the runs whose lease lapsed, where
+		// the cluster requeues them: the two must not share a history.
+		members, err := store.InstanceListLive(ctx, cfg.LeaseTTL)
+		if err != nil {
+			stopHTTP()
+			return fmt.Errorf("read cluster membership: %w", err)
+		}
+		if len(members) > 0 {
+			stopHTTP()
+			return fmt.Errorf("the history is shared by a faucet serve cluster (%d live members); start this server with --cluster too", len(members))
+		}
+	}
+
 	persist := cfg.LogRetention > 0 && cfg.LogMaxLinesPerRun > 0
 	hubOpts := logs.Options{Log: log}
 	if persist {
@@ -203,10 +276,6 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 	hub := logs.NewHub(hubOpts)
 	defer hub.Close(context.Background())
 
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
-	}
 	run := runner.New(runner.Config{
 		MaxConcurrent:        cfg.MaxConcurrentRuns,
 		MaxQueued:            cfg.MaxQueuedRuns,
@@ -219,29 +288,23 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 		MaxAttempts:          cfg.ClusterMaxAttempts,
 		Listen:               ln.Addr().String(),
 	}, store, eng, hub, m, log)
-	if cfg.Cluster {
-		if store.Degraded() {
-			log.Error("cluster mode without its shared history: submits are refused (503) until this server restarts with the database reachable")
+	if !cfg.Cluster {
+		if n, err := run.Recover(ctx, exclusive); err != nil {
+			log.Error("recover interrupted runs", "error", err)
+		} else if n > 0 {
+			log.Warn("runs interrupted by the previous shutdown were marked failed", "runs", n)
 		}
-	} else if n, err := run.Recover(ctx, exclusive); err != nil {
-		log.Error("recover interrupted runs", "error", err)
-	} else if n > 0 {
-		log.Warn("runs interrupted by the previous shutdown were marked failed", "runs", n)
 	}
 	mux := http.NewServeMux()
 	api.New(mux, &api.Deps{
 		Runner: run, Store: store, Logs: hub, Auth: authn, Catalog: eng.Catalog(),
+		Follow:  follow.New(store, follow.Options{MaxPerRun: cfg.MaxLogFollowersPerRun, MaxTotal: cfg.MaxLogFollowers, Metrics: m}),
 		Metrics: m, Log: log, BodyLimit: cfg.BodyLimitBytes,
 	})
 	mux.Handle("/", notFound())
-	srv := &http.Server{
-		Handler:           withCORS(mux, cfg.CORSOrigins),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
+	ready := withCORS(mux, cfg.CORSOrigins)
+	handler.Store(&ready)
+	serve()
 
 	// The background duties outlive the runs' shutdown: leases must be
 	// renewed while runs flush.
@@ -261,10 +324,8 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 		close(maintDone)
 	}()
 
-	// Said plainly on out too, whatever the log level: scripts wait for it.
-	fmt.Fprintf(out, "faucet serve: listening on http://%s\n", ln.Addr())
-	log.Info("faucet serve listening", "addr", ln.Addr().String(), "history", store.Dialect(),
-		"degraded", store.Degraded(), "auth", authn.Enabled(), "max_concurrent_runs", run.Config().MaxConcurrent,
+	log.Info("faucet serve ready", "addr", ln.Addr().String(), "history", store.Dialect(),
+		"auth", authn.Enabled(), "max_concurrent_runs", run.Config().MaxConcurrent,
 		"max_queued_runs", run.Config().MaxQueued, "cluster", cfg.Cluster, "instance", store.InstanceID())
 
 	select {
@@ -297,6 +358,57 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 	hub.Close(context.Background())
 	log.Info("stopped", "took", time.Since(start).Round(time.Millisecond).String())
 	return nil
+}
+
+// How long the history is tried before HTTP is served without it, and the
+// backoff of openHistory between the attempts after.
+const (
+	firstConnectBudget = time.Second
+	historyRetryFirst  = 500 * time.Millisecond
+	historyRetryMax    = 10 * time.Second
+)
+
+// fatalHistoryError: no retry can cure err (a malformed URL, a schema newer
+// than this binary).
+func fatalHistoryError(err error) bool {
+	return errors.Is(err, db.ErrBadURL) || errors.Is(err, db.ErrSchemaTooNew)
+}
+
+// openHistory keeps trying to open the run history after the first attempt
+// failed with err, with capped exponential backoff (jittered, so cluster
+// members restarted together do not retry in step), until it opens, ctx
+// ends, the HTTP server fails, or the failure is one no retry can cure.
+// Every other failure is retried, permanent ones too: an operator fixing a
+// password or a file's permissions should not have to restart the server.
+func openHistory(ctx context.Context, url string, opts db.Options, err error, serveErr <-chan error, log *slog.Logger) (db.Store, error) {
+	delay := historyRetryFirst
+	for attempt := 1; ; attempt++ {
+		if fatalHistoryError(err) {
+			return nil, fmt.Errorf("open run history: %w", err)
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		wait := delay/2 + rand.N(delay/2+1)
+		log.Warn("run history unreachable; answering 503 and retrying", "attempt", attempt,
+			"retry_in", wait.Round(time.Millisecond).String(), "transience", db.TransienceOf(err).String(), "error", err)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case err := <-serveErr:
+			t.Stop()
+			return nil, fmt.Errorf("serve http: %w", err)
+		case <-t.C:
+		}
+		delay = min(2*delay, historyRetryMax)
+		var st db.Store
+		if st, err = db.Open(ctx, url, opts); err == nil {
+			log.Info("run history reached", "attempts", attempt+1)
+			return st, nil
+		}
+	}
 }
 
 // checkCluster refuses a cluster configuration that cannot work.

@@ -101,7 +101,7 @@ func TestMigrateCommand(t *testing.T) {
 			wantOutput(t, mustFaucet(t, "migrate", "down", h), "schema version 0")
 			wantOutput(t, mustFaucet(t, "migrate", "up", h), "up 00001_run_history.sql")
 			// The schema the command applied is the one the store expects.
-			s, err := db.Open(t.Context(), strings.TrimPrefix(h, "--history="), db.Options{NoFallback: true})
+			s, err := db.Open(t.Context(), strings.TrimPrefix(h, "--history="), db.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

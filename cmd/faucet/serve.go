@@ -10,6 +10,8 @@ import (
 	_ "github.com/faucet-dev/faucet/db/sqlite"
 	"github.com/faucet-dev/faucet/server"
 	"github.com/faucet-dev/faucet/server/api"
+	"github.com/faucet-dev/faucet/server/follow"
+	"github.com/faucet-dev/faucet/server/httpguard"
 	"github.com/faucet-dev/faucet/server/runner"
 )
 
@@ -87,6 +89,10 @@ variable set to the empty string counts as unset.`,
 	f.BoolVar(&cfg.Cluster, "cluster", false, "join the cluster of servers sharing --history (postgres://…, or a sqlite:PATH file on one host)")
 	f.Float64Var(&pollSecs, "cluster-poll-secs", server.DefaultClusterPoll.Seconds(), "how often a cluster member looks for runs to claim when nothing wakes it")
 	f.IntVar(&cfg.ClusterMaxAttempts, "cluster-max-attempts", server.DefaultClusterMaxAttempts, "takeovers a run or shard gets after its owner's lease lapses (a shutdown hand-back counts as one); a run that keeps killing its owner executes this many times plus one (4 by default), and the lapse of its last execution fails it as poison")
+	f.IntVar(&cfg.MaxConnections, "max-connections", httpguard.DefaultMaxConnections, "HTTP connections open at once; more are answered 503")
+	f.IntVar(&cfg.MaxConnectionsPerClient, "max-connections-per-client", httpguard.DefaultMaxConnectionsPerClient, "HTTP connections open at once from one client address; more are answered 503")
+	f.IntVar(&cfg.MaxLogFollowers, "max-log-followers", follow.DefaultMaxTotal, "log streams (SSE) open at once; more are answered 429")
+	f.IntVar(&cfg.MaxLogFollowersPerRun, "max-log-followers-per-run", follow.DefaultMaxPerRun, "log streams (SSE) of one run open at once; more are answered 429")
 	f.Float64Var(&leaseSecs, "lease-ttl-secs", server.DefaultLeaseTTL.Seconds(), "how long a run stays owned by a server that stopped heartbeating; peers take over after it")
 	return cmd
 }

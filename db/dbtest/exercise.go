@@ -96,11 +96,9 @@ func (c *clock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-// open opens a store on url with the in-memory fallback off, closing it when
-// t ends.
+// open opens a store on url, closing it when t ends.
 func open(t testing.TB, url string, opts db.Options) db.Store {
 	t.Helper()
-	opts.NoFallback = true
 	s, err := db.Open(context.Background(), url, opts)
 	if err != nil {
 		t.Fatalf("open %s: %v", db.RedactURL(url), err)

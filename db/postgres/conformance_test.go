@@ -27,7 +27,7 @@ func TestConformance(t *testing.T) {
 func migratedDatabase(t testing.TB) string {
 	t.Helper()
 	return testpg.Clone(t, schemaTemplate, func(ctx context.Context, url string) error {
-		s, err := db.Open(ctx, url, db.Options{NoFallback: true})
+		s, err := db.Open(ctx, url, db.Options{})
 		if err != nil {
 			return err
 		}

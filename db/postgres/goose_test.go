@@ -35,7 +35,7 @@ func TestGooseCLIAppliesMigrations(t *testing.T) {
 	}
 
 	run("up")
-	s, err := db.Open(t.Context(), url, db.Options{NoFallback: true, InstanceID: "a"})
+	s, err := db.Open(t.Context(), url, db.Options{InstanceID: "a"})
 	if err != nil {
 		t.Fatalf("open a database migrated by the goose CLI: %v", err)
 	}
@@ -50,7 +50,7 @@ func TestGooseCLIAppliesMigrations(t *testing.T) {
 
 	run("down-to", "0")
 	run("up")
-	s, err = db.Open(t.Context(), url, db.Options{NoFallback: true})
+	s, err = db.Open(t.Context(), url, db.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

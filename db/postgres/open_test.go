@@ -59,8 +59,6 @@ func TestOpenRejectsBadURLs(t *testing.T) {
 		{"mysql://u:s3cr3t@host/db", `unknown scheme "mysql"`},
 		{"", "empty"},
 	} {
-		// Without NoFallback too: a malformed URL is a usage error, never a
-		// reason to run degraded.
 		s, err := db.Open(t.Context(), c.raw, db.Options{})
 		if !errors.Is(err, db.ErrBadURL) {
 			if s != nil {
@@ -75,15 +73,12 @@ func TestOpenRejectsBadURLs(t *testing.T) {
 	}
 }
 
-func TestOpenUnreachableRetriesThenDegrades(t *testing.T) {
+func TestOpenUnreachableRetriesThenGivesUp(t *testing.T) {
 	logs := captureLogs(t)
 	raw := closedPort(t)
-	opts := db.Options{ConnectBudget: 700 * time.Millisecond}
-
-	noFallback := opts
-	noFallback.NoFallback = true
-	_, err := db.Open(t.Context(), raw, noFallback)
+	s, err := db.Open(t.Context(), raw, db.Options{ConnectBudget: 700 * time.Millisecond})
 	if err == nil {
+		s.Close()
 		t.Fatal("Open of an unreachable server succeeded")
 	}
 	if got := db.TransienceOf(err); got != db.Transient {
@@ -99,34 +94,13 @@ func TestOpenUnreachableRetriesThenDegrades(t *testing.T) {
 	if !strings.Contains(logs.String(), "retrying") {
 		t.Fatalf("no retry was logged for a transient failure:\n%s", logs)
 	}
-
-	logs.Reset()
-	s, err := db.Open(t.Context(), raw, opts)
-	if err != nil {
-		t.Fatalf("Open with fallback: %v", err)
-	}
-	defer s.Close()
-	if !s.Degraded() || s.Dialect() != "sqlite" {
-		t.Fatalf("fallback store: degraded %v, dialect %s; want a degraded sqlite store", s.Degraded(), s.Dialect())
-	}
-	if !strings.Contains(logs.String(), "DEGRADED") {
-		t.Fatalf("degrading was not logged:\n%s", logs)
-	}
-	// The fallback is a working store.
-	rec := &db.RunRecord{RunID: "r1", Status: db.StatusQueued, SubmittedAt: time.Now()}
-	if err := s.RunSubmit(t.Context(), rec, nil); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := s.RunGet(t.Context(), "r1"); err != nil || got.Status != db.StatusQueued {
-		t.Fatalf("fallback store read back %+v, %v", got, err)
-	}
 }
 
-func TestOpenUnauthorizedDegradesAtOnce(t *testing.T) {
+func TestOpenUnauthorizedFailsAtOnce(t *testing.T) {
 	logs := captureLogs(t)
 	raw := withRole(t, testpg.Database(t), "no_such_role")
 
-	_, err := db.Open(t.Context(), raw, db.Options{NoFallback: true})
+	_, err := db.Open(t.Context(), raw, db.Options{})
 	if err == nil {
 		t.Fatal("Open with an unknown role succeeded")
 	}
@@ -140,22 +114,8 @@ func TestOpenUnauthorizedDegradesAtOnce(t *testing.T) {
 	if !strings.Contains(err.Error(), why) {
 		t.Errorf("unknown role: error %q does not say %s", err, why)
 	}
-	s, err := db.Open(t.Context(), raw, db.Options{})
-	if err != nil {
-		t.Fatalf("Open with fallback: %v", err)
-	}
-	defer s.Close()
-	if !s.Degraded() {
-		t.Fatal("an unauthorized database did not degrade")
-	}
 	if strings.Contains(logs.String(), "retrying") {
 		t.Fatalf("a permanent failure was retried:\n%s", logs)
-	}
-	if strings.Contains(logs.String(), "secret") {
-		t.Fatalf("the logs leak the password:\n%s", logs)
-	}
-	if !strings.Contains(logs.String(), "no_such_role") {
-		t.Fatalf("the log of degrading does not name the refused role:\n%s", logs)
 	}
 }
 
@@ -165,7 +125,7 @@ func TestOpenMissingDatabaseIsPermanent(t *testing.T) {
 		t.Fatal(err)
 	}
 	u.Path = "/no_such_database"
-	_, err = db.Open(t.Context(), u.String(), db.Options{NoFallback: true})
+	_, err = db.Open(t.Context(), u.String(), db.Options{})
 	if db.TransienceOf(err) != db.Permanent {
 		t.Fatalf("missing database: %v (verdict %v), want a permanent error", err, db.TransienceOf(err))
 	}
@@ -176,7 +136,7 @@ func TestOpenMissingDatabaseIsPermanent(t *testing.T) {
 }
 
 func TestDriverErrorsAreClassified(t *testing.T) {
-	s, err := db.Open(t.Context(), testpg.Database(t), db.Options{NoFallback: true})
+	s, err := db.Open(t.Context(), testpg.Database(t), db.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +154,7 @@ func TestDriverErrorsAreClassified(t *testing.T) {
 // recovers on its own.
 func TestConnectionsKilled(t *testing.T) {
 	raw := testpg.Database(t)
-	s, err := db.Open(t.Context(), raw, db.Options{NoFallback: true})
+	s, err := db.Open(t.Context(), raw, db.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 // id of every run it claimed.
 func claimer(url, instanceID string) int {
 	ctx := context.Background()
-	s, err := db.Open(ctx, url, db.Options{NoFallback: true, InstanceID: instanceID})
+	s, err := db.Open(ctx, url, db.Options{InstanceID: instanceID})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "claimer:", err)
 		return 1
@@ -64,7 +64,7 @@ func claimer(url, instanceID string) int {
 // database: every pending run is claimed by exactly one of them.
 func TestClaimPendingAcrossProcesses(t *testing.T) {
 	url := testpg.Database(t)
-	s, err := db.Open(t.Context(), url, db.Options{NoFallback: true})
+	s, err := db.Open(t.Context(), url, db.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

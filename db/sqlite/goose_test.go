@@ -59,7 +59,7 @@ func TestGooseCLIAppliesMigrations(t *testing.T) {
 		t.Fatalf("the store's migrator sees pending migrations after the CLI's up: %v, %v", pending, err)
 	}
 
-	s, err := db.Open(t.Context(), "sqlite:"+path, db.Options{InstanceID: "a", NoFallback: true})
+	s, err := db.Open(t.Context(), "sqlite:"+path, db.Options{InstanceID: "a"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,7 +58,7 @@ func TestOpenRejectsUnusablePaths(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := db.Open(t.Context(), "sqlite:"+c.path, db.Options{NoFallback: true})
+			_, err := db.Open(t.Context(), "sqlite:"+c.path, db.Options{})
 			if err == nil {
 				t.Fatalf("Open(%s) succeeded", c.path)
 			}
@@ -86,7 +86,7 @@ func TestOpenRejectsUnusablePaths(t *testing.T) {
 func TestOpenRejectsAReadOnlyFile(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "history.db")
-	s, err := db.Open(t.Context(), "sqlite:"+path, db.Options{NoFallback: true})
+	s, err := db.Open(t.Context(), "sqlite:"+path, db.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestOpenRejectsAReadOnlyFile(t *testing.T) {
 
 	var verdict, msg string
 	if os.Geteuid() != 0 {
-		_, err := db.Open(t.Context(), "sqlite:"+path, db.Options{NoFallback: true})
+		_, err := db.Open(t.Context(), "sqlite:"+path, db.Options{})
 		if err == nil {
 			t.Fatal("Open of a read-only file succeeded")
 		}
@@ -143,38 +143,16 @@ func TestOpenRejectsAReadOnlyFile(t *testing.T) {
 	}
 }
 
-func TestOpenFallsBackToMemoryOnAnUnusablePath(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "missing", "history.db")
-	s, err := db.Open(t.Context(), "sqlite:"+path, db.Options{InstanceID: "a"})
-	if err != nil {
-		t.Fatalf("Open with the fallback allowed: %v", err)
-	}
-	defer s.Close()
-	if !s.Degraded() || s.Dialect() != "sqlite" {
-		t.Fatalf("Degraded() = %v, Dialect() = %q; want a degraded sqlite store", s.Degraded(), s.Dialect())
-	}
-	rec := &db.RunRecord{RunID: "r1", Status: db.StatusQueued, SubmittedAt: time.Now()}
-	if err := s.RunSubmit(t.Context(), rec, nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.RunGet(t.Context(), "r1"); err != nil {
-		t.Fatalf("the fallback store lost a write: %v", err)
-	}
-}
-
 func TestMemoryStoresArePrivate(t *testing.T) {
-	a, err := db.Open(t.Context(), "memory", db.Options{InstanceID: "a", NoFallback: true})
+	a, err := db.Open(t.Context(), "memory", db.Options{InstanceID: "a"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := db.Open(t.Context(), "memory", db.Options{InstanceID: "b", NoFallback: true})
+	b, err := db.Open(t.Context(), "memory", db.Options{InstanceID: "b"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	if a.Degraded() {
-		t.Error("an in-memory store asked for by name reports Degraded")
-	}
 	rec := &db.RunRecord{RunID: "r1", Status: db.StatusPending, SubmittedAt: time.Now()}
 	if err := a.RunSubmit(t.Context(), rec, nil); err != nil {
 		t.Fatal(err)

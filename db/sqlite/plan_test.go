@@ -25,7 +25,7 @@ var fullScanAllowed = map[string]bool{"ShardPurgeOrphans": true}
 // query, so no write pays for an index nothing reads.
 func TestQueriesUseIndexes(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "history.db")
-	s, err := db.Open(t.Context(), "sqlite:"+path, db.Options{NoFallback: true})
+	s, err := db.Open(t.Context(), "sqlite:"+path, db.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	if url := os.Getenv(openerURLEnv); url != "" {
-		s, err := db.Open(context.Background(), url, db.Options{NoFallback: true})
+		s, err := db.Open(context.Background(), url, db.Options{})
 		if err != nil {
 			fmt.Printf("%s\n%v\n", db.TransienceOf(err), err)
 			os.Exit(0)
@@ -52,7 +52,7 @@ func TestMain(m *testing.M) {
 // is left and prints the id of every run it claimed.
 func claimUntilEmpty(url, instance string) error {
 	ctx := context.Background()
-	s, err := db.Open(ctx, url, db.Options{InstanceID: instance, NoFallback: true})
+	s, err := db.Open(ctx, url, db.Options{InstanceID: instance})
 	if err != nil {
 		return err
 	}
@@ -84,7 +84,7 @@ func claimUntilEmpty(url, instance string) error {
 func TestClaimPendingAcrossProcesses(t *testing.T) {
 	const runs, procs = 600, 3
 	url := newURL(t)
-	seed, err := db.Open(t.Context(), url, db.Options{InstanceID: "seed", NoFallback: true})
+	seed, err := db.Open(t.Context(), url, db.Options{InstanceID: "seed"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestClaimPendingAcrossProcesses(t *testing.T) {
 	t.Logf("claims per process: %v", perOwner)
 	for i := range procs {
 		instance := fmt.Sprintf("proc-%d", i)
-		s, err := db.Open(t.Context(), url, db.Options{InstanceID: instance, NoFallback: true})
+		s, err := db.Open(t.Context(), url, db.Options{InstanceID: instance})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -105,6 +105,9 @@ func (s *Server) Stop(ctx context.Context) error {
 	return s.run(ctx, "pg_ctl", "-D", s.dataDir(), "-m", "immediate", "-w", "stop")
 }
 
+// Resume starts a stopped server again on the same port.
+func (s *Server) Resume(ctx context.Context) error { return s.start(ctx) }
+
 // Restart stops the server and starts it again on the same port.
 func (s *Server) Restart(ctx context.Context) error {
 	if err := s.Stop(ctx); err != nil {

@@ -164,18 +164,39 @@ func (e LogLineLevel) Valid() bool {
 	}
 }
 
+// Defines values for ReadyStatusHistory.
+const (
+	ReadyStatusHistoryConnecting  ReadyStatusHistory = "connecting"
+	ReadyStatusHistoryReady       ReadyStatusHistory = "ready"
+	ReadyStatusHistoryUnavailable ReadyStatusHistory = "unavailable"
+)
+
+// Valid indicates whether the value is a known member of the ReadyStatusHistory enum.
+func (e ReadyStatusHistory) Valid() bool {
+	switch e {
+	case ReadyStatusHistoryConnecting:
+		return true
+	case ReadyStatusHistoryReady:
+		return true
+	case ReadyStatusHistoryUnavailable:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ReadyStatusStatus.
 const (
-	NotReady ReadyStatusStatus = "not_ready"
-	Ready    ReadyStatusStatus = "ready"
+	ReadyStatusStatusNotReady ReadyStatusStatus = "not_ready"
+	ReadyStatusStatusReady    ReadyStatusStatus = "ready"
 )
 
 // Valid indicates whether the value is a known member of the ReadyStatusStatus enum.
 func (e ReadyStatusStatus) Valid() bool {
 	switch e {
-	case NotReady:
+	case ReadyStatusStatusNotReady:
 		return true
-	case Ready:
+	case ReadyStatusStatusReady:
 		return true
 	default:
 		return false
@@ -311,7 +332,7 @@ type CallbackSpec struct {
 	// ExtraFields Static fields merged into the callback body.
 	ExtraFields *map[string]interface{} `json:"extra_fields,omitempty"`
 
-	// Headers Extra request headers.
+	// Headers Extra request headers. Their values are write-only: run records show them as [REDACTED].
 	Headers *map[string]string `json:"headers,omitempty"`
 
 	// Method HTTP method; POST when omitted.
@@ -475,13 +496,19 @@ type Problem struct {
 type ReadyStatus struct {
 	Cluster ClusterStatus `json:"cluster"`
 
-	// HistoryOk false when the history store fell back to memory or does not answer.
+	// History The history database: connecting (not reached since the server started; it keeps retrying), ready, or unavailable (it stopped answering).
+	History ReadyStatusHistory `json:"history"`
+
+	// HistoryOk false while the history database does not answer.
 	HistoryOk bool `json:"history_ok"`
 
 	// QueueOk false when the run queue is full.
 	QueueOk bool              `json:"queue_ok"`
 	Status  ReadyStatusStatus `json:"status"`
 }
+
+// ReadyStatusHistory The history database: connecting (not reached since the server started; it keeps retrying), ready, or unavailable (it stopped answering).
+type ReadyStatusHistory string
 
 // ReadyStatusStatus defines model for ReadyStatus.Status.
 type ReadyStatusStatus string
@@ -552,7 +579,7 @@ type SubmitRequest struct {
 	// IdempotencyKey Submitting the same key with the same payload returns the existing run; with a different payload, 409.
 	IdempotencyKey *string `json:"idempotency_key,omitempty"`
 
-	// Labels Free-form labels stored on the run record.
+	// Labels Free-form labels stored on the run record: at most 64, keys of at most 128 bytes, values of at most 1024.
 	Labels *map[string]string `json:"labels,omitempty"`
 
 	// Name Display name of the run; defaults to the config's name.
@@ -783,7 +810,7 @@ type ClientInterface interface {
 
 	// Readyz Readiness probe
 	//
-	// 200 when the server accepts runs; 503 (same body) when the history store is degraded, the run queue is full, or the server is shutting down. Unauthenticated.
+	// 200 when the server accepts runs; 503 (same body) while the history database is not reached yet or does not answer, the run queue is full, or the server is shutting down. Unauthenticated.
 	//
 	// Corresponds with GET /readyz (the `Readyz` operationId).
 	Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -872,7 +899,7 @@ type ClientInterface interface {
 
 	// FollowRunLogs Follow a run's logs (SSE)
 	//
-	// A text/event-stream that replays the run's recent lines and follows the live tail until the run ends. Events: `log` (data: a LogLine; the SSE id is its seq, so Last-Event-ID resumes), `truncated` (data: a LogTruncated; lines were dropped before the reader saw them), `end` (data: a LogEnd; the stream closes). Comments (`: keepalive`) keep an idle stream open.
+	// A text/event-stream that replays the run's recent lines and follows the live tail until the run ends. Events: `log` (data: a LogLine; the SSE id is its seq, so Last-Event-ID resumes), `truncated` (data: a LogTruncated; lines were dropped before the reader saw them), `end` (data: a LogEnd; the stream closes). Comments (`: keepalive`) keep an idle stream open. A server holds a bounded number of streams, per run and in all; past them it answers 429 with Retry-After.
 	//
 	// Corresponds with GET /v1/runs/{id}/logs/stream (the `FollowRunLogs` operationId).
 	FollowRunLogs(ctx context.Context, id string, params *FollowRunLogsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -929,7 +956,7 @@ func (c *Client) Metrics(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 
 // Readyz Readiness probe
 //
-// 200 when the server accepts runs; 503 (same body) when the history store is degraded, the run queue is full, or the server is shutting down. Unauthenticated.
+// 200 when the server accepts runs; 503 (same body) while the history database is not reached yet or does not answer, the run queue is full, or the server is shutting down. Unauthenticated.
 //
 // Corresponds with GET /readyz (the `Readyz` operationId).
 func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1128,7 +1155,7 @@ func (c *Client) StreamRunLogs(ctx context.Context, id string, params *StreamRun
 
 // FollowRunLogs Follow a run's logs (SSE)
 //
-// A text/event-stream that replays the run's recent lines and follows the live tail until the run ends. Events: `log` (data: a LogLine; the SSE id is its seq, so Last-Event-ID resumes), `truncated` (data: a LogTruncated; lines were dropped before the reader saw them), `end` (data: a LogEnd; the stream closes). Comments (`: keepalive`) keep an idle stream open.
+// A text/event-stream that replays the run's recent lines and follows the live tail until the run ends. Events: `log` (data: a LogLine; the SSE id is its seq, so Last-Event-ID resumes), `truncated` (data: a LogTruncated; lines were dropped before the reader saw them), `end` (data: a LogEnd; the stream closes). Comments (`: keepalive`) keep an idle stream open. A server holds a bounded number of streams, per run and in all; past them it answers 429 with Retry-After.
 //
 // Corresponds with GET /v1/runs/{id}/logs/stream (the `FollowRunLogs` operationId).
 func (c *Client) FollowRunLogs(ctx context.Context, id string, params *FollowRunLogsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2101,7 +2128,7 @@ type ClientWithResponsesInterface interface {
 
 	// ReadyzWithResponse Readiness probe
 	//
-	// 200 when the server accepts runs; 503 (same body) when the history store is degraded, the run queue is full, or the server is shutting down. Unauthenticated.
+	// 200 when the server accepts runs; 503 (same body) while the history database is not reached yet or does not answer, the run queue is full, or the server is shutting down. Unauthenticated.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -2204,7 +2231,7 @@ type ClientWithResponsesInterface interface {
 
 	// FollowRunLogsWithResponse Follow a run's logs (SSE)
 	//
-	// A text/event-stream that replays the run's recent lines and follows the live tail until the run ends. Events: `log` (data: a LogLine; the SSE id is its seq, so Last-Event-ID resumes), `truncated` (data: a LogTruncated; lines were dropped before the reader saw them), `end` (data: a LogEnd; the stream closes). Comments (`: keepalive`) keep an idle stream open.
+	// A text/event-stream that replays the run's recent lines and follows the live tail until the run ends. Events: `log` (data: a LogLine; the SSE id is its seq, so Last-Event-ID resumes), `truncated` (data: a LogTruncated; lines were dropped before the reader saw them), `end` (data: a LogEnd; the stream closes). Comments (`: keepalive`) keep an idle stream open. A server holds a bounded number of streams, per run and in all; past them it answers 429 with Retry-After.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -3103,6 +3130,11 @@ type StreamRunLogsResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// StreamRunLogsResponse429Headers the declared response headers of an HTTP 429 response for StreamRunLogs
+type StreamRunLogsResponse429Headers struct {
+	RetryAfter int
+}
+
 type StreamRunLogsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -3114,6 +3146,8 @@ type StreamRunLogsResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -3122,6 +3156,8 @@ type StreamRunLogsResponse struct {
 	ApplicationproblemJSONDefault *Problem
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *StreamRunLogsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *StreamRunLogsResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -3142,6 +3178,11 @@ func (r StreamRunLogsResponse) GetApplicationproblemJSON401() *Unauthorized {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r StreamRunLogsResponse) GetApplicationproblemJSON404() *Problem {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r StreamRunLogsResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -3193,6 +3234,11 @@ type FollowRunLogsResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// FollowRunLogsResponse429Headers the declared response headers of an HTTP 429 response for FollowRunLogs
+type FollowRunLogsResponse429Headers struct {
+	RetryAfter int
+}
+
 type FollowRunLogsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -3202,6 +3248,8 @@ type FollowRunLogsResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -3210,6 +3258,8 @@ type FollowRunLogsResponse struct {
 	ApplicationproblemJSONDefault *Problem
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *FollowRunLogsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *FollowRunLogsResponse429Headers
 }
 
 // GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
@@ -3225,6 +3275,11 @@ func (r FollowRunLogsResponse) GetApplicationproblemJSON401() *Unauthorized {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r FollowRunLogsResponse) GetApplicationproblemJSON404() *Problem {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r FollowRunLogsResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -3524,7 +3579,7 @@ func (c *ClientWithResponses) MetricsWithResponse(ctx context.Context, reqEditor
 
 // ReadyzWithResponse Readiness probe
 //
-// 200 when the server accepts runs; 503 (same body) when the history store is degraded, the run queue is full, or the server is shutting down. Unauthenticated.
+// 200 when the server accepts runs; 503 (same body) while the history database is not reached yet or does not answer, the run queue is full, or the server is shutting down. Unauthenticated.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -3693,7 +3748,7 @@ func (c *ClientWithResponses) StreamRunLogsWithResponse(ctx context.Context, id 
 
 // FollowRunLogsWithResponse Follow a run's logs (SSE)
 //
-// A text/event-stream that replays the run's recent lines and follows the live tail until the run ends. Events: `log` (data: a LogLine; the SSE id is its seq, so Last-Event-ID resumes), `truncated` (data: a LogTruncated; lines were dropped before the reader saw them), `end` (data: a LogEnd; the stream closes). Comments (`: keepalive`) keep an idle stream open.
+// A text/event-stream that replays the run's recent lines and follows the live tail until the run ends. Events: `log` (data: a LogLine; the SSE id is its seq, so Last-Event-ID resumes), `truncated` (data: a LogTruncated; lines were dropped before the reader saw them), `end` (data: a LogEnd; the stream closes). Comments (`: keepalive`) keep an idle stream open. A server holds a bounded number of streams, per run and in all; past them it answers 429 with Retry-After.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -4556,6 +4611,13 @@ func ParseStreamRunLogsResponse(rsp *http.Response) (*StreamRunLogsResponse, err
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -4593,6 +4655,16 @@ func ParseStreamRunLogsResponse(rsp *http.Response) (*StreamRunLogsResponse, err
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers StreamRunLogsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -4633,6 +4705,13 @@ func ParseFollowRunLogsResponse(rsp *http.Response) (*FollowRunLogsResponse, err
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -4667,6 +4746,16 @@ func ParseFollowRunLogsResponse(rsp *http.Response) (*FollowRunLogsResponse, err
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers FollowRunLogsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil

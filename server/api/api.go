@@ -20,6 +20,7 @@ import (
 	"github.com/faucet-dev/faucet/db"
 	"github.com/faucet-dev/faucet/pipeline"
 	"github.com/faucet-dev/faucet/server/auth"
+	"github.com/faucet-dev/faucet/server/follow"
 	"github.com/faucet-dev/faucet/server/logs"
 	"github.com/faucet-dev/faucet/server/metrics"
 	"github.com/faucet-dev/faucet/server/runner"
@@ -35,15 +36,20 @@ const (
 // Deps are what the handlers use. Register only reads it when requests
 // arrive, so a zero Deps is enough to derive the OpenAPI document.
 type Deps struct {
-	Runner  *runner.Runner
-	Store   db.Store
-	Logs    *logs.Hub
+	Runner *runner.Runner
+	Store  db.Store
+	Logs   *logs.Hub
+	// Follow caps the log followers and shares the polling of remote runs.
+	Follow  *follow.Hub
 	Auth    *auth.Authenticator
 	Catalog pipeline.Catalog
 	Metrics *metrics.Metrics
 	Log     *slog.Logger
 	// BodyLimit caps request bodies in bytes; zero means DefaultBodyLimit.
 	BodyLimit int64
+
+	// unauthorized rations the audit entries of rejected tokens.
+	unauthorized sourceLimiter
 }
 
 // DefaultBodyLimit is the default cap on request bodies.
@@ -117,11 +123,17 @@ func sourceIPFrom(ctx context.Context) *string {
 // audit records an action; a failure to record is logged, not returned: the
 // action itself already happened.
 func (d *Deps) audit(ctx context.Context, p auth.Principal, action string, runID, fingerprint *string, result string) {
+	d.auditAs(ctx, p.Name, p.Role, action, runID, fingerprint, result)
+}
+
+// auditAs is audit for a caller who is no principal, such as one whose
+// token was refused.
+func (d *Deps) auditAs(ctx context.Context, name string, role auth.Role, action string, runID, fingerprint *string, result string) {
 	e := db.AuditEntry{
 		ID:                uuid.Must(uuid.NewV7()).String(),
 		Timestamp:         time.Now().UTC(),
-		Principal:         p.Name,
-		Role:              p.Role.String(),
+		Principal:         name,
+		Role:              role.String(),
 		Action:            action,
 		RunID:             runID,
 		ConfigFingerprint: fingerprint,
@@ -129,7 +141,7 @@ func (d *Deps) audit(ctx context.Context, p auth.Principal, action string, runID
 		Result:            result,
 	}
 	if err := d.Store.AuditInsert(context.WithoutCancel(ctx), e); err != nil {
-		d.logger().Error("write audit entry", "action", action, "principal", p.Name, "error", err)
+		d.logger().Error("write audit entry", "action", action, "principal", name, "error", err)
 	}
 }
 
@@ -161,17 +173,25 @@ func (d *Deps) authorize(a huma.API) func(huma.Context, func(huma.Context)) {
 	return func(ctx huma.Context, next func(huma.Context)) {
 		op := ctx.Operation()
 		need, _ := op.Metadata[metaRole].(auth.Role)
+		action, _ := op.Metadata[metaAction].(string)
+		if action == "" {
+			action = op.Method + " " + op.Path
+		}
 		p, ok := d.Auth.Authenticate(ctx.Header("Authorization"))
 		if !ok {
+			source := ""
+			if s := sourceIPFrom(ctx.Context()); s != nil {
+				source = *s
+			}
+			if d.unauthorized.allow(source) {
+				// The wire format's roles and results: the lowest role, denied.
+				d.auditAs(ctx.Context(), "anonymous", auth.Viewer, action, nil, nil, "denied")
+			}
 			ctx.SetHeader("WWW-Authenticate", `Bearer realm="faucet"`)
 			_ = huma.WriteErr(a, ctx, http.StatusUnauthorized, "missing or invalid bearer token")
 			return
 		}
 		if !p.Role.Allows(need) {
-			action, _ := op.Metadata[metaAction].(string)
-			if action == "" {
-				action = op.Method + " " + op.Path
-			}
 			var runID *string
 			if id := ctx.Param("id"); id != "" {
 				runID = &id
@@ -181,8 +201,20 @@ func (d *Deps) authorize(a huma.API) func(huma.Context, func(huma.Context)) {
 				"principal "+p.Name+" has role "+p.Role.String()+"; this operation needs "+need.String())
 			return
 		}
+		if err := refuseNUL(ctx, d.bodyLimit()+1); err != nil {
+			_ = huma.WriteErr(a, ctx, http.StatusBadRequest, err.Error())
+			return
+		}
 		next(huma.WithValue(ctx, principalKey{}, p))
 	}
+}
+
+// bodyLimit is the cap on request bodies in bytes.
+func (d *Deps) bodyLimit() int64 {
+	if d.BodyLimit <= 0 {
+		return DefaultBodyLimit
+	}
+	return d.BodyLimit
 }
 
 func statusText(code int) string {

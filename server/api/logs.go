@@ -21,9 +21,8 @@ import (
 // clients do not time it out.
 const sseKeepAlive = 15 * time.Second
 
-// ssePoll is how often a stream of a run this process does not execute
-// re-reads the persisted lines.
-const ssePoll = 500 * time.Millisecond
+// followRetryAfter is the Retry-After of a follower refused by a cap.
+const followRetryAfter = "5"
 
 type logsInput struct {
 	ID          string `path:"id" doc:"Run id."`
@@ -96,13 +95,24 @@ func (d *Deps) followRunLogs(ctx context.Context, in *followInput) (*huma.Stream
 		return nil, d.runnerError(err)
 	}
 	after := in.from()
+	release, err := d.Follow.Join(in.ID)
+	if err != nil {
+		return nil, NewProblem(http.StatusTooManyRequests, CodeQueueFull, err.Error()+"; retry later", nil).
+			WithHeader("Retry-After", followRetryAfter)
+	}
 	return &huma.StreamResponse{Body: func(hctx huma.Context) {
+		defer release()
 		hctx.SetHeader("Content-Type", "text/event-stream")
 		hctx.SetHeader("Cache-Control", "no-cache")
 		hctx.SetHeader("X-Accel-Buffering", "no")
 		hctx.SetStatus(http.StatusOK)
 		_, w := humago.Unwrap(hctx)
 		s := &sseWriter{w: w, rc: http.NewResponseController(w)}
+		// A stream lasts as long as the run: the whole-request read
+		// deadline is for reading the request, which is done.
+		_ = s.rc.SetReadDeadline(time.Time{})
+		// Headers now: a follower knows it was admitted before any line.
+		_ = s.rc.Flush()
 		if run, ok := d.Logs.Lookup(in.ID); ok {
 			d.tailLive(hctx.Context(), s, run, after)
 			return
@@ -193,48 +203,54 @@ func (d *Deps) tailLive(ctx context.Context, s *sseWriter, run *logs.Run, after 
 }
 
 // tailPersisted streams a run this process does not hold: its persisted
-// lines, polled until the run is terminal.
+// lines, from the run's feed, which one poller shares among all the run's
+// followers here; a follower the feed has left behind reads the history
+// until it catches up.
 func (d *Deps) tailPersisted(ctx context.Context, s *sseWriter, rec *db.RunRecord, after int64) {
-	poll := time.NewTicker(ssePoll)
-	defer poll.Stop()
-	idle := time.Now()
+	feed, leave := d.Follow.Feed(rec.RunID)
+	defer leave()
+	keep := time.NewTicker(sseKeepAlive)
+	defer keep.Stop()
+	sentTruncated := false
 	for {
-		terminal := rec.Status.Terminal()
-		page, err := d.Store.RunLogList(ctx, rec.RunID, after, 1000)
-		if err != nil {
-			return
+		changed := feed.Changed()
+		lines, held, truncated, done, err := feed.Since(after, 1000)
+		if !held {
+			page, err := d.Store.RunLogList(ctx, rec.RunID, after, 1000)
+			if err != nil {
+				return
+			}
+			lines, truncated = page.Lines, page.Truncated && after == 0
 		}
-		if page.Truncated && after == 0 {
+		if truncated && !sentTruncated {
+			sentTruncated = true
 			if s.event("truncated", 0, LogTruncated{Reason: "earlier lines were dropped by the per-run log cap"}) != nil {
 				return
 			}
 		}
-		for _, l := range page.Lines {
+		for _, l := range lines {
 			if s.event("log", l.Seq, toLogLine(l)) != nil {
 				return
 			}
 			after = l.Seq
 		}
-		if len(page.Lines) == 1000 {
-			continue
-		}
-		if terminal {
-			d.sendEnd(ctx, s, rec.RunID)
+		if done {
+			if err == nil {
+				d.sendEnd(ctx, s, rec.RunID)
+			}
 			return
+		}
+		if len(lines) > 0 {
+			continue
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-poll.C:
-		}
-		if time.Since(idle) > sseKeepAlive {
-			idle = time.Now()
+		case <-changed:
+		case <-keep.C:
 			if s.comment("keepalive") != nil {
 				return
 			}
-		}
-		if rec, err = d.Store.RunGet(ctx, rec.RunID); err != nil {
-			return
 		}
 	}
 }

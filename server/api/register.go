@@ -129,7 +129,7 @@ func sharedResponses(r huma.Registry) map[string]*huma.Response {
 			Content: problem,
 		},
 		respTooManyRequests: {
-			Description: "Too many requests (queue_full: the run queue is full): retry after Retry-After seconds.",
+			Description: "Too many requests (queue_full: the run queue is full, or the log streams a server holds are): retry after Retry-After seconds.",
 			Headers: map[string]*huma.Header{"Retry-After": {
 				Description: "Seconds to wait before retrying.",
 				Required:    true, Schema: &huma.Schema{Type: huma.TypeInteger, Minimum: ptrFloat(0)},

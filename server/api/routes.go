@@ -25,13 +25,9 @@ func Register(a huma.API, d *Deps) {
 	a.UseMiddleware(d.measure)
 	serveDocuments(a)
 	g := newGroups(a, d)
-	bodyLimit := d.BodyLimit
-	if bodyLimit <= 0 {
-		bodyLimit = DefaultBodyLimit
-	}
 	// huma rejects a body that reaches MaxBodyBytes, so allow one byte more
 	// than the limit: a body of exactly the limit is accepted.
-	maxBody := bodyLimit + 1
+	maxBody := d.bodyLimit() + 1
 
 	huma.Register(g.public, huma.Operation{
 		OperationID: "healthz", Method: http.MethodGet, Path: "/healthz",
@@ -42,8 +38,8 @@ func Register(a huma.API, d *Deps) {
 	huma.Register(g.public, huma.Operation{
 		OperationID: "readyz", Method: http.MethodGet, Path: "/readyz",
 		Summary: "Readiness probe", Tags: []string{"health"},
-		Description: "200 when the server accepts runs; 503 (same body) when the history store is degraded, " +
-			"the run queue is full, or the server is shutting down. Unauthenticated.",
+		Description: "200 when the server accepts runs; 503 (same body) while the history database is not reached yet " +
+			"or does not answer, the run queue is full, or the server is shutting down. Unauthenticated.",
 		Responses: map[string]*huma.Response{
 			"503": {Description: "Not ready", Content: map[string]*huma.MediaType{
 				"application/json": {Schema: a.OpenAPI().Components.Schemas.Schema(reflectType[ReadyStatus](), true, "")},
@@ -123,7 +119,7 @@ func Register(a huma.API, d *Deps) {
 			"cap dropped earlier lines; text is one `ts level line` per line.\n\n" +
 			"Without format: the server-sent event stream of GET /v1/runs/{id}/logs/stream, kept here for " +
 			"faucet clients that read it from this path.",
-		Errors: []int{400, 404, 503},
+		Errors: []int{400, 404, 429, 503},
 		Responses: map[string]*huma.Response{
 			"200": {Description: "A LogPage (format=json), NDJSON (format=jsonl), plain text (format=text), or the event stream (no format).", Content: map[string]*huma.MediaType{
 				"application/json":     {Schema: a.OpenAPI().Components.Schemas.Schema(reflectType[LogPage](), true, "")},
@@ -141,8 +137,9 @@ func Register(a huma.API, d *Deps) {
 		Description: "A text/event-stream that replays the run's recent lines and follows the live tail until the run " +
 			"ends. Events: `log` (data: a LogLine; the SSE id is its seq, so Last-Event-ID resumes), `truncated` " +
 			"(data: a LogTruncated; lines were dropped before the reader saw them), `end` (data: a LogEnd; the " +
-			"stream closes). Comments (`: keepalive`) keep an idle stream open.",
-		Errors: []int{400, 404, 503},
+			"stream closes). Comments (`: keepalive`) keep an idle stream open. A server holds a bounded number " +
+			"of streams, per run and in all; past them it answers 429 with Retry-After.",
+		Errors: []int{400, 404, 429, 503},
 		Responses: map[string]*huma.Response{
 			"200": {Description: "The event stream.", Content: map[string]*huma.MediaType{
 				"text/event-stream": logEventStream(a),
@@ -214,7 +211,7 @@ func (d *Deps) readyz(ctx context.Context, _ *struct{}) (*readyzOutput, error) {
 	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	ready := ReadyStatus{
-		HistoryOK: !d.Store.Degraded() && d.Store.Ping(pctx) == nil,
+		HistoryOK: d.Store.Ping(pctx) == nil,
 		QueueOK:   st.Queued < st.MaxQueued && !d.Runner.Closing(),
 	}
 	if ready.HistoryOK {
@@ -226,6 +223,10 @@ func (d *Deps) readyz(ctx context.Context, _ *struct{}) (*readyzOutput, error) {
 	}
 	if ready.Cluster.Enabled {
 		ready.Cluster.Instance = d.Store.InstanceID()
+	}
+	ready.History = HistoryReady
+	if !ready.HistoryOK {
+		ready.History = HistoryUnavailable
 	}
 	out := &readyzOutput{Status: http.StatusOK, Body: ready}
 	out.Body.Status = "ready"
@@ -324,10 +325,41 @@ type submitOutput struct {
 	Body SubmitResponse
 }
 
+// Bounds of a run's labels; the count is also in the schema.
+const (
+	MaxLabels          = 64
+	MaxLabelKeyBytes   = 128
+	MaxLabelValueBytes = 1024
+)
+
+// labelsError names the first label past its bounds.
+func labelsError(labels map[string]string) error {
+	if len(labels) > MaxLabels {
+		return errUnprocessable(fmt.Sprintf("labels: %d labels, more than %d", len(labels), MaxLabels), nil)
+	}
+	keys := make([]string, 0, len(labels))
+	for k := range labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		switch {
+		case len(k) > MaxLabelKeyBytes:
+			return errUnprocessable(fmt.Sprintf("labels: key %.40q… is longer than %d bytes", k, MaxLabelKeyBytes), nil)
+		case len(labels[k]) > MaxLabelValueBytes:
+			return errUnprocessable(fmt.Sprintf("labels.%s: value is longer than %d bytes", k, MaxLabelValueBytes), nil)
+		}
+	}
+	return nil
+}
+
 func (d *Deps) submitRun(ctx context.Context, in *submitInput) (*submitOutput, error) {
 	p := principalFrom(ctx)
 	b, err := in.request()
 	if err != nil {
+		return nil, err
+	}
+	if err := labelsError(b.Labels); err != nil {
 		return nil, err
 	}
 	req := runner.SubmitRequest{
@@ -386,6 +418,9 @@ func (d *Deps) runnerError(err error) error {
 		return errConflict("the run has not finished; cancel it and delete it once it is terminal")
 	case errors.Is(err, runner.ErrNotOwned):
 		return errConflict(err.Error())
+	case isHistoryOutage(err):
+		d.logger().Warn("history unavailable", "error", err)
+		return errUnavailable("the run history does not answer right now; retry later").WithHeader("Retry-After", "2")
 	}
 	d.logger().Error("request failed", "error", err)
 	return errInternal()
@@ -500,6 +535,7 @@ func (d *Deps) cancelRun(ctx context.Context, in *runIDInput) (*cancelOutput, er
 		return nil, d.runnerError(err)
 	}
 	if out == runner.AlreadyTerminal {
+		d.audit(ctx, principalFrom(ctx), "run.cancel", &in.ID, nil, "ok")
 		return &cancelOutput{Status: http.StatusOK}, nil
 	}
 	d.audit(ctx, principalFrom(ctx), "run.cancel", &in.ID, nil, "ok")
@@ -606,6 +642,9 @@ type doctorOutput struct {
 }
 
 func (d *Deps) runDoctor(ctx context.Context, in *doctorInput) (*doctorOutput, error) {
+	// Audited whatever the report says: a probe reaches out to the
+	// connectors' systems.
+	d.audit(ctx, principalFrom(ctx), "doctor", nil, nil, "ok")
 	rep, err := d.Runner.Doctor(ctx, in.Body.Config, in.Body.ConfigFormat.orYAML())
 	if err != nil {
 		return nil, d.runnerError(err)
@@ -623,4 +662,19 @@ type whoamiOutput struct {
 func (d *Deps) whoami(ctx context.Context, _ *struct{}) (*whoamiOutput, error) {
 	p := principalFrom(ctx)
 	return &whoamiOutput{Body: Whoami{Name: p.Name, Role: Role(p.Role.String()), AuthEnabled: d.Auth.Enabled()}}, nil
+}
+
+// The states of the history database in ReadyStatus.History.
+const (
+	HistoryConnecting  = "connecting"
+	HistoryReady       = "ready"
+	HistoryUnavailable = "unavailable"
+)
+
+// isHistoryOutage reports whether err is a failure of the history database
+// that a retry can cure (a stopped server, a dropped connection, a timeout),
+// which the client is told as 503 rather than 500.
+func isHistoryOutage(err error) bool {
+	var dbErr *db.Error
+	return errors.As(err, &dbErr) && db.Retriable(err)
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/faucet-dev/faucet/db"
+	"github.com/faucet-dev/faucet/server/redact"
 	"github.com/faucet-dev/faucet/server/runner"
 )
 
@@ -13,7 +14,7 @@ type SubmitRequest struct {
 	Config         string            `json:"config" minLength:"1" doc:"The pipeline config, YAML or JSON."`
 	ConfigFormat   ConfigFormat      `json:"config_format,omitempty" doc:"Format of config; yaml when omitted."`
 	Name           *string           `json:"name,omitempty" maxLength:"256" doc:"Display name of the run; defaults to the config's name."`
-	Labels         map[string]string `json:"labels,omitempty" doc:"Free-form labels stored on the run record."`
+	Labels         map[string]string `json:"labels,omitempty" maxProperties:"64" doc:"Free-form labels stored on the run record: at most 64, keys of at most 128 bytes, values of at most 1024."`
 	TimeoutSecs    *int64            `json:"timeout_secs,omitempty" minimum:"1" nullable:"true" doc:"Cancel the run (status failed) when it executes longer than this; it flushes within a bounded grace."`
 	DoctorFirst    bool              `json:"doctor_first,omitempty" doc:"Probe every connector first; a failing probe rejects the submission with 422 and the report. false when omitted."`
 	IdempotencyKey *string           `json:"idempotency_key,omitempty" minLength:"1" maxLength:"256" nullable:"true" doc:"Submitting the same key with the same payload returns the existing run; with a different payload, 409."`
@@ -26,7 +27,7 @@ type SubmitRequest struct {
 type CallbackSpec struct {
 	URL         string            `json:"url" minLength:"1" doc:"http(s) URL to call when the run reaches a terminal status."`
 	Method      string            `json:"method,omitempty" doc:"HTTP method; POST when omitted."`
-	Headers     map[string]string `json:"headers,omitempty" doc:"Extra request headers."`
+	Headers     map[string]string `json:"headers,omitempty" doc:"Extra request headers. Their values are write-only: run records show them as [REDACTED]."`
 	ExtraFields map[string]any    `json:"extra_fields,omitempty" doc:"Static fields merged into the callback body."`
 	On          []string          `json:"on,omitempty" enum:"completed,failed,cancelled" doc:"Terminal statuses to fire on; empty means all."`
 }
@@ -179,7 +180,8 @@ type DoctorRequest struct {
 // ReadyStatus is the body of GET /readyz.
 type ReadyStatus struct {
 	Status    string        `json:"status" enum:"ready,not_ready"`
-	HistoryOK bool          `json:"history_ok" doc:"false when the history store fell back to memory or does not answer."`
+	HistoryOK bool          `json:"history_ok" doc:"false while the history database does not answer."`
+	History   string        `json:"history" enum:"connecting,ready,unavailable" doc:"The history database: connecting (not reached since the server started; it keeps retrying), ready, or unavailable (it stopped answering)."`
 	QueueOK   bool          `json:"queue_ok" doc:"false when the run queue is full."`
 	Cluster   ClusterStatus `json:"cluster"`
 }
@@ -235,6 +237,12 @@ func toRunRecord(r *db.RunRecord) RunRecord {
 	if len(r.Callback) > 0 {
 		var cb CallbackSpec
 		if json.Unmarshal(r.Callback, &cb) == nil {
+			// Callback headers carry credentials (Authorization, API keys)
+			// that any viewer of the run would read otherwise.
+			for k := range cb.Headers {
+				cb.Headers[k] = redact.Mask
+			}
+			cb.URL = db.RedactURL(cb.URL)
 			out.Callback = &cb
 		}
 	}

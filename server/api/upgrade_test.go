@@ -86,7 +86,7 @@ func TestUpgrade(t *testing.T) {
 				if err := up(t.Context()); err != nil {
 					t.Fatalf("migrate up: %v", err)
 				}
-				st, err := db.Open(t.Context(), url, db.Options{NoFallback: true})
+				st, err := db.Open(t.Context(), url, db.Options{})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -116,10 +116,10 @@ func BenchmarkIdleRSS(b *testing.B) {
 	for range b.N {
 		s := start(b, serverOpts{})
 		time.Sleep(time.Second)
-		own := rssKB(s.cmd.Process.Pid)
+		own := procStatusKB(s.cmd.Process.Pid, "VmRSS")
 		total := own
 		for _, child := range childPIDs(s.cmd.Process.Pid) {
-			total += rssKB(child)
+			total += procStatusKB(child, "VmRSS")
 		}
 		b.ReportMetric(float64(own)/1024, "server-MiB")
 		b.ReportMetric(float64(total)/1024, "with-plugins-MiB")
@@ -156,14 +156,15 @@ func lastRun(b *testing.B, s *server) string {
 	return r.JSON200.Runs[0].RunId
 }
 
-// rssKB reads VmRSS of a process in KiB.
-func rssKB(pid int) int {
+// procStatusKB reads a KiB field of /proc/PID/status (VmRSS, VmHWM), or 0
+// when the process is gone.
+func procStatusKB(pid int, field string) int {
 	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
 			n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(rest), " kB"))
 			return n
 		}

@@ -111,6 +111,9 @@ type serverOpts struct {
 	token string
 	// bin is the faucet binary to run; default faucetBin.
 	bin string
+	// unready returns once the server listens, without waiting for /readyz
+	// to answer 200.
+	unready bool
 }
 
 // server is a running faucet serve process.
@@ -179,6 +182,9 @@ func start(t testing.TB, o serverOpts) *server {
 		t.Fatalf("faucet serve did not start: %v\n%s", err, s.stderr.String())
 	}
 	s.url = listenRE.FindStringSubmatch(line)[1]
+	if o.unready {
+		return s
+	}
 	testwait.Until(t, 30*time.Second, func() error {
 		resp, err := http.Get(s.url + "/readyz")
 		if err == nil {

@@ -32,6 +32,10 @@ type Metrics struct {
 	ShardsInFlight  prometheus.Gauge
 	ShardsFinished  *prometheus.CounterVec
 	ClusterShards   *prometheus.GaugeVec
+
+	// Log streams.
+	LogFollowers prometheus.Gauge
+	LogFeeds     prometheus.Gauge
 }
 
 // New registers every instrument, plus the Go runtime and process collectors.
@@ -39,6 +43,14 @@ func New() *Metrics {
 	reg := prometheus.NewRegistry()
 	m := &Metrics{
 		reg: reg,
+		LogFollowers: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "faucet_log_followers",
+			Help: "Clients following a run's log stream (SSE) now.",
+		}),
+		LogFeeds: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "faucet_log_feeds",
+			Help: "Runs executed elsewhere whose persisted log one shared poller reads for this server's followers.",
+		}),
 		RunsSubmitted: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "faucet_runs_submitted_total",
 			Help: "Runs accepted by POST /v1/runs (idempotency replays excluded).",
@@ -106,7 +118,7 @@ func New() *Metrics {
 		m.RunsSubmitted, m.RunsFinished, m.RunDuration, m.RecordsWritten,
 		m.IdempotencyReplays, m.QueueDepth, m.InFlight, m.HTTPDuration,
 		m.ClusterClaims, m.ClusterReclaims, m.ClusterPoisoned, m.ClusterMembers,
-		m.ShardsInFlight, m.ShardsFinished, m.ClusterShards,
+		m.ShardsInFlight, m.ShardsFinished, m.ClusterShards, m.LogFollowers, m.LogFeeds,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

@@ -66,7 +66,7 @@ func newCluster(t *testing.T, path string, slots int, engines ...Engine) []clust
 	t.Helper()
 	out := make([]clusterMember, len(engines))
 	for i, e := range engines {
-		st, err := db.Open(context.Background(), path, db.Options{NoFallback: true, LeaseTTL: clusterLease})
+		st, err := db.Open(context.Background(), path, db.Options{LeaseTTL: clusterLease})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -332,24 +332,6 @@ func TestClusterSplitsARunIntoShards(t *testing.T) {
 		})
 	}
 }
-
-func TestClusterSubmitFailsClosedOnADegradedStore(t *testing.T) {
-	st, err := db.Open(context.Background(), "memory", db.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	r := New(Config{Cluster: true}, degradedStore{st}, testEngine{}, logs.NewHub(logs.Options{}), nil, nil)
-	defer r.Shutdown(context.Background())
-	if _, err := r.Submit(context.Background(), SubmitRequest{Config: "1", ConfigFormat: "yaml"}); !errors.Is(err, ErrHistoryUnavailable) {
-		t.Fatalf("submit on a degraded clustered store: %v, want ErrHistoryUnavailable", err)
-	}
-}
-
-// degradedStore reports itself degraded, like db.Open's in-memory fallback.
-type degradedStore struct{ db.Store }
-
-func (degradedStore) Degraded() bool { return true }
 
 func TestClusterShutdownHandsRunsToAPeer(t *testing.T) {
 	path := sharedHistory(t)

@@ -246,11 +246,6 @@ func (r *Runner) Submit(ctx context.Context, req SubmitRequest) (SubmitResult, e
 	if r.isClosing() {
 		return SubmitResult{}, ErrShuttingDown
 	}
-	if r.cfg.Cluster && r.store.Degraded() {
-		// The in-memory fallback is private to this process: no peer could
-		// ever claim a run written there.
-		return SubmitResult{}, unavailable("the run history is degraded (an in-memory fallback): no cluster member could claim the run; retry once the database is back")
-	}
 	if req.Clock != nil {
 		// Normalized, so equal instants written differently fingerprint
 		// equally.
@@ -467,9 +462,6 @@ func (r *Runner) claim(ctx context.Context, key, fp, runID string) (*SubmitResul
 		c, err := r.store.IdempotencyClaim(ctx, key, fp, runID, r.cfg.IdempotencyRetention)
 		if err != nil {
 			r.recorded(runID)
-			if r.store.Degraded() {
-				return nil, unavailable("the run history is degraded; idempotent submission is unsafe right now, retry later")
-			}
 			if db.Retriable(err) {
 				r.log.Warn("claim idempotency key", "error", err)
 				return nil, unavailable("the run history did not answer the idempotency claim; retry")

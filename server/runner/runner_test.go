@@ -169,7 +169,6 @@ func newTestRunnerWith(t *testing.T, cfg Config, engine Engine) (*Runner, *fault
 // newTestRunnerOn is newTestRunnerWith over a store opened with opts.
 func newTestRunnerOn(t *testing.T, cfg Config, engine Engine, opts db.Options) (*Runner, *faultyStore) {
 	t.Helper()
-	opts.NoFallback = true
 	st, err := db.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "h.db"), opts)
 	if err != nil {
 		t.Fatal(err)

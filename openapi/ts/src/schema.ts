@@ -53,7 +53,7 @@ export interface paths {
         };
         /**
          * Readiness probe
-         * @description 200 when the server accepts runs; 503 (same body) when the history store is degraded, the run queue is full, or the server is shutting down. Unauthenticated.
+         * @description 200 when the server accepts runs; 503 (same body) while the history database is not reached yet or does not answer, the run queue is full, or the server is shutting down. Unauthenticated.
          */
         get: operations["readyz"];
         put?: never;
@@ -202,7 +202,7 @@ export interface paths {
         };
         /**
          * Follow a run's logs (SSE)
-         * @description A text/event-stream that replays the run's recent lines and follows the live tail until the run ends. Events: `log` (data: a LogLine; the SSE id is its seq, so Last-Event-ID resumes), `truncated` (data: a LogTruncated; lines were dropped before the reader saw them), `end` (data: a LogEnd; the stream closes). Comments (`: keepalive`) keep an idle stream open.
+         * @description A text/event-stream that replays the run's recent lines and follows the live tail until the run ends. Events: `log` (data: a LogLine; the SSE id is its seq, so Last-Event-ID resumes), `truncated` (data: a LogTruncated; lines were dropped before the reader saw them), `end` (data: a LogEnd; the stream closes). Comments (`: keepalive`) keep an idle stream open. A server holds a bounded number of streams, per run and in all; past them it answers 429 with Retry-After.
          */
         get: operations["followRunLogs"];
         put?: never;
@@ -292,7 +292,7 @@ export interface components {
             extra_fields?: {
                 [key: string]: unknown;
             };
-            /** @description Extra request headers. */
+            /** @description Extra request headers. Their values are write-only: run records show them as [REDACTED]. */
             headers?: {
                 [key: string]: string;
             };
@@ -434,7 +434,12 @@ export interface components {
         };
         ReadyStatus: {
             cluster: components["schemas"]["ClusterStatus"];
-            /** @description false when the history store fell back to memory or does not answer. */
+            /**
+             * @description The history database: connecting (not reached since the server started; it keeps retrying), ready, or unavailable (it stopped answering).
+             * @enum {string}
+             */
+            history: "connecting" | "ready" | "unavailable";
+            /** @description false while the history database does not answer. */
             history_ok: boolean;
             /** @description false when the run queue is full. */
             queue_ok: boolean;
@@ -515,7 +520,7 @@ export interface components {
             doctor_first?: boolean;
             /** @description Submitting the same key with the same payload returns the existing run; with a different payload, 409. */
             idempotency_key?: string | null;
-            /** @description Free-form labels stored on the run record. */
+            /** @description Free-form labels stored on the run record: at most 64, keys of at most 128 bytes, values of at most 1024. */
             labels?: {
                 [key: string]: string;
             };
@@ -556,7 +561,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description Too many requests (queue_full: the run queue is full): retry after Retry-After seconds. */
+        /** @description Too many requests (queue_full: the run queue is full, or the log streams a server holds are): retry after Retry-After seconds. */
         TooManyRequests: {
             headers: {
                 /** @description Seconds to wait before retrying. */
@@ -956,6 +961,7 @@ export interface operations {
             400: components["responses"]["Problem"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["Problem"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
             default: components["responses"]["Problem"];
@@ -991,6 +997,7 @@ export interface operations {
             400: components["responses"]["Problem"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["Problem"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
             default: components["responses"]["Problem"];
