@@ -123,7 +123,7 @@ func (h *history) open(ctx context.Context, instance string, lease time.Duration
 	if s, ok := h.stores[instance]; ok {
 		return s, nil
 	}
-	s, err := db.Open(ctx, h.url, db.Options{InstanceID: instance, LeaseTTL: lease, NoFallback: true})
+	s, err := db.Open(ctx, h.url, db.Options{InstanceID: instance, LeaseTTL: lease})
 	if err != nil {
 		return nil, err
 	}
