@@ -14,8 +14,8 @@ import (
 )
 
 // refuseNUL finds a NUL character in any input of a request — a path or
-// query parameter, or any key or string of a JSON body — and returns the
-// 400 naming where it is. PostgreSQL cannot store NUL in text and SQLite
+// query parameter, a raw NUL byte in any body, or any key or string of a
+// JSON body — and returns the 400 naming where it is. PostgreSQL cannot store NUL in text and SQLite
 // would, so one check here keeps both histories alike and the database
 // errors out of reach. A body is read (up to limit bytes, which is what the
 // operation accepts at most) and handed on unchanged.
@@ -52,6 +52,11 @@ func refuseNUL(ctx huma.Context, limit int64) error {
 		io.Reader
 		io.Closer
 	}{io.MultiReader(bytes.NewReader(buf), rest), rest}
+	if err == nil && bytes.IndexByte(buf, 0) >= 0 {
+		// Neither JSON nor YAML allows a raw NUL byte, so whatever the
+		// media type, the body is refused before it is parsed.
+		return errBadConfig("body contains a NUL byte", nil)
+	}
 	if err != nil || !bytes.Contains(buf, []byte(`\u0000`)) {
 		// A body that fails to read or does not parse is the operation's
 		// to refuse, with its own error.

@@ -101,6 +101,17 @@ func TestNULInEveryInputIsA400NamingIt(t *testing.T) {
 				t.Errorf("%s %s %s: %d %s; want 400 naming %s", c.method, c.path, c.body, status, got, c.want)
 			}
 		}
+		// A raw NUL byte is valid in neither JSON nor YAML: refused whatever
+		// the media type, before the body is parsed.
+		for _, c := range []struct{ ctype, body string }{
+			{"application/json", "{\"config\": \"version: 1\x00\"}"},
+			{"application/yaml", generateToFile(1, filepath.Join(t.TempDir(), "nul.jsonl")) + "# a comment the parser skips \x00\n"},
+		} {
+			status, p, got := s.callAs("POST", "/v1/runs", c.ctype, c.body)
+			if status != http.StatusBadRequest || p.Error.Code != "bad_config" || !strings.Contains(p.Error.Message, "body contains a NUL byte") {
+				t.Errorf("%s body with a raw NUL: %d %s; want 400 naming the body", c.ctype, status, got)
+			}
+		}
 		list, err := s.admin().ListRunsWithResponse(context.Background(), nil)
 		if err != nil || list.JSON200 == nil || len(list.JSON200.Runs) != 0 {
 			t.Fatalf("refused submits must record nothing: %v %.300s", err, list.Body)
@@ -117,12 +128,18 @@ type problemBody struct {
 // problem document (zero when it is none) and its body.
 func (s *server) call(method, path, body string) (int, problemBody, []byte) {
 	s.t.Helper()
+	return s.callAs(method, path, "application/json", body)
+}
+
+// callAs is call with a body of media type ctype.
+func (s *server) callAs(method, path, ctype, body string) (int, problemBody, []byte) {
+	s.t.Helper()
 	req, err := http.NewRequest(method, s.url+path, strings.NewReader(body))
 	if err != nil {
 		s.t.Fatal(err)
 	}
 	req.Header.Set("Authorization", "Bearer "+adminToken)
-	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Type", ctype)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		s.t.Fatal(err)
