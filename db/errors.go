@@ -46,13 +46,19 @@ func (t Transience) String() string {
 // computed from its driver's typed error (SQLSTATE, SQLite result code) at the
 // point of failure — never from message text.
 type Error struct {
-	// Op is the store operation that failed, e.g. "run upsert".
+	// Op is the store operation that failed, e.g. "run submit". A driver
+	// leaves it empty: the Store names the operation it was doing.
 	Op         string
 	Transience Transience
 	Err        error
 }
 
-func (e *Error) Error() string { return fmt.Sprintf("%s: %v", e.Op, e.Err) }
+func (e *Error) Error() string {
+	if e.Op == "" {
+		return e.Err.Error()
+	}
+	return fmt.Sprintf("%s: %v", e.Op, e.Err)
+}
 
 func (e *Error) Unwrap() error { return e.Err }
 

@@ -209,13 +209,16 @@ func connect(ctx context.Context, d Dialect, dsn string, opts Options) (Store, e
 }
 
 // WithDefaults fills the zero fields of o with their defaults (a fresh
-// instance id, DefaultLeaseTTL, DefaultConnectBudget).
+// instance id, DefaultLeaseTTL, time.Now, DefaultConnectBudget).
 func (o Options) WithDefaults() Options {
 	if o.InstanceID == "" {
 		o.InstanceID = NewInstanceID()
 	}
 	if o.LeaseTTL <= 0 {
 		o.LeaseTTL = DefaultLeaseTTL
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
 	}
 	if o.ConnectBudget <= 0 {
 		o.ConnectBudget = DefaultConnectBudget

@@ -56,9 +56,10 @@ type InvocationRecord struct {
 }
 
 // RunRecord is one run's full record: what GET /v1/runs/{id} returns and what
-// the history database keeps. Fields after DoctorReport are execution inputs a
+// the history database keeps. Fields after Attempt are execution inputs a
 // cluster peer needs to re-run the submission; the HTTP layer decides which of
-// them it exposes.
+// them it exposes. ElapsedSecs is not stored: the store derives it from
+// StartedAt and FinishedAt.
 type RunRecord struct {
 	RunID          string             `json:"run_id"`
 	Name           *string            `json:"name"`
@@ -101,7 +102,8 @@ func (r RunRecord) MarshalJSON() ([]byte, error) {
 
 // RunFinal is a run's terminal write for Store.RunFinish.
 type RunFinal struct {
-	// Record is the terminal record; a missing FinishedAt is stamped.
+	// Record is the terminal record; a missing FinishedAt is stamped. Its
+	// submission fields are written only when the store lacks the run.
 	Record *RunRecord
 	// Owned fences the write on this instance owning the run (cluster mode).
 	Owned bool
@@ -178,7 +180,7 @@ type ReclaimReport struct {
 	Poisoned int `json:"poisoned"`
 }
 
-// PoisonErrorFormat returns the error template both dialects fill in SQL for
+// PoisonErrorFormat returns the error template every dialect fills in SQL for
 // a run or shard (what) failed as poison under a cap of maxAttempts. The
 // statement substitutes each row's own counts for the two %s verbs, the
 // only verb both Postgres format() and SQLite printf() share: attempt+1,
@@ -230,7 +232,7 @@ func (s ShardStatus) Terminal() bool {
 	return s == ShardCompleted || s == ShardFailed || s == ShardCancelled
 }
 
-// ShardInsert is one shard row to persist when a run is expanded into shards.
+// ShardInsert is one shard of a run expanded into shards (Store.RunShard).
 type ShardInsert struct {
 	// ShardID is stable and unique within the run, so a re-enumeration after a
 	// coordinator crash converges on the same rows.
@@ -274,6 +276,20 @@ type ShardProgress struct {
 // i.e. the parent run can be finalized.
 func (p ShardProgress) AllTerminal() bool {
 	return p.Total > 0 && p.Completed+p.Failed+p.Cancelled == p.Total
+}
+
+// Outcome is the terminal status of a sharded run whose shards ended as p
+// counts, with its error: failed when any shard failed ("k/n shard(s)
+// failed"), else cancelled when any was cancelled, else completed.
+func (p ShardProgress) Outcome() (RunStatus, *string) {
+	switch {
+	case p.Failed > 0:
+		msg := fmt.Sprintf("%d/%d shard(s) failed", p.Failed, p.Total)
+		return StatusFailed, &msg
+	case p.Cancelled > 0:
+		return StatusCancelled, nil
+	}
+	return StatusCompleted, nil
 }
 
 // AuditEntry is one control-plane action (or denial) attributed to a principal.

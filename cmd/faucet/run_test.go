@@ -23,6 +23,7 @@ import (
 	_ "github.com/ncruces/go-sqlite3/driver"
 
 	"github.com/faucet-dev/faucet/internal/testpg"
+	"github.com/faucet-dev/faucet/internal/testwait"
 	"github.com/faucet-dev/faucet/pipeline"
 	"github.com/faucet-dev/faucet/plugins/builtin"
 	"github.com/faucet-dev/faucet/plugins/builtin/generate"
@@ -100,13 +101,15 @@ func assertNoPlugins(t *testing.T, dir string) {
 	t.Helper()
 	// A killed plugin may take a moment to be reaped by init, longer on a
 	// loaded machine.
-	for range 300 {
-		if pids := faucetProcesses(dir); len(pids) == 0 {
-			return
+	err := testwait.Wait(30*time.Second, func() error {
+		if pids := faucetProcesses(dir); len(pids) > 0 {
+			return fmt.Errorf("faucet processes left behind: %v", pids)
 		}
-		time.Sleep(100 * time.Millisecond)
+		return nil
+	})
+	if err != nil {
+		t.Error(err)
 	}
-	t.Errorf("faucet processes left behind: %v", faucetProcesses(dir))
 }
 
 func faucetProcesses(dir string) []int {

@@ -17,28 +17,28 @@ import (
 	"github.com/faucet-dev/faucet/db"
 )
 
-// Peek reads and ages what a dialect stores in ways the Store does not
+// Peek reads and changes what a dialect stores in ways the Store does not
 // offer. Only the dialect's own package can, so its tests hand these hooks to
-// Exercise; every hook is required.
+// Exercise; every hook is required. Each takes the history URL of the
+// database and reaches it with a connection of its own.
 type Peek struct {
-	// Document returns the record document stored for runID, exactly as
-	// stored, bypassing the columns.
-	Document func(t testing.TB, s db.Store, runID string) []byte
+	// Submission returns the submission document stored for runID, exactly
+	// as stored.
+	Submission func(t testing.TB, url, runID string) []byte
 	// ShardError returns the error stored for one shard.
-	ShardError func(t testing.TB, s db.Store, runID, shardID string) *string
-	// AgeClaim moves the claimed_at of key's idempotency claim back by d.
-	AgeClaim func(t testing.TB, s db.Store, key string, d time.Duration)
-	// AgeInstance moves the last heartbeat of a member back by d.
-	AgeInstance func(t testing.TB, s db.Store, instanceID string, d time.Duration)
+	ShardError func(t testing.TB, url, runID, shardID string) *string
+	// DropRun deletes a run's row alone, leaving its shards behind, as a
+	// history damaged outside faucet would.
+	DropRun func(t testing.TB, url, runID string)
 }
 
 // Exercise runs the conformance suite against the dialect newURL's databases
 // belong to. newURL returns the history URL of a fresh, empty database and
 // arranges its removal when t ends.
 //
-// Tests that need a row to be old age it through peek rather than sleeping
-// past a short window, so no assertion depends on how fast the machine is:
-// what must stay live is given minutes, what must lapse is made old.
+// Time is a clock the test moves (see clock): what must stay live is given
+// minutes, what must lapse is moved past its window, so no assertion depends
+// on how fast the machine is and no test sleeps.
 func Exercise(t *testing.T, newURL func(t testing.TB) string, peek Peek) {
 	t.Helper()
 	suites := []struct {
@@ -47,9 +47,9 @@ func Exercise(t *testing.T, newURL func(t testing.TB) string, peek Peek) {
 	}{
 		{"Open", exerciseOpen},
 		{"Migrations", exerciseMigrations},
-		{"Idempotency", func(t *testing.T, newURL func(t testing.TB) string) { exerciseIdempotency(t, newURL, peek) }},
+		{"Idempotency", exerciseIdempotency},
 		{"Runs", exerciseRuns},
-		{"Record", func(t *testing.T, newURL func(t testing.TB) string) { exerciseRecord(t, newURL, peek) }},
+		{"Submission", func(t *testing.T, newURL func(t testing.TB) string) { exerciseSubmission(t, newURL, peek) }},
 		{"List", exerciseList},
 		{"Delete", exerciseDelete},
 		{"Leases", exerciseLeases},
@@ -58,7 +58,7 @@ func Exercise(t *testing.T, newURL func(t testing.TB) string, peek Peek) {
 		{"Finalize", exerciseFinalize},
 		{"RunPath", exerciseRunPath},
 		{"Cancel", exerciseCancel},
-		{"Instances", func(t *testing.T, newURL func(t testing.TB) string) { exerciseInstances(t, newURL, peek) }},
+		{"Instances", exerciseInstances},
 		{"Shards", func(t *testing.T, newURL func(t testing.TB) string) { exerciseShards(t, newURL, peek) }},
 		{"Audit", exerciseAudit},
 		{"RunLogs", exerciseRunLogs},
@@ -70,6 +70,30 @@ func Exercise(t *testing.T, newURL func(t testing.TB) string, peek Peek) {
 			s.run(t, newURL)
 		})
 	}
+}
+
+// clock is the time of one test's stores: it starts at the real time and
+// moves only when the test advances it, so a lease lapses or a claim expires
+// exactly when the test says.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newClock() *clock { return &clock{now: time.Now()} }
+
+// Now is the clock's time, for db.Options.Clock.
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Advance moves the clock forward by d.
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
 }
 
 // open opens a store on url, closing it when t ends.
@@ -190,11 +214,12 @@ func newRun(id string, status db.RunStatus, submitted time.Time) *db.RunRecord {
 	}
 }
 
-func upsert(t testing.TB, s db.Store, recs ...*db.RunRecord) {
+// submit writes runs as given, owned by s.
+func submit(t testing.TB, s db.Store, recs ...*db.RunRecord) {
 	t.Helper()
 	for _, r := range recs {
-		if err := s.RunUpsert(t.Context(), r); err != nil {
-			t.Fatalf("upsert %s: %v", r.RunID, err)
+		if err := s.RunSubmit(t.Context(), r, nil); err != nil {
+			t.Fatalf("submit %s: %v", r.RunID, err)
 		}
 	}
 }
@@ -262,9 +287,3 @@ func equalIDs(t testing.TB, what string, want, got []string) {
 }
 
 func id(prefix string, i int) string { return fmt.Sprintf("%s-%04d", prefix, i) }
-
-// waitPast sleeps until t0+d has passed, so leases or windows that started at
-// t0 with length d are expired. It waits; it never asserts on timing.
-func waitPast(t0 time.Time, d time.Duration) {
-	time.Sleep(time.Until(t0.Add(d)) + 20*time.Millisecond)
-}

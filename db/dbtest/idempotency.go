@@ -28,7 +28,7 @@ func wantClaim(t testing.TB, got db.Claim, outcome db.ClaimOutcome, runID string
 	}
 }
 
-func exerciseIdempotency(t *testing.T, newURL func(t testing.TB) string, peek Peek) {
+func exerciseIdempotency(t *testing.T, newURL func(t testing.TB) string) {
 	const hour = time.Hour
 
 	t.Run("FreshReplayConflict", func(t *testing.T) {
@@ -43,21 +43,26 @@ func exerciseIdempotency(t *testing.T, newURL func(t testing.TB) string, peek Pe
 
 	t.Run("ExpiredClaimIsTakenOver", func(t *testing.T) {
 		t.Parallel()
-		s := fresh(t, newURL, "a")
+		clk := newClock()
+		s := open(t, newURL(t), db.Options{InstanceID: "a", Clock: clk.Now})
 		wantClaim(t, claim(t, s, "k", "fp1", "r1", hour), db.ClaimFresh, "")
-		time.Sleep(30 * time.Millisecond)
-		// Seen through a 10ms window the claim has expired: a different
-		// payload takes the key over instead of conflicting.
-		wantClaim(t, claim(t, s, "k", "fp2", "r2", 10*time.Millisecond), db.ClaimFresh, "")
+		clk.Advance(time.Minute)
+		// Through a window of a minute the claim is live: a different
+		// payload conflicts. A microsecond later it has expired, and the
+		// payload takes the key over instead.
+		wantClaim(t, claim(t, s, "k", "fp2", "r2", time.Minute), db.ClaimConflict, "")
+		clk.Advance(time.Microsecond)
+		wantClaim(t, claim(t, s, "k", "fp2", "r2", time.Minute), db.ClaimFresh, "")
 		wantClaim(t, claim(t, s, "k", "fp2", "r3", hour), db.ClaimReplay, "r2")
 		wantClaim(t, claim(t, s, "k", "fp1", "r4", hour), db.ClaimConflict, "")
 	})
 
 	t.Run("NonPositiveWindowNeverExpires", func(t *testing.T) {
 		t.Parallel()
-		s := fresh(t, newURL, "a")
+		clk := newClock()
+		s := open(t, newURL(t), db.Options{InstanceID: "a", Clock: clk.Now})
 		wantClaim(t, claim(t, s, "k", "fp1", "r1", 0), db.ClaimFresh, "")
-		time.Sleep(5 * time.Millisecond)
+		clk.Advance(1000 * time.Hour)
 		wantClaim(t, claim(t, s, "k", "fp1", "r2", 0), db.ClaimReplay, "r1")
 		wantClaim(t, claim(t, s, "k", "fp2", "r3", -time.Second), db.ClaimConflict, "")
 	})
@@ -123,13 +128,15 @@ func exerciseIdempotency(t *testing.T, newURL func(t testing.TB) string, peek Pe
 
 	t.Run("ConcurrentTakeoverHasOneWinner", func(t *testing.T) {
 		t.Parallel()
-		ss := stores(t, newURL(t), "a", "b")
+		clk := newClock()
+		url := newURL(t)
+		ss := []db.Store{open(t, url, db.Options{InstanceID: "a", Clock: clk.Now}), open(t, url, db.Options{InstanceID: "b", Clock: clk.Now})}
 		wantClaim(t, claim(t, ss[0], "k", "old", "r-old", hour), db.ClaimFresh, "")
-		// The old claim is made two hours old, past every window below; the
-		// winner's new claim stays far younger than any of them, so every
-		// other caller replays it, whichever window it judges by: a caller
-		// that saw the old claim never takes over the winner's.
-		peek.AgeClaim(t, ss[0], "k", 2*hour)
+		// The old claim becomes two hours old, past every window below; the
+		// winner's new claim is younger than any of them, so every other
+		// caller replays it, whichever window it judges by: a caller that saw
+		// the old claim never takes over the winner's.
+		clk.Advance(2 * hour)
 		windows := []time.Duration{hour, 90 * time.Minute, 100 * time.Minute}
 		claims := concurrently(t, 30, func(i int) (db.Claim, error) {
 			return ss[i%2].IdempotencyClaim(t.Context(), "k", "new", id("r", i), windows[i%3])

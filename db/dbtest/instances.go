@@ -31,7 +31,7 @@ func instanceIDs(recs []db.InstanceRecord) []string {
 	return out
 }
 
-func exerciseInstances(t *testing.T, newURL func(t testing.TB) string, peek Peek) {
+func exerciseInstances(t *testing.T, newURL func(t testing.TB) string) {
 	t.Run("HeartbeatAndList", func(t *testing.T) {
 		t.Parallel()
 		url := newURL(t)
@@ -65,22 +65,22 @@ func exerciseInstances(t *testing.T, newURL func(t testing.TB) string, peek Peek
 		}
 	})
 
-	t.Run("LivenessAndPrune", func(t *testing.T) {
+	t.Run("LivenessAndPurge", func(t *testing.T) {
 		t.Parallel()
+		clk := newClock()
 		url := newURL(t)
-		stale := open(t, url, db.Options{InstanceID: "stale"})
-		live := open(t, url, db.Options{InstanceID: "live"})
-		heartbeat(t, stale, db.InstanceHeartbeat{StartedAt: now()})
+		stale := open(t, url, db.Options{InstanceID: "stale", Clock: clk.Now})
+		live := open(t, url, db.Options{InstanceID: "live", Clock: clk.Now})
+		heartbeat(t, stale, db.InstanceHeartbeat{StartedAt: clk.Now()})
 		// The stale member last beat two hours ago, the live one just now.
-		peek.AgeInstance(t, stale, "stale", 2*time.Hour)
+		clk.Advance(2 * time.Hour)
 		const ttl = time.Hour
-		heartbeat(t, live, db.InstanceHeartbeat{StartedAt: now()})
+		heartbeat(t, live, db.InstanceHeartbeat{StartedAt: clk.Now()})
 		equalIDs(t, "members within the ttl", []string{"live"}, instanceIDs(liveInstances(t, live, ttl)))
 		equalIDs(t, "members within three hours", []string{"live", "stale"}, instanceIDs(liveInstances(t, live, 3*time.Hour)))
-		n, err := live.InstancePrune(t.Context(), ttl)
-		if err != nil || n != 1 {
-			t.Fatalf("prune: %d, %v; want 1", n, err)
+		if rep := purge(t, live, db.PurgePolicy{Instances: ttl}); rep.Instances != 1 {
+			t.Fatalf("purge: %+v, want 1 member", rep)
 		}
-		equalIDs(t, "members after prune", []string{"live"}, instanceIDs(liveInstances(t, live, 3*time.Hour)))
+		equalIDs(t, "members after the purge", []string{"live"}, instanceIDs(liveInstances(t, live, 3*time.Hour)))
 	})
 }

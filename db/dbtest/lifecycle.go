@@ -10,12 +10,22 @@ import (
 )
 
 const (
-	// shortLease expires quickly; tests wait for it to pass.
-	shortLease = 200 * time.Millisecond
-	// liveLease outlasts any stall of a busy test machine: a lease given it
-	// is live for the whole test.
+	// shortLease is the lease of a member the test lets die: the test
+	// moves its clock past it (lapse).
+	shortLease = time.Second
+	// liveLease is the lease of a member that stays alive: the test never
+	// moves its clock that far.
 	liveLease = 10 * time.Minute
 )
+
+// lapse moves clk past a shortLease granted at its current time.
+func lapse(clk *clock) { clk.Advance(shortLease + time.Microsecond) }
+
+// member opens a store of instance on url with a lease, on clk.
+func member(t testing.TB, url string, clk *clock, instance string, lease time.Duration) db.Store {
+	t.Helper()
+	return open(t, url, db.Options{InstanceID: instance, LeaseTTL: lease, Clock: clk.Now})
+}
 
 func claimPending(t testing.TB, s db.Store, limit int) []db.RunRecord {
 	t.Helper()
@@ -28,20 +38,17 @@ func claimPending(t testing.TB, s db.Store, limit int) []db.RunRecord {
 
 func reclaim(t testing.TB, s db.Store, maxAttempts int) db.ReclaimReport {
 	t.Helper()
-	rep, err := s.RunReclaimOrphans(t.Context(), maxAttempts)
+	rep, err := s.RunRequeueLapsed(t.Context(), maxAttempts)
 	if err != nil {
-		t.Fatalf("reclaim orphans: %v", err)
+		t.Fatalf("requeue lapsed: %v", err)
 	}
 	return rep
 }
 
+// finalize is the owner-fenced finish of rec (no log lines).
 func finalize(t testing.TB, s db.Store, rec *db.RunRecord) bool {
 	t.Helper()
-	ok, err := s.RunFinalizeOwned(t.Context(), rec)
-	if err != nil {
-		t.Fatalf("finalize %s: %v", rec.RunID, err)
-	}
-	return ok
+	return runFinish(t, s, db.RunFinal{Record: rec, Owned: true})
 }
 
 func wantReport(t testing.TB, what string, got db.ReclaimReport, requeued, poisoned int) {
@@ -60,43 +67,20 @@ func pendingRuns(t testing.TB, s db.Store, prefix string, n int) []*db.RunRecord
 		recs[i] = newRun(id(prefix, i), db.StatusPending, base.Add(time.Duration(i)*time.Millisecond))
 		recs[i].ConfigBody = ptr("version: 1")
 	}
-	upsert(t, s, recs...)
+	submit(t, s, recs...)
 	return recs
 }
 
 func exerciseLeases(t *testing.T, newURL func(t testing.TB) string) {
-	t.Run("UpsertStampsOwner", func(t *testing.T) {
-		t.Parallel()
-		url := newURL(t)
-		a := open(t, url, db.Options{InstanceID: "a"})
-		b := open(t, url, db.Options{InstanceID: "b", LeaseTTL: liveLease})
-		rec := newRun("r1", db.StatusRunning, now())
-		upsert(t, a, rec)
-		done := *rec
-		done.Status = db.StatusCompleted
-		if finalize(t, b, &done) {
-			t.Fatal("an instance that does not own the run finalized it")
-		}
-		wantStatus(t, a, "r1", db.StatusRunning)
-		// An upsert by b makes b the owner.
-		upsert(t, b, rec)
-		if finalize(t, a, &done) {
-			t.Fatal("the previous owner finalized a run another instance took over")
-		}
-		if !finalize(t, b, &done) {
-			t.Fatal("the owner could not finalize its run")
-		}
-	})
-
 	t.Run("RenewCountsOwnNonTerminalRuns", func(t *testing.T) {
 		t.Parallel()
 		url := newURL(t)
 		a := open(t, url, db.Options{InstanceID: "a"})
 		b := open(t, url, db.Options{InstanceID: "b", LeaseTTL: liveLease})
 		for _, st := range db.AllStatuses {
-			upsert(t, a, newRun("a-"+string(st), st, now()))
+			submit(t, a, newRun("a-"+string(st), st, now()))
 		}
-		upsert(t, b, newRun("b-running", db.StatusRunning, now()))
+		submit(t, b, newRun("b-running", db.StatusRunning, now()))
 		n, err := a.RunRenewLeases(t.Context())
 		if err != nil {
 			t.Fatal(err)
@@ -110,76 +94,125 @@ func exerciseLeases(t *testing.T, newURL func(t testing.TB) string) {
 		}
 	})
 
-	t.Run("RecoverFailsOnlyExpiredLeases", func(t *testing.T) {
+	t.Run("FailLapsedFailsOnlyLapsedLeases", func(t *testing.T) {
 		t.Parallel()
+		clk := newClock()
 		url := newURL(t)
-		dying := open(t, url, db.Options{InstanceID: "dying", LeaseTTL: shortLease})
-		live := open(t, url, db.Options{InstanceID: "live", LeaseTTL: time.Hour})
-		started := now().Add(-time.Minute)
+		dying := member(t, url, clk, "dying", shortLease)
+		live := member(t, url, clk, "live", liveLease)
+		started := clk.Now().UTC().Truncate(time.Microsecond).Add(-time.Minute)
 		queued := newRun("queued", db.StatusQueued, now())
 		running := newRun("running", db.StatusRunning, now())
 		running.StartedAt = &started
 		done := newRun("done", db.StatusCompleted, now())
 		done.FinishedAt = ptr(now())
 		pending := newRun("pending", db.StatusPending, now())
-		upsert(t, dying, queued, running, done, pending)
-		t0 := time.Now()
-		upsert(t, live, newRun("peer", db.StatusRunning, now()))
-		waitPast(t0, shortLease)
+		submit(t, dying, queued, running, done, pending)
+		lapse(clk)
+		submit(t, live, newRun("peer", db.StatusRunning, now()))
 
-		before := now()
-		n, err := live.RunRecoverOrphans(t.Context())
+		n, err := live.RunFailLapsed(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}
 		if n != 2 {
-			t.Fatalf("recovered %d runs, want 2 (queued and running)", n)
+			t.Fatalf("failed %d runs, want 2 (queued and running)", n)
 		}
 		for _, id := range []string{"queued", "running"} {
 			r := wantStatus(t, live, id, db.StatusFailed)
-			if r.Error == nil || *r.Error == "" {
-				t.Errorf("recovered run %s has no error", id)
-			}
-			if r.FinishedAt == nil || r.FinishedAt.Before(before) {
-				t.Errorf("recovered run %s: finished_at %v, want at or after %v", id, r.FinishedAt, before)
+			wantError(t, "run "+id, r.Error, "the instance that owned this run stopped renewing its lease before the run finished")
+			if r.FinishedAt == nil || !r.FinishedAt.Equal(clk.Now().Truncate(time.Microsecond)) {
+				t.Errorf("failed run %s: finished_at %v, want the clock's %v", id, r.FinishedAt, clk.Now())
 			}
 		}
-		if r := get(t, live, "running"); r.ElapsedSecs == nil || *r.ElapsedSecs < 60 {
-			t.Errorf("recovered run that had started: elapsed_secs %v, want >= 60", r.ElapsedSecs)
+		r := get(t, live, "running")
+		if want := clk.Now().Truncate(time.Microsecond).Sub(started).Seconds(); r.ElapsedSecs == nil || *r.ElapsedSecs != want {
+			t.Errorf("failed run that had started: elapsed_secs %v, want %v", r.ElapsedSecs, want)
 		}
 		wantStatus(t, live, "done", db.StatusCompleted)
 		wantStatus(t, live, "pending", db.StatusPending)
 		wantStatus(t, live, "peer", db.StatusRunning)
-		if n, err := live.RunRecoverOrphans(t.Context()); err != nil || n != 0 {
-			t.Fatalf("second recovery: %d, %v; want 0", n, err)
+		if n, err := live.RunFailLapsed(t.Context()); err != nil || n != 0 {
+			t.Fatalf("second pass: %d, %v; want 0", n, err)
 		}
 	})
 
-	t.Run("RenewalPreventsReclaimAndRecovery", func(t *testing.T) {
+	t.Run("FailUnfinishedFailsEveryUnfinishedRun", func(t *testing.T) {
 		t.Parallel()
+		clk := newClock()
+		url := newURL(t)
+		a := member(t, url, clk, "a", liveLease)
+		b := member(t, url, clk, "b", liveLease)
+		started := clk.Now().Add(-time.Minute)
+		running := newRun("running", db.StatusRunning, now())
+		running.StartedAt = &started
+		submit(t, a, newRun("queued", db.StatusQueued, now()), running, newRun("pending", db.StatusPending, now()),
+			newRun("sharded", db.StatusSharded, now()), newRun("done", db.StatusCompleted, now()))
+		submit(t, b, newRun("peer", db.StatusRunning, now()))
+		ids, err := a.RunFailUnfinished(t.Context(), "stopped before the run finished")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Live leases or not, and whoever owns them.
+		equalIDs(t, "failed runs", []string{"peer", "queued", "running"}, ids)
+		for _, id := range ids {
+			r := wantStatus(t, a, id, db.StatusFailed)
+			wantError(t, "run "+id, r.Error, "stopped before the run finished")
+			if r.FinishedAt == nil || !r.FinishedAt.Equal(clk.Now().Truncate(time.Microsecond)) {
+				t.Errorf("failed run %s: finished_at %v, want the clock's %v", id, r.FinishedAt, clk.Now())
+			}
+		}
+		if r := get(t, a, "running"); r.ElapsedSecs == nil || *r.ElapsedSecs < 60 {
+			t.Errorf("failed run that had started: elapsed_secs %v, want >= 60", deref(r.ElapsedSecs))
+		}
+		for id, st := range map[string]db.RunStatus{"pending": db.StatusPending, "sharded": db.StatusSharded, "done": db.StatusCompleted} {
+			wantStatus(t, a, id, st)
+		}
+		if ids, err := a.RunFailUnfinished(t.Context(), "again"); err != nil || len(ids) != 0 {
+			t.Fatalf("second pass: %v, %v; want none", ids, err)
+		}
+	})
+
+	t.Run("RenewalPreventsRequeueAndFailure", func(t *testing.T) {
+		t.Parallel()
+		clk := newClock()
 		url := newURL(t)
 		// Two stores of one instance "a": one grants short leases, one long.
-		aShort := open(t, url, db.Options{InstanceID: "a", LeaseTTL: shortLease})
-		aLong := open(t, url, db.Options{InstanceID: "a", LeaseTTL: liveLease})
-		b := open(t, url, db.Options{InstanceID: "b", LeaseTTL: liveLease})
-		upsert(t, aShort, newRun("r1", db.StatusRunning, now()), newRun("q1", db.StatusQueued, now()))
-		waitPast(time.Now(), shortLease)
+		aShort := member(t, url, clk, "a", shortLease)
+		aLong := member(t, url, clk, "a", liveLease)
+		b := member(t, url, clk, "b", liveLease)
+		submit(t, aShort, newRun("r1", db.StatusRunning, now()), newRun("q1", db.StatusQueued, now()))
+		lapse(clk)
 		// The leases lapsed; a renewal makes them live again.
 		if n, err := aLong.RunRenewLeases(t.Context()); err != nil || n != 2 {
 			t.Fatalf("renew: %d, %v; want 2", n, err)
 		}
-		wantReport(t, "reclaim after renewal", reclaim(t, b, 3), 0, 0)
-		if n, err := b.RunRecoverOrphans(t.Context()); err != nil || n != 0 {
-			t.Fatalf("recovery after renewal: %d, %v; want 0", n, err)
+		wantReport(t, "requeue after renewal", reclaim(t, b, 3), 0, 0)
+		if n, err := b.RunFailLapsed(t.Context()); err != nil || n != 0 {
+			t.Fatalf("fail lapsed after renewal: %d, %v; want 0", n, err)
 		}
 		wantStatus(t, b, "r1", db.StatusRunning)
 		// A renewal is what keeps them: once the last one grants a short
-		// lease and it lapses, the run is reclaimed.
+		// lease and it lapses, the run is requeued.
 		if n, err := aShort.RunRenewLeases(t.Context()); err != nil || n != 2 {
 			t.Fatalf("short renew: %d, %v; want 2", n, err)
 		}
-		waitPast(time.Now(), shortLease)
-		wantReport(t, "reclaim once the renewed lease lapsed", reclaim(t, b, 3), 1, 0)
+		lapse(clk)
+		wantReport(t, "requeue once the renewed lease lapsed", reclaim(t, b, 3), 1, 0)
+	})
+
+	t.Run("ALeaseLapsesAfterItsExpiry", func(t *testing.T) {
+		t.Parallel()
+		clk := newClock()
+		url := newURL(t)
+		dying := member(t, url, clk, "dying", shortLease)
+		peer := member(t, url, clk, "peer", liveLease)
+		submit(t, dying, newRun("r1", db.StatusRunning, now()))
+		clk.Advance(shortLease)
+		// At its expiry instant the lease still holds.
+		wantReport(t, "requeue at the expiry", reclaim(t, peer, 3), 0, 0)
+		clk.Advance(time.Microsecond)
+		wantReport(t, "requeue just past the expiry", reclaim(t, peer, 3), 1, 0)
 	})
 }
 
@@ -190,9 +223,9 @@ func exerciseClaimPending(t *testing.T, newURL func(t testing.TB) string) {
 		recs := pendingRuns(t, s, "p", 5)
 		// A tie on submitted_at is broken by run id.
 		tie := newRun("p-0001a", db.StatusPending, recs[1].SubmittedAt)
-		upsert(t, s, tie)
-		upsert(t, s, newRun("queued", db.StatusQueued, recs[0].SubmittedAt.Add(-time.Hour)))
-		upsert(t, s, newRun("running", db.StatusRunning, recs[0].SubmittedAt.Add(-time.Hour)))
+		submit(t, s, tie)
+		submit(t, s, newRun("queued", db.StatusQueued, recs[0].SubmittedAt.Add(-time.Hour)))
+		submit(t, s, newRun("running", db.StatusRunning, recs[0].SubmittedAt.Add(-time.Hour)))
 
 		got := claimPending(t, s, 3)
 		equalIDs(t, "first claim", []string{"p-0000", "p-0001", "p-0001a"}, runIDs(got))
@@ -255,29 +288,29 @@ func exerciseClaimPending(t *testing.T, newURL func(t testing.TB) string) {
 }
 
 func exerciseReclaim(t *testing.T, newURL func(t testing.TB) string) {
-	t.Run("RequeuesExpiredRunning", func(t *testing.T) {
+	t.Run("RequeuesLapsedRunning", func(t *testing.T) {
 		t.Parallel()
+		clk := newClock()
 		url := newURL(t)
-		dying := open(t, url, db.Options{InstanceID: "dying", LeaseTTL: shortLease})
-		peer := open(t, url, db.Options{InstanceID: "peer", LeaseTTL: liveLease})
+		dying := member(t, url, clk, "dying", shortLease)
+		peer := member(t, url, clk, "peer", liveLease)
 		pendingRuns(t, peer, "p", 1)
 		claimed := claimPending(t, dying, 1)
 		if len(claimed) != 1 {
 			t.Fatal("nothing claimed")
 		}
-		upsert(t, dying, newRun("queued", db.StatusQueued, now()))
-		t0 := time.Now()
-		upsert(t, peer, newRun("live", db.StatusRunning, now()))
-		waitPast(t0, shortLease)
+		submit(t, dying, newRun("queued", db.StatusQueued, now()))
+		lapse(clk)
+		submit(t, peer, newRun("live", db.StatusRunning, now()))
 
-		wantReport(t, "reclaim", reclaim(t, peer, 3), 1, 0)
+		wantReport(t, "requeue", reclaim(t, peer, 3), 1, 0)
 		r := wantStatus(t, peer, "p-0000", db.StatusPending)
 		if r.Attempt != 1 {
 			t.Fatalf("requeued run: attempt %d, want 1", r.Attempt)
 		}
 		wantStatus(t, peer, "queued", db.StatusQueued)
 		wantStatus(t, peer, "live", db.StatusRunning)
-		wantReport(t, "second reclaim", reclaim(t, peer, 3), 0, 0)
+		wantReport(t, "second requeue", reclaim(t, peer, 3), 0, 0)
 
 		// The old owner's late result is discarded; the run is claimable again.
 		late := claimed[0]
@@ -287,23 +320,23 @@ func exerciseReclaim(t *testing.T, newURL func(t testing.TB) string) {
 		}
 		again := claimPending(t, peer, 1)
 		if len(again) != 1 || again[0].RunID != "p-0000" || again[0].Attempt != 1 {
-			t.Fatalf("reclaimed run claimed again: %+v", again)
+			t.Fatalf("requeued run claimed again: %+v", again)
 		}
 	})
 
 	t.Run("CancelRequestSurvivesRequeue", func(t *testing.T) {
 		t.Parallel()
+		clk := newClock()
 		url := newURL(t)
-		dying := open(t, url, db.Options{InstanceID: "dying", LeaseTTL: shortLease})
-		peer := open(t, url, db.Options{InstanceID: "peer", LeaseTTL: liveLease})
+		dying := member(t, url, clk, "dying", shortLease)
+		peer := member(t, url, clk, "peer", liveLease)
 		pendingRuns(t, peer, "p", 1)
 		claimPending(t, dying, 1)
-		t0 := time.Now()
 		if ok, err := peer.RunRequestCancel(t.Context(), "p-0000"); err != nil || !ok {
 			t.Fatalf("request cancel: %v, %v", ok, err)
 		}
-		waitPast(t0, shortLease)
-		wantReport(t, "reclaim", reclaim(t, peer, 3), 1, 0)
+		lapse(clk)
+		wantReport(t, "requeue", reclaim(t, peer, 3), 1, 0)
 		claimPending(t, peer, 1)
 		ids, err := peer.RunPendingCancellations(t.Context())
 		if err != nil {
@@ -314,9 +347,10 @@ func exerciseReclaim(t *testing.T, newURL func(t testing.TB) string) {
 
 	t.Run("PoisonAtTheCap", func(t *testing.T) {
 		t.Parallel()
+		clk := newClock()
 		url := newURL(t)
-		dying := open(t, url, db.Options{InstanceID: "dying", LeaseTTL: shortLease})
-		peer := open(t, url, db.Options{InstanceID: "peer", LeaseTTL: liveLease})
+		dying := member(t, url, clk, "dying", shortLease)
+		peer := member(t, url, clk, "peer", liveLease)
 		const maxAttempts = 2
 		pendingRuns(t, peer, "p", 1)
 		for attempt := range maxAttempts + 1 {
@@ -324,38 +358,39 @@ func exerciseReclaim(t *testing.T, newURL func(t testing.TB) string) {
 			if len(got) != 1 || got[0].Attempt != attempt {
 				t.Fatalf("claim %d: %+v", attempt, got)
 			}
-			waitPast(time.Now(), shortLease)
+			lapse(clk)
 			rep := reclaim(t, peer, maxAttempts)
 			if attempt < maxAttempts {
-				wantReport(t, fmt.Sprintf("reclaim after attempt %d", attempt), rep, 1, 0)
+				wantReport(t, fmt.Sprintf("requeue after attempt %d", attempt), rep, 1, 0)
 				continue
 			}
-			wantReport(t, "reclaim at the cap", rep, 0, 1)
+			wantReport(t, "requeue at the cap", rep, 0, 1)
 		}
 		r := wantStatus(t, peer, "p-0000", db.StatusFailed)
 		// Three executions (attempts 0, 1, 2), each lease lapsed, two requeues.
 		wantError(t, "poisoned run", r.Error, "poison run: its owner's lease lapsed during attempt 3 (requeue count 2, cap 2); not retried")
-		if r.FinishedAt == nil {
-			t.Fatal("poisoned run has no finished_at")
+		if r.FinishedAt == nil || !r.FinishedAt.Equal(clk.Now().Truncate(time.Microsecond)) {
+			t.Fatalf("poisoned run: finished_at %v, want the clock's %v", r.FinishedAt, clk.Now())
 		}
 		if r.Attempt != maxAttempts {
 			t.Fatalf("poisoned run: attempt %d, want %d", r.Attempt, maxAttempts)
 		}
-		wantReport(t, "reclaim after poisoning", reclaim(t, peer, maxAttempts), 0, 0)
+		wantReport(t, "requeue after poisoning", reclaim(t, peer, maxAttempts), 0, 0)
 	})
 
 	// A hand-over by RunRelease counts as a requeue too, and may carry a run
 	// past the cap: the poison text counts what happened to that row.
 	t.Run("PoisonTextCountsAHandOver", func(t *testing.T) {
 		t.Parallel()
+		clk := newClock()
 		url := newURL(t)
-		dying := open(t, url, db.Options{InstanceID: "dying", LeaseTTL: shortLease})
-		peer := open(t, url, db.Options{InstanceID: "peer", LeaseTTL: liveLease})
+		dying := member(t, url, clk, "dying", shortLease)
+		peer := member(t, url, clk, "peer", liveLease)
 		const maxAttempts = 1
 		pendingRuns(t, peer, "p", 1)
 		claimPending(t, dying, 1)
-		waitPast(time.Now(), shortLease)
-		wantReport(t, "reclaim below the cap", reclaim(t, peer, maxAttempts), 1, 0)
+		lapse(clk)
+		wantReport(t, "requeue below the cap", reclaim(t, peer, maxAttempts), 1, 0)
 		claimPending(t, dying, 1)
 		if ok, err := dying.RunRelease(t.Context(), "p-0000"); err != nil || !ok {
 			t.Fatalf("release at the cap: %v, %v", ok, err)
@@ -363,31 +398,34 @@ func exerciseReclaim(t *testing.T, newURL func(t testing.TB) string) {
 		if got := claimPending(t, dying, 1); len(got) != 1 || got[0].Attempt != 2 {
 			t.Fatalf("claim after the hand-over: %+v, want attempt 2", got)
 		}
-		waitPast(time.Now(), shortLease)
-		wantReport(t, "reclaim past the cap", reclaim(t, peer, maxAttempts), 0, 1)
+		lapse(clk)
+		wantReport(t, "requeue past the cap", reclaim(t, peer, maxAttempts), 0, 1)
 		r := wantStatus(t, peer, "p-0000", db.StatusFailed)
 		wantError(t, "poisoned run", r.Error, "poison run: its owner's lease lapsed during attempt 3 (requeue count 2, cap 1); not retried")
 	})
 
 	t.Run("ConcurrentReclaimersCountEachRunOnce", func(t *testing.T) {
 		t.Parallel()
+		clk := newClock()
 		url := newURL(t)
-		dying := open(t, url, db.Options{InstanceID: "dying", LeaseTTL: shortLease})
-		peers := stores(t, url, "a", "b", "c")
+		dying := member(t, url, clk, "dying", shortLease)
+		peers := []db.Store{member(t, url, clk, "a", liveLease), member(t, url, clk, "b", liveLease), member(t, url, clk, "c", liveLease)}
 		const n = 60
-		pendingRuns(t, dying, "p", n)
+		// Runs with attempt 1 are poisoned with a cap of 1, the rest requeued.
+		base := now().Add(-time.Hour)
+		for i := range n {
+			r := newRun(id("p", i), db.StatusPending, base.Add(time.Duration(i)*time.Millisecond))
+			if i < n/3 {
+				r.Attempt = 1
+			}
+			submit(t, dying, r)
+		}
 		if got := claimPending(t, dying, n); len(got) != n {
 			t.Fatalf("claimed %d runs, want %d", len(got), n)
 		}
-		// Runs with attempt 1 are poisoned with a cap of 1, the rest requeued.
-		for i := range n / 3 {
-			r := get(t, dying, id("p", i))
-			r.Attempt = 1
-			upsert(t, dying, r)
-		}
-		waitPast(time.Now(), shortLease)
+		lapse(clk)
 		reps := concurrently(t, len(peers), func(i int) (db.ReclaimReport, error) {
-			return peers[i].RunReclaimOrphans(t.Context(), 1)
+			return peers[i].RunRequeueLapsed(t.Context(), 1)
 		})
 		var sum db.ReclaimReport
 		for _, rep := range reps {
@@ -399,37 +437,35 @@ func exerciseReclaim(t *testing.T, newURL func(t testing.TB) string) {
 }
 
 func exerciseFinalize(t *testing.T, newURL func(t testing.TB) string) {
-	t.Run("WritesTheWholeRecordAndStampsFinishedAt", func(t *testing.T) {
+	t.Run("WritesTheTerminalStateAndStampsFinishedAt", func(t *testing.T) {
 		t.Parallel()
-		s := fresh(t, newURL, "a")
+		clk := newClock()
+		s := open(t, newURL(t), db.Options{InstanceID: "a", Clock: clk.Now})
 		rec := fullRun("r1")
-		rec.Status = db.StatusRunning
-		rec.FinishedAt = nil
-		upsert(t, s, rec)
+		rec.Status, rec.FinishedAt, rec.Error, rec.RecordsWritten, rec.Invocations = db.StatusRunning, nil, nil, 0, nil
+		submit(t, s, rec)
 		done := *rec
-		done.Status = db.StatusCompleted
-		done.RecordsWritten = 99
-		before := now()
-		if !finalize(t, s, &done) {
+		done.Status, done.RecordsWritten, done.Error = db.StatusFailed, 99, ptr("boom")
+		done.Invocations = []db.InvocationRecord{{RowID: "row-1", RecordsWritten: 99, DurationMS: 12, Error: ptr("boom")}}
+		// What a run was submitted with is not the finish's to change.
+		changed := done
+		changed.Name, changed.Labels, changed.ConfigBody, changed.Attempt = ptr("renamed"), map[string]string{"x": "y"}, ptr("other"), 7
+		if !finalize(t, s, &changed) {
 			t.Fatal("the owner could not finalize its run")
 		}
-		if done.FinishedAt != nil {
+		if changed.FinishedAt != nil {
 			t.Fatal("finalize modified the caller's record")
 		}
-		got := get(t, s, "r1")
-		if got.FinishedAt == nil || got.FinishedAt.Before(before) || got.FinishedAt.After(now()) {
-			t.Fatalf("finished_at %v, want stamped at finalize", got.FinishedAt)
-		}
 		want := normalized(&done)
-		want.FinishedAt = got.FinishedAt
-		sameJSON(t, "finalized record", want, got)
+		want.FinishedAt = ptr(clk.Now().UTC().Truncate(time.Microsecond))
+		sameJSON(t, "finalized record", normalized(want), get(t, s, "r1"))
 	})
 
 	t.Run("FirstFinalizerWins", func(t *testing.T) {
 		t.Parallel()
 		s := fresh(t, newURL, "a")
 		rec := newRun("r1", db.StatusRunning, now())
-		upsert(t, s, rec)
+		submit(t, s, rec)
 		first := *rec
 		first.Status, first.Error = db.StatusFailed, ptr("boom")
 		second := *rec
@@ -453,12 +489,12 @@ func exerciseFinalize(t *testing.T, newURL func(t testing.TB) string) {
 		for round := range 5 {
 			runID := id("r", round)
 			rec := newRun(runID, db.StatusRunning, now())
-			upsert(t, ss[0], rec)
+			submit(t, ss[0], rec)
 			won := concurrently(t, 8, func(i int) (bool, error) {
 				done := *rec
 				done.Status = db.StatusCompleted
 				done.RecordsWritten = int64(i + 1)
-				return ss[i%2].RunFinalizeOwned(t.Context(), &done)
+				return ss[i%2].RunFinish(t.Context(), db.RunFinal{Record: &done, Owned: true})
 			})
 			winner := onlyWinner(t, won)
 			if r := get(t, ss[1], runID); r.RecordsWritten != int64(winner+1) {
@@ -470,8 +506,8 @@ func exerciseFinalize(t *testing.T, newURL func(t testing.TB) string) {
 	t.Run("ShardedParent", func(t *testing.T) {
 		t.Parallel()
 		s := fresh(t, newURL, "a")
-		upsert(t, s, newRun("parent", db.StatusSharded, now()))
-		insertShards(t, s, "parent", shardSpecs("s", 3, nil)...)
+		submit(t, s, newRun("parent", db.StatusSharded, now()))
+		shard(t, s, "parent", shardSpecs("s", 3, nil)...)
 		finishAll(t, s, func(sh db.ClaimedShard) db.ShardResult {
 			return db.ShardResult{Status: db.ShardCompleted, RecordsWritten: map[string]int64{"s-0000": 10, "s-0001": 20, "s-0002": 30}[sh.ShardID]}
 		})
@@ -496,7 +532,7 @@ func exerciseFinalize(t *testing.T, newURL func(t testing.TB) string) {
 		}
 		wantStatus(t, s, "parent", db.StatusCompleted)
 
-		upsert(t, s, newRun("running", db.StatusRunning, now()))
+		submit(t, s, newRun("running", db.StatusRunning, now()))
 		for _, runID := range []string{"running", "missing"} {
 			if ok, err := s.RunFinalizeShardedParent(t.Context(), runID, db.StatusCompleted, time.Now(), nil); err != nil || ok {
 				t.Fatalf("finalize of a %s run as sharded parent: %v, %v; want false", runID, ok, err)
@@ -507,10 +543,28 @@ func exerciseFinalize(t *testing.T, newURL func(t testing.TB) string) {
 		}
 	})
 
+	t.Run("ShardedParentWaitsForItsShards", func(t *testing.T) {
+		t.Parallel()
+		s := fresh(t, newURL, "a")
+		submit(t, s, newRun("parent", db.StatusSharded, now()))
+		shard(t, s, "parent", shardSpecs("s", 2, nil)...)
+		claimed := shardClaim(t, s, 1)
+		for _, state := range []string{"pending", "running"} {
+			if ok, err := s.RunFinalizeShardedParent(t.Context(), "parent", db.StatusCompleted, time.Now(), nil); err != nil || ok {
+				t.Fatalf("finalize with a shard %s: %v, %v; want false", state, ok, err)
+			}
+			finishAll(t, s, func(db.ClaimedShard) db.ShardResult { return db.ShardResult{Status: db.ShardCompleted} })
+		}
+		finishShard(t, s, "parent", claimed[0].ShardID, db.ShardResult{Status: db.ShardCompleted})
+		if ok, err := s.RunFinalizeShardedParent(t.Context(), "parent", db.StatusCompleted, time.Now(), nil); err != nil || !ok {
+			t.Fatalf("finalize once every shard ended: %v, %v; want true", ok, err)
+		}
+	})
+
 	t.Run("ShardedParentConcurrentOneWins", func(t *testing.T) {
 		t.Parallel()
 		ss := stores(t, newURL(t), "a", "b")
-		upsert(t, ss[0], newRun("parent", db.StatusSharded, now()))
+		submit(t, ss[0], newRun("parent", db.StatusSharded, now()))
 		won := concurrently(t, 8, func(i int) (bool, error) {
 			return ss[i%2].RunFinalizeShardedParent(t.Context(), "parent", db.StatusFailed, time.Now(), ptr(fmt.Sprint(i)))
 		})
@@ -526,7 +580,7 @@ func exerciseCancel(t *testing.T, newURL func(t testing.TB) string) {
 		t.Parallel()
 		s := fresh(t, newURL, "a")
 		pendingRuns(t, s, "p", 1)
-		upsert(t, s, newRun("running", db.StatusRunning, now()))
+		submit(t, s, newRun("running", db.StatusRunning, now()))
 		ok, err := s.RunCancelPending(t.Context(), "p-0000")
 		if err != nil || !ok {
 			t.Fatalf("cancel pending: %v, %v", ok, err)
@@ -592,7 +646,7 @@ func exerciseCancel(t *testing.T, newURL func(t testing.TB) string) {
 		owner := open(t, url, db.Options{InstanceID: "owner"})
 		other := open(t, url, db.Options{InstanceID: "other"})
 		for _, st := range db.AllStatuses {
-			upsert(t, owner, newRun(string(st), st, now()))
+			submit(t, owner, newRun(string(st), st, now()))
 		}
 		for _, st := range db.AllStatuses {
 			want := st == db.StatusRunning || st == db.StatusSharded
@@ -627,10 +681,10 @@ func exerciseCancel(t *testing.T, newURL func(t testing.TB) string) {
 		url := newURL(t)
 		coord := open(t, url, db.Options{InstanceID: "coord"})
 		worker := open(t, url, db.Options{InstanceID: "worker"})
-		upsert(t, coord, newRun("parent", db.StatusSharded, now()))
-		upsert(t, coord, newRun("other", db.StatusSharded, now()))
-		insertShards(t, coord, "parent", shardSpecs("s", 3, ptr(int64(100)))...)
-		insertShards(t, coord, "other", shardSpecs("o", 1, ptr(int64(1)))...)
+		submit(t, coord, newRun("parent", db.StatusSharded, now()))
+		submit(t, coord, newRun("other", db.StatusSharded, now()))
+		shard(t, coord, "parent", shardSpecs("s", 3, ptr(int64(100)))...)
+		shard(t, coord, "other", shardSpecs("o", 1, ptr(int64(1)))...)
 		got := shardClaim(t, worker, 1)
 		if len(got) != 1 || got[0].RunID != "parent" {
 			t.Fatalf("claimed %+v, want one shard of parent", got)
@@ -668,10 +722,10 @@ func wantError(t testing.TB, what string, got *string, want string) {
 	}
 }
 
-// deref shows an optional string in a failure message.
-func deref(s *string) any {
-	if s == nil {
+// deref shows an optional value in a failure message.
+func deref[T any](v *T) any {
+	if v == nil {
 		return nil
 	}
-	return *s
+	return *v
 }

@@ -78,7 +78,7 @@ func exerciseList(t *testing.T, newURL func(t testing.TB) string) {
 			}
 			recs = append(recs, r)
 		}
-		upsert(t, s, recs...)
+		submit(t, s, recs...)
 		return s, recs
 	}
 
@@ -145,7 +145,7 @@ func exerciseList(t *testing.T, newURL func(t testing.TB) string) {
 		t.Parallel()
 		s := fresh(t, newURL, "a")
 		for i := range db.DefaultListLimit + 3 {
-			upsert(t, s, newRun(id("r", i), db.StatusCompleted, base.Add(time.Duration(i)*time.Millisecond)))
+			submit(t, s, newRun(id("r", i), db.StatusCompleted, base.Add(time.Duration(i)*time.Millisecond)))
 		}
 		p := list(t, s, db.ListFilter{})
 		if len(p.Runs) != db.DefaultListLimit || p.NextCursor == nil {
@@ -205,7 +205,7 @@ func exerciseList(t *testing.T, newURL func(t testing.TB) string) {
 		t.Parallel()
 		s := fresh(t, newURL, "a")
 		rec := fullRun("r1")
-		upsert(t, s, rec)
+		submit(t, s, rec)
 		p := list(t, s, db.ListFilter{Limit: 10})
 		if len(p.Runs) != 1 {
 			t.Fatalf("%d runs, want 1", len(p.Runs))
@@ -232,7 +232,7 @@ func exerciseDelete(t *testing.T, newURL func(t testing.TB) string) {
 			if st.Terminal() {
 				continue
 			}
-			upsert(t, s, newRun("r-"+string(st), st, now()))
+			submit(t, s, newRun("r-"+string(st), st, now()))
 			out, err := s.RunDelete(t.Context(), "r-"+string(st))
 			if err != nil || out != db.DeleteStillRunning {
 				t.Fatalf("delete %s run: %v, %v; want still_running", st, out, err)
@@ -247,11 +247,8 @@ func exerciseDelete(t *testing.T, newURL func(t testing.TB) string) {
 		for _, st := range []db.RunStatus{db.StatusCompleted, db.StatusFailed, db.StatusCancelled} {
 			victim, keeper := "gone-"+string(st), "kept-"+string(st)
 			for _, runID := range []string{victim, keeper} {
-				upsert(t, s, newRun(runID, st, now()))
+				endedSharded(t, s, runID, st, now(), shardSpecs("s", 1, nil)...)
 				wantClaim(t, claim(t, s, "key-"+runID, "fp", runID, time.Hour), db.ClaimFresh, "")
-				if _, err := s.ShardInsert(t.Context(), runID, []db.ShardInsert{{ShardID: "s1", Descriptor: []byte(`{}`)}}); err != nil {
-					t.Fatal(err)
-				}
 				appendLogs(t, s, runID, 0, logLines(1, 3, now()))
 			}
 			out, err := s.RunDelete(t.Context(), victim)

@@ -53,7 +53,7 @@ func exerciseMigrations(t *testing.T, newURL func(t testing.TB) string) {
 		assertVersion(t, p, newest)
 
 		s := open(t, url, db.Options{InstanceID: "a"})
-		upsert(t, s, newRun("r1", db.StatusQueued, now()))
+		submit(t, s, newRun("r1", db.StatusQueued, now()))
 		wantStatus(t, s, "r1", db.StatusQueued)
 	})
 
@@ -125,7 +125,7 @@ func exerciseMigrations(t *testing.T, newURL func(t testing.TB) string) {
 			t.Fatal(err)
 		}
 		s := open(t, url, db.Options{InstanceID: "a"})
-		upsert(t, s, newRun("r1", db.StatusQueued, now()))
+		submit(t, s, newRun("r1", db.StatusQueued, now()))
 	})
 
 	t.Run("RefusesNewerSchema", func(t *testing.T) {

@@ -43,7 +43,7 @@ func exerciseOpen(t *testing.T, newURL func(t testing.TB) string) {
 		t.Parallel()
 		url := newURL(t)
 		s := open(t, url, db.Options{InstanceID: "a"})
-		upsert(t, s, newRun("r1", db.StatusCompleted, now()))
+		submit(t, s, newRun("r1", db.StatusCompleted, now()))
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}

@@ -20,19 +20,18 @@ func purge(t testing.TB, s db.Store, p db.PurgePolicy) db.PurgeReport {
 func exercisePurge(t *testing.T, newURL func(t testing.TB) string, peek Peek) {
 	t.Run("TerminalRunsWithShardsAndLogs", func(t *testing.T) {
 		t.Parallel()
-		s := fresh(t, newURL, "a")
-		long := now().Add(-2 * time.Hour)
+		clk := newClock()
+		s := open(t, newURL(t), db.Options{InstanceID: "a", Clock: clk.Now})
+		long := clk.Now().Add(-2 * time.Hour)
 		for _, st := range []db.RunStatus{db.StatusCompleted, db.StatusFailed, db.StatusCancelled} {
-			old := newRun("old-"+string(st), st, long)
-			old.FinishedAt = &long
+			endedSharded(t, s, "old-"+string(st), st, long, shardSpecs("s", 2, nil)...)
 			recent := newRun("recent-"+string(st), st, long)
-			recent.FinishedAt = ptr(now())
-			upsert(t, s, old, recent)
-			insertShards(t, s, old.RunID, shardSpecs("s", 2, nil)...)
-			appendLogs(t, s, old.RunID, 0, logLines(1, 3, now()))
+			recent.FinishedAt = ptr(clk.Now())
+			submit(t, s, recent)
+			appendLogs(t, s, "old-"+string(st), 0, logLines(1, 3, now()))
 		}
 		// Non-terminal runs stay, however old.
-		upsert(t, s, newRun("old-running", db.StatusRunning, long), newRun("old-pending", db.StatusPending, long))
+		submit(t, s, newRun("old-running", db.StatusRunning, long), newRun("old-pending", db.StatusPending, long))
 
 		if rep := purge(t, s, db.PurgePolicy{}); rep != (db.PurgeReport{}) {
 			t.Fatalf("an empty policy purged %+v", rep)
@@ -56,10 +55,12 @@ func exercisePurge(t *testing.T, newURL func(t testing.TB) string, peek Peek) {
 
 	t.Run("OrphanShardsAlways", func(t *testing.T) {
 		t.Parallel()
-		s := fresh(t, newURL, "a")
-		upsert(t, s, newRun("alive", db.StatusSharded, now()))
-		insertShards(t, s, "alive", shardSpecs("s", 2, nil)...)
-		insertShards(t, s, "ghost", shardSpecs("s", 3, nil)...)
+		url := newURL(t)
+		s := open(t, url, db.Options{InstanceID: "a"})
+		submit(t, s, newRun("alive", db.StatusSharded, now()), newRun("ghost", db.StatusSharded, now()))
+		shard(t, s, "alive", shardSpecs("s", 2, nil)...)
+		shard(t, s, "ghost", shardSpecs("s", 3, nil)...)
+		peek.DropRun(t, url, "ghost")
 		if rep := purge(t, s, db.PurgePolicy{}); rep.Shards != 3 {
 			t.Fatalf("purged %+v, want the 3 orphan shards", rep)
 		}
@@ -70,24 +71,24 @@ func exercisePurge(t *testing.T, newURL func(t testing.TB) string, peek Peek) {
 
 	t.Run("ClaimsMembersAndAudit", func(t *testing.T) {
 		t.Parallel()
+		clk := newClock()
 		url := newURL(t)
-		a := open(t, url, db.Options{InstanceID: "a"})
-		b := open(t, url, db.Options{InstanceID: "b"})
-		long := now().Add(-2 * time.Hour)
-		for i, ts := range []time.Time{long, long, now()} {
+		a := open(t, url, db.Options{InstanceID: "a", Clock: clk.Now})
+		b := open(t, url, db.Options{InstanceID: "b", Clock: clk.Now})
+		long := clk.Now().Add(-2 * time.Hour)
+		for i, ts := range []time.Time{long, long, clk.Now().Add(2 * time.Hour)} {
 			e := db.AuditEntry{ID: id("e", i), Timestamp: ts, Principal: "p", Role: "admin", Action: "run.submit", Result: "ok"}
 			if err := a.AuditInsert(t.Context(), e); err != nil {
 				t.Fatal(err)
 			}
 		}
-		// The old claim and member a are made two hours old; the new claim and
-		// member b stay far younger than the hour the purge keeps.
+		// The old claim and member a become two hours old; the new claim and
+		// member b are younger than the hour the purge keeps.
 		wantClaim(t, claim(t, a, "old-key", "fp", "r1", time.Hour), db.ClaimFresh, "")
-		heartbeat(t, a, db.InstanceHeartbeat{StartedAt: now()})
-		peek.AgeClaim(t, a, "old-key", 2*time.Hour)
-		peek.AgeInstance(t, a, "a", 2*time.Hour)
+		heartbeat(t, a, db.InstanceHeartbeat{StartedAt: clk.Now()})
+		clk.Advance(2 * time.Hour)
 		wantClaim(t, claim(t, a, "new-key", "fp", "r2", time.Hour), db.ClaimFresh, "")
-		heartbeat(t, b, db.InstanceHeartbeat{StartedAt: now()})
+		heartbeat(t, b, db.InstanceHeartbeat{StartedAt: clk.Now()})
 
 		rep := purge(t, a, db.PurgePolicy{IdempotencyClaims: time.Hour, Instances: time.Hour, Audit: time.Hour})
 		want := db.PurgeReport{IdempotencyClaims: 1, Instances: 1, Audit: 2}

@@ -74,7 +74,7 @@ func exerciseRunPath(t *testing.T, newURL func(t testing.TB) string) {
 		b := open(t, url, db.Options{InstanceID: "b", LeaseTTL: liveLease})
 		rec := fullRun("r1")
 		rec.Status, rec.StartedAt, rec.FinishedAt = db.StatusQueued, nil, nil
-		upsert(t, a, rec, newRun("done", db.StatusCompleted, now()))
+		submit(t, a, rec, newRun("done", db.StatusCompleted, now()))
 		started := time.Now().Add(-time.Second)
 		if ok, err := b.RunStart(t.Context(), "r1", started); err != nil || ok {
 			t.Fatalf("another instance started the run: %v, %v", ok, err)
@@ -96,35 +96,36 @@ func exerciseRunPath(t *testing.T, newURL func(t testing.TB) string) {
 		}
 	})
 
-	t.Run("FinishUpsertsRecordWithLines", func(t *testing.T) {
+	t.Run("FinishWritesTheRunWithLines", func(t *testing.T) {
 		t.Parallel()
-		s := fresh(t, newURL, "a")
+		clk := newClock()
+		s := open(t, newURL(t), db.Options{InstanceID: "a", Clock: clk.Now})
 		rec := fullRun("r1")
+		running := *rec
+		running.Status, running.FinishedAt, running.Invocations = db.StatusRunning, nil, nil
+		submit(t, s, &running)
 		rec.FinishedAt = nil
 		if !runFinish(t, s, db.RunFinal{Record: rec, Lines: logLines(1, 3, now()), MaxLinesPerRun: 100}) {
 			t.Fatal("an unfenced finish reported a lost fence")
 		}
-		got := wantStatus(t, s, "r1", db.StatusCompleted)
-		if got.FinishedAt == nil {
-			t.Fatal("finish did not stamp finished_at")
-		}
 		want := normalized(rec)
-		want.FinishedAt = got.FinishedAt
-		sameJSON(t, "finished run", want, got)
+		want.FinishedAt = ptr(clk.Now().UTC().Truncate(time.Microsecond))
+		sameJSON(t, "finished run", normalized(want), wantStatus(t, s, "r1", db.StatusCompleted))
 		if p := logPage(t, s, "r1", 0, 100); len(p.Lines) != 3 || p.Truncated {
 			t.Fatalf("lines %v (truncated %v), want 3 untruncated", seqs(p), p.Truncated)
 		}
 		// A run the store never saw (its record write was lost) still ends
-		// up terminal.
-		ghost := newRun("ghost", db.StatusFailed, now())
+		// up terminal, written whole.
+		ghost := fullRun("ghost")
+		ghost.Status = db.StatusFailed
 		runFinish(t, s, db.RunFinal{Record: ghost})
-		wantStatus(t, s, "ghost", db.StatusFailed)
+		sameJSON(t, "a run finished without its submit", normalized(ghost), get(t, s, "ghost"))
 	})
 
 	t.Run("FinishAppliesTheLogCap", func(t *testing.T) {
 		t.Parallel()
 		s := fresh(t, newURL, "a")
-		upsert(t, s, newRun("r1", db.StatusRunning, now()))
+		submit(t, s, newRun("r1", db.StatusRunning, now()))
 		appendLogs(t, s, "r1", 6, logLines(1, 4, now()))
 		runFinish(t, s, db.RunFinal{Record: newRun("r1", db.StatusCompleted, now()), Lines: logLines(5, 8, now()), MaxLinesPerRun: 6})
 		if p := logPage(t, s, "r1", 0, 100); fmt.Sprint(seqs(p)) != "[3 4 5 6 7 8]" || !p.Truncated {
@@ -134,13 +135,13 @@ func exerciseRunPath(t *testing.T, newURL func(t testing.TB) string) {
 
 	t.Run("FinishOwnedIsFenced", func(t *testing.T) {
 		t.Parallel()
+		clk := newClock()
 		url := newURL(t)
-		a := open(t, url, db.Options{InstanceID: "a", LeaseTTL: shortLease})
-		b := open(t, url, db.Options{InstanceID: "b", LeaseTTL: liveLease})
-		upsert(t, a, newRun("r1", db.StatusPending, now()))
+		a := member(t, url, clk, "a", shortLease)
+		b := member(t, url, clk, "b", liveLease)
+		submit(t, a, newRun("r1", db.StatusPending, now()))
 		claimPending(t, a, 1)
-		t0 := time.Now()
-		waitPast(t0, shortLease)
+		lapse(clk)
 		wantReport(t, "reclaim", reclaim(t, b, 3), 1, 0)
 		late := newRun("r1", db.StatusCompleted, now())
 		late.RecordsWritten = 99
@@ -196,7 +197,7 @@ func exerciseRunPath(t *testing.T, newURL func(t testing.TB) string) {
 		url := newURL(t)
 		a := open(t, url, db.Options{InstanceID: "a"})
 		b := open(t, url, db.Options{InstanceID: "b", LeaseTTL: liveLease})
-		upsert(t, a, newRun("r1", db.StatusPending, now()))
+		submit(t, a, newRun("r1", db.StatusPending, now()))
 		claimPending(t, a, 1)
 		specs := shardSpecs("s", 4, ptr(int64(10)))
 		if ok, err := b.RunShard(t.Context(), "r1", specs); err != nil || ok {
@@ -216,7 +217,7 @@ func exerciseRunPath(t *testing.T, newURL func(t testing.TB) string) {
 		if p := progress(t, a, "r1"); p.Total != 4 || p.Pending != 4 {
 			t.Fatalf("progress %+v, want 4 pending shards", p)
 		}
-		upsert(t, a, newRun("done", db.StatusCompleted, now()))
+		submit(t, a, newRun("done", db.StatusCompleted, now()))
 		if ok, err := a.RunShard(t.Context(), "done", specs); err != nil || ok {
 			t.Fatalf("a finished run was sharded: %v, %v", ok, err)
 		}
@@ -228,7 +229,7 @@ func exerciseRunPath(t *testing.T, newURL func(t testing.TB) string) {
 	t.Run("ShardOfACancelledRunEndsCancelled", func(t *testing.T) {
 		t.Parallel()
 		s := fresh(t, newURL, "a")
-		upsert(t, s, newRun("r1", db.StatusPending, now()))
+		submit(t, s, newRun("r1", db.StatusPending, now()))
 		claimPending(t, s, 1)
 		if ok, err := s.RunRequestCancel(t.Context(), "r1"); err != nil || !ok {
 			t.Fatalf("request cancel: %v, %v", ok, err)
@@ -254,7 +255,7 @@ func exerciseRunPath(t *testing.T, newURL func(t testing.TB) string) {
 		url := newURL(t)
 		a := open(t, url, db.Options{InstanceID: "a"})
 		b := open(t, url, db.Options{InstanceID: "b", LeaseTTL: liveLease})
-		upsert(t, a, newRun("r1", db.StatusPending, now()), newRun("done", db.StatusCompleted, now()))
+		submit(t, a, newRun("r1", db.StatusPending, now()), newRun("done", db.StatusCompleted, now()))
 		claimPending(t, a, 1)
 		if ok, err := b.RunRelease(t.Context(), "r1"); err != nil || ok {
 			t.Fatalf("another instance released the run: %v, %v", ok, err)
@@ -275,7 +276,7 @@ func exerciseRunPath(t *testing.T, newURL func(t testing.TB) string) {
 			t.Fatal("the instance that released the run finalized it")
 		}
 
-		upsert(t, a, newRun("p", db.StatusPending, now()))
+		submit(t, a, newRun("p", db.StatusPending, now()))
 		claimPending(t, a, 1)
 		if ok, err := a.RunShard(t.Context(), "p", shardSpecs("s", 2, nil)); err != nil || !ok {
 			t.Fatalf("shard: %v, %v", ok, err)
@@ -311,8 +312,8 @@ func exerciseRunPath(t *testing.T, newURL func(t testing.TB) string) {
 		url := newURL(t)
 		a := open(t, url, db.Options{InstanceID: "a"})
 		b := open(t, url, db.Options{InstanceID: "b", LeaseTTL: liveLease})
-		upsert(t, a, newRun("mine", db.StatusRunning, now()), newRun("done", db.StatusCompleted, now()))
-		upsert(t, b, newRun("theirs", db.StatusRunning, now()))
+		submit(t, a, newRun("mine", db.StatusRunning, now()), newRun("done", db.StatusCompleted, now()))
+		submit(t, b, newRun("theirs", db.StatusRunning, now()))
 		n, err := a.RunSetProgress(t.Context(), map[string]int64{"mine": 42, "done": 7, "theirs": 9, "missing": 1})
 		if err != nil || n != 1 {
 			t.Fatalf("set progress: %d, %v; want 1", n, err)

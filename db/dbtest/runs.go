@@ -23,7 +23,6 @@ func fullRun(id string) *db.RunRecord {
 		SubmittedAt:    submitted,
 		StartedAt:      &started,
 		FinishedAt:     &finished,
-		ElapsedSecs:    ptr(2.123456),
 		RecordsWritten: 4200,
 		Invocations: []db.InvocationRecord{
 			{RowID: "row-1", ParentRecordKey: ptr("k1"), RunID: id + "-1", RecordsWritten: 4000, DurationMS: 1900},
@@ -43,7 +42,7 @@ func fullRun(id string) *db.RunRecord {
 }
 
 // normalized is rec as every store must return it: timestamps in UTC at
-// microsecond precision.
+// microsecond precision, elapsed_secs the time between them.
 func normalized(rec *db.RunRecord) *db.RunRecord {
 	out := *rec
 	out.SubmittedAt = rec.SubmittedAt.UTC().Truncate(time.Microsecond)
@@ -56,6 +55,16 @@ func normalized(rec *db.RunRecord) *db.RunRecord {
 	}
 	out.StartedAt = norm(rec.StartedAt)
 	out.FinishedAt = norm(rec.FinishedAt)
+	out.ElapsedSecs = nil
+	if out.StartedAt != nil && out.FinishedAt != nil {
+		out.ElapsedSecs = ptr(float64(out.FinishedAt.Sub(*out.StartedAt).Microseconds()) / 1e6)
+	}
+	if out.Labels == nil {
+		out.Labels = map[string]string{}
+	}
+	if out.Invocations == nil {
+		out.Invocations = []db.InvocationRecord{}
+	}
 	return &out
 }
 
@@ -74,7 +83,7 @@ func exerciseRuns(t *testing.T, newURL func(t testing.TB) string) {
 		t.Parallel()
 		s := fresh(t, newURL, "a")
 		rec := fullRun("r1")
-		upsert(t, s, rec)
+		submit(t, s, rec)
 		got := get(t, s, "r1")
 		sameJSON(t, "run record", normalized(rec), got)
 		wantUTC(t, got)
@@ -87,7 +96,7 @@ func exerciseRuns(t *testing.T, newURL func(t testing.TB) string) {
 		t.Parallel()
 		s := fresh(t, newURL, "a")
 		rec := &db.RunRecord{RunID: "r1", Status: db.StatusQueued, SubmittedAt: time.Now()}
-		upsert(t, s, rec)
+		submit(t, s, rec)
 		got := get(t, s, "r1")
 		sameJSON(t, "run record", normalized(rec), got)
 		b, err := json.Marshal(got)
@@ -106,27 +115,44 @@ func exerciseRuns(t *testing.T, newURL func(t testing.TB) string) {
 		}
 	})
 
-	t.Run("UpsertReplaces", func(t *testing.T) {
+	t.Run("SubmitRefusesAnExistingRun", func(t *testing.T) {
 		t.Parallel()
 		s := fresh(t, newURL, "a")
 		rec := fullRun("r1")
-		rec.Status = db.StatusRunning
-		rec.FinishedAt = nil
-		rec.Error = nil
-		upsert(t, s, rec)
-		rec2 := newRun("r1", db.StatusFailed, rec.SubmittedAt)
-		rec2.Name = ptr("renamed")
-		rec2.Error = ptr("boom")
-		rec2.FinishedAt = ptr(time.Now())
-		upsert(t, s, rec2)
-		sameJSON(t, "replaced record", normalized(rec2), get(t, s, "r1"))
+		submit(t, s, rec)
+		again := newRun("r1", db.StatusQueued, now())
+		wantPermanent(t, "a second submit of one run id", s.RunSubmit(t.Context(), again, nil), "run submit")
+		sameJSON(t, "the first submit's record", normalized(rec), get(t, s, "r1"))
+	})
+
+	t.Run("ElapsedIsDerivedFromStartAndFinish", func(t *testing.T) {
+		t.Parallel()
+		s := fresh(t, newURL, "a")
+		started := time.Date(2026, 1, 2, 3, 4, 5, 123456789, time.UTC)
+		finished := started.Add(90*time.Minute + 654321*time.Microsecond)
+		done := newRun("done", db.StatusCompleted, now())
+		done.StartedAt, done.FinishedAt, done.ElapsedSecs = &started, &finished, ptr(1.0)
+		neverStarted := newRun("never-started", db.StatusCancelled, now())
+		neverStarted.FinishedAt = &finished
+		running := newRun("running", db.StatusRunning, now())
+		running.StartedAt = &started
+		submit(t, s, done, neverStarted, running)
+		// The microseconds the timestamps keep, exactly.
+		if r := get(t, s, "done"); r.ElapsedSecs == nil || *r.ElapsedSecs != 5400.654321 {
+			t.Fatalf("elapsed_secs %v, want 5400.654321", r.ElapsedSecs)
+		}
+		for _, id := range []string{"never-started", "running"} {
+			if r := get(t, s, id); r.ElapsedSecs != nil {
+				t.Fatalf("run %s: elapsed_secs %v, want none", id, *r.ElapsedSecs)
+			}
+		}
 	})
 
 	t.Run("EveryStatusRoundTrips", func(t *testing.T) {
 		t.Parallel()
 		s := fresh(t, newURL, "a")
 		for _, st := range db.AllStatuses {
-			upsert(t, s, newRun("r-"+string(st), st, now()))
+			submit(t, s, newRun("r-"+string(st), st, now()))
 		}
 		for _, st := range db.AllStatuses {
 			wantStatus(t, s, "r-"+string(st), st)
@@ -139,7 +165,7 @@ func exerciseRuns(t *testing.T, newURL func(t testing.TB) string) {
 		a := open(t, url, db.Options{InstanceID: "a"})
 		b := open(t, url, db.Options{InstanceID: "b"})
 		rec := fullRun("r1")
-		upsert(t, a, rec)
+		submit(t, a, rec)
 		sameJSON(t, "record read by another instance", normalized(rec), get(t, b, "r1"))
 	})
 }

@@ -22,13 +22,24 @@ func shardSpecs(prefix string, n int, size *int64) []db.ShardInsert {
 	return out
 }
 
-func insertShards(t testing.TB, s db.Store, runID string, shards ...db.ShardInsert) int {
+// shard adds shards to a running or sharded run s owns, as its coordinator
+// does.
+func shard(t testing.TB, s db.Store, runID string, shards ...db.ShardInsert) {
 	t.Helper()
-	n, err := s.ShardInsert(t.Context(), runID, shards)
-	if err != nil {
-		t.Fatalf("insert shards of %s: %v", runID, err)
+	if ok, err := s.RunShard(t.Context(), runID, shards); err != nil || !ok {
+		t.Fatalf("shard %s: %v, %v", runID, ok, err)
 	}
-	return n
+}
+
+// endedSharded writes a run that was split into shards and has ended with
+// status at finishedAt, its shards left as they were inserted.
+func endedSharded(t testing.TB, s db.Store, runID string, status db.RunStatus, finishedAt time.Time, shards ...db.ShardInsert) {
+	t.Helper()
+	submit(t, s, newRun(runID, db.StatusSharded, finishedAt))
+	shard(t, s, runID, shards...)
+	done := newRun(runID, status, finishedAt)
+	done.FinishedAt = &finishedAt
+	runFinish(t, s, db.RunFinal{Record: done})
 }
 
 func shardClaim(t testing.TB, s db.Store, limit int) []db.ClaimedShard {
@@ -77,19 +88,14 @@ func shardKeys(shards []db.ClaimedShard) []string {
 }
 
 func exerciseShards(t *testing.T, newURL func(t testing.TB) string, peek Peek) {
-	t.Run("InsertIsIdempotent", func(t *testing.T) {
+	t.Run("ShardingIsIdempotent", func(t *testing.T) {
 		t.Parallel()
 		s := fresh(t, newURL, "a")
-		upsert(t, s, newRun("r1", db.StatusSharded, now()))
-		if n := insertShards(t, s, "r1", shardSpecs("s", 3, nil)...); n != 3 {
-			t.Fatalf("inserted %d shards, want 3", n)
-		}
-		if n := insertShards(t, s, "r1", shardSpecs("s", 4, nil)...); n != 1 {
-			t.Fatalf("re-enumeration inserted %d shards, want only the 1 new one", n)
-		}
-		if n := insertShards(t, s, "r1"); n != 0 {
-			t.Fatalf("empty insert reported %d shards", n)
-		}
+		submit(t, s, newRun("r1", db.StatusSharded, now()))
+		shard(t, s, "r1", shardSpecs("s", 3, nil)...)
+		// A re-enumeration adds what is new and keeps what exists.
+		shard(t, s, "r1", shardSpecs("s", 4, nil)...)
+		shard(t, s, "r1")
 		if p := progress(t, s, "r1"); p.Total != 4 || p.Pending != 4 {
 			t.Fatalf("progress %+v, want 4 pending", p)
 		}
@@ -103,13 +109,13 @@ func exerciseShards(t *testing.T, newURL func(t testing.TB) string, peek Peek) {
 		s := fresh(t, newURL, "a")
 		parent := fullRun("r1")
 		parent.Status = db.StatusSharded
-		upsert(t, s, parent, newRun("r2", db.StatusSharded, now()))
-		insertShards(t, s, "r1",
+		submit(t, s, parent, newRun("r2", db.StatusSharded, now()))
+		shard(t, s, "r1",
 			db.ShardInsert{ShardID: "small", Descriptor: json.RawMessage(`{"n": 1}`), SizeEstimate: ptr(int64(10))},
 			db.ShardInsert{ShardID: "huge", Descriptor: json.RawMessage(`{"n": 2}`), SizeEstimate: ptr(int64(1000))},
 			db.ShardInsert{ShardID: "unknown", Descriptor: json.RawMessage(`{"n": 3}`)},
 		)
-		insertShards(t, s, "r2",
+		shard(t, s, "r2",
 			db.ShardInsert{ShardID: "mid", Descriptor: json.RawMessage(`{"n": 4}`), SizeEstimate: ptr(int64(500))},
 			db.ShardInsert{ShardID: "a-unknown", Descriptor: json.RawMessage(`{"n": 5}`)},
 		)
@@ -149,12 +155,11 @@ func exerciseShards(t *testing.T, newURL func(t testing.TB) string, peek Peek) {
 		if p := inFlight(a); p != (db.ShardProgress{}) {
 			t.Fatalf("progress in flight of an empty history %+v, want zero", p)
 		}
-		upsert(t, a, newRun("r1", db.StatusSharded, now()), newRun("r2", db.StatusSharded, now()),
-			newRun("done", db.StatusCompleted, now()))
-		insertShards(t, a, "r1", shardSpecs("s", 3, ptr(int64(100)))...)
-		insertShards(t, a, "r2", shardSpecs("s", 2, ptr(int64(10)))...)
+		submit(t, a, newRun("r1", db.StatusSharded, now()), newRun("r2", db.StatusSharded, now()))
+		shard(t, a, "r1", shardSpecs("s", 3, ptr(int64(100)))...)
+		shard(t, a, "r2", shardSpecs("s", 2, ptr(int64(10)))...)
 		// A finished run's shards are history, not work in flight.
-		insertShards(t, a, "done", shardSpecs("s", 4, nil)...)
+		endedSharded(t, a, "done", db.StatusCompleted, now(), shardSpecs("s", 4, nil)...)
 		claimed := shardClaim(t, a, 2)
 		equalIDs(t, "claim", []string{"r1/s-0000", "r1/s-0001"}, shardKeys(claimed))
 		finishShard(t, a, "r1", "s-0000", db.ShardResult{Status: db.ShardCompleted, RecordsWritten: 7})
@@ -181,8 +186,8 @@ func exerciseShards(t *testing.T, newURL func(t testing.TB) string, peek Peek) {
 		ss := stores(t, newURL(t), "a", "b", "c")
 		const perRun = 100
 		for r := range 3 {
-			upsert(t, ss[0], newRun(id("run", r), db.StatusSharded, now()))
-			insertShards(t, ss[0], id("run", r), shardSpecs("s", perRun, ptr(int64(r)))...)
+			submit(t, ss[0], newRun(id("run", r), db.StatusSharded, now()))
+			shard(t, ss[0], id("run", r), shardSpecs("s", perRun, ptr(int64(r)))...)
 		}
 		drainConcurrently(t, 9, 3*perRun, func(w int) ([]string, error) {
 			got, err := ss[w%3].ShardClaim(t.Context(), 7)
@@ -195,8 +200,8 @@ func exerciseShards(t *testing.T, newURL func(t testing.TB) string, peek Peek) {
 		url := newURL(t)
 		a := open(t, url, db.Options{InstanceID: "a"})
 		b := open(t, url, db.Options{InstanceID: "b"})
-		upsert(t, a, newRun("r1", db.StatusSharded, now()))
-		insertShards(t, a, "r1", shardSpecs("s", 2, nil)...)
+		submit(t, a, newRun("r1", db.StatusSharded, now()))
+		shard(t, a, "r1", shardSpecs("s", 2, nil)...)
 		res := db.ShardResult{Status: db.ShardCompleted, RecordsWritten: 7}
 		if finishShard(t, a, "r1", "s-0000", res) {
 			t.Fatal("finalized a pending shard nobody claimed")
@@ -226,15 +231,16 @@ func exerciseShards(t *testing.T, newURL func(t testing.TB) string, peek Peek) {
 
 	t.Run("RenewAndReclaim", func(t *testing.T) {
 		t.Parallel()
+		clk := newClock()
 		url := newURL(t)
 		// Both claim with short leases; "renewing" renews through a second
 		// store of its instance that grants long ones.
-		renewing := open(t, url, db.Options{InstanceID: "renewing", LeaseTTL: shortLease})
-		renewer := open(t, url, db.Options{InstanceID: "renewing", LeaseTTL: liveLease})
-		dying := open(t, url, db.Options{InstanceID: "dying", LeaseTTL: shortLease})
-		peer := open(t, url, db.Options{InstanceID: "peer", LeaseTTL: liveLease})
-		upsert(t, peer, newRun("r1", db.StatusSharded, now()))
-		insertShards(t, peer, "r1", shardSpecs("s", 4, nil)...)
+		renewing := member(t, url, clk, "renewing", shortLease)
+		renewer := member(t, url, clk, "renewing", liveLease)
+		dying := member(t, url, clk, "dying", shortLease)
+		peer := member(t, url, clk, "peer", liveLease)
+		submit(t, peer, newRun("r1", db.StatusSharded, now()))
+		shard(t, peer, "r1", shardSpecs("s", 4, nil)...)
 		if got := shardClaim(t, renewing, 2); len(got) != 2 {
 			t.Fatalf("claimed %d shards, want 2", len(got))
 		}
@@ -242,15 +248,15 @@ func exerciseShards(t *testing.T, newURL func(t testing.TB) string, peek Peek) {
 		if len(dyingShards) != 2 {
 			t.Fatalf("claimed %d shards, want 2", len(dyingShards))
 		}
-		waitPast(time.Now(), shortLease)
+		lapse(clk)
 		if n, err := renewer.ShardRenewLeases(t.Context()); err != nil || n != 2 {
 			t.Fatalf("renew: %d, %v; want 2", n, err)
 		}
-		rep, err := peer.ShardReclaimOrphans(t.Context(), 3)
+		rep, err := peer.ShardRequeueLapsed(t.Context(), 3)
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantReport(t, "shard reclaim", rep, 2, 0)
+		wantReport(t, "shard requeue", rep, 2, 0)
 		p := progress(t, peer, "r1")
 		if p.Pending != 2 || p.Running != 2 {
 			t.Fatalf("progress %+v, want 2 pending (reclaimed) and 2 running (renewed)", p)
@@ -273,18 +279,19 @@ func exerciseShards(t *testing.T, newURL func(t testing.TB) string, peek Peek) {
 	// poison with an error that counts exactly that.
 	t.Run("PoisonAtTheCap", func(t *testing.T) {
 		t.Parallel()
+		clk := newClock()
 		url := newURL(t)
-		dying := open(t, url, db.Options{InstanceID: "dying", LeaseTTL: shortLease})
-		peer := open(t, url, db.Options{InstanceID: "peer", LeaseTTL: liveLease})
-		upsert(t, peer, newRun("r1", db.StatusSharded, now()))
-		insertShards(t, peer, "r1", shardSpecs("s", 1, nil)...)
+		dying := member(t, url, clk, "dying", shortLease)
+		peer := member(t, url, clk, "peer", liveLease)
+		submit(t, peer, newRun("r1", db.StatusSharded, now()))
+		shard(t, peer, "r1", shardSpecs("s", 1, nil)...)
 		const maxAttempts = 1
 		for attempt := range maxAttempts + 1 {
 			if got := shardClaim(t, dying, 1); len(got) != 1 || got[0].Attempt != attempt {
 				t.Fatalf("claim %d: %+v", attempt, got)
 			}
-			waitPast(time.Now(), shortLease)
-			rep, err := peer.ShardReclaimOrphans(t.Context(), maxAttempts)
+			lapse(clk)
+			rep, err := peer.ShardRequeueLapsed(t.Context(), maxAttempts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -297,20 +304,20 @@ func exerciseShards(t *testing.T, newURL func(t testing.TB) string, peek Peek) {
 		if p := progress(t, peer, "r1"); p.Failed != 1 || !p.AllTerminal() {
 			t.Fatalf("progress %+v, want the shard failed", p)
 		}
-		wantError(t, "poisoned shard", peek.ShardError(t, peer, "r1", "s-0000"),
+		wantError(t, "poisoned shard", peek.ShardError(t, url, "r1", "s-0000"),
 			"poison shard: its owner's lease lapsed during attempt 2 (requeue count 1, cap 1); not retried")
 	})
 
 	t.Run("CancelRequestedRunIsNotClaimed", func(t *testing.T) {
 		t.Parallel()
 		s := fresh(t, newURL, "a")
-		upsert(t, s, newRun("r1", db.StatusSharded, now()))
-		insertShards(t, s, "r1", shardSpecs("s", 2, nil)...)
+		submit(t, s, newRun("r1", db.StatusSharded, now()))
+		shard(t, s, "r1", shardSpecs("s", 2, nil)...)
 		if ok, err := s.RunRequestCancel(t.Context(), "r1"); err != nil || !ok {
 			t.Fatalf("request cancel: %v, %v", ok, err)
 		}
 		// Shards inserted after the request (a late re-enumeration) stay put.
-		insertShards(t, s, "r1", shardSpecs("late", 1, nil)...)
+		shard(t, s, "r1", shardSpecs("late", 1, nil)...)
 		if got := shardClaim(t, s, 10); len(got) != 0 {
 			t.Fatalf("claimed %v of a run with a cancel request", shardKeys(got))
 		}
@@ -321,23 +328,24 @@ func exerciseShards(t *testing.T, newURL func(t testing.TB) string, peek Peek) {
 	// run ends cancelled instead of staying sharded forever.
 	t.Run("SweepCancelsShardsStrandedByACancel", func(t *testing.T) {
 		t.Parallel()
+		clk := newClock()
 		url := newURL(t)
-		dying := open(t, url, db.Options{InstanceID: "dying", LeaseTTL: shortLease})
-		peer := open(t, url, db.Options{InstanceID: "peer", LeaseTTL: liveLease})
-		upsert(t, peer, newRun("r1", db.StatusSharded, now()))
-		insertShards(t, peer, "r1", shardSpecs("s", 2, nil)...)
+		dying := member(t, url, clk, "dying", shortLease)
+		peer := member(t, url, clk, "peer", liveLease)
+		submit(t, peer, newRun("r1", db.StatusSharded, now()))
+		shard(t, peer, "r1", shardSpecs("s", 2, nil)...)
 		if got := shardClaim(t, dying, 1); len(got) != 1 {
 			t.Fatalf("claimed %d shards, want 1", len(got))
 		}
 		if ok, err := peer.RunRequestCancel(t.Context(), "r1"); err != nil || !ok {
 			t.Fatalf("request cancel: %v, %v", ok, err)
 		}
-		waitPast(time.Now(), shortLease)
-		rep, err := peer.ShardReclaimOrphans(t.Context(), 3)
+		lapse(clk)
+		rep, err := peer.ShardRequeueLapsed(t.Context(), 3)
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantReport(t, "reclaim of the dead worker's shard", rep, 1, 0)
+		wantReport(t, "requeue of the dead worker's shard", rep, 1, 0)
 		ids, err := peer.ShardFinalizeCompletedParents(t.Context())
 		if err != nil {
 			t.Fatal(err)
@@ -347,6 +355,8 @@ func exerciseShards(t *testing.T, newURL func(t testing.TB) string, peek Peek) {
 		if p := progress(t, peer, "r1"); p.Cancelled != 2 || !p.AllTerminal() {
 			t.Fatalf("progress %+v, want both shards cancelled", p)
 		}
+		wantError(t, "the shard pending at the cancel request", peek.ShardError(t, url, "r1", "s-0001"), "run cancelled before the shard started")
+		wantError(t, "the shard requeued after it", peek.ShardError(t, url, "r1", "s-0000"), "run cancelled before the shard finished")
 	})
 
 	t.Run("SweepFinalizesCompletedParents", func(t *testing.T) {
@@ -358,12 +368,13 @@ func exerciseShards(t *testing.T, newURL func(t testing.TB) string, peek Peek) {
 		for _, runID := range []string{"all-done", "one-failed", "one-cancelled", "still-running", "no-shards"} {
 			r := newRun(runID, db.StatusSharded, now())
 			r.StartedAt = &started
-			upsert(t, s, r)
+			submit(t, s, r)
 		}
-		upsert(t, s, newRun("not-sharded", db.StatusRunning, now()))
-		for _, runID := range []string{"all-done", "one-failed", "one-cancelled", "still-running", "not-sharded"} {
-			insertShards(t, s, runID, shardSpecs("s", 3, nil)...)
+		for _, runID := range []string{"all-done", "one-failed", "one-cancelled", "still-running"} {
+			shard(t, s, runID, shardSpecs("s", 3, nil)...)
 		}
+		// A run no longer sharded is not the sweep's, whatever its shards.
+		endedSharded(t, s, "finished", db.StatusCompleted, now(), shardSpecs("s", 3, nil)...)
 		// still-running keeps one shard claimed but unfinished.
 		for _, sh := range shardClaim(t, other, 10000) {
 			if sh.RunID == "still-running" && sh.ShardID == "s-0002" {
@@ -395,13 +406,16 @@ func exerciseShards(t *testing.T, newURL func(t testing.TB) string, peek Peek) {
 			t.Errorf("completed parent: elapsed_secs %v, want >= 60", done.ElapsedSecs)
 		}
 		failed := wantStatus(t, s, "one-failed", db.StatusFailed)
-		if failed.RecordsWritten != 11 || failed.Error == nil || *failed.Error == "" {
-			t.Fatalf("failed parent: records %d, error %v", failed.RecordsWritten, failed.Error)
+		if failed.RecordsWritten != 11 {
+			t.Fatalf("failed parent: records %d, want 11", failed.RecordsWritten)
 		}
+		wantError(t, "failed parent", failed.Error, "1/3 shard(s) failed")
 		wantStatus(t, s, "one-cancelled", db.StatusCancelled)
 		wantStatus(t, s, "still-running", db.StatusSharded)
 		wantStatus(t, s, "no-shards", db.StatusSharded)
-		wantStatus(t, s, "not-sharded", db.StatusRunning)
+		if r := wantStatus(t, s, "finished", db.StatusCompleted); r.RecordsWritten != 0 {
+			t.Fatalf("finished run: records %d, want its own 0", r.RecordsWritten)
+		}
 
 		ids, err = other.ShardFinalizeCompletedParents(t.Context())
 		if err != nil || len(ids) != 0 {

@@ -1,57 +1,92 @@
-package postgres
+package postgres_test
 
 import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io/fs"
 	"testing"
-	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/faucet-dev/faucet/db"
 	"github.com/faucet-dev/faucet/db/dbtest"
+	_ "github.com/faucet-dev/faucet/db/postgres"
 	"github.com/faucet-dev/faucet/internal/testpg"
+	migrations "github.com/faucet-dev/faucet/sql"
 )
 
 // TestConformance runs the shared run-history suite against PostgreSQL.
 func TestConformance(t *testing.T) {
-	dbtest.Exercise(t, testpg.Database, peek)
+	dbtest.Exercise(t, migratedDatabase, peek)
 }
 
-// peek reads and ages rows behind the Store's back, for the suite.
-var peek = dbtest.Peek{
-	Document: func(t testing.TB, s db.Store, runID string) []byte {
-		t.Helper()
-		row, err := s.(*Store).q.RunGet(t.Context(), runID)
+// migratedDatabase is a new database at the newest schema: a copy of a
+// template migrated once per test server, where migrating each database
+// would cost its test several times as much.
+func migratedDatabase(t testing.TB) string {
+	t.Helper()
+	return testpg.Clone(t, schemaTemplate, func(ctx context.Context, url string) error {
+		s, err := db.Open(ctx, url, db.Options{})
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
-		return row.Record
+		return s.Close()
+	})
+}
+
+// schemaTemplate names the template database after the migrations that
+// build it, so a server never hands out a template of other migrations.
+var schemaTemplate = func() string {
+	h := sha256.New()
+	err := fs.WalkDir(migrations.Postgres, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(migrations.Postgres, path)
+		h.Write([]byte(path))
+		h.Write(b)
+		return err
+	})
+	if err != nil {
+		panic(err)
+	}
+	return "faucet_schema_" + hex.EncodeToString(h.Sum(nil))[:16]
+}()
+
+// peek reads and changes rows behind the Store's back, for the suite.
+var peek = dbtest.Peek{
+	Submission: func(t testing.TB, url, runID string) []byte {
+		t.Helper()
+		var doc []byte
+		queryRow(t, url, "SELECT submission FROM faucet_runs WHERE run_id = $1", []any{runID}, &doc)
+		return doc
 	},
-	ShardError: func(t testing.TB, s db.Store, runID, shardID string) *string {
+	ShardError: func(t testing.TB, url, runID, shardID string) *string {
 		t.Helper()
 		var msg *string
-		err := s.(*Store).pool.QueryRow(t.Context(),
-			"SELECT error FROM faucet_shards WHERE run_id = $1 AND shard_id = $2", runID, shardID).Scan(&msg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		queryRow(t, url, "SELECT error FROM faucet_shards WHERE run_id = $1 AND shard_id = $2", []any{runID, shardID}, &msg)
 		return msg
 	},
-	AgeClaim: func(t testing.TB, s db.Store, key string, d time.Duration) {
+	DropRun: func(t testing.TB, url, runID string) {
 		t.Helper()
-		exec1(t, s, "UPDATE faucet_idempotency_claims SET claimed_at = claimed_at - $2::interval WHERE key = $1", key, d)
-	},
-	AgeInstance: func(t testing.TB, s db.Store, instanceID string, d time.Duration) {
-		t.Helper()
-		exec1(t, s, "UPDATE faucet_instances SET last_heartbeat = last_heartbeat - $2::interval WHERE instance_id = $1", instanceID, d)
+		var n int
+		queryRow(t, url, "WITH gone AS (DELETE FROM faucet_runs WHERE run_id = $1 RETURNING 1) SELECT count(*) FROM gone", []any{runID}, &n)
+		if n != 1 {
+			t.Fatalf("drop run %s: %d rows deleted", runID, n)
+		}
 	},
 }
 
-// exec1 runs a statement that must change exactly one row.
-func exec1(t testing.TB, s db.Store, sql string, args ...any) {
+// queryRow runs a one-row statement on a connection of its own.
+func queryRow(t testing.TB, url, sql string, args []any, dest ...any) {
 	t.Helper()
-	tag, err := s.(*Store).pool.Exec(t.Context(), sql, args...)
+	conn, err := pgx.Connect(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tag.RowsAffected() != 1 {
-		t.Fatalf("%s changed %d rows, want 1", sql, tag.RowsAffected())
+	defer conn.Close(context.Background())
+	if err := conn.QueryRow(t.Context(), sql, args...).Scan(dest...); err != nil {
+		t.Fatalf("%s: %v", sql, err)
 	}
 }

@@ -8,25 +8,33 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/faucet-dev/faucet/db"
 )
 
-// fail wraps a driver error with the store operation and the transience
-// verdict computed from the error's type. Sentinels (ErrSchemaTooNew,
-// ErrBadURL) pass through the wrapper untouched for errors.Is.
+// interpretError gives a pgx error the transience verdict of its type, for
+// the Store to name the operation: a missing row becomes db.ErrNotFound,
+// which no retry changes. Sentinels (ErrSchemaTooNew, ErrBadURL) pass
+// through the wrapper untouched for errors.Is.
+func interpretError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, pgx.ErrNoRows):
+		return &db.Error{Transience: db.Permanent, Err: db.ErrNotFound}
+	}
+	return &db.Error{Transience: classify(err), Err: err}
+}
+
+// fail wraps an error of the dialect's own work (connecting, migrating) with
+// its operation and verdict.
 func fail(op string, err error) error {
 	if err == nil {
 		return nil
 	}
 	return &db.Error{Op: op, Transience: classify(err), Err: err}
-}
-
-// permanent wraps an error no retry can fix: an invalid argument or a
-// missing row. It matches the SQLite store's verdict for the same cases.
-func permanent(op string, err error) error {
-	return &db.Error{Op: op, Transience: db.Permanent, Err: err}
 }
 
 // classify decides from typed errors — SQLSTATEs, syscall errnos, pgconn's

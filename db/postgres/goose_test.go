@@ -9,28 +9,15 @@ import (
 	"time"
 
 	"github.com/faucet-dev/faucet/db"
+	"github.com/faucet-dev/faucet/internal/testgoose"
 	"github.com/faucet-dev/faucet/internal/testpg"
 )
-
-// buildGoose builds the stock goose CLI at the version go.mod pins, with
-// only its Postgres driver.
-func buildGoose(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "goose")
-	cmd := exec.Command("go", "build", "-o", bin,
-		"-tags", "no_clickhouse no_libsql no_mssql no_azuresql no_mysql no_sqlite3 no_vertica no_ydb",
-		"github.com/pressly/goose/v3/cmd/goose")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build goose: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // TestGooseCLIAppliesMigrations applies sql/postgres/migrations with the
 // stock goose CLI, then uses the schema through the store, and rolls it back
 // and forth with the CLI.
 func TestGooseCLIAppliesMigrations(t *testing.T) {
-	goose := buildGoose(t)
+	goose := testgoose.Build(t)
 	dir, err := filepath.Abs(filepath.Join("..", "..", "sql", "postgres", "migrations"))
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +40,7 @@ func TestGooseCLIAppliesMigrations(t *testing.T) {
 		t.Fatalf("open a database migrated by the goose CLI: %v", err)
 	}
 	rec := &db.RunRecord{RunID: "r1", Status: db.StatusPending, SubmittedAt: time.Now()}
-	if err := s.RunUpsert(t.Context(), rec); err != nil {
+	if err := s.RunSubmit(t.Context(), rec, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := s.RunClaimPending(t.Context(), 1); err != nil || len(got) != 1 {
@@ -61,7 +48,7 @@ func TestGooseCLIAppliesMigrations(t *testing.T) {
 	}
 	s.Close()
 
-	run("down")
+	run("down-to", "0")
 	run("up")
 	s, err = db.Open(t.Context(), url, db.Options{})
 	if err != nil {
@@ -69,6 +56,6 @@ func TestGooseCLIAppliesMigrations(t *testing.T) {
 	}
 	defer s.Close()
 	if _, err := s.RunGet(t.Context(), "r1"); !errors.Is(err, db.ErrNotFound) {
-		t.Fatalf("after goose down and up: %v, want ErrNotFound", err)
+		t.Fatalf("after goose down-to 0 and up: %v, want ErrNotFound", err)
 	}
 }

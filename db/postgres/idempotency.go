@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -17,41 +16,28 @@ const claimAttempts = 8
 
 var errClaimRace = errors.New("the key kept changing hands during the claim")
 
-// IdempotencyClaim atomically claims key for runID.
-func (s *Store) IdempotencyClaim(ctx context.Context, key, fingerprint, runID string, window time.Duration) (db.Claim, error) {
-	const op = "idempotency claim"
-	t := now()
-	var expiredBefore *time.Time
-	if window > 0 {
-		e := t.Add(-window)
-		expiredBefore = &e
-	}
+// IdempotencyClaim claims in one statement, retried while its snapshot
+// predates a concurrent claim of the key: the statement then sees no row,
+// or an expired claim someone else just took over.
+func (d *driver) IdempotencyClaim(ctx context.Context, p *db.IdempotencyClaimParams) (db.IdempotencyHolder, error) {
 	for range claimAttempts {
-		row, err := s.q.IdempotencyClaim(ctx, dbsqlc.IdempotencyClaimParams{
-			Key: key, RunID: runID, Fingerprint: fingerprint, Now: t, ExpiredBefore: expiredBefore,
+		row, err := d.q.IdempotencyClaim(ctx, dbsqlc.IdempotencyClaimParams{
+			Key: p.Key, RunID: p.RunID, Fingerprint: p.Fingerprint, Now: p.Now, ExpiredBefore: p.ExpiredBefore,
 		})
 		if errors.Is(err, pgx.ErrNoRows) {
-			continue // held by a claim committed after the snapshot
+			continue
 		}
 		if err != nil {
-			return db.Claim{}, fail(op, err)
+			return db.IdempotencyHolder{}, interpretError(err)
 		}
-		if !row.Fresh && expiredBefore != nil && row.ClaimedAt.Before(*expiredBefore) {
-			continue // an expired claim someone else just took over
+		if !row.Fresh && p.ExpiredBefore != nil && row.ClaimedAt.Before(*p.ExpiredBefore) {
+			continue
 		}
-		switch {
-		case row.Fresh:
-			return db.Claim{Outcome: db.ClaimFresh}, nil
-		case row.Fingerprint == fingerprint:
-			return db.Claim{Outcome: db.ClaimReplay, RunID: row.RunID}, nil
-		default:
-			return db.Claim{Outcome: db.ClaimConflict}, nil
-		}
+		return db.IdempotencyHolder{Fresh: row.Fresh, RunID: row.RunID, Fingerprint: row.Fingerprint}, nil
 	}
-	return db.Claim{}, &db.Error{Op: op, Transience: db.Transient, Err: errClaimRace}
+	return db.IdempotencyHolder{}, &db.Error{Transience: db.Transient, Err: errClaimRace}
 }
 
-// IdempotencyRelease deletes the claims pointing at runID.
-func (s *Store) IdempotencyRelease(ctx context.Context, runID string) error {
-	return fail("idempotency release", s.q.IdempotencyRelease(ctx, runID))
+func (d *driver) IdempotencyRelease(ctx context.Context, runID string) error {
+	return interpretError(d.q.IdempotencyRelease(ctx, runID))
 }

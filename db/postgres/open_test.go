@@ -143,7 +143,7 @@ func TestDriverErrorsAreClassified(t *testing.T) {
 	defer s.Close()
 	// The schema refuses an unknown status: a constraint violation, which no
 	// retry can fix.
-	err = s.RunUpsert(t.Context(), &db.RunRecord{RunID: "r1", Status: "bogus", SubmittedAt: time.Now()})
+	err = s.RunSubmit(t.Context(), &db.RunRecord{RunID: "r1", Status: "bogus", SubmittedAt: time.Now()}, nil)
 	if err == nil || db.TransienceOf(err) != db.Permanent {
 		t.Fatalf("check violation: %v (verdict %v), want a permanent error", err, db.TransienceOf(err))
 	}
@@ -160,7 +160,7 @@ func TestConnectionsKilled(t *testing.T) {
 	}
 	defer s.Close()
 	rec := &db.RunRecord{RunID: "r1", Status: db.StatusQueued, SubmittedAt: time.Now()}
-	if err := s.RunUpsert(t.Context(), rec); err != nil {
+	if err := s.RunSubmit(t.Context(), rec, nil); err != nil {
 		t.Fatal(err)
 	}
 	u, err := url.Parse(raw)

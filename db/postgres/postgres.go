@@ -20,7 +20,7 @@ import (
 
 	"github.com/faucet-dev/faucet/db"
 	"github.com/faucet-dev/faucet/db/postgres/internal/dbsqlc"
-	faucetsql "github.com/faucet-dev/faucet/sql"
+	migrations "github.com/faucet-dev/faucet/sql"
 )
 
 // Name is the dialect name history URLs with a postgres:// or postgresql://
@@ -44,12 +44,7 @@ func Open(ctx context.Context, dsn string, opts db.Options) (db.Store, error) {
 		pool.Close()
 		return nil, err
 	}
-	return &Store{
-		pool:       pool,
-		q:          dbsqlc.New(pool),
-		instanceID: opts.InstanceID,
-		leaseTTL:   opts.LeaseTTL,
-	}, nil
+	return db.NewStore(&driver{pool: pool, q: dbsqlc.New(pool)}, opts), nil
 }
 
 // Migrator returns a goose provider over the embedded migrations, connected
@@ -83,8 +78,8 @@ func connect(ctx context.Context, dsn string, connectTimeout time.Duration) (*pg
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", db.ErrBadURL, err)
 	}
-	// Timestamps the database renders into run documents (jsonb) are then in
-	// UTC, like the ones faucet writes.
+	// Timestamps the database renders as text are then in UTC, like the
+	// ones faucet writes.
 	cfg.ConnConfig.RuntimeParams["timezone"] = "UTC"
 	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
 		cfg.ConnConfig.RuntimeParams["application_name"] = "faucet"
@@ -111,7 +106,7 @@ func provider(pool *pgxpool.Pool, opts ...goose.ProviderOption) (*goose.Provider
 		return nil, nil, fmt.Errorf("migration lock: %w", err)
 	}
 	sqlDB := stdlib.OpenDBFromPool(pool)
-	p, err := goose.NewProvider(goose.DialectPostgres, sqlDB, faucetsql.PostgresMigrations,
+	p, err := goose.NewProvider(goose.DialectPostgres, sqlDB, migrations.Postgres,
 		append([]goose.ProviderOption{goose.WithSessionLocker(locker)}, opts...)...)
 	if err != nil {
 		_ = sqlDB.Close()

@@ -73,7 +73,7 @@ func TestClaimPendingAcrossProcesses(t *testing.T) {
 	base := time.Now().Add(-time.Hour)
 	for i := range total {
 		rec := &db.RunRecord{RunID: fmt.Sprintf("run-%04d", i), Status: db.StatusPending, SubmittedAt: base.Add(time.Duration(i) * time.Millisecond)}
-		if err := s.RunUpsert(t.Context(), rec); err != nil {
+		if err := s.RunSubmit(t.Context(), rec, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -2,18 +2,18 @@ package postgres
 
 import (
 	"context"
+	"time"
 
 	"github.com/faucet-dev/faucet/db"
 	"github.com/faucet-dev/faucet/db/postgres/internal/dbsqlc"
 )
 
-// Purge applies the retention policy in one transaction.
-func (s *Store) Purge(ctx context.Context, p db.PurgePolicy) (db.PurgeReport, error) {
+// Purge applies every cutoff in one transaction.
+func (d *driver) Purge(ctx context.Context, p *db.PurgeParams) (db.PurgeReport, error) {
 	var rep db.PurgeReport
-	t := now()
-	err := s.inTx(ctx, func(q *dbsqlc.Queries) error {
-		if p.TerminalRuns > 0 {
-			r, err := q.RunPurge(ctx, t.Add(-p.TerminalRuns))
+	err := d.inTx(ctx, func(q *dbsqlc.Queries) error {
+		if p.RunsFinishedBefore != nil {
+			r, err := q.RunPurge(ctx, *p.RunsFinishedBefore)
 			if err != nil {
 				return err
 			}
@@ -24,31 +24,28 @@ func (s *Store) Purge(ctx context.Context, p db.PurgePolicy) (db.PurgeReport, er
 			return err
 		}
 		rep.Shards += int(orphans)
-		if p.IdempotencyClaims > 0 {
-			n, err := q.IdempotencyPurge(ctx, t.Add(-p.IdempotencyClaims))
+		for _, kind := range []struct {
+			before *time.Time
+			purge  func(context.Context, time.Time) (int64, error)
+			count  *int
+		}{
+			{p.ClaimsBefore, q.IdempotencyPurge, &rep.IdempotencyClaims},
+			{p.InstancesBefore, q.InstancePurge, &rep.Instances},
+			{p.AuditBefore, q.AuditPurge, &rep.Audit},
+		} {
+			if kind.before == nil {
+				continue
+			}
+			n, err := kind.purge(ctx, *kind.before)
 			if err != nil {
 				return err
 			}
-			rep.IdempotencyClaims = int(n)
-		}
-		if p.Instances > 0 {
-			n, err := q.InstancePrune(ctx, t.Add(-p.Instances))
-			if err != nil {
-				return err
-			}
-			rep.Instances = int(n)
-		}
-		if p.Audit > 0 {
-			n, err := q.AuditPurge(ctx, t.Add(-p.Audit))
-			if err != nil {
-				return err
-			}
-			rep.Audit = int(n)
+			*kind.count = int(n)
 		}
 		return nil
 	})
 	if err != nil {
-		return db.PurgeReport{}, fail("purge", err)
+		return db.PurgeReport{}, err
 	}
 	return rep, nil
 }

@@ -13,24 +13,33 @@ import (
 	"github.com/faucet-dev/faucet/db/sqlite/internal/dbsqlc"
 )
 
-func openStore(t *testing.T) *Store {
+// openDriver opens the driver of a fresh, migrated SQLite file.
+func openDriver(t *testing.T) *driver {
 	t.Helper()
-	st, err := Open(context.Background(), filepath.Join(t.TempDir(), "history.db"), db.Options{InstanceID: "test"})
+	ctx := context.Background()
+	target, err := resolve(filepath.Join(t.TempDir(), "history.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.Close() })
-	return st.(*Store)
+	if err := migrate(ctx, target); err != nil {
+		t.Fatal(err)
+	}
+	d, err := connect(ctx, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
 }
 
 func auditRow(id string) dbsqlc.AuditInsertParams {
-	return dbsqlc.AuditInsertParams{ID: id, Ts: micros(now()), Principal: "p", Role: "admin", Action: "test", Result: "ok"}
+	return dbsqlc.AuditInsertParams{ID: id, Ts: micros(time.Now()), Principal: "p", Role: "admin", Action: "test", Result: "ok"}
 }
 
 // committed lists the audit ids a reader sees, i.e. those committed.
-func committed(t *testing.T, s *Store) map[string]bool {
+func committed(t *testing.T, s *driver) map[string]bool {
 	t.Helper()
-	entries, err := s.AuditList(context.Background(), db.AuditFilter{Limit: 1000})
+	entries, err := s.AuditList(context.Background(), &db.AuditListParams{Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +55,7 @@ func committed(t *testing.T, s *Store) map[string]bool {
 // that fails after its first statement leaves nothing behind, and the
 // others commit.
 func TestBatchedWritesFailAlone(t *testing.T) {
-	s := openStore(t)
+	s := openDriver(t)
 	const n = 9
 	reqs := make([]*writeReq, n)
 	seen := make([]int, n)
@@ -100,7 +109,7 @@ func TestBatchedWritesFailAlone(t *testing.T) {
 // goroutines, some failing, some cancelled: every write that reports success
 // is committed, every failed or cancelled one is absent.
 func TestConcurrentWritesAllCommit(t *testing.T) {
-	s := openStore(t)
+	s := openDriver(t)
 	const n = 200
 	type outcome struct {
 		id  string
@@ -117,7 +126,7 @@ func TestConcurrentWritesAllCommit(t *testing.T) {
 				cancel()
 				ctx = c
 			}
-			err := s.write(ctx, "test", func(ctx context.Context, q *dbsqlc.Queries) error {
+			err := s.write(ctx, func(ctx context.Context, q *dbsqlc.Queries) error {
 				if err := q.AuditInsert(ctx, auditRow(id)); err != nil {
 					return err
 				}
@@ -140,11 +149,11 @@ func TestConcurrentWritesAllCommit(t *testing.T) {
 }
 
 func TestWriteAfterClose(t *testing.T) {
-	s := openStore(t)
+	s := openDriver(t)
 	s.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err := s.AuditInsert(ctx, db.AuditEntry{ID: "late", Timestamp: now(), Principal: "p", Role: "admin", Action: "test", Result: "ok"})
+	err := s.AuditInsert(ctx, &db.AuditEntry{ID: "late", Timestamp: time.Now(), Principal: "p", Role: "admin", Action: "test", Result: "ok"})
 	if !errors.Is(err, errClosed) {
 		t.Errorf("write after close: %v, want %v", err, errClosed)
 	}

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/faucet-dev/faucet/db"
+	"github.com/faucet-dev/faucet/internal/testwait"
 )
 
 // TestWALIsCheckpointedInTheBackground writes far fewer pages than SQLite's
@@ -33,8 +35,10 @@ func TestWALIsCheckpointedInTheBackground(t *testing.T) {
 	// The migrations reached the file when their connection closed.
 	before := size(path)
 	now := time.Now().UTC()
+	// Rows of some size, so the file has to grow to take them.
+	labels := map[string]string{"note": strings.Repeat("x", 2000)}
 	for i := range 50 {
-		rec := &db.RunRecord{RunID: fmt.Sprintf("r%03d", i), Status: db.StatusQueued, SubmittedAt: now, Labels: map[string]string{}, Invocations: []db.InvocationRecord{}}
+		rec := &db.RunRecord{RunID: fmt.Sprintf("r%03d", i), Status: db.StatusQueued, SubmittedAt: now, Labels: labels}
 		if err := s.RunSubmit(ctx, rec, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -42,11 +46,10 @@ func TestWALIsCheckpointedInTheBackground(t *testing.T) {
 	if wal := size(path + "-wal"); wal == 0 {
 		t.Fatal("the writes did not go to the WAL")
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for size(path) == before {
-		if time.Now().After(deadline) {
-			t.Fatalf("the database file stayed at %d bytes: the WAL was never checkpointed", before)
+	testwait.Until(t, 30*time.Second, func() error {
+		if size(path) == before {
+			return fmt.Errorf("the database file stayed at %d bytes: the WAL was never checkpointed", before)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 }

@@ -2,10 +2,12 @@ package sqlite
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
-	"time"
 
-	"github.com/faucet-dev/faucet/db"
+	"github.com/ncruces/go-sqlite3"
+	sqlite3driver "github.com/ncruces/go-sqlite3/driver"
+
 	"github.com/faucet-dev/faucet/db/dbtest"
 )
 
@@ -15,44 +17,36 @@ func TestConformance(t *testing.T) {
 	dbtest.Exercise(t, newURL, peek)
 }
 
-// peek reads and ages rows behind the Store's back, for the suite.
+// peek reads and changes rows behind the Store's back, for the suite.
 var peek = dbtest.Peek{
-	Document: func(t testing.TB, s db.Store, runID string) []byte {
+	Submission: func(t testing.TB, url, runID string) []byte {
 		t.Helper()
-		row, err := s.(*Store).rq.RunGet(t.Context(), runID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return []byte(row.Record)
+		var doc string
+		queryRow(t, url, "SELECT submission FROM faucet_runs WHERE run_id = ?", []any{runID}, &doc)
+		return []byte(doc)
 	},
-	ShardError: func(t testing.TB, s db.Store, runID, shardID string) *string {
+	ShardError: func(t testing.TB, url, runID, shardID string) *string {
 		t.Helper()
 		var msg *string
-		err := s.(*Store).r.QueryRowContext(t.Context(),
-			"SELECT error FROM faucet_shards WHERE run_id = ? AND shard_id = ?", runID, shardID).Scan(&msg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		queryRow(t, url, "SELECT error FROM faucet_shards WHERE run_id = ? AND shard_id = ?", []any{runID, shardID}, &msg)
 		return msg
 	},
-	AgeClaim: func(t testing.TB, s db.Store, key string, d time.Duration) {
+	DropRun: func(t testing.TB, url, runID string) {
 		t.Helper()
-		exec1(t, s, "UPDATE faucet_idempotency_claims SET claimed_at = claimed_at - ? WHERE key = ?", d.Microseconds(), key)
-	},
-	AgeInstance: func(t testing.TB, s db.Store, instanceID string, d time.Duration) {
-		t.Helper()
-		exec1(t, s, "UPDATE faucet_instances SET last_heartbeat = last_heartbeat - ? WHERE instance_id = ?", d.Microseconds(), instanceID)
+		var n int
+		queryRow(t, url, "DELETE FROM faucet_runs WHERE run_id = ? RETURNING 1", []any{runID}, &n)
 	},
 }
 
-// exec1 runs a statement on the writer that must change exactly one row.
-func exec1(t testing.TB, s db.Store, sql string, args ...any) {
+// queryRow runs a one-row statement on a connection of its own.
+func queryRow(t testing.TB, url, query string, args []any, dest ...any) {
 	t.Helper()
-	res, err := s.(*Store).w.ExecContext(t.Context(), sql, args...)
+	conn, err := sqlite3driver.Open(strings.TrimPrefix(url, "sqlite:"), func(c *sqlite3.Conn) error { return c.BusyTimeout(busyTimeout) })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := res.RowsAffected(); err != nil || n != 1 {
-		t.Fatalf("%s changed %d rows (%v), want 1", sql, n, err)
+	defer conn.Close()
+	if err := conn.QueryRowContext(t.Context(), query, args...).Scan(dest...); err != nil {
+		t.Fatalf("%s: %v", query, err)
 	}
 }

@@ -11,10 +11,27 @@ import (
 	"github.com/faucet-dev/faucet/db"
 )
 
-// wrap turns an error of store operation op into a *db.Error carrying the
-// transience verdict of SQLite's typed result code. sql.ErrNoRows becomes
-// db.ErrNotFound. An error caused by ctx ending keeps ctx's error in its
-// chain, so callers can tell their own cancellation from a database failure.
+// interpretError gives an error of a driver call the verdict of SQLite's
+// typed result code, for the Store to name the operation: sql.ErrNoRows
+// becomes db.ErrNotFound.
+func interpretError(err error) error {
+	var e *db.Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &e):
+		return err
+	case errors.Is(err, sql.ErrNoRows):
+		return &db.Error{Transience: db.Permanent, Err: db.ErrNotFound}
+	}
+	return &db.Error{Transience: transience(err), Err: err}
+}
+
+// wrap turns an error of the dialect's own operation op (opening,
+// migrating) into a *db.Error carrying the transience verdict of SQLite's
+// typed result code. sql.ErrNoRows becomes db.ErrNotFound. An error caused
+// by ctx ending keeps ctx's error in its chain, so callers can tell their
+// own cancellation from a database failure.
 func wrap(ctx context.Context, op string, err error) error {
 	if err == nil {
 		return nil

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/ncruces/go-sqlite3"
-	"github.com/ncruces/go-sqlite3/driver"
+	sqlite3driver "github.com/ncruces/go-sqlite3/driver"
 
 	"github.com/faucet-dev/faucet/db"
 )
@@ -20,7 +20,7 @@ func TestWrapClassifiesByResultCode(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "x.db")
 	impatient := func(c *sqlite3.Conn) error { return c.BusyTimeout(0) }
 
-	holder, err := driver.Open(path, impatient)
+	holder, err := sqlite3driver.Open(path, impatient)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func TestWrapClassifiesByResultCode(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback()
-	other, err := driver.Open(path, impatient)
+	other, err := sqlite3driver.Open(path, impatient)
 	if err != nil {
 		t.Fatal(err)
 	}

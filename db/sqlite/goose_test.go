@@ -9,34 +9,18 @@ import (
 	"time"
 
 	"github.com/faucet-dev/faucet/db"
+	"github.com/faucet-dev/faucet/internal/testgoose"
 )
 
 // migrationsDir is sql/sqlite/migrations, seen from this package's directory
 // (where go test runs).
 var migrationsDir = filepath.Join("..", "..", "sql", "sqlite", "migrations")
 
-// buildGoose builds the stock goose CLI at the version go.mod pins, with
-// every driver but SQLite left out.
-func buildGoose(t *testing.T) string {
-	t.Helper()
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("the go command is needed to build the goose CLI: %v", err)
-	}
-	bin := filepath.Join(t.TempDir(), "goose")
-	tags := "no_clickhouse no_libsql no_mssql no_mysql no_postgres no_vertica no_ydb"
-	out, err := exec.CommandContext(t.Context(), goBin, "build", "-tags", tags, "-o", bin, "github.com/pressly/goose/v3/cmd/goose").CombinedOutput()
-	if err != nil {
-		t.Fatalf("build goose: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // The migration files are plain goose migrations: the stock CLI (with its
 // own SQLite driver) applies them up, down and up again, and the store then
 // works on the result without migrating anything itself.
 func TestGooseCLIAppliesMigrations(t *testing.T) {
-	bin := buildGoose(t)
+	bin := testgoose.Build(t)
 	path := filepath.Join(t.TempDir(), "history.db")
 	goose := func(args ...string) string {
 		t.Helper()
@@ -81,7 +65,7 @@ func TestGooseCLIAppliesMigrations(t *testing.T) {
 	}
 	defer s.Close()
 	rec := &db.RunRecord{RunID: "r1", Status: db.StatusPending, SubmittedAt: time.Now(), Labels: map[string]string{"via": "goose"}}
-	if err := s.RunUpsert(t.Context(), rec); err != nil {
+	if err := s.RunSubmit(t.Context(), rec, nil); err != nil {
 		t.Fatal(err)
 	}
 	claimed, err := s.RunClaimPending(t.Context(), 1)

@@ -12,18 +12,13 @@ import (
 
 // RunLogAppend stores a batch of log lines and applies the per-run cap, in
 // one transaction.
-func (s *Store) RunLogAppend(ctx context.Context, runID string, lines []db.RunLogLine, maxLinesPerRun int) error {
-	const op = "run log append"
-	if len(lines) == 0 {
-		return nil
-	}
-	b, err := encodeLines(runID, lines)
+func (d *driver) RunLogAppend(ctx context.Context, p *db.RunLogAppendParams) error {
+	b, err := encodeLines(p.RunID, p.Lines)
 	if err != nil {
-		return wrap(ctx, op, err)
+		return err
 	}
-	last := lines[len(lines)-1].Seq
-	return s.write(ctx, op, func(ctx context.Context, q *dbsqlc.Queries) error {
-		return appendLines(ctx, q, runID, b, last, maxLinesPerRun)
+	return d.write(ctx, func(ctx context.Context, q *dbsqlc.Queries) error {
+		return appendLines(ctx, q, p.RunID, b, p.Trim)
 	})
 }
 
@@ -41,37 +36,30 @@ func encodeLines(runID string, lines []db.RunLogLine) (string, error) {
 	}
 	b, err := json.Marshal(rows)
 	if err != nil {
-		return "", fmt.Errorf("encode log lines of run %s: %w", runID, err)
+		return "", &db.Error{Transience: db.Permanent, Err: fmt.Errorf("encode log lines of run %s: %w", runID, err)}
 	}
 	return string(b), nil
 }
 
-// appendLines inserts encoded lines and applies the per-run cap to the log
-// block of seq inside the caller's transaction.
-func appendLines(ctx context.Context, q *dbsqlc.Queries, runID, lines string, seq int64, maxLinesPerRun int) error {
-	if _, err := q.RunLogInsert(ctx, dbsqlc.RunLogInsertParams{RunID: runID, Lines: lines}); err != nil {
+// appendLines inserts encoded lines and applies trim inside the caller's
+// transaction.
+func appendLines(ctx context.Context, q *dbsqlc.Queries, runID, lines string, trim *db.LogTrim) error {
+	if _, err := q.RunLogInsert(ctx, dbsqlc.RunLogInsertParams{RunID: runID, Lines: lines}); err != nil || trim == nil {
 		return err
 	}
-	if maxLinesPerRun <= 0 {
-		return nil
-	}
-	start, end := db.LogBlock(seq)
-	dropped, err := q.RunLogTrim(ctx, dbsqlc.RunLogTrimParams{RunID: runID, BlockStart: start, BlockEnd: end, Keep: int64(maxLinesPerRun)})
+	dropped, err := q.RunLogTrim(ctx, dbsqlc.RunLogTrimParams{RunID: runID, BlockStart: trim.BlockStart, BlockEnd: trim.BlockEnd, Keep: trim.Keep})
 	if err != nil || dropped == 0 {
 		return err
 	}
-	return q.RunLogMarkTruncated(ctx, dbsqlc.RunLogMarkTruncatedParams{RunID: runID, Now: micros(now())})
+	return q.RunLogMarkTruncated(ctx, dbsqlc.RunLogMarkTruncatedParams{RunID: runID, Now: micros(trim.Now)})
 }
 
-// RunLogList returns a page of a run's log lines, oldest first, with its
-// truncation mark, from one snapshot.
-func (s *Store) RunLogList(ctx context.Context, runID string, after int64, limit int) (db.RunLogPage, error) {
-	if limit <= 0 {
-		limit = db.DefaultRunLogLimit
-	}
+// RunLogList reads a page of a run's log lines and its truncation mark from
+// one snapshot.
+func (d *driver) RunLogList(ctx context.Context, p *db.RunLogListParams) (db.RunLogPage, error) {
 	var page db.RunLogPage
-	err := s.read(ctx, "run log list", func(q *dbsqlc.Queries) error {
-		rows, err := q.RunLogList(ctx, dbsqlc.RunLogListParams{RunID: runID, AfterSeq: after, RowLimit: int64(limit)})
+	err := d.read(ctx, func(q *dbsqlc.Queries) error {
+		rows, err := q.RunLogList(ctx, dbsqlc.RunLogListParams{RunID: p.RunID, AfterSeq: p.After, RowLimit: int64(p.Limit)})
 		if err != nil {
 			return err
 		}
@@ -79,19 +67,19 @@ func (s *Store) RunLogList(ctx context.Context, runID string, after int64, limit
 		for i, r := range rows {
 			page.Lines[i] = db.RunLogLine{Seq: r.Seq, TS: fromMicros(r.Ts), Level: r.Level, Line: r.Line}
 		}
-		page.Truncated, err = q.RunLogTruncated(ctx, runID)
+		page.Truncated, err = q.RunLogTruncated(ctx, p.RunID)
 		return err
 	})
 	return page, err
 }
 
-// RunLogPurge deletes log lines older than olderThan and the truncation marks
-// of runs left without lines.
-func (s *Store) RunLogPurge(ctx context.Context, olderThan time.Duration) (int, error) {
+// RunLogPurge deletes old lines and the truncation marks of runs left
+// without lines in one transaction.
+func (d *driver) RunLogPurge(ctx context.Context, before time.Time) (int, error) {
 	var purged int64
-	err := s.write(ctx, "run log purge", func(ctx context.Context, q *dbsqlc.Queries) error {
+	err := d.write(ctx, func(ctx context.Context, q *dbsqlc.Queries) error {
 		var err error
-		if purged, err = q.RunLogPurge(ctx, micros(now().Add(-olderThan))); err != nil {
+		if purged, err = q.RunLogPurge(ctx, micros(before)); err != nil {
 			return err
 		}
 		_, err = q.RunLogPurgeTruncations(ctx)

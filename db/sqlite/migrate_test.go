@@ -12,7 +12,7 @@ import (
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/database"
 
-	sqlfiles "github.com/faucet-dev/faucet/sql"
+	migrations "github.com/faucet-dev/faucet/sql"
 )
 
 // signalStore closes checked once goose has looked up whether version is
@@ -87,7 +87,7 @@ func TestFencedStoreRollsBackASecondApplication(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pB, err := goose.NewProvider(goose.DialectCustom, connB, sqlfiles.SQLiteMigrations,
+	pB, err := goose.NewProvider(goose.DialectCustom, connB, migrations.SQLite,
 		goose.WithStore(&signalStore{Store: fencedStore{base}, version: 1000, checked: bChecked}), goose.WithGoMigrations(repeatable()))
 	if err != nil {
 		t.Fatal(err)

@@ -154,7 +154,7 @@ func TestMemoryStoresArePrivate(t *testing.T) {
 	}
 	defer b.Close()
 	rec := &db.RunRecord{RunID: "r1", Status: db.StatusPending, SubmittedAt: time.Now()}
-	if err := a.RunUpsert(t.Context(), rec); err != nil {
+	if err := a.RunSubmit(t.Context(), rec, nil); err != nil {
 		t.Fatal(err)
 	}
 	// The writer and the read pool share a's database...

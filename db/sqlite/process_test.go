@@ -92,7 +92,7 @@ func TestClaimPendingAcrossProcesses(t *testing.T) {
 	base := time.Now().Add(-time.Hour)
 	for i := range runs {
 		rec := &db.RunRecord{RunID: fmt.Sprintf("run-%04d", i), Status: db.StatusPending, SubmittedAt: base.Add(time.Duration(i) * time.Millisecond)}
-		if err := seed.RunUpsert(t.Context(), rec); err != nil {
+		if err := seed.RunSubmit(t.Context(), rec, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

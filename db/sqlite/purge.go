@@ -8,23 +8,22 @@ import (
 	"github.com/faucet-dev/faucet/db/sqlite/internal/dbsqlc"
 )
 
-// Purge applies the retention policy in one transaction. The logs of expiring
-// runs go first, selected by the same predicate, then the runs, then every
-// shard left without its run.
-func (s *Store) Purge(ctx context.Context, p db.PurgePolicy) (db.PurgeReport, error) {
+// Purge applies every cutoff in one transaction. The logs of expiring runs
+// go first, selected by the same predicate, then the runs, then every shard
+// left without its run.
+func (d *driver) Purge(ctx context.Context, p *db.PurgeParams) (db.PurgeReport, error) {
 	var rep db.PurgeReport
-	err := s.write(ctx, "purge", func(ctx context.Context, q *dbsqlc.Queries) error {
-		t := now()
-		before := func(d time.Duration) int64 { return micros(t.Add(-d)) }
-		if p.TerminalRuns > 0 {
-			b := before(p.TerminalRuns)
-			if _, err := q.RunLogPurgeForRuns(ctx, ptr(b)); err != nil {
+	err := d.write(ctx, func(ctx context.Context, q *dbsqlc.Queries) error {
+		rep = db.PurgeReport{}
+		if p.RunsFinishedBefore != nil {
+			b := ptr(micros(*p.RunsFinishedBefore))
+			if _, err := q.RunLogPurgeForRuns(ctx, b); err != nil {
 				return err
 			}
-			if _, err := q.RunLogPurgeTruncationsForRuns(ctx, ptr(b)); err != nil {
+			if _, err := q.RunLogPurgeTruncationsForRuns(ctx, b); err != nil {
 				return err
 			}
-			n, err := q.RunPurge(ctx, ptr(b))
+			n, err := q.RunPurge(ctx, b)
 			if err != nil {
 				return err
 			}
@@ -36,18 +35,18 @@ func (s *Store) Purge(ctx context.Context, p db.PurgePolicy) (db.PurgeReport, er
 		}
 		rep.Shards = int(n)
 		for _, kind := range []struct {
-			keep  time.Duration
-			purge func(context.Context, int64) (int64, error)
-			count *int
+			before *time.Time
+			purge  func(context.Context, int64) (int64, error)
+			count  *int
 		}{
-			{p.IdempotencyClaims, q.IdempotencyPurge, &rep.IdempotencyClaims},
-			{p.Instances, q.InstancePrune, &rep.Instances},
-			{p.Audit, q.AuditPurge, &rep.Audit},
+			{p.ClaimsBefore, q.IdempotencyPurge, &rep.IdempotencyClaims},
+			{p.InstancesBefore, q.InstancePurge, &rep.Instances},
+			{p.AuditBefore, q.AuditPurge, &rep.Audit},
 		} {
-			if kind.keep <= 0 {
+			if kind.before == nil {
 				continue
 			}
-			n, err := kind.purge(ctx, before(kind.keep))
+			n, err := kind.purge(ctx, micros(*kind.before))
 			if err != nil {
 				return err
 			}

@@ -5,148 +5,129 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"slices"
 
 	"github.com/faucet-dev/faucet/db"
 	"github.com/faucet-dev/faucet/db/sqlite/internal/dbsqlc"
 )
 
-// RunUpsert inserts or replaces rec, owned by this instance with a fresh lease.
-func (s *Store) RunUpsert(ctx context.Context, rec *db.RunRecord) error {
-	p, err := s.upsertParams(rec)
-	if err != nil {
-		return wrap(ctx, "run upsert", err)
+// RunInsert writes the run alone as one statement, or with its audit entry
+// in one transaction.
+func (d *driver) RunInsert(ctx context.Context, p *db.RunInsertParams) error {
+	r := &p.Run
+	arg := dbsqlc.RunInsertParams{
+		RunID: r.RunID, Name: r.Name, Labels: string(r.Labels), Status: string(r.Status),
+		SubmittedAt: micros(r.SubmittedAt), StartedAt: microsPtr(r.StartedAt), FinishedAt: microsPtr(r.FinishedAt),
+		IdempotencyKey: r.IdempotencyKey, Owner: &p.Owner, LeaseExpiresAt: ptr(micros(p.LeaseExpiresAt)),
+		Attempt: int64(r.Attempt), RecordsWritten: r.RecordsWritten, Error: r.Error,
+		Submission: string(r.Submission), Invocations: textPtr(r.Invocations),
 	}
-	return s.writeOne(ctx, "run upsert", func(ctx context.Context, q *dbsqlc.Queries) error {
-		return q.RunUpsert(ctx, p)
+	if p.Audit == nil {
+		return d.writeOne(ctx, func(ctx context.Context, q *dbsqlc.Queries) error { return q.RunInsert(ctx, arg) })
+	}
+	a := auditParams(p.Audit)
+	return d.write(ctx, func(ctx context.Context, q *dbsqlc.Queries) error {
+		if err := q.RunInsert(ctx, arg); err != nil {
+			return err
+		}
+		return q.AuditInsert(ctx, a)
 	})
 }
 
-// upsertParams is rec as RunUpsert's parameters.
-func (s *Store) upsertParams(rec *db.RunRecord) (dbsqlc.RunUpsertParams, error) {
-	r := normalize(rec)
-	cols, err := encodeRun(&r)
-	if err != nil {
-		return dbsqlc.RunUpsertParams{}, err
+func (d *driver) RunStart(ctx context.Context, p *db.RunStartParams) (bool, error) {
+	arg := dbsqlc.RunStartParams{
+		StartedAt: ptr(micros(p.StartedAt)), LeaseExpiresAt: ptr(micros(p.LeaseExpiresAt)), RunID: p.RunID, Owner: &p.Owner,
 	}
-	return dbsqlc.RunUpsertParams{
-		RunID:          r.RunID,
-		Name:           r.Name,
-		Labels:         cols.labels,
-		Status:         string(r.Status),
-		SubmittedAt:    micros(r.SubmittedAt),
-		StartedAt:      microsPtr(r.StartedAt),
-		FinishedAt:     microsPtr(r.FinishedAt),
-		IdempotencyKey: r.IdempotencyKey,
-		Owner:          s.owner,
-		LeaseExpiresAt: s.lease(now()),
-		Attempt:        int64(r.Attempt),
-		RecordsWritten: r.RecordsWritten,
-		Error:          r.Error,
-		Record:         cols.record,
-	}, nil
+	return one(writeValue(ctx, d, func(ctx context.Context, q *dbsqlc.Queries) (int64, error) { return q.RunStart(ctx, arg) }))
 }
 
-// RunGet returns one run, or an error wrapping db.ErrNotFound.
-func (s *Store) RunGet(ctx context.Context, runID string) (*db.RunRecord, error) {
-	row, err := s.rq.RunGet(ctx, runID)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, permanent("run get", fmt.Errorf("run %s: %w", runID, db.ErrNotFound))
-	}
-	if err != nil {
-		return nil, wrap(ctx, "run get", err)
-	}
-	rec, err := decodeRun(row)
-	if err != nil {
-		return nil, wrap(ctx, "run get", err)
-	}
-	return &rec, nil
-}
-
-// RunList returns one page of runs, newest first, in one statement: it reads
-// one row past the page to know whether another page follows.
-func (s *Store) RunList(ctx context.Context, f db.ListFilter) (db.ListPage, error) {
-	limit := f.Limit
-	if limit <= 0 {
-		limit = db.DefaultListLimit
-	}
-	var statuses *string
-	if len(f.Statuses) > 0 {
-		b, err := json.Marshal(f.Statuses)
-		if err != nil {
-			return db.ListPage{}, wrap(ctx, "run list", err)
+// RunFinish writes the run and its lines in one transaction.
+func (d *driver) RunFinish(ctx context.Context, p *db.RunFinishParams) (bool, error) {
+	r := &p.Run
+	var finish func(ctx context.Context, q *dbsqlc.Queries) (bool, error)
+	if p.Fenced {
+		arg := dbsqlc.RunFinishOwnedParams{
+			Status: string(r.Status), StartedAt: microsPtr(r.StartedAt), FinishedAt: microsPtr(r.FinishedAt),
+			RecordsWritten: r.RecordsWritten, Error: r.Error, Invocations: textPtr(r.Invocations), RunID: r.RunID, Owner: &p.Owner,
 		}
-		v := string(b)
-		statuses = &v
+		finish = func(ctx context.Context, q *dbsqlc.Queries) (bool, error) { return one(q.RunFinishOwned(ctx, arg)) }
+	} else {
+		arg := dbsqlc.RunFinishParams{
+			RunID: r.RunID, Name: r.Name, Labels: string(r.Labels), Status: string(r.Status),
+			SubmittedAt: micros(r.SubmittedAt), StartedAt: microsPtr(r.StartedAt), FinishedAt: microsPtr(r.FinishedAt),
+			IdempotencyKey: r.IdempotencyKey, Owner: &p.Owner, Attempt: int64(r.Attempt), RecordsWritten: r.RecordsWritten,
+			Error: r.Error, Submission: string(r.Submission), Invocations: textPtr(r.Invocations),
+		}
+		finish = func(ctx context.Context, q *dbsqlc.Queries) (bool, error) { return true, q.RunFinish(ctx, arg) }
 	}
-	p := dbsqlc.RunListParams{
-		Statuses: statuses,
-		Name:     f.Name,
-		Since:    microsPtr(f.Since),
-		Until:    microsPtr(f.Until),
-		Cursor:   f.Cursor,
-		RowLimit: int64(limit) + 1,
+	var lines string
+	if len(p.Lines) > 0 {
+		var err error
+		if lines, err = encodeLines(r.RunID, p.Lines); err != nil {
+			return false, err
+		}
+	}
+	var won bool
+	err := d.write(ctx, func(ctx context.Context, q *dbsqlc.Queries) error {
+		var err error
+		if won, err = finish(ctx, q); err != nil || lines == "" {
+			return err
+		}
+		return appendLines(ctx, q, r.RunID, lines, p.Trim)
+	})
+	return won, err
+}
+
+func (d *driver) RunGet(ctx context.Context, runID string) (db.RunRow, error) {
+	row, err := d.rq.RunGet(ctx, runID)
+	if err != nil {
+		return db.RunRow{}, interpretError(err)
+	}
+	return runRow(row), nil
+}
+
+func (d *driver) RunStatus(ctx context.Context, runID string) (db.RunStatus, error) {
+	st, err := d.rq.RunStatus(ctx, runID)
+	return db.RunStatus(st), interpretError(err)
+}
+
+// RunList reads a page in one statement. Statuses runs only pass through
+// are read through the status index (RunListActive), any other filter by
+// walking the history newest first.
+func (d *driver) RunList(ctx context.Context, p *db.RunListParams) ([]db.RunRow, error) {
+	var statuses *string
+	if len(p.Statuses) > 0 {
+		b, err := json.Marshal(p.Statuses)
+		if err != nil {
+			return nil, &db.Error{Transience: db.Permanent, Err: err}
+		}
+		statuses = ptr(string(b))
 	}
 	var rows []dbsqlc.FaucetRun
 	var err error
-	if statuses != nil && !slices.ContainsFunc(f.Statuses, db.RunStatus.Terminal) {
-		rows, err = s.rq.RunListActive(ctx, dbsqlc.RunListActiveParams{
-			Statuses: *statuses, Name: p.Name, Since: p.Since, Until: p.Until, Cursor: p.Cursor, RowLimit: p.RowLimit,
+	if statuses != nil && !slices.ContainsFunc(p.Statuses, db.RunStatus.Terminal) {
+		rows, err = d.rq.RunListActive(ctx, dbsqlc.RunListActiveParams{
+			Statuses: *statuses, Name: p.Name, Since: microsPtr(p.Since), Until: microsPtr(p.Until), Cursor: p.Cursor, RowLimit: int64(p.Limit),
 		})
 	} else {
-		rows, err = s.rq.RunList(ctx, p)
+		rows, err = d.rq.RunList(ctx, dbsqlc.RunListParams{
+			Statuses: statuses, Name: p.Name, Since: microsPtr(p.Since), Until: microsPtr(p.Until), Cursor: p.Cursor, RowLimit: int64(p.Limit),
+		})
 	}
 	if err != nil {
-		return db.ListPage{}, wrap(ctx, "run list", err)
+		return nil, interpretError(err)
 	}
-	if len(rows) == 0 && f.Cursor != "" {
-		// The page query selects nothing for a cursor that names no run;
-		// whether the cursor is the last run or no run at all only matters
-		// here.
-		if _, err := s.rq.RunStatus(ctx, f.Cursor); errors.Is(err, sql.ErrNoRows) {
-			return db.ListPage{}, permanent("run list", fmt.Errorf("cursor %q: %w", f.Cursor, db.ErrUnknownCursor))
-		} else if err != nil {
-			return db.ListPage{}, wrap(ctx, "run list", err)
-		}
-	}
-	more := len(rows) > limit
-	if more {
-		rows = rows[:limit]
-	}
-	runs, err := decodeRuns(rows)
-	if err != nil {
-		return db.ListPage{}, wrap(ctx, "run list", err)
-	}
-	page := db.ListPage{Runs: runs}
-	if more {
-		last := runs[len(runs)-1].RunID
-		page.NextCursor = &last
-	}
-	return page, nil
+	return runRows(rows), nil
 }
 
 // RunDelete deletes a terminal run with its claims, shards and logs in one
-// transaction. The delete itself is fenced on a terminal status; only when it
-// deletes nothing does the status tell not-found from still-running.
-func (s *Store) RunDelete(ctx context.Context, runID string) (db.DeleteOutcome, error) {
-	var outcome db.DeleteOutcome
-	err := s.write(ctx, "run delete", func(ctx context.Context, q *dbsqlc.Queries) error {
+// transaction.
+func (d *driver) RunDelete(ctx context.Context, runID string) (bool, error) {
+	var deleted bool
+	err := d.write(ctx, func(ctx context.Context, q *dbsqlc.Queries) error {
 		n, err := q.RunDelete(ctx, runID)
-		if err != nil {
+		if deleted = n == 1; err != nil || !deleted {
 			return err
-		}
-		if n == 0 {
-			_, err := q.RunStatus(ctx, runID)
-			switch {
-			case errors.Is(err, sql.ErrNoRows):
-				outcome = db.DeleteNotFound
-				return nil
-			case err != nil:
-				return err
-			}
-			outcome = db.DeleteStillRunning
-			return nil
 		}
 		for _, del := range []func(context.Context, string) (int64, error){
 			q.IdempotencyRelease, q.ShardDeleteByRun, q.RunLogDeleteByRun, q.RunLogDeleteTruncationByRun,
@@ -155,8 +136,49 @@ func (s *Store) RunDelete(ctx context.Context, runID string) (db.DeleteOutcome, 
 				return err
 			}
 		}
-		outcome = db.Deleted
 		return nil
 	})
-	return outcome, err
+	return deleted, err
+}
+
+func (d *driver) RunRenewLeases(ctx context.Context, p *db.LeaseParams) (int, error) {
+	arg := dbsqlc.RunRenewLeasesParams{LeaseExpiresAt: ptr(micros(p.LeaseExpiresAt)), Owner: &p.Owner}
+	return count(writeValue(ctx, d, func(ctx context.Context, q *dbsqlc.Queries) (int64, error) { return q.RunRenewLeases(ctx, arg) }))
+}
+
+func (d *driver) RunFailLapsed(ctx context.Context, p *db.RunFailParams) (int, error) {
+	arg := dbsqlc.RunFailLapsedParams{Now: ptr(micros(p.Now)), Error: &p.Error}
+	return count(writeValue(ctx, d, func(ctx context.Context, q *dbsqlc.Queries) (int64, error) { return q.RunFailLapsed(ctx, arg) }))
+}
+
+func (d *driver) RunFailUnfinished(ctx context.Context, p *db.RunFailParams) ([]string, error) {
+	arg := dbsqlc.RunFailUnfinishedParams{Now: ptr(micros(p.Now)), Error: &p.Error}
+	return writeValue(ctx, d, func(ctx context.Context, q *dbsqlc.Queries) ([]string, error) { return q.RunFailUnfinished(ctx, arg) })
+}
+
+func (d *driver) RunCancelPending(ctx context.Context, p *db.RunCancelPendingParams) (bool, error) {
+	arg := dbsqlc.RunCancelPendingParams{Now: ptr(micros(p.Now)), RunID: p.RunID}
+	return one(writeValue(ctx, d, func(ctx context.Context, q *dbsqlc.Queries) (int64, error) { return q.RunCancelPending(ctx, arg) }))
+}
+
+// RunRequestCancel flags the run and, for a sharded run, cancels its shards
+// that have not started, in one transaction.
+func (d *driver) RunRequestCancel(ctx context.Context, p *db.RunRequestCancelParams) (bool, error) {
+	var flagged bool
+	now := ptr(micros(p.Now))
+	err := d.write(ctx, func(ctx context.Context, q *dbsqlc.Queries) error {
+		status, err := q.RunRequestCancel(ctx, dbsqlc.RunRequestCancelParams{RunID: p.RunID, Now: now})
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return nil
+		case err != nil:
+			return err
+		}
+		if flagged = true; db.RunStatus(status) != db.StatusSharded {
+			return nil
+		}
+		_, err = q.ShardCancelPending(ctx, dbsqlc.ShardCancelPendingParams{RunID: p.RunID, Now: now, Error: &p.ShardError})
+		return err
+	})
+	return flagged, err
 }

@@ -1,6 +1,7 @@
-// Package sqlite is faucet's embedded run-history store: db.Store over a
-// SQLite file through ncruces/go-sqlite3 (pure Go, no cgo), with the queries
-// sqlc compiles from sql/sqlite. Importing it registers the "sqlite" dialect.
+// Package sqlite is faucet's embedded run-history store: the db.Driver of a
+// SQLite file through ncruces/go-sqlite3 (pure Go, no cgo), running the
+// queries sqlc compiles from sql/sqlite, beneath db.NewStore. Importing it
+// registers the "sqlite" dialect.
 //
 // Concurrency: the file is opened in WAL mode with two pools, one writer
 // connection that carries every write (transactions begin IMMEDIATE, so
@@ -28,14 +29,14 @@ import (
 	"time"
 
 	"github.com/ncruces/go-sqlite3"
-	"github.com/ncruces/go-sqlite3/driver"
+	sqlite3driver "github.com/ncruces/go-sqlite3/driver"
 	"github.com/ncruces/go-sqlite3/vfs/memdb"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/database"
 
 	"github.com/faucet-dev/faucet/db"
 	"github.com/faucet-dev/faucet/db/sqlite/internal/dbsqlc"
-	sqlfiles "github.com/faucet-dev/faucet/sql"
+	migrations "github.com/faucet-dev/faucet/sql"
 )
 
 // dialectName is the name the dialect registers under and Dialect reports.
@@ -67,12 +68,12 @@ func Open(ctx context.Context, dsn string, opts db.Options) (db.Store, error) {
 		target.release()
 		return nil, err
 	}
-	s, err := connect(ctx, target, opts)
+	d, err := connect(ctx, target)
 	if err != nil {
 		target.release()
 		return nil, err
 	}
-	return s, nil
+	return db.NewStore(d, opts), nil
 }
 
 // Migrator returns a goose provider over the embedded SQLite migrations
@@ -160,7 +161,7 @@ func (t *target) release() {
 // pool opens a *sql.DB of at most n connections to t, each set up by setup.
 func (t *target) pool(ctx context.Context, n int, setup func(*sqlite3.Conn, bool) error) (*sql.DB, error) {
 	memory := t.memory != ""
-	pool, err := driver.Open(t.name, func(c *sqlite3.Conn) error { return setup(c, memory) })
+	pool, err := sqlite3driver.Open(t.name, func(c *sqlite3.Conn) error { return setup(c, memory) })
 	if err != nil {
 		return nil, t.openError(err)
 	}
@@ -262,7 +263,7 @@ func provider(conn *sql.DB, opts ...goose.ProviderOption) (*goose.Provider, erro
 		return nil, fmt.Errorf("sqlite migrations: %w", err)
 	}
 	opts = append([]goose.ProviderOption{goose.WithStore(fencedStore{store})}, opts...)
-	p, err := goose.NewProvider(goose.DialectCustom, conn, sqlfiles.SQLiteMigrations, opts...)
+	p, err := goose.NewProvider(goose.DialectCustom, conn, migrations.SQLite, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite migrations: %w", err)
 	}
@@ -291,7 +292,7 @@ func (s fencedStore) Insert(ctx context.Context, tx database.DBTxConn, req datab
 }
 
 // connect opens the writer and the read pool of a migrated database.
-func connect(ctx context.Context, t *target, opts db.Options) (*Store, error) {
+func connect(ctx context.Context, t *target) (*driver, error) {
 	w, err := t.pool(ctx, 1, setupWriter)
 	if err != nil {
 		return nil, err
@@ -307,20 +308,15 @@ func connect(ctx context.Context, t *target, opts db.Options) (*Store, error) {
 		_ = r.Close()
 		return nil, err
 	}
-	opts = opts.WithDefaults()
-	id := opts.InstanceID
 	wc, rc := newStmtCache(w), newStmtCache(r)
-	return &Store{
-		w:          w,
-		r:          r,
-		wc:         wc,
-		rc:         rc,
-		rq:         dbsqlc.New(rc),
-		batches:    newBatcher(w, wc),
-		ckpt:       ckpt,
-		target:     t,
-		instanceID: id,
-		owner:      &id,
-		leaseTTL:   opts.LeaseTTL,
+	return &driver{
+		w:       w,
+		r:       r,
+		wc:      wc,
+		rc:      rc,
+		rq:      dbsqlc.New(rc),
+		batches: newBatcher(w, wc),
+		ckpt:    ckpt,
+		target:  t,
 	}, nil
 }

@@ -2,6 +2,7 @@ package host_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/faucet-dev/faucet/internal/testwait"
 	"github.com/faucet-dev/faucet/pipeline"
 	"github.com/faucet-dev/faucet/plugins/host"
 )
@@ -84,11 +86,13 @@ func TestThirdPartyPlugin(t *testing.T) {
 		}
 		return logged1 && printed
 	}
-	for deadline := time.Now().Add(10 * time.Second); !logHas() && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if log := logged.String(); !logHas() {
-		t.Errorf("the plugin's log line did not reach faucet's log tagged with its connector:\n%s", log)
+	if err := testwait.Wait(10*time.Second, func() error {
+		if !logHas() {
+			return fmt.Errorf("the plugin's log line did not reach faucet's log tagged with its connector:\n%s", logged.String())
+		}
+		return nil
+	}); err != nil {
+		t.Error(err)
 	}
 	if results[1].RecordsWritten != 25 || countLines(t, names) != 25 {
 		t.Errorf("generate → lines wrote %d records, %d lines; want 25", results[1].RecordsWritten, countLines(t, names))

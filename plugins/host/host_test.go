@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/faucet-dev/faucet/internal/testwait"
 	"github.com/faucet-dev/faucet/pipeline"
 	"github.com/faucet-dev/faucet/plugins/host"
 )
@@ -476,13 +477,12 @@ func TestPoolLimits(t *testing.T) {
 		}
 	}
 	eventually := func(t *testing.T, what string, done func() bool) {
-		deadline := time.Now().Add(30 * time.Second)
-		for !done() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: children %v", what, children(t, "connector serve"))
+		testwait.Until(t, 30*time.Second, func() error {
+			if !done() {
+				return fmt.Errorf("%s: children %v", what, children(t, "connector serve"))
 			}
-			time.Sleep(10 * time.Millisecond)
-		}
+			return nil
+		})
 	}
 	t.Run("max idle", func(t *testing.T) {
 		// Three sessions ran at once; one process per connector stays warm.

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/faucet-dev/faucet/internal/testwait"
 	"github.com/faucet-dev/faucet/pipeline"
 	"github.com/faucet-dev/faucet/plugins/host"
 )
@@ -107,14 +108,16 @@ func TestNoOrphansWhenFaucetIsKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd.Wait()
-	deadline := time.Now().Add(30 * time.Second)
 	for _, pid := range plugins {
-		for alive(pid) {
-			if time.Now().After(deadline) {
-				syscall.Kill(pid, syscall.SIGKILL)
-				t.Fatalf("plugin %d outlived its killed faucet process", pid)
+		err := testwait.Wait(30*time.Second, func() error {
+			if alive(pid) {
+				return fmt.Errorf("plugin %d outlived its killed faucet process", pid)
 			}
-			time.Sleep(20 * time.Millisecond)
+			return nil
+		})
+		if err != nil {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatal(err)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/faucet-dev/faucet/internal/testwait"
 	"github.com/faucet-dev/faucet/pipeline"
 	"github.com/faucet-dev/faucet/plugins/host"
 	"github.com/faucet-dev/faucet/plugins/sdk"
@@ -52,7 +53,7 @@ func (leaky) Open(_ context.Context, config json.RawMessage) (sdk.Writer, error)
 	slog.Info("opening with password "+cfg.Password, "password", cfg.Password, "dsn", map[string]string{"url": "db://u:" + cfg.Password + "@h"})
 	fmt.Fprintln(os.Stderr, "connecting as u:"+cfg.Password)
 	go func() {
-		waitFor(cfg.Idle)
+		_ = waitFor(cfg.Idle)
 		slog.Warn("idle reconnect", "password", cfg.Password)
 		fmt.Fprintln(os.Stderr, "idle as u:"+cfg.Password)
 	}()
@@ -62,20 +63,18 @@ func (leaky) Open(_ context.Context, config json.RawMessage) (sdk.Writer, error)
 type leakyWriter struct{ release string }
 
 func (w *leakyWriter) Write(context.Context, sdk.Batch) error {
-	waitFor(w.release)
-	return nil
+	return waitFor(w.release)
 }
 
 func (*leakyWriter) Close(context.Context) error { return nil }
 func (*leakyWriter) Abort(context.Context) error { return nil }
 
-func waitFor(path string) {
-	for {
-		if _, err := os.Stat(path); err == nil {
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+// waitFor waits, in the plugin process, until the test creates path.
+func waitFor(path string) error {
+	return testwait.Wait(time.Minute, func() error {
+		_, err := os.Stat(path)
+		return err
+	})
 }
 
 // installLeaky puts a plugin into a new directory that runs this test binary
@@ -185,10 +184,10 @@ func waitLog(t *testing.T, name string, log *lockedBuffer, wants ...string) {
 		}
 		return out
 	}
-	for deadline := time.Now().Add(10 * time.Second); len(missing()) > 0 && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if m := missing(); len(m) > 0 {
-		t.Fatalf("the %s log lacks %q:\n%s", name, m, log)
-	}
+	testwait.Until(t, 10*time.Second, func() error {
+		if m := missing(); len(m) > 0 {
+			return fmt.Errorf("the %s log lacks %q:\n%s", name, m, log)
+		}
+		return nil
+	})
 }

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os/exec"
@@ -18,6 +19,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/faucet-dev/faucet/internal/testpg"
+	"github.com/faucet-dev/faucet/internal/testwait"
 	"github.com/faucet-dev/faucet/openapi/client"
 )
 
@@ -82,13 +84,12 @@ func startCluster(t *testing.T, n int, hist string, args ...string) []*member {
 		ms[i] = startMember(t, hist, args...)
 	}
 	for _, m := range ms {
-		deadline := time.Now().Add(time.Minute)
-		for m.ready().Cluster.Instances < int64(n) {
-			if time.Now().After(deadline) {
-				t.Fatalf("member %s never saw %d members", m.id, n)
+		testwait.Until(t, time.Minute, func() error {
+			if got := m.ready().Cluster.Instances; got < int64(n) {
+				return fmt.Errorf("member %s never saw %d members (saw %d)", m.id, n, got)
 			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return nil
+		})
 	}
 	// Once every member has beaten, each one's next heartbeat counts them
 	// all in its gauge.
@@ -102,17 +103,14 @@ func startCluster(t *testing.T, n int, hist string, args ...string) []*member {
 // accepts its value, and returns the value; want says what ok waits for.
 func (s *server) awaitMetric(name string, match map[string]string, want string, ok func(float64) bool) float64 {
 	s.t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		v := s.metric(name, match)
-		if ok(v) {
-			return v
+	var v float64
+	testwait.Until(s.t, time.Minute, func() error {
+		if v = s.metric(name, match); !ok(v) {
+			return fmt.Errorf("%s%v is %v, never %s", name, match, v, want)
 		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("%s%v is %v, never %s", name, match, v, want)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
+	return v
 }
 
 // ready reads /readyz.
@@ -200,15 +198,15 @@ func (s *server) shardClaims(runID string) map[string][]string {
 // the instance that claimed it.
 func claimedBy(tb testing.TB, via *server, runID string, attempt int) string {
 	tb.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for time.Now().Before(deadline) {
-		if id, ok := via.claims(runID)[attempt]; ok {
-			return id
+	var id string
+	testwait.Until(tb, 2*time.Minute, func() error {
+		var ok bool
+		if id, ok = via.claims(runID)[attempt]; !ok {
+			return fmt.Errorf("run %s attempt %d was never claimed\n%s", runID, attempt, via.stderr.String())
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	tb.Fatalf("run %s attempt %d was never claimed\n%s", runID, attempt, via.stderr.String())
-	return ""
+		return nil
+	})
+	return id
 }
 
 // awaitClaim is claimedBy returning the member that claimed the attempt.
@@ -246,19 +244,19 @@ func killing(path string) string {
 // index.
 func awaitDeath(t *testing.T, members []*member) int {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for time.Now().Before(deadline) {
+	dead := -1
+	testwait.Until(t, 2*time.Minute, func() error {
 		for i, m := range members {
 			select {
 			case <-m.exited:
-				return i
+				dead = i
+				return nil
 			default:
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatal("no member died")
-	return -1
+		return errors.New("no member died")
+	})
+	return dead
 }
 
 // metric reads one counter or gauge of a server, summed over the series
@@ -485,14 +483,16 @@ func TestClusterPoisonsARunThatKillsEveryMember(t *testing.T) {
 		// The member whose sweep poisoned it counted it, once; the
 		// members killed before could not have.
 		poisoned := 0.0
-		deadline := time.Now().Add(time.Minute)
-		for poisoned == 0 && time.Now().Before(deadline) {
+		testwait.Until(t, time.Minute, func() error {
 			poisoned = 0
 			for _, m := range members {
 				poisoned += m.metric("faucet_cluster_poisoned_total", map[string]string{"kind": "run"})
 			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			if poisoned == 0 {
+				return errors.New("no member counted the poisoned run")
+			}
+			return nil
+		})
 		if poisoned != 1 {
 			t.Fatalf("the members counted %v poisoned runs, want 1", poisoned)
 		}
@@ -530,11 +530,12 @@ func TestClusterCancelReachesAnotherMembersRun(t *testing.T) {
 			// Cancel only once the owner has reported its 3 acknowledged
 			// records: a cancel that lands before the source's first batch
 			// rightly ends the run with none.
-			for deadline := time.Now().Add(time.Minute); other.get(id).RecordsWritten != 3; time.Sleep(50 * time.Millisecond) {
-				if time.Now().After(deadline) {
-					t.Fatalf("run %s never reported its 3 records: %+v", id, other.get(id))
+			testwait.Until(t, time.Minute, func() error {
+				if rec := other.get(id); rec.RecordsWritten != 3 {
+					return fmt.Errorf("run %s never reported its 3 records: %+v", id, rec)
 				}
-			}
+				return nil
+			})
 			resp, err := other.admin().CancelRunWithResponse(context.Background(), id)
 			if err != nil || resp.StatusCode() != http.StatusAccepted {
 				t.Fatalf("cancel on the other member: %v %d", err, resp.StatusCode())
@@ -559,21 +560,22 @@ func TestClusterCancelReachesAnotherMembersRun(t *testing.T) {
 // its shards logged, unless it completed.
 func awaitSharded(t *testing.T, via *member, runID string) client.RunRecord {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		rec := via.get(runID)
-		if rec.Status == client.RunStatusCompleted {
-			return rec
+	var rec client.RunRecord
+	err := testwait.Wait(3*time.Minute, func() error {
+		switch rec = via.get(runID); {
+		case rec.Status == client.RunStatusCompleted, isTerminal(rec.Status):
+			return nil
 		}
-		if isTerminal(rec.Status) || time.Now().After(deadline) {
-			var lines []string
-			for _, l := range via.logs(runID, 0, 10000) {
-				lines = append(lines, string(l.Level)+" "+l.Line)
-			}
-			t.Fatalf("sharded run %s is %s (error %s), want completed; its log:\n%s", runID, rec.Status, deref(rec.Error), strings.Join(lines, "\n"))
+		return errors.New("not finished")
+	})
+	if err != nil || rec.Status != client.RunStatusCompleted {
+		var lines []string
+		for _, l := range via.logs(runID, 0, 10000) {
+			lines = append(lines, string(l.Level)+" "+l.Line)
 		}
-		time.Sleep(50 * time.Millisecond)
+		t.Fatalf("sharded run %s is %s (error %s), want completed; its log:\n%s", runID, rec.Status, deref(rec.Error), strings.Join(lines, "\n"))
 	}
+	return rec
 }
 
 // shardedGenerate is a Mode B run: rows generated rows split into shards
@@ -616,20 +618,17 @@ func TestClusterCancelStopsEveryShard(t *testing.T) {
 	members := startCluster(t, 3, hist, "--max-concurrent-runs", "2")
 	// Far more rows than the test waits for: the shards run until cancelled.
 	id := members[0].submit(client.SubmitRequest{Config: shardedGenerate(2_000_000_000, 6, "{type: stdout, config: {}}")}).RunId
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
+	testwait.Until(t, 2*time.Minute, func() error {
+		claims := members[0].shardClaims(id)
 		workers := map[string]bool{}
-		for _, by := range members[0].shardClaims(id) {
+		for _, by := range claims {
 			workers[by[0]] = true
 		}
-		if len(workers) >= 2 {
-			break
+		if len(workers) < 2 {
+			return fmt.Errorf("the shards never ran on two members: %v", claims)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the shards never ran on two members: %v", members[0].shardClaims(id))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	// Every member counts the cluster's shards, wherever they run: the six
 	// are all there, and at least the two on different members running.
 	for _, m := range members {
@@ -649,13 +648,7 @@ func TestClusterCancelStopsEveryShard(t *testing.T) {
 		m.awaitMetric("faucet_cluster_shards", nil, "0", func(v float64) bool { return v == 0 })
 	}
 	for _, m := range members {
-		deadline := time.Now().Add(time.Minute)
-		for m.metric("faucet_cluster_shards_in_flight", nil) != 0 {
-			if time.Now().After(deadline) {
-				t.Fatalf("member %s still runs shards of the cancelled run", m.id)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		m.awaitMetric("faucet_cluster_shards_in_flight", nil, "0 (no shard of the cancelled run left running)", func(v float64) bool { return v == 0 })
 	}
 	cancelled := 0.0
 	for _, m := range members {
@@ -681,22 +674,15 @@ func TestClusterShardedRunSurvivesAKilledMember(t *testing.T) {
 	// Kill a member while it executes a shard: one whose shard is still
 	// running when it is killed, so that shard's lease lapses.
 	var victim *member
-	deadline := time.Now().Add(2 * time.Minute)
-	for victim == nil {
+	testwait.Until(t, 2*time.Minute, func() error {
 		for _, m := range members {
 			if m.metric("faucet_cluster_shards_in_flight", nil) > 0 {
 				victim = m
-				break
+				return nil
 			}
 		}
-		switch {
-		case victim != nil:
-		case time.Now().After(deadline):
-			t.Fatalf("no member ever ran a shard\n%s", members[0].stderr.String())
-		default:
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
+		return fmt.Errorf("no member ever ran a shard\n%s", members[0].stderr.String())
+	})
 	victim.kill9()
 	var survivor *member
 	for _, m := range members {
@@ -802,13 +788,12 @@ func TestClusterRidesOutAPostgresRestart(t *testing.T) {
 	wg.Wait()
 	t.Logf("%d runs accepted, %d submits refused with 503 while the database was down", len(accepted), refused)
 	for _, m := range members {
-		deadline := time.Now().Add(time.Minute)
-		for !m.ready().HistoryOk {
-			if time.Now().After(deadline) {
-				t.Fatalf("member %s never became ready again\n%s", m.id, m.stderr.String())
+		testwait.Until(t, time.Minute, func() error {
+			if !m.ready().HistoryOk {
+				return fmt.Errorf("member %s never became ready again\n%s", m.id, m.stderr.String())
 			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return nil
+		})
 	}
 	for _, id := range accepted {
 		if rec := members[0].await(id, client.RunStatusCompleted); rec.RecordsWritten != 2 {
@@ -833,9 +818,10 @@ func TestClusterRefusesAHistoryItCannotShare(t *testing.T) {
 	if out, err := serve("--history", hist); err == nil || !strings.Contains(out, "servers share a history only with --cluster") {
 		t.Fatalf("a server outside the cluster on its file: %v\n%s", err, out)
 	}
-	// On Postgres, the membership rows tell the same.
+	// On Postgres, the membership rows tell the same, once the member has
+	// written its own.
 	pg := testpg.Database(t)
-	startMember(t, pg)
+	startCluster(t, 1, pg)
 	if out, err := serve("--history", pg); err == nil || !strings.Contains(out, "start this server with --cluster too") {
 		t.Fatalf("a server outside the cluster on its database: %v\n%s", err, out)
 	}

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -21,6 +22,7 @@ import (
 	"time"
 
 	"github.com/faucet-dev/faucet/internal/testpg"
+	"github.com/faucet-dev/faucet/internal/testwait"
 	"github.com/faucet-dev/faucet/openapi/client"
 )
 
@@ -183,20 +185,17 @@ func start(t testing.TB, o serverOpts) *server {
 	if o.unready {
 		return s
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testwait.Until(t, 30*time.Second, func() error {
 		resp, err := http.Get(s.url + "/readyz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return s
+				return nil
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("faucet serve never became ready\n%s", s.stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return fmt.Errorf("faucet serve never became ready\n%s", s.stderr.String())
+	})
+	return s
 }
 
 // stop ends the process (SIGTERM, then SIGKILL) if it still runs.
@@ -268,34 +267,31 @@ func (s *server) get(id string) client.RunRecord {
 // await polls a run until its status is one of want.
 func (s *server) await(id string, want ...client.RunStatus) client.RunRecord {
 	s.t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		rec := s.get(id)
-		for _, w := range want {
-			if rec.Status == w {
-				return rec
-			}
+	var rec client.RunRecord
+	testwait.Until(s.t, 2*time.Minute, func() error {
+		rec = s.get(id)
+		if slices.Contains(want, rec.Status) {
+			return nil
 		}
-		if isTerminal(rec.Status) || time.Now().After(deadline) {
+		if isTerminal(rec.Status) {
 			s.t.Fatalf("run %s is %s (error %s), want %v: %+v\n%s", id, rec.Status, deref(rec.Error), want, rec, s.stderr.String())
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return fmt.Errorf("run %s is %s, want %v: %+v\n%s", id, rec.Status, want, rec, s.stderr.String())
+	})
+	return rec
 }
 
 // awaitLog polls a run's persisted logs until a line matches re.
 func (s *server) awaitLog(id string, re *regexp.Regexp) {
 	s.t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
+	testwait.Until(s.t, time.Minute, func() error {
 		for _, l := range s.logs(id, 0, 10000) {
 			if re.MatchString(l.Line) {
-				return
+				return nil
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	s.t.Fatalf("no log line of run %s matched %s\n%s", id, re, s.stderr.String())
+		return fmt.Errorf("no log line of run %s matched %s\n%s", id, re, s.stderr.String())
+	})
 }
 
 // logs reads one page of a run's persisted log lines.

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/faucet-dev/faucet/internal/testwait"
 	"github.com/faucet-dev/faucet/openapi/client"
 )
 
@@ -74,14 +76,13 @@ func TestKill9ThenRestartRecoversInterruptedRuns(t *testing.T) {
 	}
 	<-s.exited
 	// The plugin processes die with the server: no orphans.
-	deadline := time.Now().Add(30 * time.Second)
 	for _, pid := range children {
-		for alive(pid) {
-			if time.Now().After(deadline) {
-				t.Fatalf("plugin process %d outlived the killed server", pid)
+		testwait.Until(t, 30*time.Second, func() error {
+			if alive(pid) {
+				return fmt.Errorf("plugin process %d outlived the killed server", pid)
 			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return nil
+		})
 	}
 
 	s2 := start(t, serverOpts{dataDir: dataDir})

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"net/http"
 	"os"
@@ -21,6 +22,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/faucet-dev/faucet/internal/testwait"
 	"github.com/faucet-dev/faucet/openapi/client"
 )
 
@@ -455,20 +457,16 @@ func requireLiveElapsed(t *testing.T, s *server, id string) {
 	if first.Status != client.RunStatusRunning || first.ElapsedSecs == nil || *first.ElapsedSecs <= 0 {
 		t.Fatalf("running run = %s elapsed %v", first.Status, first.ElapsedSecs)
 	}
-	deadline := time.Now().Add(time.Minute)
-	for {
+	testwait.Until(t, time.Minute, func() error {
 		rec := s.get(id)
 		if rec.Status != client.RunStatusRunning {
 			t.Fatalf("run %s stopped running: %s", id, rec.Status)
 		}
-		if rec.ElapsedSecs != nil && *rec.ElapsedSecs > *first.ElapsedSecs {
-			return
+		if rec.ElapsedSecs == nil || *rec.ElapsedSecs <= *first.ElapsedSecs {
+			return fmt.Errorf("elapsed_secs stayed at %v while the run ran", *first.ElapsedSecs)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("elapsed_secs stayed at %v while the run ran", *first.ElapsedSecs)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func TestQueueFullIs429WithRetryAfter(t *testing.T) {

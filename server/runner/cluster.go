@@ -118,12 +118,12 @@ func (r *Runner) claimLoop(ctx context.Context) {
 // sharded runs whose shards all ended (their last worker may have died),
 // deliver cancel requests, and count the cluster's shards by state.
 func (r *Runner) sweep(ctx context.Context, trouble *storeTrouble) {
-	runs, err := r.store.RunReclaimOrphans(ctx, r.cfg.MaxAttempts)
+	runs, err := r.store.RunRequeueLapsed(ctx, r.cfg.MaxAttempts)
 	if err != nil {
 		trouble.report(err)
 		return
 	}
-	shards, err := r.store.ShardReclaimOrphans(ctx, r.cfg.MaxAttempts)
+	shards, err := r.store.ShardRequeueLapsed(ctx, r.cfg.MaxAttempts)
 	if err != nil {
 		trouble.report(err)
 		return
@@ -565,10 +565,10 @@ func (r *Runner) executeShard(cs db.ClaimedShard) {
 	}
 }
 
-// finishParent finalizes a sharded run once all its shards have ended:
-// failed when any shard failed ("k/n shard(s) failed"), else cancelled when
-// any was cancelled, else completed. The write is fenced on the run still
-// being sharded, so of the members that see the last shard end, one wins.
+// finishParent finalizes a sharded run once all its shards have ended, with
+// the outcome they decide (db.ShardProgress.Outcome). The write is fenced on
+// the run still being sharded, so of the members that see the last shard
+// end, one wins.
 func (r *Runner) finishParent(runID string) {
 	ctx := context.Background()
 	var p db.ShardProgress
@@ -583,16 +583,7 @@ func (r *Runner) finishParent(runID string) {
 	if !p.AllTerminal() {
 		return
 	}
-	status := db.StatusCompleted
-	var msg *string
-	switch {
-	case p.Failed > 0:
-		status = db.StatusFailed
-		m := fmt.Sprintf("%d/%d shard(s) failed", p.Failed, p.Total)
-		msg = &m
-	case p.Cancelled > 0:
-		status = db.StatusCancelled
-	}
+	status, msg := p.Outcome()
 	var won bool
 	if err := r.retry(func(ctx context.Context) error {
 		var err error

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/faucet-dev/faucet/db"
+	"github.com/faucet-dev/faucet/internal/testwait"
 	"github.com/faucet-dev/faucet/pipeline"
 	"github.com/faucet-dev/faucet/server/logs"
 )
@@ -96,17 +98,15 @@ func newCluster(t *testing.T, path string, slots int, engines ...Engine) []clust
 // awaitRun polls a run until f accepts it.
 func awaitRun(t *testing.T, st db.Store, id string, what string, f func(*db.RunRecord) bool) *db.RunRecord {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		rec, err := st.RunGet(context.Background(), id)
-		if err == nil && f(rec) {
-			return rec
+	var rec *db.RunRecord
+	testwait.Until(t, 30*time.Second, func() error {
+		var err error
+		if rec, err = st.RunGet(context.Background(), id); err == nil && f(rec) {
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run %s never became %s (last %+v, %v)", id, what, rec, err)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return fmt.Errorf("run %s never became %s (last %+v, %v)", id, what, rec, err)
+	})
+	return rec
 }
 
 func TestClusterExecutesEverySubmitOnce(t *testing.T) {
@@ -171,13 +171,12 @@ func TestClusterDiscardsTheResultOfAReclaimedRun(t *testing.T) {
 		t.Fatalf("the record is not the reclaiming member's result: %+v", rec)
 	}
 	// The first owner finished too; its late result is discarded.
-	deadline := time.Now().Add(30 * time.Second)
-	for !first.idle() {
-		if time.Now().After(deadline) {
-			t.Fatal("the first owner never finished its copy of the run")
+	testwait.Until(t, 30*time.Second, func() error {
+		if !first.idle() {
+			return errors.New("the first owner never finished its copy of the run")
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 	if rec := await(t, peer.store, res.RunID, db.StatusCompleted); rec.RecordsWritten != 10 || rec.Attempt != 1 {
 		t.Fatalf("the first owner's late result replaced the record: %+v", rec)
 	}

@@ -16,7 +16,7 @@ import (
 // is an orphan of a crash and is failed at once, without waiting for its
 // lease to expire. It returns how many runs it failed.
 func (r *Runner) Recover(ctx context.Context, exclusive bool) (int, error) {
-	n, err := r.store.RunRecoverOrphans(ctx)
+	n, err := r.store.RunFailLapsed(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("recover orphaned runs: %w", err)
 	}
@@ -26,35 +26,17 @@ func (r *Runner) Recover(ctx context.Context, exclusive bool) (int, error) {
 	if !exclusive {
 		return n, nil
 	}
-	for {
-		page, err := r.store.RunList(ctx, db.ListFilter{Statuses: []db.RunStatus{db.StatusQueued, db.StatusRunning}, Limit: 500})
-		if err != nil {
-			return n, fmt.Errorf("list interrupted runs: %w", err)
-		}
-		for i := range page.Runs {
-			rec := page.Runs[i]
-			now := time.Now().UTC()
-			msg := msgRecovered
-			rec.Status = db.StatusFailed
-			rec.FinishedAt = &now
-			rec.Error = &msg
-			if rec.StartedAt != nil {
-				secs := now.Sub(*rec.StartedAt).Seconds()
-				rec.ElapsedSecs = &secs
-			}
-			if err := r.store.RunUpsert(ctx, &rec); err != nil {
-				return n, fmt.Errorf("fail interrupted run %s: %w", rec.RunID, err)
-			}
-			n++
-			if r.metrics != nil {
-				r.metrics.RunsFinished.WithLabelValues(string(db.StatusFailed), reasonRecovered).Inc()
-			}
-			r.log.Warn("recovered interrupted run as failed", "run_id", rec.RunID)
-		}
-		if page.NextCursor == nil || len(page.Runs) == 0 {
-			return n, nil
-		}
+	ids, err := r.store.RunFailUnfinished(ctx, msgRecovered)
+	if err != nil {
+		return n, fmt.Errorf("fail interrupted runs: %w", err)
 	}
+	for _, runID := range ids {
+		if r.metrics != nil {
+			r.metrics.RunsFinished.WithLabelValues(string(db.StatusFailed), reasonRecovered).Inc()
+		}
+		r.log.Warn("recovered interrupted run as failed", "run_id", runID)
+	}
+	return n + len(ids), nil
 }
 
 // Retention says how long history is kept; zero keeps that kind forever.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/faucet-dev/faucet/db"
 	_ "github.com/faucet-dev/faucet/db/sqlite"
+	"github.com/faucet-dev/faucet/internal/testwait"
 	"github.com/faucet-dev/faucet/pipeline"
 	"github.com/faucet-dev/faucet/server/logs"
 )
@@ -162,7 +163,13 @@ func newTestRunner(t *testing.T, cfg Config) (*Runner, *faultyStore) {
 // newTestRunnerWith is newTestRunner over a given engine.
 func newTestRunnerWith(t *testing.T, cfg Config, engine Engine) (*Runner, *faultyStore) {
 	t.Helper()
-	st, err := db.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "h.db"), db.Options{})
+	return newTestRunnerOn(t, cfg, engine, db.Options{})
+}
+
+// newTestRunnerOn is newTestRunnerWith over a store opened with opts.
+func newTestRunnerOn(t *testing.T, cfg Config, engine Engine, opts db.Options) (*Runner, *faultyStore) {
+	t.Helper()
+	st, err := db.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "h.db"), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,17 +188,7 @@ func newTestRunnerWith(t *testing.T, cfg Config, engine Engine) (*Runner, *fault
 
 func await(t *testing.T, st db.Store, id string, want db.RunStatus) *db.RunRecord {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		rec, err := st.RunGet(context.Background(), id)
-		if err == nil && rec.Status == want {
-			return rec
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run %s never reached %s (last %+v, %v)", id, want, rec, err)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	return awaitRun(t, st, id, string(want), func(rec *db.RunRecord) bool { return rec.Status == want })
 }
 
 func TestFinalizeWritesTheTerminalRecordWithoutReadingIt(t *testing.T) {
@@ -365,20 +362,16 @@ func TestRecordsWrittenIsLiveWhileARunExecutes(t *testing.T) {
 		t.Fatal(err)
 	}
 	await(t, fs.Store, res.RunID, db.StatusRunning)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testwait.Until(t, 30*time.Second, func() error {
 		rec, err := r.Get(context.Background(), res.RunID)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if rec.RecordsWritten == 3 && rec.ElapsedSecs != nil {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("GET of the running run = %+v, want the 3 acknowledged records", rec)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return fmt.Errorf("GET of the running run = %+v, want the 3 acknowledged records", rec)
+	})
 	if _, err := r.Cancel(context.Background(), res.RunID); err != nil {
 		t.Fatal(err)
 	}
@@ -492,7 +485,10 @@ func TestClockIsRecordedWithAWarningThatItIsNotApplied(t *testing.T) {
 }
 
 func TestMaintainPurgesExpiredHistoryButNotUnfinishedRuns(t *testing.T) {
-	r, fs := newTestRunner(t, Config{MaxConcurrent: 1})
+	// skew is how far the store's clock runs ahead of the runner's.
+	var skew atomic.Int64
+	clock := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+	r, fs := newTestRunnerOn(t, Config{MaxConcurrent: 1}, testEngine{}, db.Options{Clock: clock})
 	ctx := context.Background()
 	done, err := r.Submit(ctx, SubmitRequest{Config: "4", ConfigFormat: "yaml", IdempotencyKey: ptr("daily")})
 	if err != nil {
@@ -513,8 +509,10 @@ func TestMaintainPurgesExpiredHistoryButNotUnfinishedRuns(t *testing.T) {
 	awaitLogLines(t, fs.Store, running.RunID, func(n int) bool { return n > 0 })
 	awaitLogLines(t, fs.Store, done.RunID, func(n int) bool { return n > 0 })
 
+	// A second on, for the store, everything written so far is past a
+	// retention of keep; the leases of the unfinished runs still hold.
 	const keep = 50 * time.Millisecond
-	time.Sleep(2 * keep)
+	skew.Store(int64(time.Second))
 	mctx, stop := context.WithCancel(ctx)
 	stopped := make(chan struct{})
 	go func() {
@@ -527,17 +525,12 @@ func TestMaintainPurgesExpiredHistoryButNotUnfinishedRuns(t *testing.T) {
 	}
 	defer stopMaintain()
 
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		_, err := fs.Store.RunGet(ctx, done.RunID)
-		if errors.Is(err, db.ErrNotFound) {
-			break
+	testwait.Until(t, 30*time.Second, func() error {
+		if _, err := fs.Store.RunGet(ctx, done.RunID); !errors.Is(err, db.ErrNotFound) {
+			return fmt.Errorf("the finished run outlived its retention: %v", err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the finished run outlived its retention: %v", err)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 	awaitLogLines(t, fs.Store, done.RunID, func(n int) bool { return n == 0 })
 	awaitLogLines(t, fs.Store, running.RunID, func(n int) bool { return n == 0 })
 	// The claim is gone: the key takes a different payload as a fresh claim.
@@ -563,15 +556,11 @@ func TestMaintainPurgesExpiredHistoryButNotUnfinishedRuns(t *testing.T) {
 // awaitLogLines polls a run's persisted log lines until ok accepts their count.
 func awaitLogLines(t *testing.T, st db.Store, id string, ok func(int) bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testwait.Until(t, 30*time.Second, func() error {
 		page, err := st.RunLogList(context.Background(), id, 0, 1000)
 		if err == nil && ok(len(page.Lines)) {
-			return
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run %s has %d persisted log lines (%v)", id, len(page.Lines), err)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return fmt.Errorf("run %s has %d persisted log lines (%v)", id, len(page.Lines), err)
+	})
 }

@@ -12,5 +12,5 @@ ON CONFLICT (instance_id) DO UPDATE SET
 -- name: InstanceListLive :many
 SELECT * FROM faucet_instances WHERE last_heartbeat >= @since::timestamptz ORDER BY instance_id;
 
--- name: InstancePrune :execrows
+-- name: InstancePurge :execrows
 DELETE FROM faucet_instances WHERE last_heartbeat < @before::timestamptz;

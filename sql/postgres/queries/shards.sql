@@ -1,11 +1,3 @@
--- name: ShardInsert :execrows
--- Inserts a run's shard set from a JSON array of
--- {shard_id, descriptor, size_estimate}; shards already present are kept.
-INSERT INTO faucet_shards (run_id, shard_id, descriptor, size_estimate)
-SELECT @run_id, s.shard_id, s.descriptor, s.size_estimate
-FROM jsonb_to_recordset(@shards::jsonb) AS s(shard_id text, descriptor jsonb, size_estimate bigint)
-ON CONFLICT (run_id, shard_id) DO NOTHING;
-
 -- name: ShardClaim :many
 -- Claims the largest pending shards of runs without a cancel request in one
 -- statement, skipping rows another claimer holds; returns each with its run.
@@ -31,13 +23,13 @@ WHERE s.run_id = ANY (ARRAY(SELECT picked.run_id FROM picked))
   AND s.status = 'pending' AND r.run_id = s.run_id
 RETURNING s.run_id, s.shard_id, s.descriptor, s.size_estimate, s.attempt,
     r.name, r.labels, r.status, r.submitted_at, r.started_at, r.finished_at, r.idempotency_key,
-    r.attempt AS run_attempt, r.records_written, r.error, r.record;
+    r.attempt AS run_attempt, r.records_written, r.error, r.submission, r.invocations;
 
 -- name: ShardRenewLeases :execrows
 UPDATE faucet_shards SET lease_expires_at = @lease_expires_at::timestamptz
 WHERE owner = @owner::text AND status = 'running';
 
--- name: ShardReclaimPoison :execrows
+-- name: ShardPoisonLapsed :execrows
 -- error_format gets the row's attempt+1 and attempt (db.PoisonErrorFormat).
 UPDATE faucet_shards SET
     status = 'failed',
@@ -49,7 +41,7 @@ WHERE status = 'running'
   AND (lease_expires_at IS NULL OR lease_expires_at < @now::timestamptz)
   AND attempt >= @max_attempts::integer;
 
--- name: ShardReclaimRequeue :execrows
+-- name: ShardRequeueLapsed :execrows
 UPDATE faucet_shards SET
     status = 'pending',
     owner = NULL,
@@ -94,49 +86,24 @@ ORDER BY s.run_id;
 UPDATE faucet_shards s SET
     status = 'cancelled',
     finished_at = @now::timestamptz,
-    error = 'run cancelled before the shard finished'
+    error = @error::text
 FROM faucet_runs r
 WHERE r.run_id = s.run_id AND r.status = 'sharded' AND r.cancel_requested_at IS NOT NULL
   AND s.status = 'pending';
 
--- name: ShardFinalizeCompletedParents :many
--- Finalizes, in one statement, every sharded run whose shards are all
--- terminal: failed if any shard failed, else cancelled if any was cancelled,
--- else completed. Fenced on status sharded, so a concurrent finalize of the
--- same run is a no-op.
-WITH done AS (
-    SELECT s.run_id,
-        count(*) AS total,
-        count(*) FILTER (WHERE s.status = 'failed') AS failed,
-        count(*) FILTER (WHERE s.status = 'cancelled') AS cancelled,
-        COALESCE(sum(s.records_written), 0)::bigint AS records
-    FROM faucet_shards s
-    JOIN faucet_runs p ON p.run_id = s.run_id AND p.status = 'sharded'
-    GROUP BY s.run_id
-    HAVING count(*) FILTER (WHERE s.status IN ('pending', 'running')) = 0
-), outcome AS (
-    SELECT done.run_id, done.records,
-        CASE WHEN done.failed > 0 THEN 'failed'
-             WHEN done.cancelled > 0 THEN 'cancelled'
-             ELSE 'completed' END AS status,
-        CASE WHEN done.failed > 0 THEN format('%s/%s shard(s) failed', done.failed, done.total) END AS error
-    FROM done
-)
-UPDATE faucet_runs r SET
-    status = o.status,
-    finished_at = @now::timestamptz,
-    error = o.error,
-    records_written = o.records,
-    record = r.record || jsonb_build_object(
-        'status', o.status,
-        'finished_at', @now::timestamptz,
-        'error', o.error,
-        'records_written', o.records,
-        'elapsed_secs', COALESCE(NULLIF(r.record -> 'elapsed_secs', 'null'::jsonb),
-                                 to_jsonb(date_part('epoch', sqlc.arg(now)::timestamptz - r.started_at))))
-FROM outcome o
-WHERE r.run_id = o.run_id AND r.status = 'sharded'
-RETURNING r.run_id;
+-- name: ShardCompletedParents :many
+-- Lists the sharded runs whose shards are all terminal, with the counts that
+-- decide their outcome.
+SELECT s.run_id,
+    count(*) AS total,
+    count(*) FILTER (WHERE s.status = 'failed') AS failed,
+    count(*) FILTER (WHERE s.status = 'cancelled') AS cancelled
+FROM faucet_runs p
+JOIN faucet_shards s ON s.run_id = p.run_id
+WHERE p.status = 'sharded'
+GROUP BY s.run_id
+HAVING count(*) FILTER (WHERE s.status IN ('pending', 'running')) = 0
+ORDER BY s.run_id;
 
 -- name: ShardPurgeOrphans :execrows
 DELETE FROM faucet_shards s

@@ -15,5 +15,5 @@ SELECT * FROM faucet_instances
 WHERE last_heartbeat >= sqlc.arg(since)
 ORDER BY instance_id;
 
--- name: InstancePrune :execrows
+-- name: InstancePurge :execrows
 DELETE FROM faucet_instances WHERE last_heartbeat < sqlc.arg(before);

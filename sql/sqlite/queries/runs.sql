@@ -1,27 +1,51 @@
--- name: RunUpsert :exec
+-- name: RunInsert :exec
 INSERT INTO faucet_runs (
     run_id, name, labels, status, submitted_at, started_at, finished_at,
-    idempotency_key, owner, lease_expires_at, attempt, records_written, error, record
+    idempotency_key, owner, lease_expires_at, attempt, records_written, error, submission, invocations
 ) VALUES (
     sqlc.arg(run_id), sqlc.narg(name), sqlc.arg(labels), sqlc.arg(status),
     sqlc.arg(submitted_at), sqlc.narg(started_at), sqlc.narg(finished_at),
     sqlc.narg(idempotency_key), sqlc.arg(owner), sqlc.arg(lease_expires_at),
-    sqlc.arg(attempt), sqlc.arg(records_written), sqlc.narg(error), sqlc.arg(record)
+    sqlc.arg(attempt), sqlc.arg(records_written), sqlc.narg(error), sqlc.arg(submission), sqlc.narg(invocations)
+);
+
+-- RunFinish writes a run's terminal columns, inserting the whole run when
+-- the store lacks it; the submission of a stored run is never rewritten.
+-- name: RunFinish :exec
+INSERT INTO faucet_runs (
+    run_id, name, labels, status, submitted_at, started_at, finished_at,
+    idempotency_key, owner, lease_expires_at, attempt, records_written, error, submission, invocations
+) VALUES (
+    sqlc.arg(run_id), sqlc.narg(name), sqlc.arg(labels), sqlc.arg(status),
+    sqlc.arg(submitted_at), sqlc.narg(started_at), sqlc.narg(finished_at),
+    sqlc.narg(idempotency_key), sqlc.arg(owner), NULL,
+    sqlc.arg(attempt), sqlc.arg(records_written), sqlc.narg(error), sqlc.arg(submission), sqlc.narg(invocations)
 )
 ON CONFLICT (run_id) DO UPDATE SET
-    name = excluded.name,
-    labels = excluded.labels,
     status = excluded.status,
-    submitted_at = excluded.submitted_at,
     started_at = excluded.started_at,
     finished_at = excluded.finished_at,
-    idempotency_key = excluded.idempotency_key,
-    owner = excluded.owner,
-    lease_expires_at = excluded.lease_expires_at,
-    attempt = excluded.attempt,
     records_written = excluded.records_written,
     error = excluded.error,
-    record = excluded.record;
+    invocations = excluded.invocations,
+    owner = excluded.owner,
+    lease_expires_at = NULL;
+
+-- RunFinishOwned writes a run's terminal columns only while the caller owns
+-- it and it is not terminal: the first finalizer wins, a reclaimed run is
+-- not overwritten.
+-- name: RunFinishOwned :execrows
+UPDATE faucet_runs
+SET status = sqlc.arg(status),
+    started_at = sqlc.narg(started_at),
+    finished_at = sqlc.narg(finished_at),
+    records_written = sqlc.arg(records_written),
+    error = sqlc.narg(error),
+    invocations = sqlc.narg(invocations),
+    lease_expires_at = NULL
+WHERE run_id = sqlc.arg(run_id)
+  AND owner = sqlc.arg(owner)
+  AND status NOT IN ('completed', 'failed', 'cancelled');
 
 -- name: RunGet :one
 SELECT * FROM faucet_runs WHERE run_id = sqlc.arg(run_id);
@@ -32,8 +56,8 @@ WHERE run_id IN (SELECT value FROM json_each(CAST(sqlc.arg(run_ids) AS TEXT)));
 
 -- RunList pages newest first. statuses is a JSON array (NULL: every status);
 -- the keyset bound is the cursor run's (submitted_at, run_id), above every
--- row without a cursor, and NULL, which selects nothing, when the cursor
--- names no run (the store then tells it apart from a last page).
+-- row without a cursor, and NULL, which no row passes, for a cursor that
+-- names no run.
 -- name: RunList :many
 SELECT * FROM faucet_runs
 WHERE (CAST(sqlc.narg(statuses) AS TEXT) IS NULL OR status IN (SELECT value FROM json_each(sqlc.narg(statuses))))
@@ -41,8 +65,7 @@ WHERE (CAST(sqlc.narg(statuses) AS TEXT) IS NULL OR status IN (SELECT value FROM
   AND (CAST(sqlc.narg(since) AS INTEGER) IS NULL OR submitted_at >= sqlc.narg(since))
   AND (CAST(sqlc.narg(until) AS INTEGER) IS NULL OR submitted_at <= sqlc.narg(until))
   AND (submitted_at, run_id) < (
-      SELECT CASE WHEN sqlc.arg(cursor) = '' THEN 9223372036854775807 ELSE max(c.submitted_at) END,
-             coalesce(max(c.run_id), '')
+      SELECT CASE WHEN CAST(sqlc.arg(cursor) AS TEXT) = '' THEN 9223372036854775807 ELSE max(c.submitted_at) END, coalesce(max(c.run_id), '')
       FROM faucet_runs c WHERE c.run_id = sqlc.arg(cursor))
 ORDER BY submitted_at DESC, run_id DESC
 LIMIT sqlc.arg(row_limit);
@@ -58,8 +81,7 @@ WHERE status IN (SELECT value FROM json_each(CAST(sqlc.arg(statuses) AS TEXT)))
   AND (CAST(sqlc.narg(since) AS INTEGER) IS NULL OR submitted_at >= sqlc.narg(since))
   AND (CAST(sqlc.narg(until) AS INTEGER) IS NULL OR submitted_at <= sqlc.narg(until))
   AND (submitted_at, run_id) < (
-      SELECT CASE WHEN sqlc.arg(cursor) = '' THEN 9223372036854775807 ELSE max(c.submitted_at) END,
-             coalesce(max(c.run_id), '')
+      SELECT CASE WHEN CAST(sqlc.arg(cursor) AS TEXT) = '' THEN 9223372036854775807 ELSE max(c.submitted_at) END, coalesce(max(c.run_id), '')
       FROM faucet_runs c WHERE c.run_id = sqlc.arg(cursor))
 ORDER BY submitted_at DESC, run_id DESC
 LIMIT sqlc.arg(row_limit);
@@ -75,20 +97,25 @@ WHERE run_id = sqlc.arg(run_id) AND status IN ('completed', 'failed', 'cancelled
 UPDATE faucet_runs SET lease_expires_at = sqlc.arg(lease_expires_at)
 WHERE owner = sqlc.arg(owner) AND status IN ('pending', 'queued', 'running', 'sharded');
 
--- name: RunRecoverOrphans :execrows
+-- name: RunFailLapsed :execrows
 UPDATE faucet_runs
 SET status = 'failed',
     finished_at = sqlc.arg(now),
     error = sqlc.arg(error),
     owner = NULL,
-    lease_expires_at = NULL,
-    record = json_set(record,
-        '$.status', 'failed',
-        '$.finished_at', CAST(sqlc.arg(now_text) AS TEXT),
-        '$.error', sqlc.arg(error),
-        '$.elapsed_secs', coalesce(json_extract(record, '$.elapsed_secs'), (sqlc.arg(now) - faucet_runs.started_at) / 1e6))
+    lease_expires_at = NULL
 WHERE status IN ('queued', 'running')
   AND (lease_expires_at IS NULL OR lease_expires_at < sqlc.arg(now));
+
+-- name: RunFailUnfinished :many
+UPDATE faucet_runs
+SET status = 'failed',
+    finished_at = sqlc.arg(now),
+    error = sqlc.arg(error),
+    owner = NULL,
+    lease_expires_at = NULL
+WHERE status IN ('queued', 'running')
+RETURNING run_id;
 
 -- RunClaimPending claims in one statement, so SQLite's write lock makes it
 -- exclusive across connections and processes. The claimed rows are named by
@@ -100,8 +127,7 @@ UPDATE faucet_runs
 SET status = 'running',
     started_at = sqlc.arg(now),
     owner = sqlc.arg(owner),
-    lease_expires_at = sqlc.arg(lease_expires_at),
-    record = json_set(record, '$.status', 'running', '$.started_at', CAST(sqlc.arg(now_text) AS TEXT))
+    lease_expires_at = sqlc.arg(lease_expires_at)
 WHERE +status = 'pending'
   AND rowid IN (
       SELECT p.rowid FROM faucet_runs p
@@ -110,72 +136,45 @@ WHERE +status = 'pending'
       LIMIT sqlc.arg(row_limit))
 RETURNING *;
 
--- name: RunReclaimPoison :execrows
+-- name: RunPoisonLapsed :execrows
 -- error_format gets the row's attempt+1 and attempt (db.PoisonErrorFormat).
 UPDATE faucet_runs
 SET status = 'failed',
     finished_at = sqlc.arg(now),
     owner = NULL,
     lease_expires_at = NULL,
-    error = printf(CAST(sqlc.arg(error_format) AS TEXT), attempt + 1, attempt),
-    record = json_set(record,
-        '$.status', 'failed',
-        '$.finished_at', CAST(sqlc.arg(now_text) AS TEXT),
-        '$.error', printf(CAST(sqlc.arg(error_format) AS TEXT), attempt + 1, attempt),
-        '$.elapsed_secs', coalesce(json_extract(record, '$.elapsed_secs'), (sqlc.arg(now) - faucet_runs.started_at) / 1e6))
+    error = printf(CAST(sqlc.arg(error_format) AS TEXT), attempt + 1, attempt)
 WHERE status = 'running'
   AND (lease_expires_at IS NULL OR lease_expires_at < sqlc.arg(now))
   AND attempt >= sqlc.arg(max_attempts);
 
--- name: RunReclaimRequeue :execrows
+-- name: RunRequeueLapsed :execrows
 UPDATE faucet_runs
 SET status = 'pending',
     owner = NULL,
     lease_expires_at = NULL,
-    attempt = attempt + 1,
-    record = json_set(record, '$.status', 'pending', '$.attempt', attempt + 1)
+    attempt = attempt + 1
 WHERE status = 'running'
   AND (lease_expires_at IS NULL OR lease_expires_at < sqlc.arg(now))
   AND attempt < sqlc.arg(max_attempts);
 
--- name: RunFinalizeOwned :execrows
-UPDATE faucet_runs
-SET name = sqlc.narg(name),
-    labels = sqlc.arg(labels),
-    status = sqlc.arg(status),
-    submitted_at = sqlc.arg(submitted_at),
-    started_at = sqlc.narg(started_at),
-    finished_at = sqlc.narg(finished_at),
-    idempotency_key = sqlc.narg(idempotency_key),
-    lease_expires_at = NULL,
-    attempt = sqlc.arg(attempt),
-    records_written = sqlc.arg(records_written),
-    error = sqlc.narg(error),
-    record = sqlc.arg(record)
-WHERE run_id = sqlc.arg(run_id)
-  AND owner = sqlc.arg(owner)
-  AND status NOT IN ('completed', 'failed', 'cancelled');
-
+-- RunFinalizeShardedParent finalizes a sharded run none of whose shards is
+-- pending or running; records_written becomes the sum over its shards.
 -- name: RunFinalizeShardedParent :execrows
 UPDATE faucet_runs
 SET status = sqlc.arg(status),
     finished_at = sqlc.arg(finished_at),
     error = sqlc.narg(error),
-    records_written = (SELECT coalesce(sum(s.records_written), 0) FROM faucet_shards s WHERE s.run_id = faucet_runs.run_id),
-    record = json_set(record,
-        '$.status', sqlc.arg(status),
-        '$.finished_at', CAST(sqlc.arg(finished_at_text) AS TEXT),
-        '$.error', sqlc.narg(error),
-        '$.records_written', (SELECT coalesce(sum(s.records_written), 0) FROM faucet_shards s WHERE s.run_id = faucet_runs.run_id),
-        '$.elapsed_secs', coalesce(json_extract(record, '$.elapsed_secs'), (sqlc.arg(finished_at) - faucet_runs.started_at) / 1e6))
-WHERE faucet_runs.run_id = sqlc.arg(run_id) AND faucet_runs.status = 'sharded';
+    records_written = (SELECT coalesce(sum(s.records_written), 0) FROM faucet_shards s WHERE s.run_id = faucet_runs.run_id)
+WHERE faucet_runs.run_id = sqlc.arg(run_id) AND faucet_runs.status = 'sharded'
+  AND NOT EXISTS (SELECT 1 FROM faucet_shards s
+                  WHERE s.run_id = faucet_runs.run_id AND s.status IN ('pending', 'running'));
 
 -- name: RunCancelPending :execrows
 UPDATE faucet_runs
 SET status = 'cancelled',
     finished_at = sqlc.arg(now),
-    lease_expires_at = NULL,
-    record = json_set(record, '$.status', 'cancelled', '$.finished_at', CAST(sqlc.arg(now_text) AS TEXT))
+    lease_expires_at = NULL
 WHERE run_id = sqlc.arg(run_id) AND status = 'pending';
 
 -- name: RunRequestCancel :one
@@ -197,8 +196,7 @@ WHERE status IN ('completed', 'failed', 'cancelled') AND finished_at < sqlc.arg(
 UPDATE faucet_runs
 SET status = 'running',
     started_at = sqlc.arg(started_at),
-    lease_expires_at = sqlc.arg(lease_expires_at),
-    record = json_set(record, '$.status', 'running', '$.started_at', CAST(sqlc.arg(started_at_text) AS TEXT))
+    lease_expires_at = sqlc.arg(lease_expires_at)
 WHERE run_id = sqlc.arg(run_id) AND owner = sqlc.arg(owner) AND status = 'queued';
 
 -- RunMarkSharded is the first half of RunShard; a run this instance already
@@ -206,16 +204,14 @@ WHERE run_id = sqlc.arg(run_id) AND owner = sqlc.arg(owner) AND status = 'queued
 -- returns whether the run carries a cancel request.
 -- name: RunMarkSharded :one
 UPDATE faucet_runs
-SET status = 'sharded',
-    record = json_set(record, '$.status', 'sharded')
+SET status = 'sharded'
 WHERE run_id = sqlc.arg(run_id) AND owner = sqlc.arg(owner) AND status IN ('running', 'sharded')
 RETURNING cancel_requested_at IS NOT NULL AS cancel_requested;
 
 -- RunSetProgress updates one run's live count.
 -- name: RunSetProgress :execrows
 UPDATE faucet_runs
-SET records_written = sqlc.arg(records_written),
-    record = json_set(record, '$.records_written', sqlc.arg(records_written))
+SET records_written = sqlc.arg(records_written)
 WHERE run_id = sqlc.arg(run_id) AND owner = sqlc.arg(owner) AND status = 'running';
 
 -- name: RunRelease :execrows
@@ -223,6 +219,5 @@ UPDATE faucet_runs
 SET status = 'pending',
     owner = NULL,
     lease_expires_at = NULL,
-    attempt = attempt + 1,
-    record = json_set(record, '$.status', 'pending', '$.attempt', attempt + 1)
+    attempt = attempt + 1
 WHERE run_id = sqlc.arg(run_id) AND owner = sqlc.arg(owner) AND status = 'running';

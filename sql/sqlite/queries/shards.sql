@@ -26,7 +26,7 @@ RETURNING run_id, shard_id, descriptor, size_estimate, attempt;
 UPDATE faucet_shards SET lease_expires_at = sqlc.arg(lease_expires_at)
 WHERE owner = sqlc.arg(owner) AND status = 'running';
 
--- name: ShardReclaimPoison :execrows
+-- name: ShardPoisonLapsed :execrows
 -- error_format gets the row's attempt+1 and attempt (db.PoisonErrorFormat).
 UPDATE faucet_shards
 SET status = 'failed',
@@ -38,7 +38,7 @@ WHERE status = 'running'
   AND (lease_expires_at IS NULL OR lease_expires_at < sqlc.arg(now))
   AND attempt >= sqlc.arg(max_attempts);
 
--- name: ShardReclaimRequeue :execrows
+-- name: ShardRequeueLapsed :execrows
 UPDATE faucet_shards
 SET status = 'pending', owner = NULL, lease_expires_at = NULL, attempt = attempt + 1
 WHERE status = 'running'
@@ -68,7 +68,7 @@ WHERE run_id = sqlc.arg(run_id);
 
 -- name: ShardCancelPending :execrows
 UPDATE faucet_shards
-SET status = 'cancelled', finished_at = sqlc.arg(now), error = 'run cancelled before the shard started'
+SET status = 'cancelled', finished_at = sqlc.arg(now), error = sqlc.arg(error)
 WHERE run_id = sqlc.arg(run_id) AND status = 'pending';
 
 -- name: ShardPendingCancellations :many
@@ -82,7 +82,7 @@ ORDER BY s.run_id;
 -- to pending after the cancel (its worker's lease lapsed, or the worker shut
 -- down and handed it back) would otherwise keep its run sharded forever.
 UPDATE faucet_shards
-SET status = 'cancelled', finished_at = sqlc.arg(now), error = 'run cancelled before the shard finished'
+SET status = 'cancelled', finished_at = sqlc.arg(now), error = sqlc.arg(error)
 WHERE status = 'pending'
   AND run_id IN (SELECT r.run_id FROM faucet_runs r
                  WHERE r.status = 'sharded' AND r.cancel_requested_at IS NOT NULL);

@@ -77,12 +77,12 @@ func (q *Queries) InstanceListLive(ctx context.Context, since time.Time) ([]Fauc
 	return items, nil
 }
 
-const instancePrune = `-- name: InstancePrune :execrows
+const instancePurge = `-- name: InstancePurge :execrows
 DELETE FROM faucet_instances WHERE last_heartbeat < $1::timestamptz
 `
 
-func (q *Queries) InstancePrune(ctx context.Context, before time.Time) (int64, error) {
-	result, err := q.db.Exec(ctx, instancePrune, before)
+func (q *Queries) InstancePurge(ctx context.Context, before time.Time) (int64, error) {
+	result, err := q.db.Exec(ctx, instancePurge, before)
 	if err != nil {
 		return 0, err
 	}

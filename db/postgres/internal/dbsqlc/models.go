@@ -52,7 +52,8 @@ type FaucetRun struct {
 	Attempt           int32
 	RecordsWritten    int64
 	Error             *string
-	Record            []byte
+	Submission        []byte
+	Invocations       []byte
 }
 
 type FaucetRunLog struct {

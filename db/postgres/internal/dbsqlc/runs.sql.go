@@ -14,8 +14,7 @@ const runCancelPending = `-- name: RunCancelPending :execrows
 UPDATE faucet_runs SET
     status = 'cancelled',
     finished_at = $1::timestamptz,
-    lease_expires_at = NULL,
-    record = record || jsonb_build_object('status', 'cancelled', 'finished_at', $1::timestamptz)
+    lease_expires_at = NULL
 WHERE run_id = $2 AND status = 'pending'
 `
 
@@ -44,10 +43,9 @@ UPDATE faucet_runs r SET
     status = 'running',
     started_at = $1::timestamptz,
     owner = $2::text,
-    lease_expires_at = $3::timestamptz,
-    record = r.record || jsonb_build_object('status', 'running', 'started_at', $1::timestamptz)
+    lease_expires_at = $3::timestamptz
 WHERE r.run_id = ANY (ARRAY(SELECT picked.run_id FROM picked)) AND r.status = 'pending'
-RETURNING r.run_id, r.name, r.labels, r.status, r.submitted_at, r.started_at, r.finished_at, r.idempotency_key, r.owner, r.lease_expires_at, r.cancel_requested_at, r.attempt, r.records_written, r.error, r.record
+RETURNING r.run_id, r.name, r.labels, r.status, r.submitted_at, r.started_at, r.finished_at, r.idempotency_key, r.owner, r.lease_expires_at, r.cancel_requested_at, r.attempt, r.records_written, r.error, r.submission, r.invocations
 `
 
 type RunClaimPendingParams struct {
@@ -90,7 +88,8 @@ func (q *Queries) RunClaimPending(ctx context.Context, arg RunClaimPendingParams
 			&i.Attempt,
 			&i.RecordsWritten,
 			&i.Error,
-			&i.Record,
+			&i.Submission,
+			&i.Invocations,
 		); err != nil {
 			return nil, err
 		}
@@ -128,63 +127,66 @@ func (q *Queries) RunDelete(ctx context.Context, runID string) (int64, error) {
 	return count, err
 }
 
-const runFinalizeOwned = `-- name: RunFinalizeOwned :execrows
+const runFailLapsed = `-- name: RunFailLapsed :execrows
 UPDATE faucet_runs SET
-    name = $1,
-    labels = $2,
-    status = $3,
-    submitted_at = $4,
-    started_at = $5,
-    finished_at = $6,
-    idempotency_key = $7,
-    lease_expires_at = NULL,
-    attempt = $8,
-    records_written = $9,
-    error = $10::text,
-    record = $11
-WHERE run_id = $12
-  AND owner = $13::text
-  AND status NOT IN ('completed', 'failed', 'cancelled')
+    status = 'failed',
+    finished_at = $1::timestamptz,
+    error = $2::text,
+    owner = NULL,
+    lease_expires_at = NULL
+WHERE status IN ('queued', 'running')
+  AND (lease_expires_at IS NULL OR lease_expires_at < $1::timestamptz)
 `
 
-type RunFinalizeOwnedParams struct {
-	Name           *string
-	Labels         []byte
-	Status         string
-	SubmittedAt    time.Time
-	StartedAt      *time.Time
-	FinishedAt     *time.Time
-	IdempotencyKey *string
-	Attempt        int32
-	RecordsWritten int64
-	Error          *string
-	Record         []byte
-	RunID          string
-	Owner          string
+type RunFailLapsedParams struct {
+	Now   time.Time
+	Error string
 }
 
-// Writes a terminal record only while the caller owns the run and it is not
-// yet terminal: the first finalizer wins, a reclaimed run is not overwritten.
-func (q *Queries) RunFinalizeOwned(ctx context.Context, arg RunFinalizeOwnedParams) (int64, error) {
-	result, err := q.db.Exec(ctx, runFinalizeOwned,
-		arg.Name,
-		arg.Labels,
-		arg.Status,
-		arg.SubmittedAt,
-		arg.StartedAt,
-		arg.FinishedAt,
-		arg.IdempotencyKey,
-		arg.Attempt,
-		arg.RecordsWritten,
-		arg.Error,
-		arg.Record,
-		arg.RunID,
-		arg.Owner,
-	)
+// Fails queued and running runs whose owner's lease lapsed.
+func (q *Queries) RunFailLapsed(ctx context.Context, arg RunFailLapsedParams) (int64, error) {
+	result, err := q.db.Exec(ctx, runFailLapsed, arg.Now, arg.Error)
 	if err != nil {
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const runFailUnfinished = `-- name: RunFailUnfinished :many
+UPDATE faucet_runs SET
+    status = 'failed',
+    finished_at = $1::timestamptz,
+    error = $2::text,
+    owner = NULL,
+    lease_expires_at = NULL
+WHERE status IN ('queued', 'running')
+RETURNING run_id
+`
+
+type RunFailUnfinishedParams struct {
+	Now   time.Time
+	Error string
+}
+
+// Fails every queued and running run, whatever its lease.
+func (q *Queries) RunFailUnfinished(ctx context.Context, arg RunFailUnfinishedParams) ([]string, error) {
+	rows, err := q.db.Query(ctx, runFailUnfinished, arg.Now, arg.Error)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var run_id string
+		if err := rows.Scan(&run_id); err != nil {
+			return nil, err
+		}
+		items = append(items, run_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const runFinalizeShardedParent = `-- name: RunFinalizeShardedParent :execrows
@@ -192,19 +194,9 @@ UPDATE faucet_runs r SET
     status = $1,
     finished_at = $2::timestamptz,
     error = $3::text,
-    records_written = agg.total,
-    record = r.record || jsonb_build_object(
-        'status', $1::text,
-        'finished_at', $2::timestamptz,
-        'error', $3::text,
-        'records_written', agg.total,
-        'elapsed_secs', COALESCE(NULLIF(r.record -> 'elapsed_secs', 'null'::jsonb),
-                                 to_jsonb(date_part('epoch', $2::timestamptz - r.started_at))))
-FROM (
-    SELECT COALESCE(sum(s.records_written), 0)::bigint AS total
-    FROM faucet_shards s WHERE s.run_id = $4
-) agg
+    records_written = (SELECT COALESCE(sum(s.records_written), 0)::bigint FROM faucet_shards s WHERE s.run_id = r.run_id)
 WHERE r.run_id = $4 AND r.status = 'sharded'
+  AND NOT EXISTS (SELECT 1 FROM faucet_shards s WHERE s.run_id = r.run_id AND s.status IN ('pending', 'running'))
 `
 
 type RunFinalizeShardedParentParams struct {
@@ -214,8 +206,9 @@ type RunFinalizeShardedParentParams struct {
 	RunID      string
 }
 
-// Finalizes a sharded run, fenced on its status; owner and lease stay as they
-// are. records_written becomes the sum over its shards.
+// Finalizes a sharded run none of whose shards is pending or running,
+// fenced on its status; owner and lease stay as they are. records_written
+// becomes the sum over its shards.
 func (q *Queries) RunFinalizeShardedParent(ctx context.Context, arg RunFinalizeShardedParentParams) (int64, error) {
 	result, err := q.db.Exec(ctx, runFinalizeShardedParent,
 		arg.Status,
@@ -229,8 +222,144 @@ func (q *Queries) RunFinalizeShardedParent(ctx context.Context, arg RunFinalizeS
 	return result.RowsAffected(), nil
 }
 
+const runFinish = `-- name: RunFinish :one
+WITH run AS (
+    INSERT INTO faucet_runs AS f (
+        run_id, name, labels, status, submitted_at, started_at, finished_at, idempotency_key,
+        owner, lease_expires_at, attempt, records_written, error, submission, invocations
+    ) VALUES (
+        $1, $2, $3, $4, $5, $6, $7, $8,
+        $9::text, NULL, $10, $11, $12, $13, $14
+    )
+    ON CONFLICT (run_id) DO UPDATE SET
+        status = excluded.status,
+        started_at = excluded.started_at,
+        finished_at = excluded.finished_at,
+        records_written = excluded.records_written,
+        error = excluded.error,
+        invocations = excluded.invocations,
+        owner = excluded.owner,
+        lease_expires_at = NULL
+    RETURNING 1
+), lines AS (
+    INSERT INTO faucet_run_logs (run_id, seq, ts, level, line)
+    SELECT $1, unnest($15::bigint[]), unnest($16::timestamptz[]), unnest($17::text[]), unnest($18::text[])
+    ON CONFLICT (run_id, seq) DO NOTHING
+)
+SELECT count(*) FROM run
+`
+
+type RunFinishParams struct {
+	RunID          string
+	Name           *string
+	Labels         []byte
+	Status         string
+	SubmittedAt    time.Time
+	StartedAt      *time.Time
+	FinishedAt     *time.Time
+	IdempotencyKey *string
+	Owner          string
+	Attempt        int32
+	RecordsWritten int64
+	Error          *string
+	Submission     []byte
+	Invocations    []byte
+	Seqs           []int64
+	Tss            []time.Time
+	Levels         []string
+	Lines          []string
+}
+
+// Writes a run's terminal columns, inserting the whole run when the store
+// lacks it, together with its log lines, in one statement; the submission
+// of a stored run is never rewritten. Returns 1.
+func (q *Queries) RunFinish(ctx context.Context, arg RunFinishParams) (int64, error) {
+	row := q.db.QueryRow(ctx, runFinish,
+		arg.RunID,
+		arg.Name,
+		arg.Labels,
+		arg.Status,
+		arg.SubmittedAt,
+		arg.StartedAt,
+		arg.FinishedAt,
+		arg.IdempotencyKey,
+		arg.Owner,
+		arg.Attempt,
+		arg.RecordsWritten,
+		arg.Error,
+		arg.Submission,
+		arg.Invocations,
+		arg.Seqs,
+		arg.Tss,
+		arg.Levels,
+		arg.Lines,
+	)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
+const runFinishOwned = `-- name: RunFinishOwned :one
+WITH run AS (
+    UPDATE faucet_runs f SET
+        status = $1,
+        started_at = $2,
+        finished_at = $3,
+        records_written = $4,
+        error = $5,
+        invocations = $6,
+        lease_expires_at = NULL
+    WHERE f.run_id = $7 AND f.owner = $8::text AND f.status NOT IN ('completed', 'failed', 'cancelled')
+    RETURNING 1
+), lines AS (
+    INSERT INTO faucet_run_logs (run_id, seq, ts, level, line)
+    SELECT $7, unnest($9::bigint[]), unnest($10::timestamptz[]), unnest($11::text[]), unnest($12::text[])
+    ON CONFLICT (run_id, seq) DO NOTHING
+)
+SELECT count(*) FROM run
+`
+
+type RunFinishOwnedParams struct {
+	Status         string
+	StartedAt      *time.Time
+	FinishedAt     *time.Time
+	RecordsWritten int64
+	Error          *string
+	Invocations    []byte
+	RunID          string
+	Owner          string
+	Seqs           []int64
+	Tss            []time.Time
+	Levels         []string
+	Lines          []string
+}
+
+// Writes a run's terminal columns only while the caller owns it and it is
+// not terminal (the first finalizer wins, a reclaimed run is not
+// overwritten), and stores its log lines either way, in one statement.
+// Returns 1 when the run was written.
+func (q *Queries) RunFinishOwned(ctx context.Context, arg RunFinishOwnedParams) (int64, error) {
+	row := q.db.QueryRow(ctx, runFinishOwned,
+		arg.Status,
+		arg.StartedAt,
+		arg.FinishedAt,
+		arg.RecordsWritten,
+		arg.Error,
+		arg.Invocations,
+		arg.RunID,
+		arg.Owner,
+		arg.Seqs,
+		arg.Tss,
+		arg.Levels,
+		arg.Lines,
+	)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const runGet = `-- name: RunGet :one
-SELECT run_id, name, labels, status, submitted_at, started_at, finished_at, idempotency_key, owner, lease_expires_at, cancel_requested_at, attempt, records_written, error, record FROM faucet_runs WHERE run_id = $1
+SELECT run_id, name, labels, status, submitted_at, started_at, finished_at, idempotency_key, owner, lease_expires_at, cancel_requested_at, attempt, records_written, error, submission, invocations FROM faucet_runs WHERE run_id = $1
 `
 
 func (q *Queries) RunGet(ctx context.Context, runID string) (FaucetRun, error) {
@@ -251,13 +380,90 @@ func (q *Queries) RunGet(ctx context.Context, runID string) (FaucetRun, error) {
 		&i.Attempt,
 		&i.RecordsWritten,
 		&i.Error,
-		&i.Record,
+		&i.Submission,
+		&i.Invocations,
 	)
 	return i, err
 }
 
+const runInsert = `-- name: RunInsert :exec
+WITH run AS (
+    INSERT INTO faucet_runs (
+        run_id, name, labels, status, submitted_at, started_at, finished_at, idempotency_key,
+        owner, lease_expires_at, attempt, records_written, error, submission, invocations
+    ) VALUES (
+        $9, $10, $11, $12, $13, $14, $15, $16,
+        $17::text, $18::timestamptz, $19, $20, $21, $22, $23
+    )
+    RETURNING run_id
+)
+INSERT INTO faucet_audit (id, ts, principal, role, action, run_id, config_fingerprint, source_ip, result)
+SELECT $1::text, $2::timestamptz, $3::text, $4::text,
+    $5::text, run.run_id, $6::text,
+    $7::text, $8::text
+FROM run
+WHERE $1::text IS NOT NULL
+`
+
+type RunInsertParams struct {
+	AuditID                *string
+	AuditTs                time.Time
+	AuditPrincipal         string
+	AuditRole              string
+	AuditAction            string
+	AuditConfigFingerprint *string
+	AuditSourceIp          *string
+	AuditResult            string
+	RunID                  string
+	Name                   *string
+	Labels                 []byte
+	Status                 string
+	SubmittedAt            time.Time
+	StartedAt              *time.Time
+	FinishedAt             *time.Time
+	IdempotencyKey         *string
+	Owner                  string
+	LeaseExpiresAt         time.Time
+	Attempt                int32
+	RecordsWritten         int64
+	Error                  *string
+	Submission             []byte
+	Invocations            []byte
+}
+
+// Inserts a new run owned by the caller and, when audit_id is set, the audit
+// entry of its submission, in one statement.
+func (q *Queries) RunInsert(ctx context.Context, arg RunInsertParams) error {
+	_, err := q.db.Exec(ctx, runInsert,
+		arg.AuditID,
+		arg.AuditTs,
+		arg.AuditPrincipal,
+		arg.AuditRole,
+		arg.AuditAction,
+		arg.AuditConfigFingerprint,
+		arg.AuditSourceIp,
+		arg.AuditResult,
+		arg.RunID,
+		arg.Name,
+		arg.Labels,
+		arg.Status,
+		arg.SubmittedAt,
+		arg.StartedAt,
+		arg.FinishedAt,
+		arg.IdempotencyKey,
+		arg.Owner,
+		arg.LeaseExpiresAt,
+		arg.Attempt,
+		arg.RecordsWritten,
+		arg.Error,
+		arg.Submission,
+		arg.Invocations,
+	)
+	return err
+}
+
 const runList = `-- name: RunList :many
-SELECT run_id, name, labels, status, submitted_at, started_at, finished_at, idempotency_key, owner, lease_expires_at, cancel_requested_at, attempt, records_written, error, record FROM faucet_runs r
+SELECT run_id, name, labels, status, submitted_at, started_at, finished_at, idempotency_key, owner, lease_expires_at, cancel_requested_at, attempt, records_written, error, submission, invocations FROM faucet_runs r
 WHERE (cardinality($1::text[]) = 0 OR r.status = ANY ($1::text[]))
   AND ($2::text IS NULL OR r.name = $2::text)
   AND ($3::timestamptz IS NULL OR r.submitted_at >= $3::timestamptz)
@@ -282,9 +488,8 @@ type RunListParams struct {
 
 // One page, newest first. The cursor run's (submitted_at, run_id) bounds the
 // page from above through a row comparison the index answers; no cursor
-// compares against +infinity and so starts from the top, while a cursor that
-// names no run compares against NULL and selects nothing (the store then
-// tells it apart from a last page).
+// compares against +infinity, and a cursor naming no run against NULL, which
+// no row passes.
 func (q *Queries) RunList(ctx context.Context, arg RunListParams) ([]FaucetRun, error) {
 	rows, err := q.db.Query(ctx, runList,
 		arg.Statuses,
@@ -316,7 +521,8 @@ func (q *Queries) RunList(ctx context.Context, arg RunListParams) ([]FaucetRun, 
 			&i.Attempt,
 			&i.RecordsWritten,
 			&i.Error,
-			&i.Record,
+			&i.Submission,
+			&i.Invocations,
 		); err != nil {
 			return nil, err
 		}
@@ -354,6 +560,34 @@ func (q *Queries) RunPendingCancellations(ctx context.Context, owner string) ([]
 	return items, nil
 }
 
+const runPoisonLapsed = `-- name: RunPoisonLapsed :execrows
+UPDATE faucet_runs SET
+    status = 'failed',
+    finished_at = $1::timestamptz,
+    error = format($2::text, attempt + 1, attempt),
+    owner = NULL,
+    lease_expires_at = NULL
+WHERE status = 'running'
+  AND (lease_expires_at IS NULL OR lease_expires_at < $1::timestamptz)
+  AND attempt >= $3::integer
+`
+
+type RunPoisonLapsedParams struct {
+	Now         time.Time
+	ErrorFormat string
+	MaxAttempts int32
+}
+
+// Fails running runs whose lease lapsed and whose attempts reached the cap.
+// error_format gets the row's attempt+1 and attempt (db.PoisonErrorFormat).
+func (q *Queries) RunPoisonLapsed(ctx context.Context, arg RunPoisonLapsedParams) (int64, error) {
+	result, err := q.db.Exec(ctx, runPoisonLapsed, arg.Now, arg.ErrorFormat, arg.MaxAttempts)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const runPurge = `-- name: RunPurge :one
 WITH gone AS (
     DELETE FROM faucet_runs r
@@ -383,105 +617,12 @@ func (q *Queries) RunPurge(ctx context.Context, before time.Time) (RunPurgeRow, 
 	return i, err
 }
 
-const runReclaimPoison = `-- name: RunReclaimPoison :execrows
-UPDATE faucet_runs SET
-    status = 'failed',
-    finished_at = $1::timestamptz,
-    error = format($2::text, attempt + 1, attempt),
-    owner = NULL,
-    lease_expires_at = NULL,
-    record = record || jsonb_build_object(
-        'status', 'failed',
-        'finished_at', $1::timestamptz,
-        'error', format($2::text, attempt + 1, attempt),
-        'elapsed_secs', COALESCE(NULLIF(record -> 'elapsed_secs', 'null'::jsonb),
-                                 to_jsonb(date_part('epoch', $1::timestamptz - started_at))))
-WHERE status = 'running'
-  AND (lease_expires_at IS NULL OR lease_expires_at < $1::timestamptz)
-  AND attempt >= $3::integer
-`
-
-type RunReclaimPoisonParams struct {
-	Now         time.Time
-	ErrorFormat string
-	MaxAttempts int32
-}
-
-// Fails running runs whose lease lapsed and whose attempts reached the cap.
-// error_format gets the row's attempt+1 and attempt (db.PoisonErrorFormat).
-func (q *Queries) RunReclaimPoison(ctx context.Context, arg RunReclaimPoisonParams) (int64, error) {
-	result, err := q.db.Exec(ctx, runReclaimPoison, arg.Now, arg.ErrorFormat, arg.MaxAttempts)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
-const runReclaimRequeue = `-- name: RunReclaimRequeue :execrows
-UPDATE faucet_runs SET
-    status = 'pending',
-    owner = NULL,
-    lease_expires_at = NULL,
-    attempt = attempt + 1,
-    record = record || jsonb_build_object('status', 'pending', 'attempt', attempt + 1)
-WHERE status = 'running'
-  AND (lease_expires_at IS NULL OR lease_expires_at < $1::timestamptz)
-  AND attempt < $2::integer
-`
-
-type RunReclaimRequeueParams struct {
-	Now         time.Time
-	MaxAttempts int32
-}
-
-// Puts running runs whose lease lapsed back to pending for any instance to
-// claim, counting the attempt. cancel_requested_at survives.
-func (q *Queries) RunReclaimRequeue(ctx context.Context, arg RunReclaimRequeueParams) (int64, error) {
-	result, err := q.db.Exec(ctx, runReclaimRequeue, arg.Now, arg.MaxAttempts)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
-const runRecoverOrphans = `-- name: RunRecoverOrphans :execrows
-UPDATE faucet_runs SET
-    status = 'failed',
-    finished_at = $1::timestamptz,
-    error = $2::text,
-    owner = NULL,
-    lease_expires_at = NULL,
-    record = record || jsonb_build_object(
-        'status', 'failed',
-        'finished_at', $1::timestamptz,
-        'error', $2::text,
-        'elapsed_secs', COALESCE(NULLIF(record -> 'elapsed_secs', 'null'::jsonb),
-                                 to_jsonb(date_part('epoch', $1::timestamptz - started_at))))
-WHERE status IN ('queued', 'running')
-  AND (lease_expires_at IS NULL OR lease_expires_at < $1::timestamptz)
-`
-
-type RunRecoverOrphansParams struct {
-	Now   time.Time
-	Error string
-}
-
-// Fails queued and running runs whose owner's lease lapsed.
-func (q *Queries) RunRecoverOrphans(ctx context.Context, arg RunRecoverOrphansParams) (int64, error) {
-	result, err := q.db.Exec(ctx, runRecoverOrphans, arg.Now, arg.Error)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
 const runRelease = `-- name: RunRelease :execrows
 UPDATE faucet_runs SET
     status = 'pending',
     owner = NULL,
     lease_expires_at = NULL,
-    attempt = attempt + 1,
-    record = record || jsonb_build_object('status', 'pending', 'attempt', attempt + 1)
+    attempt = attempt + 1
 WHERE run_id = $1 AND owner = $2::text AND status = 'running'
 `
 
@@ -526,7 +667,7 @@ WITH flagged AS (
     UPDATE faucet_shards s SET
         status = 'cancelled',
         finished_at = $1::timestamptz,
-        error = 'run cancelled before the shard started'
+        error = $3::text
     FROM flagged f
     WHERE s.run_id = f.run_id AND f.status = 'sharded' AND s.status = 'pending'
 )
@@ -534,24 +675,49 @@ SELECT count(*) FROM flagged
 `
 
 type RunRequestCancelParams struct {
-	Now   time.Time
-	RunID string
+	Now        time.Time
+	RunID      string
+	ShardError string
 }
 
 // Flags a running or sharded run for cancellation, keeping the first request,
 // and cancels the pending shards of a sharded run in the same statement.
 // Returns how many runs it flagged (0 or 1).
 func (q *Queries) RunRequestCancel(ctx context.Context, arg RunRequestCancelParams) (int64, error) {
-	row := q.db.QueryRow(ctx, runRequestCancel, arg.Now, arg.RunID)
+	row := q.db.QueryRow(ctx, runRequestCancel, arg.Now, arg.RunID, arg.ShardError)
 	var count int64
 	err := row.Scan(&count)
 	return count, err
 }
 
+const runRequeueLapsed = `-- name: RunRequeueLapsed :execrows
+UPDATE faucet_runs SET
+    status = 'pending',
+    owner = NULL,
+    lease_expires_at = NULL,
+    attempt = attempt + 1
+WHERE status = 'running'
+  AND (lease_expires_at IS NULL OR lease_expires_at < $1::timestamptz)
+  AND attempt < $2::integer
+`
+
+type RunRequeueLapsedParams struct {
+	Now         time.Time
+	MaxAttempts int32
+}
+
+// Puts running runs whose lease lapsed back to pending for any instance to
+// claim, counting the attempt. cancel_requested_at survives.
+func (q *Queries) RunRequeueLapsed(ctx context.Context, arg RunRequeueLapsedParams) (int64, error) {
+	result, err := q.db.Exec(ctx, runRequeueLapsed, arg.Now, arg.MaxAttempts)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const runSetProgress = `-- name: RunSetProgress :execrows
-UPDATE faucet_runs r SET
-    records_written = p.records,
-    record = r.record || jsonb_build_object('records_written', p.records)
+UPDATE faucet_runs r SET records_written = p.records
 FROM (SELECT unnest($2::text[]) AS run_id, unnest($3::bigint[]) AS records) p
 WHERE r.run_id = p.run_id AND r.owner = $1::text AND r.status = 'running'
 `
@@ -574,9 +740,7 @@ func (q *Queries) RunSetProgress(ctx context.Context, arg RunSetProgressParams) 
 
 const runShard = `-- name: RunShard :one
 WITH marked AS (
-    UPDATE faucet_runs r SET
-        status = 'sharded',
-        record = r.record || jsonb_build_object('status', 'sharded')
+    UPDATE faucet_runs r SET status = 'sharded'
     WHERE r.run_id = $1 AND r.owner = $2::text AND r.status IN ('running', 'sharded')
     RETURNING r.run_id, r.cancel_requested_at
 ), inserted AS (
@@ -584,18 +748,19 @@ WITH marked AS (
     SELECT m.run_id, s.shard_id, s.descriptor, s.size_estimate,
         CASE WHEN m.cancel_requested_at IS NULL THEN 'pending' ELSE 'cancelled' END,
         CASE WHEN m.cancel_requested_at IS NULL THEN NULL ELSE $3::timestamptz END,
-        CASE WHEN m.cancel_requested_at IS NULL THEN NULL ELSE 'run cancelled before the shard started' END
-    FROM marked m, jsonb_to_recordset($4::jsonb) AS s(shard_id text, descriptor jsonb, size_estimate bigint)
+        CASE WHEN m.cancel_requested_at IS NULL THEN NULL ELSE $4::text END
+    FROM marked m, jsonb_to_recordset($5::jsonb) AS s(shard_id text, descriptor jsonb, size_estimate bigint)
     ON CONFLICT (run_id, shard_id) DO NOTHING
 )
 SELECT count(*) FROM marked
 `
 
 type RunShardParams struct {
-	RunID  string
-	Owner  string
-	Now    time.Time
-	Shards []byte
+	RunID          string
+	Owner          string
+	Now            time.Time
+	CancelledError string
+	Shards         []byte
 }
 
 // Turns a running run the caller owns (or one it already sharded, so a
@@ -609,6 +774,7 @@ func (q *Queries) RunShard(ctx context.Context, arg RunShardParams) (int64, erro
 		arg.RunID,
 		arg.Owner,
 		arg.Now,
+		arg.CancelledError,
 		arg.Shards,
 	)
 	var count int64
@@ -620,8 +786,7 @@ const runStart = `-- name: RunStart :execrows
 UPDATE faucet_runs SET
     status = 'running',
     started_at = $1::timestamptz,
-    lease_expires_at = $2::timestamptz,
-    record = record || jsonb_build_object('status', 'running', 'started_at', $1::timestamptz)
+    lease_expires_at = $2::timestamptz
 WHERE run_id = $3 AND owner = $4::text AND status = 'queued'
 `
 
@@ -654,116 +819,4 @@ func (q *Queries) RunStatus(ctx context.Context, runID string) (string, error) {
 	var status string
 	err := row.Scan(&status)
 	return status, err
-}
-
-const runWrite = `-- name: RunWrite :one
-WITH run AS (
-    INSERT INTO faucet_runs AS f (
-        run_id, name, labels, status, submitted_at, started_at, finished_at, idempotency_key,
-        owner, lease_expires_at, attempt, records_written, error, record
-    )
-    SELECT $1, $2, $3, $4, $5, $6, $7, $8,
-        $9::text, $10::timestamptz, $11, $12, $13, $14
-    WHERE NOT $15::boolean OR EXISTS (SELECT 1 FROM faucet_runs e WHERE e.run_id = $1)
-    ON CONFLICT (run_id) DO UPDATE SET
-        name = excluded.name,
-        labels = excluded.labels,
-        status = excluded.status,
-        submitted_at = excluded.submitted_at,
-        started_at = excluded.started_at,
-        finished_at = excluded.finished_at,
-        idempotency_key = excluded.idempotency_key,
-        owner = excluded.owner,
-        lease_expires_at = excluded.lease_expires_at,
-        attempt = excluded.attempt,
-        records_written = excluded.records_written,
-        error = excluded.error,
-        record = excluded.record
-    WHERE NOT $15::boolean
-       OR (f.owner = excluded.owner AND f.status NOT IN ('completed', 'failed', 'cancelled'))
-    RETURNING 1
-), audit AS (
-    INSERT INTO faucet_audit (id, ts, principal, role, action, run_id, config_fingerprint, source_ip, result)
-    SELECT $16::text, $17::timestamptz, $18::text, $19::text,
-        $20::text, $1, $21::text,
-        $22::text, $23::text
-    WHERE $16::text IS NOT NULL
-), lines AS (
-    INSERT INTO faucet_run_logs (run_id, seq, ts, level, line)
-    SELECT $1, unnest($24::bigint[]), unnest($25::timestamptz[]), unnest($26::text[]), unnest($27::text[])
-    ON CONFLICT (run_id, seq) DO NOTHING
-)
-SELECT count(*) FROM run
-`
-
-type RunWriteParams struct {
-	RunID                  string
-	Name                   *string
-	Labels                 []byte
-	Status                 string
-	SubmittedAt            time.Time
-	StartedAt              *time.Time
-	FinishedAt             *time.Time
-	IdempotencyKey         *string
-	Owner                  string
-	LeaseExpiresAt         *time.Time
-	Attempt                int32
-	RecordsWritten         int64
-	Error                  *string
-	Record                 []byte
-	Fenced                 bool
-	AuditID                *string
-	AuditTs                time.Time
-	AuditPrincipal         string
-	AuditRole              string
-	AuditAction            string
-	AuditConfigFingerprint *string
-	AuditSourceIp          *string
-	AuditResult            string
-	Seqs                   []int64
-	Tss                    []time.Time
-	Levels                 []string
-	Lines                  []string
-}
-
-// Inserts or replaces a run, stamping the caller as owner with the given
-// lease (cancel_requested_at is deliberately left alone), together with an
-// audit entry (when audit_id is set) and log lines, in one statement. With
-// fenced, only an existing run is written, and only while the caller owns it
-// and it is not terminal, like RunFinalizeOwned: the first finalizer wins and
-// a reclaimed run is not overwritten. The entry and the lines are stored
-// either way. Returns 1 when the run was written.
-func (q *Queries) RunWrite(ctx context.Context, arg RunWriteParams) (int64, error) {
-	row := q.db.QueryRow(ctx, runWrite,
-		arg.RunID,
-		arg.Name,
-		arg.Labels,
-		arg.Status,
-		arg.SubmittedAt,
-		arg.StartedAt,
-		arg.FinishedAt,
-		arg.IdempotencyKey,
-		arg.Owner,
-		arg.LeaseExpiresAt,
-		arg.Attempt,
-		arg.RecordsWritten,
-		arg.Error,
-		arg.Record,
-		arg.Fenced,
-		arg.AuditID,
-		arg.AuditTs,
-		arg.AuditPrincipal,
-		arg.AuditRole,
-		arg.AuditAction,
-		arg.AuditConfigFingerprint,
-		arg.AuditSourceIp,
-		arg.AuditResult,
-		arg.Seqs,
-		arg.Tss,
-		arg.Levels,
-		arg.Lines,
-	)
-	var count int64
-	err := row.Scan(&count)
-	return count, err
 }

@@ -14,18 +14,23 @@ const shardCancelStranded = `-- name: ShardCancelStranded :execrows
 UPDATE faucet_shards s SET
     status = 'cancelled',
     finished_at = $1::timestamptz,
-    error = 'run cancelled before the shard finished'
+    error = $2::text
 FROM faucet_runs r
 WHERE r.run_id = s.run_id AND r.status = 'sharded' AND r.cancel_requested_at IS NOT NULL
   AND s.status = 'pending'
 `
 
+type ShardCancelStrandedParams struct {
+	Now   time.Time
+	Error string
+}
+
 // Cancels the pending shards of sharded runs that carry a cancel request. No
 // member claims them (ShardClaim skips such runs), so a shard that went back
 // to pending after the cancel (its worker's lease lapsed, or the worker shut
 // down and handed it back) would otherwise keep its run sharded forever.
-func (q *Queries) ShardCancelStranded(ctx context.Context, now time.Time) (int64, error) {
-	result, err := q.db.Exec(ctx, shardCancelStranded, now)
+func (q *Queries) ShardCancelStranded(ctx context.Context, arg ShardCancelStrandedParams) (int64, error) {
+	result, err := q.db.Exec(ctx, shardCancelStranded, arg.Now, arg.Error)
 	if err != nil {
 		return 0, err
 	}
@@ -53,7 +58,7 @@ WHERE s.run_id = ANY (ARRAY(SELECT picked.run_id FROM picked))
   AND s.status = 'pending' AND r.run_id = s.run_id
 RETURNING s.run_id, s.shard_id, s.descriptor, s.size_estimate, s.attempt,
     r.name, r.labels, r.status, r.submitted_at, r.started_at, r.finished_at, r.idempotency_key,
-    r.attempt AS run_attempt, r.records_written, r.error, r.record
+    r.attempt AS run_attempt, r.records_written, r.error, r.submission, r.invocations
 `
 
 type ShardClaimParams struct {
@@ -78,7 +83,8 @@ type ShardClaimRow struct {
 	RunAttempt     int32
 	RecordsWritten int64
 	Error          *string
-	Record         []byte
+	Submission     []byte
+	Invocations    []byte
 }
 
 // Claims the largest pending shards of runs without a cancel request in one
@@ -110,7 +116,55 @@ func (q *Queries) ShardClaim(ctx context.Context, arg ShardClaimParams) ([]Shard
 			&i.RunAttempt,
 			&i.RecordsWritten,
 			&i.Error,
-			&i.Record,
+			&i.Submission,
+			&i.Invocations,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const shardCompletedParents = `-- name: ShardCompletedParents :many
+SELECT s.run_id,
+    count(*) AS total,
+    count(*) FILTER (WHERE s.status = 'failed') AS failed,
+    count(*) FILTER (WHERE s.status = 'cancelled') AS cancelled
+FROM faucet_runs p
+JOIN faucet_shards s ON s.run_id = p.run_id
+WHERE p.status = 'sharded'
+GROUP BY s.run_id
+HAVING count(*) FILTER (WHERE s.status IN ('pending', 'running')) = 0
+ORDER BY s.run_id
+`
+
+type ShardCompletedParentsRow struct {
+	RunID     string
+	Total     int64
+	Failed    int64
+	Cancelled int64
+}
+
+// Lists the sharded runs whose shards are all terminal, with the counts that
+// decide their outcome.
+func (q *Queries) ShardCompletedParents(ctx context.Context) ([]ShardCompletedParentsRow, error) {
+	rows, err := q.db.Query(ctx, shardCompletedParents)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ShardCompletedParentsRow
+	for rows.Next() {
+		var i ShardCompletedParentsRow
+		if err := rows.Scan(
+			&i.RunID,
+			&i.Total,
+			&i.Failed,
+			&i.Cancelled,
 		); err != nil {
 			return nil, err
 		}
@@ -158,88 +212,6 @@ func (q *Queries) ShardFinalize(ctx context.Context, arg ShardFinalizeParams) (i
 	return result.RowsAffected(), nil
 }
 
-const shardFinalizeCompletedParents = `-- name: ShardFinalizeCompletedParents :many
-WITH done AS (
-    SELECT s.run_id,
-        count(*) AS total,
-        count(*) FILTER (WHERE s.status = 'failed') AS failed,
-        count(*) FILTER (WHERE s.status = 'cancelled') AS cancelled,
-        COALESCE(sum(s.records_written), 0)::bigint AS records
-    FROM faucet_shards s
-    JOIN faucet_runs p ON p.run_id = s.run_id AND p.status = 'sharded'
-    GROUP BY s.run_id
-    HAVING count(*) FILTER (WHERE s.status IN ('pending', 'running')) = 0
-), outcome AS (
-    SELECT done.run_id, done.records,
-        CASE WHEN done.failed > 0 THEN 'failed'
-             WHEN done.cancelled > 0 THEN 'cancelled'
-             ELSE 'completed' END AS status,
-        CASE WHEN done.failed > 0 THEN format('%s/%s shard(s) failed', done.failed, done.total) END AS error
-    FROM done
-)
-UPDATE faucet_runs r SET
-    status = o.status,
-    finished_at = $1::timestamptz,
-    error = o.error,
-    records_written = o.records,
-    record = r.record || jsonb_build_object(
-        'status', o.status,
-        'finished_at', $1::timestamptz,
-        'error', o.error,
-        'records_written', o.records,
-        'elapsed_secs', COALESCE(NULLIF(r.record -> 'elapsed_secs', 'null'::jsonb),
-                                 to_jsonb(date_part('epoch', $1::timestamptz - r.started_at))))
-FROM outcome o
-WHERE r.run_id = o.run_id AND r.status = 'sharded'
-RETURNING r.run_id
-`
-
-// Finalizes, in one statement, every sharded run whose shards are all
-// terminal: failed if any shard failed, else cancelled if any was cancelled,
-// else completed. Fenced on status sharded, so a concurrent finalize of the
-// same run is a no-op.
-func (q *Queries) ShardFinalizeCompletedParents(ctx context.Context, now time.Time) ([]string, error) {
-	rows, err := q.db.Query(ctx, shardFinalizeCompletedParents, now)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []string
-	for rows.Next() {
-		var run_id string
-		if err := rows.Scan(&run_id); err != nil {
-			return nil, err
-		}
-		items = append(items, run_id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const shardInsert = `-- name: ShardInsert :execrows
-INSERT INTO faucet_shards (run_id, shard_id, descriptor, size_estimate)
-SELECT $1, s.shard_id, s.descriptor, s.size_estimate
-FROM jsonb_to_recordset($2::jsonb) AS s(shard_id text, descriptor jsonb, size_estimate bigint)
-ON CONFLICT (run_id, shard_id) DO NOTHING
-`
-
-type ShardInsertParams struct {
-	RunID  string
-	Shards []byte
-}
-
-// Inserts a run's shard set from a JSON array of
-// {shard_id, descriptor, size_estimate}; shards already present are kept.
-func (q *Queries) ShardInsert(ctx context.Context, arg ShardInsertParams) (int64, error) {
-	result, err := q.db.Exec(ctx, shardInsert, arg.RunID, arg.Shards)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
 const shardPendingCancellations = `-- name: ShardPendingCancellations :many
 SELECT DISTINCT s.run_id
 FROM faucet_shards s
@@ -266,6 +238,33 @@ func (q *Queries) ShardPendingCancellations(ctx context.Context, owner string) (
 		return nil, err
 	}
 	return items, nil
+}
+
+const shardPoisonLapsed = `-- name: ShardPoisonLapsed :execrows
+UPDATE faucet_shards SET
+    status = 'failed',
+    finished_at = $1::timestamptz,
+    error = format($2::text, attempt + 1, attempt),
+    owner = NULL,
+    lease_expires_at = NULL
+WHERE status = 'running'
+  AND (lease_expires_at IS NULL OR lease_expires_at < $1::timestamptz)
+  AND attempt >= $3::integer
+`
+
+type ShardPoisonLapsedParams struct {
+	Now         time.Time
+	ErrorFormat string
+	MaxAttempts int32
+}
+
+// error_format gets the row's attempt+1 and attempt (db.PoisonErrorFormat).
+func (q *Queries) ShardPoisonLapsed(ctx context.Context, arg ShardPoisonLapsedParams) (int64, error) {
+	result, err := q.db.Exec(ctx, shardPoisonLapsed, arg.Now, arg.ErrorFormat, arg.MaxAttempts)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const shardProgress = `-- name: ShardProgress :one
@@ -360,57 +359,6 @@ func (q *Queries) ShardPurgeOrphans(ctx context.Context) (int64, error) {
 	return result.RowsAffected(), nil
 }
 
-const shardReclaimPoison = `-- name: ShardReclaimPoison :execrows
-UPDATE faucet_shards SET
-    status = 'failed',
-    finished_at = $1::timestamptz,
-    error = format($2::text, attempt + 1, attempt),
-    owner = NULL,
-    lease_expires_at = NULL
-WHERE status = 'running'
-  AND (lease_expires_at IS NULL OR lease_expires_at < $1::timestamptz)
-  AND attempt >= $3::integer
-`
-
-type ShardReclaimPoisonParams struct {
-	Now         time.Time
-	ErrorFormat string
-	MaxAttempts int32
-}
-
-// error_format gets the row's attempt+1 and attempt (db.PoisonErrorFormat).
-func (q *Queries) ShardReclaimPoison(ctx context.Context, arg ShardReclaimPoisonParams) (int64, error) {
-	result, err := q.db.Exec(ctx, shardReclaimPoison, arg.Now, arg.ErrorFormat, arg.MaxAttempts)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
-const shardReclaimRequeue = `-- name: ShardReclaimRequeue :execrows
-UPDATE faucet_shards SET
-    status = 'pending',
-    owner = NULL,
-    lease_expires_at = NULL,
-    attempt = attempt + 1
-WHERE status = 'running'
-  AND (lease_expires_at IS NULL OR lease_expires_at < $1::timestamptz)
-  AND attempt < $2::integer
-`
-
-type ShardReclaimRequeueParams struct {
-	Now         time.Time
-	MaxAttempts int32
-}
-
-func (q *Queries) ShardReclaimRequeue(ctx context.Context, arg ShardReclaimRequeueParams) (int64, error) {
-	result, err := q.db.Exec(ctx, shardReclaimRequeue, arg.Now, arg.MaxAttempts)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
 const shardRelease = `-- name: ShardRelease :execrows
 UPDATE faucet_shards SET status = 'pending', owner = NULL, lease_expires_at = NULL, attempt = attempt + 1
 WHERE run_id = $1 AND shard_id = $2 AND owner = $3::text AND status = 'running'
@@ -443,6 +391,30 @@ type ShardRenewLeasesParams struct {
 
 func (q *Queries) ShardRenewLeases(ctx context.Context, arg ShardRenewLeasesParams) (int64, error) {
 	result, err := q.db.Exec(ctx, shardRenewLeases, arg.LeaseExpiresAt, arg.Owner)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const shardRequeueLapsed = `-- name: ShardRequeueLapsed :execrows
+UPDATE faucet_shards SET
+    status = 'pending',
+    owner = NULL,
+    lease_expires_at = NULL,
+    attempt = attempt + 1
+WHERE status = 'running'
+  AND (lease_expires_at IS NULL OR lease_expires_at < $1::timestamptz)
+  AND attempt < $2::integer
+`
+
+type ShardRequeueLapsedParams struct {
+	Now         time.Time
+	MaxAttempts int32
+}
+
+func (q *Queries) ShardRequeueLapsed(ctx context.Context, arg ShardRequeueLapsedParams) (int64, error) {
+	result, err := q.db.Exec(ctx, shardRequeueLapsed, arg.Now, arg.MaxAttempts)
 	if err != nil {
 		return 0, err
 	}

@@ -82,12 +82,12 @@ func (q *Queries) InstanceListLive(ctx context.Context, since int64) ([]FaucetIn
 	return items, nil
 }
 
-const instancePrune = `-- name: InstancePrune :execrows
+const instancePurge = `-- name: InstancePurge :execrows
 DELETE FROM faucet_instances WHERE last_heartbeat < ?1
 `
 
-func (q *Queries) InstancePrune(ctx context.Context, before int64) (int64, error) {
-	result, err := q.db.ExecContext(ctx, instancePrune, before)
+func (q *Queries) InstancePurge(ctx context.Context, before int64) (int64, error) {
+	result, err := q.db.ExecContext(ctx, instancePurge, before)
 	if err != nil {
 		return 0, err
 	}

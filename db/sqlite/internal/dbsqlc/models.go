@@ -48,7 +48,8 @@ type FaucetRun struct {
 	Attempt           int64
 	RecordsWritten    int64
 	Error             *string
-	Record            string
+	Submission        string
+	Invocations       *string
 }
 
 type FaucetRunLog struct {

@@ -13,19 +13,17 @@ const runCancelPending = `-- name: RunCancelPending :execrows
 UPDATE faucet_runs
 SET status = 'cancelled',
     finished_at = ?1,
-    lease_expires_at = NULL,
-    record = json_set(record, '$.status', 'cancelled', '$.finished_at', CAST(?2 AS TEXT))
-WHERE run_id = ?3 AND status = 'pending'
+    lease_expires_at = NULL
+WHERE run_id = ?2 AND status = 'pending'
 `
 
 type RunCancelPendingParams struct {
-	Now     *int64
-	NowText string
-	RunID   string
+	Now   *int64
+	RunID string
 }
 
 func (q *Queries) RunCancelPending(ctx context.Context, arg RunCancelPendingParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, runCancelPending, arg.Now, arg.NowText, arg.RunID)
+	result, err := q.db.ExecContext(ctx, runCancelPending, arg.Now, arg.RunID)
 	if err != nil {
 		return 0, err
 	}
@@ -37,22 +35,20 @@ UPDATE faucet_runs
 SET status = 'running',
     started_at = ?1,
     owner = ?2,
-    lease_expires_at = ?3,
-    record = json_set(record, '$.status', 'running', '$.started_at', CAST(?4 AS TEXT))
+    lease_expires_at = ?3
 WHERE +status = 'pending'
   AND rowid IN (
       SELECT p.rowid FROM faucet_runs p
       WHERE p.status = 'pending'
       ORDER BY p.submitted_at, p.run_id
-      LIMIT ?5)
-RETURNING run_id, name, labels, status, submitted_at, started_at, finished_at, idempotency_key, owner, lease_expires_at, cancel_requested_at, attempt, records_written, error, record
+      LIMIT ?4)
+RETURNING run_id, name, labels, status, submitted_at, started_at, finished_at, idempotency_key, owner, lease_expires_at, cancel_requested_at, attempt, records_written, error, submission, invocations
 `
 
 type RunClaimPendingParams struct {
 	Now            *int64
 	Owner          *string
 	LeaseExpiresAt *int64
-	NowText        string
 	RowLimit       int64
 }
 
@@ -66,7 +62,6 @@ func (q *Queries) RunClaimPending(ctx context.Context, arg RunClaimPendingParams
 		arg.Now,
 		arg.Owner,
 		arg.LeaseExpiresAt,
-		arg.NowText,
 		arg.RowLimit,
 	)
 	if err != nil {
@@ -91,7 +86,8 @@ func (q *Queries) RunClaimPending(ctx context.Context, arg RunClaimPendingParams
 			&i.Attempt,
 			&i.RecordsWritten,
 			&i.Error,
-			&i.Record,
+			&i.Submission,
+			&i.Invocations,
 		); err != nil {
 			return nil, err
 		}
@@ -119,26 +115,125 @@ func (q *Queries) RunDelete(ctx context.Context, runID string) (int64, error) {
 	return result.RowsAffected()
 }
 
-const runFinalizeOwned = `-- name: RunFinalizeOwned :execrows
+const runFailLapsed = `-- name: RunFailLapsed :execrows
 UPDATE faucet_runs
-SET name = ?1,
-    labels = ?2,
-    status = ?3,
-    submitted_at = ?4,
-    started_at = ?5,
-    finished_at = ?6,
-    idempotency_key = ?7,
-    lease_expires_at = NULL,
-    attempt = ?8,
-    records_written = ?9,
-    error = ?10,
-    record = ?11
-WHERE run_id = ?12
-  AND owner = ?13
-  AND status NOT IN ('completed', 'failed', 'cancelled')
+SET status = 'failed',
+    finished_at = ?1,
+    error = ?2,
+    owner = NULL,
+    lease_expires_at = NULL
+WHERE status IN ('queued', 'running')
+  AND (lease_expires_at IS NULL OR lease_expires_at < ?1)
 `
 
-type RunFinalizeOwnedParams struct {
+type RunFailLapsedParams struct {
+	Now   *int64
+	Error *string
+}
+
+func (q *Queries) RunFailLapsed(ctx context.Context, arg RunFailLapsedParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, runFailLapsed, arg.Now, arg.Error)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const runFailUnfinished = `-- name: RunFailUnfinished :many
+UPDATE faucet_runs
+SET status = 'failed',
+    finished_at = ?1,
+    error = ?2,
+    owner = NULL,
+    lease_expires_at = NULL
+WHERE status IN ('queued', 'running')
+RETURNING run_id
+`
+
+type RunFailUnfinishedParams struct {
+	Now   *int64
+	Error *string
+}
+
+func (q *Queries) RunFailUnfinished(ctx context.Context, arg RunFailUnfinishedParams) ([]string, error) {
+	rows, err := q.db.QueryContext(ctx, runFailUnfinished, arg.Now, arg.Error)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var run_id string
+		if err := rows.Scan(&run_id); err != nil {
+			return nil, err
+		}
+		items = append(items, run_id)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const runFinalizeShardedParent = `-- name: RunFinalizeShardedParent :execrows
+UPDATE faucet_runs
+SET status = ?1,
+    finished_at = ?2,
+    error = ?3,
+    records_written = (SELECT coalesce(sum(s.records_written), 0) FROM faucet_shards s WHERE s.run_id = faucet_runs.run_id)
+WHERE faucet_runs.run_id = ?4 AND faucet_runs.status = 'sharded'
+  AND NOT EXISTS (SELECT 1 FROM faucet_shards s
+                  WHERE s.run_id = faucet_runs.run_id AND s.status IN ('pending', 'running'))
+`
+
+type RunFinalizeShardedParentParams struct {
+	Status     string
+	FinishedAt *int64
+	Error      *string
+	RunID      string
+}
+
+// RunFinalizeShardedParent finalizes a sharded run none of whose shards is
+// pending or running; records_written becomes the sum over its shards.
+func (q *Queries) RunFinalizeShardedParent(ctx context.Context, arg RunFinalizeShardedParentParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, runFinalizeShardedParent,
+		arg.Status,
+		arg.FinishedAt,
+		arg.Error,
+		arg.RunID,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const runFinish = `-- name: RunFinish :exec
+INSERT INTO faucet_runs (
+    run_id, name, labels, status, submitted_at, started_at, finished_at,
+    idempotency_key, owner, lease_expires_at, attempt, records_written, error, submission, invocations
+) VALUES (
+    ?1, ?2, ?3, ?4,
+    ?5, ?6, ?7,
+    ?8, ?9, NULL,
+    ?10, ?11, ?12, ?13, ?14
+)
+ON CONFLICT (run_id) DO UPDATE SET
+    status = excluded.status,
+    started_at = excluded.started_at,
+    finished_at = excluded.finished_at,
+    records_written = excluded.records_written,
+    error = excluded.error,
+    invocations = excluded.invocations,
+    owner = excluded.owner,
+    lease_expires_at = NULL
+`
+
+type RunFinishParams struct {
+	RunID          string
 	Name           *string
 	Labels         string
 	Status         string
@@ -146,16 +241,19 @@ type RunFinalizeOwnedParams struct {
 	StartedAt      *int64
 	FinishedAt     *int64
 	IdempotencyKey *string
+	Owner          *string
 	Attempt        int64
 	RecordsWritten int64
 	Error          *string
-	Record         string
-	RunID          string
-	Owner          *string
+	Submission     string
+	Invocations    *string
 }
 
-func (q *Queries) RunFinalizeOwned(ctx context.Context, arg RunFinalizeOwnedParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, runFinalizeOwned,
+// RunFinish writes a run's terminal columns, inserting the whole run when
+// the store lacks it; the submission of a stored run is never rewritten.
+func (q *Queries) RunFinish(ctx context.Context, arg RunFinishParams) error {
+	_, err := q.db.ExecContext(ctx, runFinish,
+		arg.RunID,
 		arg.Name,
 		arg.Labels,
 		arg.Status,
@@ -163,10 +261,52 @@ func (q *Queries) RunFinalizeOwned(ctx context.Context, arg RunFinalizeOwnedPara
 		arg.StartedAt,
 		arg.FinishedAt,
 		arg.IdempotencyKey,
+		arg.Owner,
 		arg.Attempt,
 		arg.RecordsWritten,
 		arg.Error,
-		arg.Record,
+		arg.Submission,
+		arg.Invocations,
+	)
+	return err
+}
+
+const runFinishOwned = `-- name: RunFinishOwned :execrows
+UPDATE faucet_runs
+SET status = ?1,
+    started_at = ?2,
+    finished_at = ?3,
+    records_written = ?4,
+    error = ?5,
+    invocations = ?6,
+    lease_expires_at = NULL
+WHERE run_id = ?7
+  AND owner = ?8
+  AND status NOT IN ('completed', 'failed', 'cancelled')
+`
+
+type RunFinishOwnedParams struct {
+	Status         string
+	StartedAt      *int64
+	FinishedAt     *int64
+	RecordsWritten int64
+	Error          *string
+	Invocations    *string
+	RunID          string
+	Owner          *string
+}
+
+// RunFinishOwned writes a run's terminal columns only while the caller owns
+// it and it is not terminal: the first finalizer wins, a reclaimed run is
+// not overwritten.
+func (q *Queries) RunFinishOwned(ctx context.Context, arg RunFinishOwnedParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, runFinishOwned,
+		arg.Status,
+		arg.StartedAt,
+		arg.FinishedAt,
+		arg.RecordsWritten,
+		arg.Error,
+		arg.Invocations,
 		arg.RunID,
 		arg.Owner,
 	)
@@ -176,45 +316,8 @@ func (q *Queries) RunFinalizeOwned(ctx context.Context, arg RunFinalizeOwnedPara
 	return result.RowsAffected()
 }
 
-const runFinalizeShardedParent = `-- name: RunFinalizeShardedParent :execrows
-UPDATE faucet_runs
-SET status = ?1,
-    finished_at = ?2,
-    error = ?3,
-    records_written = (SELECT coalesce(sum(s.records_written), 0) FROM faucet_shards s WHERE s.run_id = faucet_runs.run_id),
-    record = json_set(record,
-        '$.status', ?1,
-        '$.finished_at', CAST(?4 AS TEXT),
-        '$.error', ?3,
-        '$.records_written', (SELECT coalesce(sum(s.records_written), 0) FROM faucet_shards s WHERE s.run_id = faucet_runs.run_id),
-        '$.elapsed_secs', coalesce(json_extract(record, '$.elapsed_secs'), (?2 - faucet_runs.started_at) / 1e6))
-WHERE faucet_runs.run_id = ?5 AND faucet_runs.status = 'sharded'
-`
-
-type RunFinalizeShardedParentParams struct {
-	Status         string
-	FinishedAt     *int64
-	Error          *string
-	FinishedAtText string
-	RunID          string
-}
-
-func (q *Queries) RunFinalizeShardedParent(ctx context.Context, arg RunFinalizeShardedParentParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, runFinalizeShardedParent,
-		arg.Status,
-		arg.FinishedAt,
-		arg.Error,
-		arg.FinishedAtText,
-		arg.RunID,
-	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected()
-}
-
 const runGet = `-- name: RunGet :one
-SELECT run_id, name, labels, status, submitted_at, started_at, finished_at, idempotency_key, owner, lease_expires_at, cancel_requested_at, attempt, records_written, error, record FROM faucet_runs WHERE run_id = ?1
+SELECT run_id, name, labels, status, submitted_at, started_at, finished_at, idempotency_key, owner, lease_expires_at, cancel_requested_at, attempt, records_written, error, submission, invocations FROM faucet_runs WHERE run_id = ?1
 `
 
 func (q *Queries) RunGet(ctx context.Context, runID string) (FaucetRun, error) {
@@ -235,13 +338,14 @@ func (q *Queries) RunGet(ctx context.Context, runID string) (FaucetRun, error) {
 		&i.Attempt,
 		&i.RecordsWritten,
 		&i.Error,
-		&i.Record,
+		&i.Submission,
+		&i.Invocations,
 	)
 	return i, err
 }
 
 const runGetMany = `-- name: RunGetMany :many
-SELECT run_id, name, labels, status, submitted_at, started_at, finished_at, idempotency_key, owner, lease_expires_at, cancel_requested_at, attempt, records_written, error, record FROM faucet_runs
+SELECT run_id, name, labels, status, submitted_at, started_at, finished_at, idempotency_key, owner, lease_expires_at, cancel_requested_at, attempt, records_written, error, submission, invocations FROM faucet_runs
 WHERE run_id IN (SELECT value FROM json_each(CAST(?1 AS TEXT)))
 `
 
@@ -269,7 +373,8 @@ func (q *Queries) RunGetMany(ctx context.Context, runIds string) ([]FaucetRun, e
 			&i.Attempt,
 			&i.RecordsWritten,
 			&i.Error,
-			&i.Record,
+			&i.Submission,
+			&i.Invocations,
 		); err != nil {
 			return nil, err
 		}
@@ -284,15 +389,65 @@ func (q *Queries) RunGetMany(ctx context.Context, runIds string) ([]FaucetRun, e
 	return items, nil
 }
 
+const runInsert = `-- name: RunInsert :exec
+INSERT INTO faucet_runs (
+    run_id, name, labels, status, submitted_at, started_at, finished_at,
+    idempotency_key, owner, lease_expires_at, attempt, records_written, error, submission, invocations
+) VALUES (
+    ?1, ?2, ?3, ?4,
+    ?5, ?6, ?7,
+    ?8, ?9, ?10,
+    ?11, ?12, ?13, ?14, ?15
+)
+`
+
+type RunInsertParams struct {
+	RunID          string
+	Name           *string
+	Labels         string
+	Status         string
+	SubmittedAt    int64
+	StartedAt      *int64
+	FinishedAt     *int64
+	IdempotencyKey *string
+	Owner          *string
+	LeaseExpiresAt *int64
+	Attempt        int64
+	RecordsWritten int64
+	Error          *string
+	Submission     string
+	Invocations    *string
+}
+
+func (q *Queries) RunInsert(ctx context.Context, arg RunInsertParams) error {
+	_, err := q.db.ExecContext(ctx, runInsert,
+		arg.RunID,
+		arg.Name,
+		arg.Labels,
+		arg.Status,
+		arg.SubmittedAt,
+		arg.StartedAt,
+		arg.FinishedAt,
+		arg.IdempotencyKey,
+		arg.Owner,
+		arg.LeaseExpiresAt,
+		arg.Attempt,
+		arg.RecordsWritten,
+		arg.Error,
+		arg.Submission,
+		arg.Invocations,
+	)
+	return err
+}
+
 const runList = `-- name: RunList :many
-SELECT run_id, name, labels, status, submitted_at, started_at, finished_at, idempotency_key, owner, lease_expires_at, cancel_requested_at, attempt, records_written, error, record FROM faucet_runs
+SELECT run_id, name, labels, status, submitted_at, started_at, finished_at, idempotency_key, owner, lease_expires_at, cancel_requested_at, attempt, records_written, error, submission, invocations FROM faucet_runs
 WHERE (CAST(?1 AS TEXT) IS NULL OR status IN (SELECT value FROM json_each(?1)))
   AND (CAST(?2 AS TEXT) IS NULL OR name = ?2)
   AND (CAST(?3 AS INTEGER) IS NULL OR submitted_at >= ?3)
   AND (CAST(?4 AS INTEGER) IS NULL OR submitted_at <= ?4)
   AND (submitted_at, run_id) < (
-      SELECT CASE WHEN ?5 = '' THEN 9223372036854775807 ELSE max(c.submitted_at) END,
-             coalesce(max(c.run_id), '')
+      SELECT CASE WHEN CAST(?5 AS TEXT) = '' THEN 9223372036854775807 ELSE max(c.submitted_at) END, coalesce(max(c.run_id), '')
       FROM faucet_runs c WHERE c.run_id = ?5)
 ORDER BY submitted_at DESC, run_id DESC
 LIMIT ?6
@@ -303,14 +458,14 @@ type RunListParams struct {
 	Name     *string
 	Since    *int64
 	Until    *int64
-	Cursor   interface{}
+	Cursor   string
 	RowLimit int64
 }
 
 // RunList pages newest first. statuses is a JSON array (NULL: every status);
 // the keyset bound is the cursor run's (submitted_at, run_id), above every
-// row without a cursor, and NULL, which selects nothing, when the cursor
-// names no run (the store then tells it apart from a last page).
+// row without a cursor, and NULL, which no row passes, for a cursor that
+// names no run.
 func (q *Queries) RunList(ctx context.Context, arg RunListParams) ([]FaucetRun, error) {
 	rows, err := q.db.QueryContext(ctx, runList,
 		arg.Statuses,
@@ -342,7 +497,8 @@ func (q *Queries) RunList(ctx context.Context, arg RunListParams) ([]FaucetRun, 
 			&i.Attempt,
 			&i.RecordsWritten,
 			&i.Error,
-			&i.Record,
+			&i.Submission,
+			&i.Invocations,
 		); err != nil {
 			return nil, err
 		}
@@ -358,14 +514,13 @@ func (q *Queries) RunList(ctx context.Context, arg RunListParams) ([]FaucetRun, 
 }
 
 const runListActive = `-- name: RunListActive :many
-SELECT run_id, name, labels, status, submitted_at, started_at, finished_at, idempotency_key, owner, lease_expires_at, cancel_requested_at, attempt, records_written, error, record FROM faucet_runs INDEXED BY faucet_runs_status_submitted_idx
+SELECT run_id, name, labels, status, submitted_at, started_at, finished_at, idempotency_key, owner, lease_expires_at, cancel_requested_at, attempt, records_written, error, submission, invocations FROM faucet_runs INDEXED BY faucet_runs_status_submitted_idx
 WHERE status IN (SELECT value FROM json_each(CAST(?1 AS TEXT)))
   AND (CAST(?2 AS TEXT) IS NULL OR name = ?2)
   AND (CAST(?3 AS INTEGER) IS NULL OR submitted_at >= ?3)
   AND (CAST(?4 AS INTEGER) IS NULL OR submitted_at <= ?4)
   AND (submitted_at, run_id) < (
-      SELECT CASE WHEN ?5 = '' THEN 9223372036854775807 ELSE max(c.submitted_at) END,
-             coalesce(max(c.run_id), '')
+      SELECT CASE WHEN CAST(?5 AS TEXT) = '' THEN 9223372036854775807 ELSE max(c.submitted_at) END, coalesce(max(c.run_id), '')
       FROM faucet_runs c WHERE c.run_id = ?5)
 ORDER BY submitted_at DESC, run_id DESC
 LIMIT ?6
@@ -376,7 +531,7 @@ type RunListActiveParams struct {
 	Name     *string
 	Since    *int64
 	Until    *int64
-	Cursor   interface{}
+	Cursor   string
 	RowLimit int64
 }
 
@@ -415,7 +570,8 @@ func (q *Queries) RunListActive(ctx context.Context, arg RunListActiveParams) ([
 			&i.Attempt,
 			&i.RecordsWritten,
 			&i.Error,
-			&i.Record,
+			&i.Submission,
+			&i.Invocations,
 		); err != nil {
 			return nil, err
 		}
@@ -432,8 +588,7 @@ func (q *Queries) RunListActive(ctx context.Context, arg RunListActiveParams) ([
 
 const runMarkSharded = `-- name: RunMarkSharded :one
 UPDATE faucet_runs
-SET status = 'sharded',
-    record = json_set(record, '$.status', 'sharded')
+SET status = 'sharded'
 WHERE run_id = ?1 AND owner = ?2 AND status IN ('running', 'sharded')
 RETURNING cancel_requested_at IS NOT NULL AS cancel_requested
 `
@@ -482,6 +637,33 @@ func (q *Queries) RunPendingCancellations(ctx context.Context, owner *string) ([
 	return items, nil
 }
 
+const runPoisonLapsed = `-- name: RunPoisonLapsed :execrows
+UPDATE faucet_runs
+SET status = 'failed',
+    finished_at = ?1,
+    owner = NULL,
+    lease_expires_at = NULL,
+    error = printf(CAST(?2 AS TEXT), attempt + 1, attempt)
+WHERE status = 'running'
+  AND (lease_expires_at IS NULL OR lease_expires_at < ?1)
+  AND attempt >= ?3
+`
+
+type RunPoisonLapsedParams struct {
+	Now         *int64
+	ErrorFormat string
+	MaxAttempts int64
+}
+
+// error_format gets the row's attempt+1 and attempt (db.PoisonErrorFormat).
+func (q *Queries) RunPoisonLapsed(ctx context.Context, arg RunPoisonLapsedParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, runPoisonLapsed, arg.Now, arg.ErrorFormat, arg.MaxAttempts)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const runPurge = `-- name: RunPurge :execrows
 DELETE FROM faucet_runs INDEXED BY faucet_runs_finished_idx
 WHERE status IN ('completed', 'failed', 'cancelled') AND finished_at < ?1
@@ -495,106 +677,12 @@ func (q *Queries) RunPurge(ctx context.Context, before *int64) (int64, error) {
 	return result.RowsAffected()
 }
 
-const runReclaimPoison = `-- name: RunReclaimPoison :execrows
-UPDATE faucet_runs
-SET status = 'failed',
-    finished_at = ?1,
-    owner = NULL,
-    lease_expires_at = NULL,
-    error = printf(CAST(?2 AS TEXT), attempt + 1, attempt),
-    record = json_set(record,
-        '$.status', 'failed',
-        '$.finished_at', CAST(?3 AS TEXT),
-        '$.error', printf(CAST(?2 AS TEXT), attempt + 1, attempt),
-        '$.elapsed_secs', coalesce(json_extract(record, '$.elapsed_secs'), (?1 - faucet_runs.started_at) / 1e6))
-WHERE status = 'running'
-  AND (lease_expires_at IS NULL OR lease_expires_at < ?1)
-  AND attempt >= ?4
-`
-
-type RunReclaimPoisonParams struct {
-	Now         *int64
-	ErrorFormat string
-	NowText     string
-	MaxAttempts int64
-}
-
-// error_format gets the row's attempt+1 and attempt (db.PoisonErrorFormat).
-func (q *Queries) RunReclaimPoison(ctx context.Context, arg RunReclaimPoisonParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, runReclaimPoison,
-		arg.Now,
-		arg.ErrorFormat,
-		arg.NowText,
-		arg.MaxAttempts,
-	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected()
-}
-
-const runReclaimRequeue = `-- name: RunReclaimRequeue :execrows
-UPDATE faucet_runs
-SET status = 'pending',
-    owner = NULL,
-    lease_expires_at = NULL,
-    attempt = attempt + 1,
-    record = json_set(record, '$.status', 'pending', '$.attempt', attempt + 1)
-WHERE status = 'running'
-  AND (lease_expires_at IS NULL OR lease_expires_at < ?1)
-  AND attempt < ?2
-`
-
-type RunReclaimRequeueParams struct {
-	Now         *int64
-	MaxAttempts int64
-}
-
-func (q *Queries) RunReclaimRequeue(ctx context.Context, arg RunReclaimRequeueParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, runReclaimRequeue, arg.Now, arg.MaxAttempts)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected()
-}
-
-const runRecoverOrphans = `-- name: RunRecoverOrphans :execrows
-UPDATE faucet_runs
-SET status = 'failed',
-    finished_at = ?1,
-    error = ?2,
-    owner = NULL,
-    lease_expires_at = NULL,
-    record = json_set(record,
-        '$.status', 'failed',
-        '$.finished_at', CAST(?3 AS TEXT),
-        '$.error', ?2,
-        '$.elapsed_secs', coalesce(json_extract(record, '$.elapsed_secs'), (?1 - faucet_runs.started_at) / 1e6))
-WHERE status IN ('queued', 'running')
-  AND (lease_expires_at IS NULL OR lease_expires_at < ?1)
-`
-
-type RunRecoverOrphansParams struct {
-	Now     *int64
-	Error   *string
-	NowText string
-}
-
-func (q *Queries) RunRecoverOrphans(ctx context.Context, arg RunRecoverOrphansParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, runRecoverOrphans, arg.Now, arg.Error, arg.NowText)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected()
-}
-
 const runRelease = `-- name: RunRelease :execrows
 UPDATE faucet_runs
 SET status = 'pending',
     owner = NULL,
     lease_expires_at = NULL,
-    attempt = attempt + 1,
-    record = json_set(record, '$.status', 'pending', '$.attempt', attempt + 1)
+    attempt = attempt + 1
 WHERE run_id = ?1 AND owner = ?2 AND status = 'running'
 `
 
@@ -648,10 +736,33 @@ func (q *Queries) RunRequestCancel(ctx context.Context, arg RunRequestCancelPara
 	return status, err
 }
 
+const runRequeueLapsed = `-- name: RunRequeueLapsed :execrows
+UPDATE faucet_runs
+SET status = 'pending',
+    owner = NULL,
+    lease_expires_at = NULL,
+    attempt = attempt + 1
+WHERE status = 'running'
+  AND (lease_expires_at IS NULL OR lease_expires_at < ?1)
+  AND attempt < ?2
+`
+
+type RunRequeueLapsedParams struct {
+	Now         *int64
+	MaxAttempts int64
+}
+
+func (q *Queries) RunRequeueLapsed(ctx context.Context, arg RunRequeueLapsedParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, runRequeueLapsed, arg.Now, arg.MaxAttempts)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const runSetProgress = `-- name: RunSetProgress :execrows
 UPDATE faucet_runs
-SET records_written = ?1,
-    record = json_set(record, '$.records_written', ?1)
+SET records_written = ?1
 WHERE run_id = ?2 AND owner = ?3 AND status = 'running'
 `
 
@@ -674,15 +785,13 @@ const runStart = `-- name: RunStart :execrows
 UPDATE faucet_runs
 SET status = 'running',
     started_at = ?1,
-    lease_expires_at = ?2,
-    record = json_set(record, '$.status', 'running', '$.started_at', CAST(?3 AS TEXT))
-WHERE run_id = ?4 AND owner = ?5 AND status = 'queued'
+    lease_expires_at = ?2
+WHERE run_id = ?3 AND owner = ?4 AND status = 'queued'
 `
 
 type RunStartParams struct {
 	StartedAt      *int64
 	LeaseExpiresAt *int64
-	StartedAtText  string
 	RunID          string
 	Owner          *string
 }
@@ -691,7 +800,6 @@ func (q *Queries) RunStart(ctx context.Context, arg RunStartParams) (int64, erro
 	result, err := q.db.ExecContext(ctx, runStart,
 		arg.StartedAt,
 		arg.LeaseExpiresAt,
-		arg.StartedAtText,
 		arg.RunID,
 		arg.Owner,
 	)
@@ -710,67 +818,4 @@ func (q *Queries) RunStatus(ctx context.Context, runID string) (string, error) {
 	var status string
 	err := row.Scan(&status)
 	return status, err
-}
-
-const runUpsert = `-- name: RunUpsert :exec
-INSERT INTO faucet_runs (
-    run_id, name, labels, status, submitted_at, started_at, finished_at,
-    idempotency_key, owner, lease_expires_at, attempt, records_written, error, record
-) VALUES (
-    ?1, ?2, ?3, ?4,
-    ?5, ?6, ?7,
-    ?8, ?9, ?10,
-    ?11, ?12, ?13, ?14
-)
-ON CONFLICT (run_id) DO UPDATE SET
-    name = excluded.name,
-    labels = excluded.labels,
-    status = excluded.status,
-    submitted_at = excluded.submitted_at,
-    started_at = excluded.started_at,
-    finished_at = excluded.finished_at,
-    idempotency_key = excluded.idempotency_key,
-    owner = excluded.owner,
-    lease_expires_at = excluded.lease_expires_at,
-    attempt = excluded.attempt,
-    records_written = excluded.records_written,
-    error = excluded.error,
-    record = excluded.record
-`
-
-type RunUpsertParams struct {
-	RunID          string
-	Name           *string
-	Labels         string
-	Status         string
-	SubmittedAt    int64
-	StartedAt      *int64
-	FinishedAt     *int64
-	IdempotencyKey *string
-	Owner          *string
-	LeaseExpiresAt *int64
-	Attempt        int64
-	RecordsWritten int64
-	Error          *string
-	Record         string
-}
-
-func (q *Queries) RunUpsert(ctx context.Context, arg RunUpsertParams) error {
-	_, err := q.db.ExecContext(ctx, runUpsert,
-		arg.RunID,
-		arg.Name,
-		arg.Labels,
-		arg.Status,
-		arg.SubmittedAt,
-		arg.StartedAt,
-		arg.FinishedAt,
-		arg.IdempotencyKey,
-		arg.Owner,
-		arg.LeaseExpiresAt,
-		arg.Attempt,
-		arg.RecordsWritten,
-		arg.Error,
-		arg.Record,
-	)
-	return err
 }

@@ -11,17 +11,18 @@ import (
 
 const shardCancelPending = `-- name: ShardCancelPending :execrows
 UPDATE faucet_shards
-SET status = 'cancelled', finished_at = ?1, error = 'run cancelled before the shard started'
-WHERE run_id = ?2 AND status = 'pending'
+SET status = 'cancelled', finished_at = ?1, error = ?2
+WHERE run_id = ?3 AND status = 'pending'
 `
 
 type ShardCancelPendingParams struct {
 	Now   *int64
+	Error *string
 	RunID string
 }
 
 func (q *Queries) ShardCancelPending(ctx context.Context, arg ShardCancelPendingParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, shardCancelPending, arg.Now, arg.RunID)
+	result, err := q.db.ExecContext(ctx, shardCancelPending, arg.Now, arg.Error, arg.RunID)
 	if err != nil {
 		return 0, err
 	}
@@ -30,18 +31,23 @@ func (q *Queries) ShardCancelPending(ctx context.Context, arg ShardCancelPending
 
 const shardCancelStranded = `-- name: ShardCancelStranded :execrows
 UPDATE faucet_shards
-SET status = 'cancelled', finished_at = ?1, error = 'run cancelled before the shard finished'
+SET status = 'cancelled', finished_at = ?1, error = ?2
 WHERE status = 'pending'
   AND run_id IN (SELECT r.run_id FROM faucet_runs r
                  WHERE r.status = 'sharded' AND r.cancel_requested_at IS NOT NULL)
 `
 
+type ShardCancelStrandedParams struct {
+	Now   *int64
+	Error *string
+}
+
 // Cancels the pending shards of sharded runs that carry a cancel request. No
 // member claims them (ShardClaim skips such runs), so a shard that went back
 // to pending after the cancel (its worker's lease lapsed, or the worker shut
 // down and handed it back) would otherwise keep its run sharded forever.
-func (q *Queries) ShardCancelStranded(ctx context.Context, now *int64) (int64, error) {
-	result, err := q.db.ExecContext(ctx, shardCancelStranded, now)
+func (q *Queries) ShardCancelStranded(ctx context.Context, arg ShardCancelStrandedParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, shardCancelStranded, arg.Now, arg.Error)
 	if err != nil {
 		return 0, err
 	}
@@ -257,6 +263,33 @@ func (q *Queries) ShardPendingCancellations(ctx context.Context, owner *string) 
 	return items, nil
 }
 
+const shardPoisonLapsed = `-- name: ShardPoisonLapsed :execrows
+UPDATE faucet_shards
+SET status = 'failed',
+    finished_at = ?1,
+    owner = NULL,
+    lease_expires_at = NULL,
+    error = printf(CAST(?2 AS TEXT), attempt + 1, attempt)
+WHERE status = 'running'
+  AND (lease_expires_at IS NULL OR lease_expires_at < ?1)
+  AND attempt >= ?3
+`
+
+type ShardPoisonLapsedParams struct {
+	Now         *int64
+	ErrorFormat string
+	MaxAttempts int64
+}
+
+// error_format gets the row's attempt+1 and attempt (db.PoisonErrorFormat).
+func (q *Queries) ShardPoisonLapsed(ctx context.Context, arg ShardPoisonLapsedParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, shardPoisonLapsed, arg.Now, arg.ErrorFormat, arg.MaxAttempts)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const shardProgress = `-- name: ShardProgress :one
 SELECT count(*) AS total,
        CAST(coalesce(sum(status = 'pending'), 0) AS INTEGER) AS pending,
@@ -348,54 +381,6 @@ func (q *Queries) ShardPurgeOrphans(ctx context.Context) (int64, error) {
 	return result.RowsAffected()
 }
 
-const shardReclaimPoison = `-- name: ShardReclaimPoison :execrows
-UPDATE faucet_shards
-SET status = 'failed',
-    finished_at = ?1,
-    owner = NULL,
-    lease_expires_at = NULL,
-    error = printf(CAST(?2 AS TEXT), attempt + 1, attempt)
-WHERE status = 'running'
-  AND (lease_expires_at IS NULL OR lease_expires_at < ?1)
-  AND attempt >= ?3
-`
-
-type ShardReclaimPoisonParams struct {
-	Now         *int64
-	ErrorFormat string
-	MaxAttempts int64
-}
-
-// error_format gets the row's attempt+1 and attempt (db.PoisonErrorFormat).
-func (q *Queries) ShardReclaimPoison(ctx context.Context, arg ShardReclaimPoisonParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, shardReclaimPoison, arg.Now, arg.ErrorFormat, arg.MaxAttempts)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected()
-}
-
-const shardReclaimRequeue = `-- name: ShardReclaimRequeue :execrows
-UPDATE faucet_shards
-SET status = 'pending', owner = NULL, lease_expires_at = NULL, attempt = attempt + 1
-WHERE status = 'running'
-  AND (lease_expires_at IS NULL OR lease_expires_at < ?1)
-  AND attempt < ?2
-`
-
-type ShardReclaimRequeueParams struct {
-	Now         *int64
-	MaxAttempts int64
-}
-
-func (q *Queries) ShardReclaimRequeue(ctx context.Context, arg ShardReclaimRequeueParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, shardReclaimRequeue, arg.Now, arg.MaxAttempts)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected()
-}
-
 const shardRelease = `-- name: ShardRelease :execrows
 UPDATE faucet_shards
 SET status = 'pending', owner = NULL, lease_expires_at = NULL, attempt = attempt + 1
@@ -428,6 +413,27 @@ type ShardRenewLeasesParams struct {
 
 func (q *Queries) ShardRenewLeases(ctx context.Context, arg ShardRenewLeasesParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, shardRenewLeases, arg.LeaseExpiresAt, arg.Owner)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const shardRequeueLapsed = `-- name: ShardRequeueLapsed :execrows
+UPDATE faucet_shards
+SET status = 'pending', owner = NULL, lease_expires_at = NULL, attempt = attempt + 1
+WHERE status = 'running'
+  AND (lease_expires_at IS NULL OR lease_expires_at < ?1)
+  AND attempt < ?2
+`
+
+type ShardRequeueLapsedParams struct {
+	Now         *int64
+	MaxAttempts int64
+}
+
+func (q *Queries) ShardRequeueLapsed(ctx context.Context, arg ShardRequeueLapsedParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, shardRequeueLapsed, arg.Now, arg.MaxAttempts)
 	if err != nil {
 		return 0, err
 	}

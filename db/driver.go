@@ -1,0 +1,414 @@
+package db
+
+import (
+	"context"
+	"time"
+)
+
+// Driver is one dialect's access to its database, beneath the Store: a
+// method per operation, each atomic by itself (one statement, or one
+// transaction where the dialect needs several) and each handed its
+// parameters complete (the owner, the instant, the lease expiry, the text of
+// an error to record), so a dialect decides nothing the other could decide
+// differently. The Store over it (NewStore) holds the rules: which state
+// moves where, when a lease lapses, what a page or a claim returns and in
+// which order, how a run is encoded.
+//
+// Like the Store it is composed per domain; a new domain adds its own.
+//
+// Errors: a driver returns an *Error carrying the verdict of its driver's
+// typed error, with Op left to the Store; a missing row of a read is
+// ErrNotFound.
+type Driver interface {
+	// Dialect names the database: "postgres" or "sqlite".
+	Dialect() string
+	// Close releases the connections.
+	Close() error
+	// Ping checks that the database answers.
+	Ping(ctx context.Context) error
+
+	IdempotencyDriver
+	RunDriver
+	ClusterDriver
+	ShardDriver
+	AuditDriver
+	LogDriver
+	RetentionDriver
+}
+
+// IdempotencyDriver stores idempotency claims.
+type IdempotencyDriver interface {
+	// IdempotencyClaim inserts the claim, or takes over one claimed before
+	// p.ExpiredBefore (nil: never), and otherwise returns the holder.
+	IdempotencyClaim(ctx context.Context, p *IdempotencyClaimParams) (IdempotencyHolder, error)
+	// IdempotencyRelease deletes the claims of runID.
+	IdempotencyRelease(ctx context.Context, runID string) error
+}
+
+// RunDriver stores runs.
+type RunDriver interface {
+	// RunInsert inserts p.Run owned by p.Owner, with p.Audit when set.
+	RunInsert(ctx context.Context, p *RunInsertParams) error
+	// RunStart moves a queued run p.Owner owns to running.
+	RunStart(ctx context.Context, p *RunStartParams) (bool, error)
+	// RunFinish writes the terminal columns of p.Run (status, started_at,
+	// finished_at, records_written, error, invocations), clears the lease,
+	// and appends p.Lines, trimming them by p.Trim. Fenced, only a run
+	// p.Owner owns that is not terminal is written; unfenced, a missing run
+	// is inserted whole, owned by p.Owner. It reports whether the run was
+	// written.
+	RunFinish(ctx context.Context, p *RunFinishParams) (bool, error)
+	// RunGet returns one run or ErrNotFound.
+	RunGet(ctx context.Context, runID string) (RunRow, error)
+	// RunStatus returns a run's status or ErrNotFound.
+	RunStatus(ctx context.Context, runID string) (RunStatus, error)
+	// RunList returns up to p.Limit matching runs ordered (submitted_at
+	// DESC, run_id DESC), below p.Cursor's run; none when the cursor names
+	// no run.
+	RunList(ctx context.Context, p *RunListParams) ([]RunRow, error)
+	// RunDelete deletes a terminal run with its claims, shards and logs, and
+	// reports whether it did.
+	RunDelete(ctx context.Context, runID string) (bool, error)
+	// RunRenewLeases sets the lease of p.Owner's non-terminal runs.
+	RunRenewLeases(ctx context.Context, p *LeaseParams) (int, error)
+	// RunFailLapsed fails queued and running runs whose lease lapsed
+	// before p.Now.
+	RunFailLapsed(ctx context.Context, p *RunFailParams) (int, error)
+	// RunFailUnfinished fails every queued and running run and returns
+	// their ids.
+	RunFailUnfinished(ctx context.Context, p *RunFailParams) ([]string, error)
+	// RunCancelPending cancels a pending run.
+	RunCancelPending(ctx context.Context, p *RunCancelPendingParams) (bool, error)
+	// RunRequestCancel flags a running or sharded run (keeping an earlier
+	// request) and cancels the pending shards of a sharded one.
+	RunRequestCancel(ctx context.Context, p *RunRequestCancelParams) (bool, error)
+}
+
+// ClusterDriver stores membership and the cluster's claims of runs.
+type ClusterDriver interface {
+	// InstanceHeartbeat upserts a membership row.
+	InstanceHeartbeat(ctx context.Context, p *InstanceHeartbeatParams) error
+	// InstanceListLive lists the members heartbeated at or after since,
+	// ordered by instance id.
+	InstanceListLive(ctx context.Context, since time.Time) ([]InstanceRecord, error)
+	// RunClaimPending moves up to p.Limit of the oldest pending runs to
+	// running for p.Owner, in no particular order, exclusively.
+	RunClaimPending(ctx context.Context, p *RunClaimPendingParams) ([]RunRow, error)
+	// RunRequeueLapsed, in one transaction, fails as poison the running runs
+	// whose lease lapsed at the attempt cap and requeues the others.
+	RunRequeueLapsed(ctx context.Context, p *RequeueLapsedParams) (ReclaimReport, error)
+	// RunRelease hands a running run p.Owner owns back to pending.
+	RunRelease(ctx context.Context, p *RunReleaseParams) (bool, error)
+	// RunSetProgress sets records_written of p.Owner's running runs.
+	RunSetProgress(ctx context.Context, p *RunSetProgressParams) (int, error)
+	// RunPendingCancellations lists owner's running runs with a cancel
+	// request, ordered by run id.
+	RunPendingCancellations(ctx context.Context, owner string) ([]string, error)
+}
+
+// ShardDriver stores source shards.
+type ShardDriver interface {
+	// RunShard marks a running (or already sharded) run p.Owner owns
+	// sharded and inserts the missing shards, cancelled when the run carries
+	// a cancel request.
+	RunShard(ctx context.Context, p *RunShardParams) (bool, error)
+	// RunFinalizeShardedParent moves a sharded run with no pending or
+	// running shard to p.Status, its records the sum of its shards'.
+	RunFinalizeShardedParent(ctx context.Context, p *RunFinalizeShardedParentParams) (bool, error)
+	// ShardClaim claims up to p.Limit of the largest pending shards of runs
+	// without a cancel request for p.Owner, in no particular order,
+	// exclusively.
+	ShardClaim(ctx context.Context, p *ShardClaimParams) ([]ShardClaimRow, error)
+	// ShardRenewLeases sets the lease of p.Owner's running shards.
+	ShardRenewLeases(ctx context.Context, p *LeaseParams) (int, error)
+	// ShardRequeueLapsed is RunRequeueLapsed for shards.
+	ShardRequeueLapsed(ctx context.Context, p *RequeueLapsedParams) (ReclaimReport, error)
+	// ShardRelease hands a running shard p.Owner owns back to pending.
+	ShardRelease(ctx context.Context, p *ShardReleaseParams) (bool, error)
+	// ShardFinalize writes the result of a running shard p.Owner owns.
+	ShardFinalize(ctx context.Context, p *ShardFinalizeParams) (bool, error)
+	// ShardProgress counts a run's shards by state.
+	ShardProgress(ctx context.Context, runID string) (ShardProgress, error)
+	// ShardProgressInFlight counts the shards of every sharded run by state.
+	ShardProgressInFlight(ctx context.Context) (ShardProgress, error)
+	// ShardPendingCancellations lists the runs with a cancel request of
+	// which owner runs a shard, ordered by run id.
+	ShardPendingCancellations(ctx context.Context, owner string) ([]string, error)
+	// ShardCancelStranded cancels the pending shards of sharded runs that
+	// carry a cancel request.
+	ShardCancelStranded(ctx context.Context, p *ShardCancelStrandedParams) (int, error)
+	// ShardCompletedParents lists the sharded runs whose shards are all
+	// terminal, with their counts.
+	ShardCompletedParents(ctx context.Context) ([]ShardedParent, error)
+}
+
+// AuditDriver stores the audit log.
+type AuditDriver interface {
+	// AuditInsert appends one entry.
+	AuditInsert(ctx context.Context, e *AuditEntry) error
+	// AuditList returns up to p.Limit matching entries, newest first
+	// (timestamp, then id).
+	AuditList(ctx context.Context, p *AuditListParams) ([]AuditEntry, error)
+}
+
+// LogDriver stores run log lines.
+type LogDriver interface {
+	// RunLogAppend inserts the lines new to the run and trims by p.Trim.
+	RunLogAppend(ctx context.Context, p *RunLogAppendParams) error
+	// RunLogList reads one page of a run's lines, oldest first, and whether
+	// the run is marked truncated.
+	RunLogList(ctx context.Context, p *RunLogListParams) (RunLogPage, error)
+	// RunLogPurge deletes lines captured before before, and the marks of
+	// runs left without lines, and returns the lines deleted.
+	RunLogPurge(ctx context.Context, before time.Time) (int, error)
+}
+
+// RetentionDriver deletes expired history.
+type RetentionDriver interface {
+	// Purge deletes, in one transaction, what each set cutoff expires, and
+	// every shard whose run is gone.
+	Purge(ctx context.Context, p *PurgeParams) (PurgeReport, error)
+}
+
+// RunRow is a run as a driver stores it: its columns, with its documents
+// as the JSON the Store encodes and decodes.
+type RunRow struct {
+	RunID          string
+	Name           *string
+	Labels         []byte
+	Status         RunStatus
+	SubmittedAt    time.Time
+	StartedAt      *time.Time
+	FinishedAt     *time.Time
+	IdempotencyKey *string
+	Attempt        int
+	RecordsWritten int64
+	Error          *string
+	// Submission is the JSON object of what never changes after submit.
+	Submission []byte
+	// Invocations is the JSON array of the invocation results, nil until
+	// the run finished with some.
+	Invocations []byte
+}
+
+// IdempotencyClaimParams are the arguments of IdempotencyDriver.IdempotencyClaim.
+type IdempotencyClaimParams struct {
+	Key, Fingerprint, RunID string
+	Now                     time.Time
+	// ExpiredBefore: a claim made before it is taken over; nil: never.
+	ExpiredBefore *time.Time
+}
+
+// IdempotencyHolder is the claim on a key after IdempotencyClaim.
+type IdempotencyHolder struct {
+	// Fresh: the caller's claim was written (new or taken over).
+	Fresh              bool
+	RunID, Fingerprint string
+}
+
+// RunInsertParams are the arguments of RunDriver.RunInsert.
+type RunInsertParams struct {
+	Run            RunRow
+	Owner          string
+	LeaseExpiresAt time.Time
+	// Audit is written with the run when set.
+	Audit *AuditEntry
+}
+
+// RunStartParams are the arguments of RunDriver.RunStart.
+type RunStartParams struct {
+	RunID, Owner              string
+	StartedAt, LeaseExpiresAt time.Time
+}
+
+// RunFinishParams are the arguments of RunDriver.RunFinish.
+type RunFinishParams struct {
+	Run    RunRow
+	Owner  string
+	Fenced bool
+	Lines  []RunLogLine
+	// Trim, when set, applies the per-run log cap after the lines.
+	Trim *LogTrim
+}
+
+// LogTrim keeps the lines among the newest Keep seqs of the block
+// [BlockStart, BlockEnd) of a run, marking the run truncated at Now when it
+// drops any.
+type LogTrim struct {
+	Keep                 int64
+	BlockStart, BlockEnd int64
+	Now                  time.Time
+}
+
+// RunListParams are the arguments of RunDriver.RunList.
+type RunListParams struct {
+	// Statuses are OR-ed; empty means every status.
+	Statuses     []RunStatus
+	Name         *string
+	Since, Until *time.Time
+	// Cursor is the run the page starts below; empty for the first page.
+	Cursor string
+	Limit  int
+}
+
+// LeaseParams renew the leases of Owner's work.
+type LeaseParams struct {
+	Owner          string
+	LeaseExpiresAt time.Time
+}
+
+// RunFailParams fail runs at Now with Error.
+type RunFailParams struct {
+	Now   time.Time
+	Error string
+}
+
+// RunCancelPendingParams are the arguments of RunDriver.RunCancelPending.
+type RunCancelPendingParams struct {
+	RunID string
+	Now   time.Time
+}
+
+// RunRequestCancelParams are the arguments of RunDriver.RunRequestCancel.
+type RunRequestCancelParams struct {
+	RunID string
+	Now   time.Time
+	// ShardError is the error of the pending shards it cancels.
+	ShardError string
+}
+
+// InstanceHeartbeatParams are the arguments of ClusterDriver.InstanceHeartbeat.
+type InstanceHeartbeatParams struct {
+	InstanceID    string
+	StartedAt     time.Time
+	Now           time.Time
+	Listen        string
+	MaxConcurrent int
+	InFlight      int
+	StateFormat   int
+}
+
+// RunClaimPendingParams are the arguments of ClusterDriver.RunClaimPending.
+type RunClaimPendingParams struct {
+	Owner               string
+	Now, LeaseExpiresAt time.Time
+	Limit               int
+}
+
+// RequeueLapsedParams requeue the work whose lease lapsed before Now,
+// failing what reached MaxAttempts with PoisonFormat (PoisonErrorFormat).
+type RequeueLapsedParams struct {
+	Now          time.Time
+	MaxAttempts  int
+	PoisonFormat string
+}
+
+// RunReleaseParams are the arguments of ClusterDriver.RunRelease.
+type RunReleaseParams struct {
+	RunID, Owner string
+}
+
+// RunSetProgressParams are the arguments of ClusterDriver.RunSetProgress.
+type RunSetProgressParams struct {
+	Owner string
+	// Runs are ordered by run id.
+	Runs []RunProgress
+}
+
+// RunProgress is one run's live count.
+type RunProgress struct {
+	RunID          string
+	RecordsWritten int64
+}
+
+// RunShardParams are the arguments of ShardDriver.RunShard.
+type RunShardParams struct {
+	RunID, Owner string
+	Now          time.Time
+	// Shards have a descriptor each (JSON null when the source gave none).
+	Shards []ShardInsert
+	// CancelledError is the error of shards inserted cancelled.
+	CancelledError string
+}
+
+// RunFinalizeShardedParentParams are the arguments of
+// ShardDriver.RunFinalizeShardedParent.
+type RunFinalizeShardedParentParams struct {
+	RunID      string
+	Status     RunStatus
+	FinishedAt time.Time
+	Error      *string
+}
+
+// ShardClaimParams are the arguments of ShardDriver.ShardClaim.
+type ShardClaimParams struct {
+	Owner          string
+	LeaseExpiresAt time.Time
+	Limit          int
+}
+
+// ShardClaimRow is a claimed shard with its parent run.
+type ShardClaimRow struct {
+	RunID, ShardID string
+	Descriptor     []byte
+	SizeEstimate   *int64
+	Attempt        int
+	Run            RunRow
+}
+
+// ShardReleaseParams are the arguments of ShardDriver.ShardRelease.
+type ShardReleaseParams struct {
+	RunID, ShardID, Owner string
+}
+
+// ShardFinalizeParams are the arguments of ShardDriver.ShardFinalize.
+type ShardFinalizeParams struct {
+	RunID, ShardID, Owner string
+	Result                ShardResult
+	Now                   time.Time
+}
+
+// ShardCancelStrandedParams are the arguments of
+// ShardDriver.ShardCancelStranded.
+type ShardCancelStrandedParams struct {
+	Now   time.Time
+	Error string
+}
+
+// ShardedParent is a sharded run whose shards are all terminal, with the
+// counts that decide its outcome.
+type ShardedParent struct {
+	RunID                    string
+	Total, Failed, Cancelled int
+}
+
+// AuditListParams are the arguments of AuditDriver.AuditList.
+type AuditListParams struct {
+	Principal, Action *string
+	Since, Until      *time.Time
+	Limit             int
+}
+
+// RunLogAppendParams are the arguments of LogDriver.RunLogAppend.
+type RunLogAppendParams struct {
+	RunID string
+	Lines []RunLogLine
+	Trim  *LogTrim
+}
+
+// RunLogListParams are the arguments of LogDriver.RunLogList.
+type RunLogListParams struct {
+	RunID string
+	After int64
+	Limit int
+}
+
+// PurgeParams are the cutoffs of a purge; a nil one purges nothing of its
+// kind.
+type PurgeParams struct {
+	// RunsFinishedBefore expires terminal runs with their shards and logs.
+	RunsFinishedBefore *time.Time
+	ClaimsBefore       *time.Time
+	InstancesBefore    *time.Time
+	AuditBefore        *time.Time
+}

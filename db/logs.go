@@ -1,0 +1,48 @@
+package db
+
+import (
+	"context"
+	"time"
+)
+
+func (s *store) RunLogAppend(ctx context.Context, runID string, lines []RunLogLine, maxLinesPerRun int) error {
+	if len(lines) == 0 {
+		return nil
+	}
+	return fail(ctx, "run log append", s.d.RunLogAppend(ctx, &RunLogAppendParams{
+		RunID: runID, Lines: normalLines(lines), Trim: logTrim(lines, maxLinesPerRun, s.now()),
+	}))
+}
+
+func (s *store) RunLogList(ctx context.Context, runID string, after int64, limit int) (RunLogPage, error) {
+	if limit <= 0 {
+		limit = DefaultRunLogLimit
+	}
+	page, err := s.d.RunLogList(ctx, &RunLogListParams{RunID: runID, After: after, Limit: limit})
+	return failed(ctx, "run log list", page, err)
+}
+
+func (s *store) RunLogPurge(ctx context.Context, olderThan time.Duration) (int, error) {
+	n, err := s.d.RunLogPurge(ctx, s.now().Add(-olderThan))
+	return failed(ctx, "run log purge", n, err)
+}
+
+// logTrim is the per-run cap of a batch of lines: it counts within the log
+// block of the batch's last line. Nil when maxLinesPerRun <= 0 (no cap).
+func logTrim(lines []RunLogLine, maxLinesPerRun int, now time.Time) *LogTrim {
+	if maxLinesPerRun <= 0 {
+		return nil
+	}
+	start, end := LogBlock(lines[len(lines)-1].Seq)
+	return &LogTrim{Keep: int64(maxLinesPerRun), BlockStart: start, BlockEnd: end, Now: now}
+}
+
+// normalLines returns lines with their timestamps as stored.
+func normalLines(lines []RunLogLine) []RunLogLine {
+	out := make([]RunLogLine, len(lines))
+	for i, l := range lines {
+		l.TS = micro(l.TS)
+		out[i] = l
+	}
+	return out
+}
