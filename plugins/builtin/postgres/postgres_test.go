@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -284,4 +286,191 @@ func TestCheck(t *testing.T) {
 	if err != nil || len(items) != 1 || items[0].OK {
 		t.Errorf("check against an unreachable server: %+v %v", items, err)
 	}
+}
+
+// batchesOf cuts records into batches of size records, numbered from 1.
+func batchesOf(size int, recs []string) []sdk.Batch {
+	var out []sdk.Batch
+	for i := 0; i < len(recs); i += size {
+		out = append(out, batchOf(uint64(len(out)+1), recs[i:min(i+size, len(recs))]...))
+	}
+	return out
+}
+
+// count returns the rows of table.
+func count(t *testing.T, url, table string) int {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var n int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM "+table).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestSinkFailureMidCopyCommitsNothing injects failures into a COPY that
+// spans batches: the server rejecting a row of a later batch, and the
+// session's connection killed. Either way the session fails, nothing it
+// acknowledged is committed on its own, and a retry writes every record
+// exactly once.
+func TestSinkFailureMidCopyCommitsNothing(t *testing.T) {
+	t.Parallel()
+	url := testpg.Database(t)
+	exec(t, url, "CREATE TABLE checked (id bigint PRIMARY KEY, first_name text, country text, amount numeric CHECK (amount >= 0), created_at timestamptz, active boolean, attributes jsonb)")
+	want := generated(5, 1, 4000)
+	config := cfg(`{"url": %q, "table": "checked"}`, url)
+	ctx := context.Background()
+
+	t.Run("rejected row", func(t *testing.T) {
+		batches := batchesOf(1000, want)
+		bad := slices.Clone(want[2000:3000])
+		bad[499] = strings.Replace(bad[499], `"amount":`, `"amount":-`, 1)
+		batches[2] = batchOf(3, bad...)
+		w, err := Connector{}.Open(ctx, json.RawMessage(config))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range batches {
+			if err = w.Write(ctx, b); err != nil {
+				break
+			}
+		}
+		if err == nil {
+			err = w.Close(ctx)
+		} else if aerr := w.Abort(ctx); aerr != nil {
+			t.Fatalf("abort: %v", aerr)
+		}
+		if err == nil || !strings.Contains(err.Error(), "batch 3, record 500") || !strings.Contains(err.Error(), "checked_amount_check") {
+			t.Fatalf("a row the server rejects: %v, want it named by batch and record", err)
+		}
+		if n := count(t, url, "checked"); n != 0 {
+			t.Fatalf("a failed session committed %d rows", n)
+		}
+	})
+
+	t.Run("connection killed", func(t *testing.T) {
+		batches := batchesOf(1000, want)
+		w, err := Connector{}.Open(ctx, json.RawMessage(config))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range batches[:2] {
+			if err := w.Write(ctx, b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The two acknowledged batches are on their way inside one COPY:
+		// kill its connection once the server runs it.
+		killCopy(t, url)
+		for _, b := range batches[2:] {
+			if err = w.Write(ctx, b); err != nil {
+				break
+			}
+		}
+		if err == nil {
+			err = w.Close(ctx)
+		} else if aerr := w.Abort(ctx); aerr != nil {
+			t.Logf("abort after the connection died: %v", aerr)
+		}
+		if err == nil || !sdk.IsTransient(err) {
+			t.Fatalf("a killed connection: %v, want a transient error", err)
+		}
+		if n := count(t, url, "checked"); n != 0 {
+			t.Fatalf("a failed session committed %d rows", n)
+		}
+	})
+
+	// The retry, a fresh session, writes every record once.
+	if err := write(t, config, false, batchesOf(1000, want)...); err != nil {
+		t.Fatal(err)
+	}
+	got := mustRead(t, cfg(`{"url": %q, "query": "SELECT * FROM checked ORDER BY id"}`, url))
+	if !reflect.DeepEqual(tabulartest.Decoded(t, got), tabulartest.Decoded(t, want)) {
+		t.Fatalf("after the retry the table holds %d rows, not the %d records", len(got), len(want))
+	}
+}
+
+// killCopy terminates the backend running a COPY into the test database,
+// waiting until one does.
+func killCopy(t *testing.T, url string) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	for start := time.Now(); time.Since(start) < time.Minute; time.Sleep(5 * time.Millisecond) {
+		var killed int
+		err := conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+			WHERE datname = current_database() AND query LIKE 'COPY %' AND pid <> pg_backend_pid()`).Scan(&killed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if killed > 0 {
+			return
+		}
+	}
+	t.Fatal("no COPY started within a minute")
+}
+
+// TestSinkCloseAfterARejectedBatch: a batch the sink refuses (a field that
+// is no column) never reaches the COPY, so closing the session commits
+// exactly the batches acknowledged before it.
+func TestSinkCloseAfterARejectedBatch(t *testing.T) {
+	t.Parallel()
+	url := testpg.Database(t)
+	want := generated(6, 1, 3000)
+	ctx := context.Background()
+	w, err := Connector{}.Open(ctx, json.RawMessage(cfg(`{"url": %q, "table": "t"}`, url)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	batches := batchesOf(1000, want)
+	for _, b := range batches[:2] {
+		if err := w.Write(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bad := slices.Clone(want[2000:])
+	bad[10] = strings.Replace(bad[10], `"country":`, `"kountry":`, 1)
+	if err := w.Write(ctx, batchOf(3, bad...)); err == nil || !strings.Contains(err.Error(), `record 11: field "kountry"`) {
+		t.Fatalf("a record with a field that is no column: %v", err)
+	}
+	if err := w.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := mustRead(t, cfg(`{"url": %q, "query": "SELECT * FROM t ORDER BY id"}`, url))
+	if !reflect.DeepEqual(tabulartest.Decoded(t, got), tabulartest.Decoded(t, want[:2000])) {
+		t.Fatalf("committed %d rows, want exactly the 2000 of the acknowledged batches", len(got))
+	}
+}
+
+// FuzzAppendString checks the one-pass JSON → COPY string conversion
+// against decoding with encoding/json and escaping the text.
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{`"plain"`, `"tab\there"`, `"q\"b\\s\/"`, `"\u00e9\ud83d\ude00\u2028"`, `"\ud800x"`, `"\u000a\b\f\r"`, `"a` + "\t" + `b"`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		marshalled, _ := json.Marshal(raw)
+		for _, in := range []string{raw, string(marshalled)} {
+			var text string
+			if !utf8.ValidString(in) || strings.TrimSpace(in) != in || json.Unmarshal([]byte(in), &text) != nil {
+				continue
+			}
+			got, err := appendString(nil, []byte(in))
+			if err != nil {
+				t.Fatalf("%q: %v", in, err)
+			}
+			if want := appendEscaped(nil, []byte(text)); string(got) != string(want) {
+				t.Fatalf("%q: got %q, want %q", in, got, want)
+			}
+		}
+	})
 }

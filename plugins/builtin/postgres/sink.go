@@ -7,7 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -73,7 +76,10 @@ type writer struct {
 	// record, reused from batch to batch.
 	rows    [][]byte
 	present []bool
-	buf     bytes.Buffer
+	// stream is the COPY in progress (appends and overwrites).
+	stream *copyStream
+	// buf holds an upsert's encoded batch.
+	buf []byte
 }
 
 func (w *writer) start(ctx context.Context) error {
@@ -184,6 +190,9 @@ func columnType(k tabular.Kind) string {
 // Write copies the batch into the table (or, for upsert, into the staging
 // table and from there with INSERT … ON CONFLICT). Only the columns some
 // record of the batch has are listed, so the others get their defaults.
+// Appends and overwrites stream consecutive batches with the same columns
+// through one COPY (see copyStream); an upsert copies each batch on its
+// own, as its INSERT must see the batch whole.
 func (w *writer) Write(ctx context.Context, b sdk.Batch) error {
 	if w.index == nil {
 		if err := w.create(ctx, b); err != nil {
@@ -224,25 +233,60 @@ func (w *writer) Write(ctx context.Context, b sdk.Batch) error {
 		return fmt.Errorf("batch %d: no record has a column of table %s", b.Seq, w.cfg.Table)
 	}
 	if w.cfg.WriteMode == "upsert" {
-		for _, k := range w.cfg.Key {
-			if !slices.Contains(listed, k) {
-				return fmt.Errorf("batch %d: no record has key column %q", b.Seq, k)
-			}
+		return w.upsert(ctx, b, listed, ncols, which)
+	}
+	columns := tabular.QuoteList(listed)
+	if w.stream != nil && w.stream.columns != columns {
+		if err := w.endCopy(); err != nil {
+			return err
 		}
 	}
-	if err := w.encode(ncols, which); err != nil {
+	if w.stream == nil {
+		w.stream = startCopy(ctx, w.conn.PgConn(), fmt.Sprintf("COPY %s (%s) FROM STDIN", w.name, columns), columns)
+	}
+	buf, err := w.stream.buffer()
+	if err != nil {
+		return w.copyFailed(err)
+	}
+	if buf, err = w.encode(buf, ncols, which); err != nil {
+		w.stream.free <- buf
 		return err
 	}
-	target := w.name
-	if w.cfg.WriteMode == "upsert" {
-		target = stage
+	if err := w.stream.send(b.Seq, n, buf); err != nil {
+		return w.copyFailed(err)
 	}
-	copySQL := fmt.Sprintf("COPY %s (%s) FROM STDIN", target, tabular.QuoteList(listed))
-	if _, err := w.conn.PgConn().CopyFrom(ctx, bytes.NewReader(w.buf.Bytes()), copySQL); err != nil {
-		return fmt.Errorf("copy into %s: %w", w.cfg.Table, classify(err))
+	return nil
+}
+
+// endCopy finishes the COPY in progress and reports the server's verdict.
+func (w *writer) endCopy() error {
+	s := w.stream
+	w.stream = nil
+	if err := s.finish(); err != nil {
+		return w.copyFailed(err)
 	}
-	if w.cfg.WriteMode != "upsert" {
-		return nil
+	return nil
+}
+
+func (w *writer) copyFailed(err error) error {
+	return fmt.Errorf("copy into %s: %w", w.cfg.Table, classify(err))
+}
+
+// upsert copies one batch into the staging table and merges it into the
+// table, the last record of a key winning.
+func (w *writer) upsert(ctx context.Context, b sdk.Batch, listed []string, ncols int, which []int) error {
+	for _, k := range w.cfg.Key {
+		if !slices.Contains(listed, k) {
+			return fmt.Errorf("batch %d: no record has key column %q", b.Seq, k)
+		}
+	}
+	var err error
+	if w.buf, err = w.encode(w.buf[:0], ncols, which); err != nil {
+		return err
+	}
+	copySQL := fmt.Sprintf("COPY %s (%s) FROM STDIN", stage, tabular.QuoteList(listed))
+	if _, err := w.conn.PgConn().CopyFrom(ctx, bytes.NewReader(w.buf), copySQL); err != nil {
+		return w.copyFailed(err)
 	}
 	action := "NOTHING"
 	if set := tabular.UpsertSet(listed, w.cfg.Key); set != "" {
@@ -260,70 +304,153 @@ func (w *writer) Write(ctx context.Context, b sdk.Batch) error {
 	return nil
 }
 
-// encode renders the staged rows in COPY's text format: tab-separated
-// columns, \N for NULL, backslash escapes for tabs, newlines and
-// backslashes. JSON numbers and booleans are valid input as they are;
+// encode appends the staged rows to dst in COPY's text format:
+// tab-separated columns, \N for NULL, backslash escapes for tabs, newlines
+// and backslashes. JSON numbers and booleans are valid input as they are;
 // strings are unquoted; objects and arrays (and anything bound for a json
 // column) go as JSON text.
-func (w *writer) encode(ncols int, which []int) error {
-	w.buf.Reset()
-	var scratch []byte
+func (w *writer) encode(dst []byte, ncols int, which []int) ([]byte, error) {
 	for r := 0; r+ncols <= len(w.rows); r += ncols {
 		vals := w.rows[r : r+ncols]
 		for j, i := range which {
 			if j > 0 {
-				w.buf.WriteByte('\t')
+				dst = append(dst, '\t')
 			}
 			raw := vals[i]
-			k := tabular.KindOf(raw)
 			switch {
-			case raw == nil || k == tabular.KindNull:
-				w.buf.WriteString(`\N`)
-			case w.json[i] || k == tabular.KindJSON:
-				writeEscaped(&w.buf, raw)
-			case k == tabular.KindString:
+			case len(raw) == 0 || raw[0] == 'n':
+				dst = append(dst, `\N`...)
+			case w.json[i] || raw[0] == '{' || raw[0] == '[':
+				dst = appendEscaped(dst, raw)
+			case raw[0] == '"':
 				var err error
-				scratch, err = tabular.AppendUnquoted(scratch[:0], raw)
-				if err != nil {
-					return fmt.Errorf("record %d, column %s: %w", r/ncols+1, w.index.Names()[i], err)
+				if dst, err = appendString(dst, raw); err != nil {
+					return dst, fmt.Errorf("record %d, column %s: %w", r/ncols+1, w.index.Names()[i], err)
 				}
-				writeEscaped(&w.buf, scratch)
 			default:
-				w.buf.Write(raw)
+				dst = append(dst, raw...)
 			}
 		}
-		w.buf.WriteByte('\n')
+		dst = append(dst, '\n')
 	}
-	return nil
+	return dst, nil
 }
 
-// writeEscaped writes b with COPY text-format escapes.
-func writeEscaped(buf *bytes.Buffer, b []byte) {
+// copySpecial marks the bytes COPY's text format escapes.
+var copySpecial = [256]bool{'\\': true, '\n': true, '\r': true, '\t': true}
+
+// appendString appends the text of a raw JSON string in COPY's format,
+// decoding JSON's escapes and applying COPY's in one pass. The common
+// string, without escapes, goes through as it is.
+func appendString(dst, raw []byte) ([]byte, error) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return dst, errors.New("not a JSON string")
+	}
+	s := raw[1 : len(raw)-1]
 	start := 0
-	for i, c := range b {
-		var esc string
-		switch c {
-		case '\\':
-			esc = `\\`
-		case '\n':
-			esc = `\n`
-		case '\r':
-			esc = `\r`
-		case '\t':
-			esc = `\t`
-		default:
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !copySpecial[c] {
 			continue
 		}
-		buf.Write(b[start:i])
-		buf.WriteString(esc)
+		dst = append(dst, s[start:i]...)
+		start = i + 1
+		if c != '\\' {
+			// A control character a lenient producer left unescaped.
+			dst = appendEscaped(dst, s[i:i+1])
+			continue
+		}
+		if i+1 == len(s) {
+			return dst, errors.New("malformed JSON string: it ends in a backslash")
+		}
+		i++
+		switch e := s[i]; e {
+		case '"', '/':
+			dst = append(dst, e)
+		case '\\':
+			dst = append(dst, '\\', '\\')
+		case 'n', 'r', 't':
+			// COPY's text format has the same escapes for these.
+			dst = append(dst, '\\', e)
+		case 'b':
+			dst = append(dst, '\b')
+		case 'f':
+			dst = append(dst, '\f')
+		case 'u':
+			r, n, err := decodeUnicodeEscape(s[i-1:])
+			if err != nil {
+				return dst, err
+			}
+			i += n - 2
+			var buf [utf8.UTFMax]byte
+			dst = appendEscaped(dst, utf8.AppendRune(buf[:0], r))
+		default:
+			return dst, fmt.Errorf("malformed JSON string: unknown escape \\%c", e)
+		}
 		start = i + 1
 	}
-	buf.Write(b[start:])
+	return append(dst, s[start:]...), nil
 }
 
-// Close commits every acknowledged batch.
+// decodeUnicodeEscape decodes the \uXXXX escape at the start of s, with
+// the low half of a surrogate pair following it, and returns the rune and
+// the bytes used. A lone surrogate becomes U+FFFD, as encoding/json does.
+func decodeUnicodeEscape(s []byte) (rune, int, error) {
+	hex4 := func(b []byte) (rune, bool) {
+		if len(b) < 6 || b[0] != '\\' || b[1] != 'u' {
+			return 0, false
+		}
+		v, err := strconv.ParseUint(string(b[2:6]), 16, 16)
+		return rune(v), err == nil
+	}
+	r, ok := hex4(s)
+	if !ok {
+		return 0, 0, errors.New("malformed JSON string: bad \\u escape")
+	}
+	if !utf16.IsSurrogate(r) {
+		return r, 6, nil
+	}
+	if lo, ok := hex4(s[6:]); ok {
+		if dec := utf16.DecodeRune(r, lo); dec != utf8.RuneError {
+			return dec, 12, nil
+		}
+	}
+	return utf8.RuneError, 6, nil
+}
+
+// appendEscaped appends b with COPY text-format escapes.
+func appendEscaped(dst, b []byte) []byte {
+	start := 0
+	for i, c := range b {
+		if !copySpecial[c] {
+			continue
+		}
+		dst = append(dst, b[start:i]...)
+		switch c {
+		case '\\':
+			dst = append(dst, '\\', '\\')
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		}
+		start = i + 1
+	}
+	return append(dst, b[start:]...)
+}
+
+// Close ends the COPY in progress and commits every acknowledged batch; if
+// the server rejects any of them, nothing is committed.
 func (w *writer) Close(ctx context.Context) error {
 	defer w.conn.Close(context.WithoutCancel(ctx))
+	if w.stream != nil {
+		if err := w.endCopy(); err != nil {
+			_ = w.tx.Rollback(context.WithoutCancel(ctx))
+			return err
+		}
+	}
 	if err := w.tx.Commit(ctx); err != nil {
 		return fmt.Errorf("commit: %w", classify(err))
 	}
@@ -333,6 +460,10 @@ func (w *writer) Close(ctx context.Context) error {
 // Abort rolls the session back.
 func (w *writer) Abort(ctx context.Context) error {
 	defer w.conn.Close(context.WithoutCancel(ctx))
+	if w.stream != nil {
+		w.stream.cancel()
+		w.stream = nil
+	}
 	if err := w.tx.Rollback(ctx); err != nil && !errors.Is(err, pgx.ErrTxClosed) {
 		return fmt.Errorf("roll back: %w", err)
 	}
