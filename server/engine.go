@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -67,27 +66,7 @@ func (e *engine) Shards(ctx context.Context, source pipeline.ConnectorConfig, co
 }
 
 func (e *engine) WriteMode(sink pipeline.ConnectorConfig) string {
-	var cfg struct {
-		WriteMode string `json:"write_mode"`
-	}
-	if json.Unmarshal(sink.Config, &cfg) == nil && cfg.WriteMode != "" {
-		return cfg.WriteMode
-	}
-	schema, ok := e.host.ConnectorSchema(pipeline.RoleSink, sink.Type)
-	if !ok {
-		return ""
-	}
-	var doc struct {
-		Properties struct {
-			WriteMode struct {
-				Default string `json:"default"`
-			} `json:"write_mode"`
-		} `json:"properties"`
-	}
-	if json.Unmarshal(schema, &doc) != nil {
-		return ""
-	}
-	return doc.Properties.WriteMode.Default
+	return pipeline.SinkWriteMode(e.host, sink)
 }
 
 // Probe runs the Check probe of the source and the sink of every invocation.

@@ -24,6 +24,7 @@ import (
 func newRunCmd() *cobra.Command {
 	var pf pluginFlags
 	var sets []string
+	var shards int
 	cmd := &cobra.Command{
 		Use:   "run FILE",
 		Short: "Run a pipeline config (YAML or JSON; - reads standard input) from the terminal",
@@ -37,15 +38,16 @@ Ctrl-C cancels cooperatively: sources stop, and every sink commits exactly
 the batches it acknowledged. A second Ctrl-C stops at once.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runPipeline(cmd.Context(), args[0], sets, &pf, cmd.ErrOrStderr())
+			return runPipeline(cmd.Context(), args[0], sets, shards, &pf, cmd.ErrOrStderr())
 		},
 	}
 	pf.register(cmd)
 	cmd.Flags().StringArrayVar(&sets, "set", nil, "override a config value, key.path=value (value read as JSON when it parses as JSON; repeatable)")
+	cmd.Flags().IntVar(&shards, "shards", 0, "split the source into N shards moved in parallel, each committed on its own (a single pipeline with a shardable source and a sink that does not overwrite)")
 	return cmd
 }
 
-func runPipeline(ctx context.Context, file string, sets []string, pf *pluginFlags, stderr io.Writer) error {
+func runPipeline(ctx context.Context, file string, sets []string, shards int, pf *pluginFlags, stderr io.Writer) error {
 	st := newStatus(stderr)
 	h, log, err := pf.open(ctx, st)
 	if err != nil {
@@ -55,6 +57,16 @@ func runPipeline(ctx context.Context, file string, sets []string, pf *pluginFlag
 	plan, err := loadPlan(file, sets, h, stderr)
 	if err != nil {
 		return err
+	}
+	if shards > 1 {
+		split, err := pipeline.SplitShards(ctx, plan, shards, h)
+		if err != nil {
+			return err
+		}
+		if split.Note != "" {
+			fmt.Fprintln(stderr, "note:", split.Note)
+		}
+		plan = split.Plan
 	}
 	for _, inv := range plan.Invocations {
 		if inv.Sink.Type == "stdout" && isTerminal(os.Stdout) {

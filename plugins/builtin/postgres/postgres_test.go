@@ -474,3 +474,51 @@ func FuzzAppendString(f *testing.F) {
 		}
 	})
 }
+
+// TestSinkSessionsShareANewTable: sessions writing one missing table at
+// once (the shards of a run) share the table the first of them creates,
+// and a failed session drops a table it created only while nothing else
+// uses it.
+func TestSinkSessionsShareANewTable(t *testing.T) {
+	t.Parallel()
+	url := testpg.Database(t)
+	ctx := context.Background()
+	open := func(table string) sdk.Writer {
+		t.Helper()
+		w, err := Connector{}.Open(ctx, json.RawMessage(cfg(`{"url": %q, "table": %q}`, url, table)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	want := generated(7, 1, 2000)
+	a, b := open("shared"), open("shared")
+	if err := a.Write(ctx, batchOf(1, want[:1000]...)); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Write(ctx, batchOf(1, want[1000:]...)); err != nil {
+		t.Fatalf("a second session on the table the first created: %v", err)
+	}
+	// The creator fails; the other session still uses the table.
+	if err := a.Abort(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := mustRead(t, cfg(`{"url": %q, "query": "SELECT * FROM shared ORDER BY id"}`, url))
+	if !reflect.DeepEqual(tabulartest.Decoded(t, got), tabulartest.Decoded(t, want[1000:])) {
+		t.Fatalf("the table holds %d rows, want the surviving session's 1000", len(got))
+	}
+
+	alone := open("alone")
+	if err := alone.Write(ctx, batchOf(1, want[:10]...)); err != nil {
+		t.Fatal(err)
+	}
+	if err := alone.Abort(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustRead(t, cfg(`{"url": %q, "query": "SELECT to_regclass('alone') IS NULL AS gone"}`, url)); !slices.Equal(got, []string{`{"gone":true}`}) {
+		t.Errorf("an aborted session left behind the table it created: %v", got)
+	}
+}

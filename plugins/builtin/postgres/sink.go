@@ -39,9 +39,10 @@ const stage = "faucet_stage"
 // stageSeq orders the staged rows so the last record of a key wins.
 const stageSeq = "faucet_stage_seq"
 
-// Open connects, starts the session's transaction and, for overwrite,
-// deletes an existing table's rows inside it (readers keep seeing them until
-// the commit).
+// Open connects and starts the session's transaction. An existing table is
+// described and locked for writing inside it, and for overwrite its rows are
+// deleted (readers keep seeing them until the commit); a missing one waits
+// for the first batch, which shows its columns (see create).
 func (Connector) Open(ctx context.Context, config json.RawMessage) (sdk.Writer, error) {
 	cfg, err := decodeSink(config)
 	if err != nil {
@@ -51,27 +52,33 @@ func (Connector) Open(ctx context.Context, config json.RawMessage) (sdk.Writer, 
 	if err != nil {
 		return nil, err
 	}
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		conn.Close(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("begin transaction: %w", classify(err))
-	}
-	w := &writer{cfg: cfg, conn: conn, tx: tx, name: quoteTable(cfg.Table)}
-	if err := w.start(ctx); err != nil {
+	w := &writer{cfg: cfg, conn: conn, name: quoteTable(cfg.Table)}
+	if err := w.begin(ctx); err != nil {
 		// The cause matters more than a failure to roll back.
 		_ = w.Abort(context.WithoutCancel(ctx))
 		return nil, err
+	}
+	if w.index == nil {
+		// Nothing to hold a transaction open for until the table exists.
+		if err := w.tx.Rollback(ctx); err != nil {
+			_ = w.Abort(context.WithoutCancel(ctx))
+			return nil, fmt.Errorf("roll back: %w", classify(err))
+		}
+		w.tx = nil
 	}
 	return w, nil
 }
 
 type writer struct {
-	cfg   sinkConfig
-	conn  *pgx.Conn
-	tx    pgx.Tx
-	name  string // the quoted table name
-	index *tabular.ColumnIndex
-	json  []bool // the column holds json or jsonb: copy values as JSON text
+	cfg  sinkConfig
+	conn *pgx.Conn
+	// tx is the session's transaction; nil while the table does not exist.
+	tx   pgx.Tx
+	name string // the quoted table name
+	// created is set when this session created the table.
+	created bool
+	index   *tabular.ColumnIndex
+	json    []bool // the column holds json or jsonb: copy values as JSON text
 	// rows holds the batch being written, one raw value per column per
 	// record, reused from batch to batch.
 	rows    [][]byte
@@ -82,7 +89,14 @@ type writer struct {
 	buf []byte
 }
 
-func (w *writer) start(ctx context.Context) error {
+// begin starts the session's transaction and, when the table exists, sets
+// up writing to it; w.index stays nil when it does not.
+func (w *writer) begin(ctx context.Context) error {
+	tx, err := w.conn.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("begin transaction: %w", classify(err))
+	}
+	w.tx = tx
 	var names []string
 	var isJSON []bool
 	rows, err := w.tx.Query(ctx, `SELECT a.attname, a.atttypid FROM pg_attribute a
@@ -105,6 +119,11 @@ func (w *writer) start(ctx context.Context) error {
 	}
 	if len(names) == 0 {
 		return nil
+	}
+	// Held to the end of the session, the lock keeps a session that created
+	// the table from dropping it under this one (see dropUnused).
+	if _, err := w.tx.Exec(ctx, "LOCK TABLE "+w.name+" IN ROW EXCLUSIVE MODE"); err != nil {
+		return fmt.Errorf("lock table %s: %w", w.cfg.Table, classify(err))
 	}
 	if w.cfg.WriteMode == "overwrite" {
 		if _, err := w.tx.Exec(ctx, "DELETE FROM "+w.name); err != nil {
@@ -157,17 +176,48 @@ func (w *writer) use(ctx context.Context, names []string, isJSON []bool) error {
 	return nil
 }
 
-// create makes the table from the columns the first batch shows: bigint,
-// numeric, boolean, timestamptz, text and jsonb.
+// create makes the table from the columns the first batch shows (bigint,
+// numeric, boolean, timestamptz, text and jsonb) in a transaction of its
+// own, committed at once, and then begins the session on it. The shards of
+// a run writing one new table in parallel thus share it: an advisory lock
+// lets one of them create it and the others find it, where a table created
+// inside each session would keep every other shard waiting for the first
+// one's commit. A session that fails drops the table it created while the
+// table is empty and unused (see dropUnused).
 func (w *writer) create(ctx context.Context, b sdk.Batch) error {
 	t, err := tabular.CreateTable(w.cfg.Table, b.All(), w.cfg.Key, columnType)
 	if err != nil {
 		return err
 	}
-	if _, err := w.tx.Exec(ctx, t.DDL); err != nil {
+	// The lock is the session's, taken before the transaction: a
+	// transaction begun after another session's CREATE committed sees the
+	// table, where one already waiting on a lock may not.
+	lockKey := "faucet create table " + w.name
+	if _, err := w.conn.Exec(ctx, "SELECT pg_advisory_lock(hashtextextended($1, 0))", lockKey); err != nil {
 		return fmt.Errorf("create table %s: %w", w.cfg.Table, classify(err))
 	}
-	return w.use(ctx, t.Names, t.JSON)
+	err = pgx.BeginFunc(ctx, w.conn, func(tx pgx.Tx) error {
+		var exists bool
+		if err := tx.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", w.name).Scan(&exists); err != nil || exists {
+			return err
+		}
+		_, err := tx.Exec(ctx, t.DDL)
+		w.created = err == nil
+		return err
+	})
+	if _, uerr := w.conn.Exec(ctx, "SELECT pg_advisory_unlock(hashtextextended($1, 0))", lockKey); err == nil {
+		err = uerr
+	}
+	if err != nil {
+		return fmt.Errorf("create table %s: %w", w.cfg.Table, classify(err))
+	}
+	if err := w.begin(ctx); err != nil {
+		return err
+	}
+	if w.index == nil {
+		return fmt.Errorf("table %s was dropped as it was being created", w.cfg.Table)
+	}
+	return nil
 }
 
 func columnType(k tabular.Kind) string {
@@ -444,28 +494,67 @@ func appendEscaped(dst, b []byte) []byte {
 // Close ends the COPY in progress and commits every acknowledged batch; if
 // the server rejects any of them, nothing is committed.
 func (w *writer) Close(ctx context.Context) error {
-	defer w.conn.Close(context.WithoutCancel(ctx))
+	if w.tx == nil {
+		// No batch arrived, so there is no table to commit to.
+		w.conn.Close(context.WithoutCancel(ctx))
+		return nil
+	}
 	if w.stream != nil {
 		if err := w.endCopy(); err != nil {
-			_ = w.tx.Rollback(context.WithoutCancel(ctx))
+			w.discard(context.WithoutCancel(ctx))
 			return err
 		}
 	}
 	if err := w.tx.Commit(ctx); err != nil {
+		w.discard(context.WithoutCancel(ctx))
 		return fmt.Errorf("commit: %w", classify(err))
 	}
+	w.conn.Close(context.WithoutCancel(ctx))
 	return nil
 }
 
 // Abort rolls the session back.
 func (w *writer) Abort(ctx context.Context) error {
-	defer w.conn.Close(context.WithoutCancel(ctx))
 	if w.stream != nil {
 		w.stream.cancel()
 		w.stream = nil
 	}
-	if err := w.tx.Rollback(ctx); err != nil && !errors.Is(err, pgx.ErrTxClosed) {
-		return fmt.Errorf("roll back: %w", err)
+	var err error
+	if w.tx != nil {
+		if rerr := w.tx.Rollback(ctx); rerr != nil && !errors.Is(rerr, pgx.ErrTxClosed) {
+			err = fmt.Errorf("roll back: %w", rerr)
+		}
 	}
-	return nil
+	w.dropUnused(ctx)
+	w.conn.Close(context.WithoutCancel(ctx))
+	return err
+}
+
+// discard ends a session whose commit failed: rolled back, the table it
+// created dropped if nothing else uses it, the connection closed.
+func (w *writer) discard(ctx context.Context) {
+	_ = w.tx.Rollback(ctx)
+	w.dropUnused(ctx)
+	w.conn.Close(ctx)
+}
+
+// dropUnused drops the table this session created, so that a failed session
+// leaves the database as it was, unless the table holds rows or another
+// session (a shard of the same run) has it open: then it stays, theirs. It
+// is best effort; a session whose connection died leaves the empty table.
+func (w *writer) dropUnused(ctx context.Context) {
+	if !w.created {
+		return
+	}
+	_ = pgx.BeginFunc(ctx, w.conn, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "LOCK TABLE "+w.name+" IN ACCESS EXCLUSIVE MODE NOWAIT"); err != nil {
+			return err
+		}
+		var used bool
+		if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT FROM "+w.name+")").Scan(&used); err != nil || used {
+			return err
+		}
+		_, err := tx.Exec(ctx, "DROP TABLE "+w.name)
+		return err
+	})
 }
