@@ -104,7 +104,11 @@ var ErrRecordTooLarge = errors.New("record too large")
 // BatchWriter collects a source's records into batches and sends each one
 // when it is full. It is not safe for concurrent use.
 type BatchWriter struct {
-	emit       func(Batch) error
+	emit func(Batch) error
+	// next, when set, gives the buffer to collect the batch after an
+	// emitted one in (a slot of a shared region); otherwise the writer
+	// reuses its own.
+	next       func() []byte
 	maxRecords int
 	maxBytes   int
 	buf        []byte
@@ -187,6 +191,9 @@ func (w *BatchWriter) Flush() error {
 	w.count = 0
 	err := w.emit(b)
 	w.buf = w.buf[:0]
+	if w.next != nil {
+		w.buf = w.next()
+	}
 	return err
 }
 

@@ -178,22 +178,13 @@ func (s *server) Read(req *connectorv1.ReadRequest, stream grpc.ServerStreamingS
 	if !ok {
 		return status.Errorf(codes.Unimplemented, "connector %s is not a source", s.c.Spec().Name)
 	}
-	ctx := stream.Context()
-	rr := ReadRequest{Config: req.GetConfig()}
-	if sh := req.GetShard(); sh != nil {
-		rr.Shard = &Shard{Descriptor: sh.GetDescriptor_(), EstimatedRecords: sh.GetEstimatedRecords(), EstimatedBytes: sh.GetEstimatedBytes()}
-	}
 	w := NewBatchWriter(func(b Batch) error {
 		return stream.Send(&connectorv1.ReadResponse{Msg: &connectorv1.ReadResponse_Batch{Batch: &connectorv1.Batch{
 			Seq: b.Seq, Count: uint32(b.Count), Records: b.Records,
 		}}})
 	})
-	err := src.Read(ctx, rr, w)
-	if err == nil {
-		err = w.Flush()
-	}
-	if err != nil {
-		return toStatus(ctx, err)
+	if err := s.read(stream.Context(), src, req, w); err != nil {
+		return err
 	}
 	return stream.Send(&connectorv1.ReadResponse{Msg: &connectorv1.ReadResponse_Stats{Stats: &connectorv1.Stats{Records: w.Records(), Bytes: w.Bytes()}}})
 }

@@ -2,8 +2,11 @@ package sdk
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -15,6 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/faucet-dev/faucet/plugins/internal/protocol"
+	"github.com/faucet-dev/faucet/plugins/internal/shm"
 	connectorv1 "github.com/faucet-dev/faucet/plugins/proto/faucet/connector/v1"
 )
 
@@ -67,13 +71,9 @@ func (s *server) writeFromUpstream(stream grpc.BidiStreamingServer[connectorv1.W
 		st, _ := status.FromError(err)
 		return stream.Send(&connectorv1.WriteResponse{Msg: &connectorv1.WriteResponse_UpstreamFailed{UpstreamFailed: &connectorv1.UpstreamFailure{Code: int32(st.Code()), Message: st.Message()}}})
 	}
-	rs, err := connectorv1.NewConnectorServiceClient(conn).Read(rctx, up.GetRead())
-	var msg *connectorv1.ReadResponse
-	if err == nil {
-		// The first batch comes before the sink opens: a source that cannot
-		// start never touches the sink.
-		msg, err = rs.Recv()
-	}
+	// The first batch comes before the sink opens: a source that cannot
+	// start never touches the sink.
+	u, msg, err := openUpstream(rctx, conn, up)
 	if err != nil {
 		// Stopped or aborted before the first batch: nothing was written, and
 		// the source's cancellation is not its failure.
@@ -82,6 +82,7 @@ func (s *server) writeFromUpstream(stream grpc.BidiStreamingServer[connectorv1.W
 		}
 		return failed(err)
 	}
+	defer u.close()
 	w, err := sink.Open(ctx, open.GetConfig())
 	if err != nil {
 		return toStatus(ctx, err)
@@ -94,11 +95,16 @@ func (s *server) writeFromUpstream(stream grpc.BidiStreamingServer[connectorv1.W
 		if stop, abort := control(); stop || abort {
 			break
 		}
-		if b := msg.GetBatch(); b != nil {
+		if b := msg.batch; b != nil {
 			seq++
-			batch := Batch{Seq: seq, Count: int(b.GetCount()), Records: b.GetRecords()}
-			err := w.Write(ctx, batch)
-			protocol.Release(batch.Records)
+			data, err := u.records(b)
+			if err != nil {
+				abort(w)
+				return status.Errorf(codes.Internal, "batch %d: %v", seq, err)
+			}
+			batch := Batch{Seq: seq, Count: int(b.GetCount()), Records: data}
+			err = w.Write(ctx, batch)
+			u.done(b, data)
 			if err != nil {
 				abort(w)
 				return toStatus(ctx, fmt.Errorf("batch %d: %w", seq, err))
@@ -109,10 +115,10 @@ func (s *server) writeFromUpstream(stream grpc.BidiStreamingServer[connectorv1.W
 				abort(w)
 				return err
 			}
-		} else if msg.GetStats() != nil {
+		} else if msg.stats != nil {
 			break
 		}
-		if msg, err = rs.Recv(); err != nil {
+		if msg, err = u.recv(); err != nil {
 			if stop, abort := control(); stop || abort {
 				break
 			}
@@ -130,6 +136,119 @@ func (s *server) writeFromUpstream(stream grpc.BidiStreamingServer[connectorv1.W
 		return toStatus(ctx, err)
 	}
 	return stream.Send(&connectorv1.WriteResponse{Msg: &connectorv1.WriteResponse_Stats{Stats: &connectorv1.Stats{Records: records, Bytes: size}}})
+}
+
+// upstreamRead is a sink's read of the source plugin it reads directly:
+// ReadShared, the records in a region the two processes share, when the
+// source speaks protocol 1.1 and can map it; Read otherwise.
+type upstreamRead struct {
+	plain  grpc.ServerStreamingClient[connectorv1.ReadResponse]
+	shared grpc.BidiStreamingClient[connectorv1.ReadSharedRequest, connectorv1.ReadSharedResponse]
+	region *shm.Region
+}
+
+// upstreamMsg is a message of either read: a batch, or the final stats.
+type upstreamMsg struct {
+	batch *connectorv1.Batch
+	stats *connectorv1.Stats
+}
+
+// openUpstream starts reading up and returns its first message.
+func openUpstream(ctx context.Context, conn *grpc.ClientConn, up *connectorv1.Upstream) (*upstreamRead, upstreamMsg, error) {
+	client := connectorv1.NewConnectorServiceClient(conn)
+	version := int(max(up.GetProtocolVersion(), protocol.Version1))
+	if protocol.Supports(version, protocol.VersionSharedReads) {
+		u, msg, err := openShared(ctx, client, up.GetRead())
+		if err == nil {
+			slog.Debug("reading the source through shared memory")
+			return u, msg, nil
+		}
+		if c := status.Code(err); c != codes.FailedPrecondition && c != codes.Unimplemented && !errors.Is(err, shm.ErrUnsupported) {
+			return nil, upstreamMsg{}, err
+		}
+		slog.Debug("reading the source through messages", "reason", err.Error())
+	} else {
+		slog.Debug("reading the source through messages", "reason", fmt.Sprintf("the source speaks connector protocol version %d", version))
+	}
+	rs, err := client.Read(ctx, up.GetRead())
+	if err != nil {
+		return nil, upstreamMsg{}, err
+	}
+	u := &upstreamRead{plain: rs}
+	msg, err := u.recv()
+	return u, msg, err
+}
+
+// openShared starts a ReadShared call with a new region; an error before
+// the first message leaves nothing behind.
+func openShared(ctx context.Context, client connectorv1.ConnectorServiceClient, read *connectorv1.ReadRequest) (*upstreamRead, upstreamMsg, error) {
+	region, err := shm.Create(sharedSlots, sharedSlotBytes)
+	if err != nil {
+		return nil, upstreamMsg{}, err
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	fail := func(err error) (*upstreamRead, upstreamMsg, error) {
+		cancel()
+		region.Close()
+		return nil, upstreamMsg{}, err
+	}
+	rs, err := client.ReadShared(sctx)
+	if err != nil {
+		return fail(err)
+	}
+	err = rs.Send(&connectorv1.ReadSharedRequest{Msg: &connectorv1.ReadSharedRequest_Open{Open: &connectorv1.ReadSharedOpen{
+		Read:   read,
+		Region: &connectorv1.SharedRegion{Pid: int64(os.Getpid()), Fd: int32(region.FD()), Slots: uint32(region.Slots()), SlotBytes: uint32(region.SlotBytes())},
+	}}})
+	if err != nil {
+		return fail(err)
+	}
+	u := &upstreamRead{shared: rs, region: region}
+	msg, err := u.recv()
+	if err != nil {
+		return fail(err)
+	}
+	return u, msg, nil
+}
+
+func (u *upstreamRead) recv() (upstreamMsg, error) {
+	if u.shared != nil {
+		m, err := u.shared.Recv()
+		return upstreamMsg{batch: m.GetBatch(), stats: m.GetStats()}, err
+	}
+	m, err := u.plain.Recv()
+	return upstreamMsg{batch: m.GetBatch(), stats: m.GetStats()}, err
+}
+
+// records returns the records of a batch: in its message, or in the slot
+// of the region it names.
+func (u *upstreamRead) records(b *connectorv1.Batch) ([]byte, error) {
+	sh := b.GetShared()
+	if sh == nil {
+		return b.GetRecords(), nil
+	}
+	if u.region == nil || int(sh.GetSlot()) >= u.region.Slots() || int(sh.GetLength()) > u.region.SlotBytes() {
+		return nil, fmt.Errorf("the source named slot %d, %d bytes, outside the shared region", sh.GetSlot(), sh.GetLength())
+	}
+	return u.region.Slot(int(sh.GetSlot()))[:sh.GetLength()], nil
+}
+
+// done hands back the memory of a batch the sink has consumed: its slot to
+// the source, or its message buffer to the codec's pool. A failed release
+// shows as the read's next error.
+func (u *upstreamRead) done(b *connectorv1.Batch, records []byte) {
+	if sh := b.GetShared(); sh != nil {
+		_ = u.shared.Send(&connectorv1.ReadSharedRequest{Msg: &connectorv1.ReadSharedRequest_Release{Release: sh.GetSlot()}})
+		return
+	}
+	protocol.Release(records)
+}
+
+// close ends the read's hold on the region (the source unmaps its own).
+func (u *upstreamRead) close() {
+	if u.region != nil {
+		u.region.Close()
+	}
 }
 
 // Limits of the upstream connections a sink keeps between sessions.

@@ -1,9 +1,12 @@
 // The faucet connector protocol: how faucet talks to a connector plugin.
 //
 // Version 1. A plugin announces the protocol versions it speaks in the
-// go-plugin handshake; faucet picks the highest one both sides know. A
-// breaking change to this file gets a new package (faucet.connector.v2) and a
-// new protocol version, served side by side with this one.
+// go-plugin handshake; faucet picks the highest one both sides know. Within
+// this package, versions only add: go-plugin version 1 is protocol 1.0 and
+// each later one (2 = 1.1, …) a minor version whose additions are marked
+// below; a peer that negotiated an earlier one is never asked for them. A
+// breaking change to this file gets a new package (faucet.connector.v2) and
+// a new major version, served side by side with this one.
 //
 // Records never cross one per message: a Batch carries thousands of records
 // as JSON Lines bytes, cut by the sender well under the gRPC message limit.
@@ -32,11 +35,12 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	ConnectorService_Spec_FullMethodName   = "/faucet.connector.v1.ConnectorService/Spec"
-	ConnectorService_Check_FullMethodName  = "/faucet.connector.v1.ConnectorService/Check"
-	ConnectorService_Read_FullMethodName   = "/faucet.connector.v1.ConnectorService/Read"
-	ConnectorService_Shards_FullMethodName = "/faucet.connector.v1.ConnectorService/Shards"
-	ConnectorService_Write_FullMethodName  = "/faucet.connector.v1.ConnectorService/Write"
+	ConnectorService_Spec_FullMethodName       = "/faucet.connector.v1.ConnectorService/Spec"
+	ConnectorService_Check_FullMethodName      = "/faucet.connector.v1.ConnectorService/Check"
+	ConnectorService_Read_FullMethodName       = "/faucet.connector.v1.ConnectorService/Read"
+	ConnectorService_Shards_FullMethodName     = "/faucet.connector.v1.ConnectorService/Shards"
+	ConnectorService_Write_FullMethodName      = "/faucet.connector.v1.ConnectorService/Write"
+	ConnectorService_ReadShared_FullMethodName = "/faucet.connector.v1.ConnectorService/ReadShared"
 )
 
 // ConnectorServiceClient is the client API for ConnectorService service.
@@ -70,6 +74,14 @@ type ConnectorServiceClient interface {
 	// instead of two; faucet still sees every acknowledgement. Closing the
 	// send side then means: stop reading, commit what was acknowledged.
 	Write(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[WriteRequest, WriteResponse], error)
+	// ReadShared is Read for a sink reading a source directly, with the
+	// records of each batch in memory the two processes share instead of in
+	// the messages (since 1.1). The first request opens the read and names
+	// the sink's shared region; the source writes each batch into a free slot
+	// of it and sends the batch's place; the sink releases the slot once it
+	// has consumed the batch. A source that cannot map the region answers
+	// FAILED_PRECONDITION before anything else, and the sink reads with Read.
+	ReadShared(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ReadSharedRequest, ReadSharedResponse], error)
 }
 
 type connectorServiceClient struct {
@@ -142,6 +154,19 @@ func (c *connectorServiceClient) Write(ctx context.Context, opts ...grpc.CallOpt
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type ConnectorService_WriteClient = grpc.BidiStreamingClient[WriteRequest, WriteResponse]
 
+func (c *connectorServiceClient) ReadShared(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ReadSharedRequest, ReadSharedResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &ConnectorService_ServiceDesc.Streams[2], ConnectorService_ReadShared_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ReadSharedRequest, ReadSharedResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ConnectorService_ReadSharedClient = grpc.BidiStreamingClient[ReadSharedRequest, ReadSharedResponse]
+
 // ConnectorServiceServer is the server API for ConnectorService service.
 // All implementations must embed UnimplementedConnectorServiceServer
 // for forward compatibility.
@@ -173,6 +198,14 @@ type ConnectorServiceServer interface {
 	// instead of two; faucet still sees every acknowledgement. Closing the
 	// send side then means: stop reading, commit what was acknowledged.
 	Write(grpc.BidiStreamingServer[WriteRequest, WriteResponse]) error
+	// ReadShared is Read for a sink reading a source directly, with the
+	// records of each batch in memory the two processes share instead of in
+	// the messages (since 1.1). The first request opens the read and names
+	// the sink's shared region; the source writes each batch into a free slot
+	// of it and sends the batch's place; the sink releases the slot once it
+	// has consumed the batch. A source that cannot map the region answers
+	// FAILED_PRECONDITION before anything else, and the sink reads with Read.
+	ReadShared(grpc.BidiStreamingServer[ReadSharedRequest, ReadSharedResponse]) error
 	mustEmbedUnimplementedConnectorServiceServer()
 }
 
@@ -197,6 +230,9 @@ func (UnimplementedConnectorServiceServer) Shards(context.Context, *ShardsReques
 }
 func (UnimplementedConnectorServiceServer) Write(grpc.BidiStreamingServer[WriteRequest, WriteResponse]) error {
 	return status.Error(codes.Unimplemented, "method Write not implemented")
+}
+func (UnimplementedConnectorServiceServer) ReadShared(grpc.BidiStreamingServer[ReadSharedRequest, ReadSharedResponse]) error {
+	return status.Error(codes.Unimplemented, "method ReadShared not implemented")
 }
 func (UnimplementedConnectorServiceServer) mustEmbedUnimplementedConnectorServiceServer() {}
 func (UnimplementedConnectorServiceServer) testEmbeddedByValue()                          {}
@@ -291,6 +327,13 @@ func _ConnectorService_Write_Handler(srv interface{}, stream grpc.ServerStream) 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type ConnectorService_WriteServer = grpc.BidiStreamingServer[WriteRequest, WriteResponse]
 
+func _ConnectorService_ReadShared_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(ConnectorServiceServer).ReadShared(&grpc.GenericServerStream[ReadSharedRequest, ReadSharedResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ConnectorService_ReadSharedServer = grpc.BidiStreamingServer[ReadSharedRequest, ReadSharedResponse]
+
 // ConnectorService_ServiceDesc is the grpc.ServiceDesc for ConnectorService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -320,6 +363,12 @@ var ConnectorService_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "Write",
 			Handler:       _ConnectorService_Write_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+		{
+			StreamName:    "ReadShared",
+			Handler:       _ConnectorService_ReadShared_Handler,
 			ServerStreams: true,
 			ClientStreams: true,
 		},
