@@ -47,7 +47,9 @@ func (p padded) Read(_ context.Context, req ReadRequest, w *BatchWriter) error {
 }
 
 // noShared is a source plugin that cannot map a sink's region.
-type noShared struct{ connectorv1.ConnectorServiceServer }
+type noShared struct {
+	connectorv1.ConnectorServiceServer
+}
 
 func (noShared) ReadShared(grpc.BidiStreamingServer[connectorv1.ReadSharedRequest, connectorv1.ReadSharedResponse]) error {
 	return status.Error(codes.FailedPrecondition, "no /proc here")
