@@ -107,7 +107,8 @@ func writeDataset(out string, rows, seed int64) error {
 
 // bench is one sitting of measurements.
 type bench struct {
-	faucet, data, tmp, self string
+	// tmp holds the benchmark's own files, out what the pipelines write.
+	faucet, data, tmp, out, self string
 	rows                    int64
 	repeat                  int
 	host                    *host.Host
@@ -126,6 +127,7 @@ func run(args []string) error {
 	pg := fs.String("pg", "", "a PostgreSQL URL: also measure the Postgres pipelines")
 	psql := fs.String("psql", "psql", "the psql of the Postgres references")
 	bigRows := fs.Int64("big-rows", 10_000_000, "rows of the larger dataset the plugins' memory is measured on again (0: skip)")
+	outDir := fs.String("out", "", "directory the pipelines write their output files to (default: a temporary one); a tmpfs keeps the disk's writeback out of the figures")
 	fs.Parse(args)
 	if *faucet == "" || *data == "" {
 		return fmt.Errorf("run: -faucet and -data are required")
@@ -140,7 +142,10 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	b := &bench{faucet: *faucet, data: *data, tmp: tmp, self: self, rows: *rows, repeat: max(*repeat, 1), pg: *pg, psql: *psql, local: inproc.New(builtin.All()...)}
+	if *outDir == "" {
+		*outDir = tmp
+	}
+	b := &bench{faucet: *faucet, data: *data, tmp: tmp, out: *outDir, self: self, rows: *rows, repeat: max(*repeat, 1), pg: *pg, psql: *psql, local: inproc.New(builtin.All()...)}
 	var specs []sdk.Spec
 	for _, c := range builtin.All() {
 		specs = append(specs, c.Spec())
@@ -151,8 +156,8 @@ func run(args []string) error {
 	}
 	defer b.host.Close()
 
-	out := filepath.Join(tmp, "out.jsonl")
-	plainOut := filepath.Join(tmp, "plain.jsonl")
+	out := filepath.Join(b.out, "out.jsonl")
+	plainOut := filepath.Join(b.out, "plain.jsonl")
 	cases := []pipelineCase{{
 		name:      "CSV → JSONL",
 		source:    connector("csv", map[string]any{"path": *data}),

@@ -79,6 +79,16 @@ func kib(path, name string) int64 {
 	return -1
 }
 
+// treeCPU is the CPU time root and its live descendants used so far, in
+// seconds.
+func treeCPU(root int) float64 {
+	var ticks int64
+	for _, pid := range tree(root) {
+		ticks += cpuTicks(pid, false)
+	}
+	return float64(ticks) / ticksPerSecond
+}
+
 // label names a process of faucet's tree: its connector, or its command.
 func label(pid int) string {
 	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))

@@ -96,7 +96,7 @@ func (b *bench) measureMemory(ctx context.Context, big string, bigRows int64) er
 	}
 	var runs []runFigures
 	for range b.repeat {
-		f, err := b.faucetRun(ctx, "csv-jsonl", config(b.data, filepath.Join(b.tmp, "run.jsonl")), b.rows)
+		f, err := b.faucetRun(ctx, "csv-jsonl", config(b.data, filepath.Join(b.out, "run.jsonl")), b.rows)
 		if err != nil {
 			return err
 		}
@@ -108,8 +108,9 @@ func (b *bench) measureMemory(ctx context.Context, big string, bigRows int64) er
 	if big == "" {
 		return nil
 	}
-	f, err := b.faucetRun(ctx, "csv-jsonl-big", config(big, filepath.Join(b.tmp, "run-big.jsonl")), bigRows)
-	os.Remove(filepath.Join(b.tmp, "run-big.jsonl"))
+	os.Remove(filepath.Join(b.out, "run.jsonl"))
+	f, err := b.faucetRun(ctx, "csv-jsonl-big", config(big, filepath.Join(b.out, "run-big.jsonl")), bigRows)
+	os.Remove(filepath.Join(b.out, "run-big.jsonl"))
 	if err != nil {
 		return err
 	}
