@@ -249,6 +249,28 @@ func (w *writer) Write(ctx context.Context, b sdk.Batch) error {
 			return err
 		}
 	}
+	listed, which, err := w.stage(b)
+	if err != nil {
+		return err
+	}
+	if w.cfg.WriteMode == "upsert" {
+		return w.upsert(ctx, b, listed, which)
+	}
+	buf, err := w.copyBuffer(ctx, listed)
+	if err != nil {
+		return err
+	}
+	if buf, err = w.encode(buf, which); err != nil {
+		w.stream.free <- buf[:0]
+		return err
+	}
+	return w.send(b, buf)
+}
+
+// stage splits the batch's records into w.rows, one raw value per column,
+// and returns the columns some record has (listed by name, which by
+// position), in table order.
+func (w *writer) stage(b sdk.Batch) (listed []string, which []int, err error) {
 	cols := w.index.Names()
 	ncols := len(cols)
 	w.rows = slices.Grow(w.rows[:0], b.Count*ncols)
@@ -263,7 +285,7 @@ func (w *writer) Write(ctx context.Context, b sdk.Batch) error {
 		w.rows = w.rows[:start+ncols]
 		vals := w.rows[start:]
 		if err := w.index.Row(rec, vals); err != nil {
-			return fmt.Errorf("record %d: %w", n, err)
+			return nil, nil, fmt.Errorf("record %d: %w", n, err)
 		}
 		for i, v := range vals {
 			if v != nil {
@@ -271,8 +293,6 @@ func (w *writer) Write(ctx context.Context, b sdk.Batch) error {
 			}
 		}
 	}
-	var listed []string
-	var which []int
 	for i, p := range w.present {
 		if p {
 			listed = append(listed, cols[i])
@@ -280,15 +300,18 @@ func (w *writer) Write(ctx context.Context, b sdk.Batch) error {
 		}
 	}
 	if len(listed) == 0 {
-		return fmt.Errorf("batch %d: no record has a column of table %s", b.Seq, w.cfg.Table)
+		return nil, nil, fmt.Errorf("batch %d: no record has a column of table %s", b.Seq, w.cfg.Table)
 	}
-	if w.cfg.WriteMode == "upsert" {
-		return w.upsert(ctx, b, listed, ncols, which)
-	}
-	columns := tabular.QuoteList(listed)
+	return listed, which, nil
+}
+
+// copyBuffer returns a buffer to encode a batch into for the COPY listing
+// names, starting that COPY when the one in progress lists others.
+func (w *writer) copyBuffer(ctx context.Context, names []string) ([]byte, error) {
+	columns := tabular.QuoteList(names)
 	if w.stream != nil && w.stream.columns != columns {
 		if err := w.endCopy(); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if w.stream == nil {
@@ -296,13 +319,14 @@ func (w *writer) Write(ctx context.Context, b sdk.Batch) error {
 	}
 	buf, err := w.stream.buffer()
 	if err != nil {
-		return w.copyFailed(err)
+		return nil, w.copyFailed(err)
 	}
-	if buf, err = w.encode(buf, ncols, which); err != nil {
-		w.stream.free <- buf
-		return err
-	}
-	if err := w.stream.send(b.Seq, n, buf); err != nil {
+	return buf, nil
+}
+
+// send queues a batch's encoded rows on the COPY in progress.
+func (w *writer) send(b sdk.Batch, rows []byte) error {
+	if err := w.stream.send(b.Seq, b.Count, rows); err != nil {
 		return w.copyFailed(err)
 	}
 	return nil
@@ -324,14 +348,14 @@ func (w *writer) copyFailed(err error) error {
 
 // upsert copies one batch into the staging table and merges it into the
 // table, the last record of a key winning.
-func (w *writer) upsert(ctx context.Context, b sdk.Batch, listed []string, ncols int, which []int) error {
+func (w *writer) upsert(ctx context.Context, b sdk.Batch, listed []string, which []int) error {
 	for _, k := range w.cfg.Key {
 		if !slices.Contains(listed, k) {
 			return fmt.Errorf("batch %d: no record has key column %q", b.Seq, k)
 		}
 	}
 	var err error
-	if w.buf, err = w.encode(w.buf[:0], ncols, which); err != nil {
+	if w.buf, err = w.encode(w.buf[:0], which); err != nil {
 		return err
 	}
 	copySQL := fmt.Sprintf("COPY %s (%s) FROM STDIN", stage, tabular.QuoteList(listed))
@@ -355,35 +379,40 @@ func (w *writer) upsert(ctx context.Context, b sdk.Batch, listed []string, ncols
 }
 
 // encode appends the staged rows to dst in COPY's text format:
-// tab-separated columns, \N for NULL, backslash escapes for tabs, newlines
-// and backslashes. JSON numbers and booleans are valid input as they are;
-// strings are unquoted; objects and arrays (and anything bound for a json
-// column) go as JSON text.
-func (w *writer) encode(dst []byte, ncols int, which []int) ([]byte, error) {
+// tab-separated columns, each value as appendValue writes it.
+func (w *writer) encode(dst []byte, which []int) ([]byte, error) {
+	ncols := len(w.index.Names())
 	for r := 0; r+ncols <= len(w.rows); r += ncols {
 		vals := w.rows[r : r+ncols]
 		for j, i := range which {
 			if j > 0 {
 				dst = append(dst, '\t')
 			}
-			raw := vals[i]
-			switch {
-			case len(raw) == 0 || raw[0] == 'n':
-				dst = append(dst, `\N`...)
-			case w.json[i] || raw[0] == '{' || raw[0] == '[':
-				dst = appendEscaped(dst, raw)
-			case raw[0] == '"':
-				var err error
-				if dst, err = appendString(dst, raw); err != nil {
-					return dst, fmt.Errorf("record %d, column %s: %w", r/ncols+1, w.index.Names()[i], err)
-				}
-			default:
-				dst = append(dst, raw...)
+			var err error
+			if dst, err = w.appendValue(dst, vals[i], i); err != nil {
+				return dst, fmt.Errorf("record %d, column %s: %w", r/ncols+1, w.index.Names()[i], err)
 			}
 		}
 		dst = append(dst, '\n')
 	}
 	return dst, nil
+}
+
+// appendValue appends a record's raw JSON value for column col in COPY's
+// text format: \N for NULL (or a missing value), backslash escapes for
+// tabs, newlines and backslashes. JSON numbers and booleans are valid
+// input as they are; strings are unquoted; objects and arrays (and
+// anything bound for a json column) go as JSON text.
+func (w *writer) appendValue(dst, raw []byte, col int) ([]byte, error) {
+	switch {
+	case len(raw) == 0 || raw[0] == 'n':
+		return append(dst, `\N`...), nil
+	case w.json[col] || raw[0] == '{' || raw[0] == '[':
+		return appendEscaped(dst, raw), nil
+	case raw[0] == '"':
+		return appendString(dst, raw)
+	}
+	return append(dst, raw...), nil
 }
 
 // copySpecial marks the bytes COPY's text format escapes.

@@ -190,30 +190,35 @@ func (c *ColumnIndex) Names() []string { return c.names }
 // the record lacks), rejecting members that are not columns of the table.
 func (c *ColumnIndex) Row(rec []byte, vals [][]byte) error {
 	clear(vals)
-	k := 0
-	return Fields(rec, func(rawKey, value []byte) error {
+	var m members
+	if err := m.start(rec); err != nil {
+		return err
+	}
+	for k := 0; ; k++ {
+		rawKey, value, ok, err := m.next()
+		if err != nil || !ok {
+			return err
+		}
 		if k < len(c.layout) && string(c.layout[k].raw) == string(rawKey) {
 			vals[c.layout[k].col] = value
-			k++
-			return nil
+			continue
 		}
 		i, err := c.column(rawKey)
 		if err != nil {
 			return err
 		}
-		m := member{raw: append([]byte(nil), rawKey...), col: i}
+		at := member{raw: append([]byte(nil), rawKey...), col: i}
 		if k < len(c.layout) {
-			c.layout[k] = m
+			c.layout[k] = at
 		} else {
-			c.layout = append(c.layout, m)
+			c.layout = append(c.layout, at)
 		}
-		k++
 		vals[i] = value
-		return nil
-	})
+	}
 }
 
-// column finds the column of a raw key from Fields.
+// column finds the column of a raw key from Fields, or fails for a key
+// that is not a column of the table.
 func (c *ColumnIndex) column(rawKey []byte) (int, error) {
 	if i, ok := c.pos[string(rawKey)]; ok {
 		return i, nil
