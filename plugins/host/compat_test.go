@@ -71,7 +71,7 @@ func buildLinesV10(t *testing.T) string {
 // 1.1 plugins exchange theirs through shared memory.
 func TestProtocol10PluginKeepsWorking(t *testing.T) {
 	hostLog, logged := testLog(t)
-	h, err := host.New(context.Background(), host.Options{Executable: faucetBin, Builtins: builtinSpecs(), Logger: hostLog, PluginDirs: []string{buildLinesV10(t)}})
+	h, err := host.New(context.Background(), host.Options{Executable: faucetBin, Builtins: builtinSpecs(), Logger: hostLog, PluginDirs: []string{buildLinesV10(t), installHeld(t)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,18 +120,42 @@ func TestProtocol10PluginKeepsWorking(t *testing.T) {
 		t.Errorf("csv → lines wrote %q (%v)", got, err)
 	}
 
-	// Between two 1.1 plugins the records go through shared memory.
-	if _, err := pipeline.Execute(context.Background(), plan(pipeline.Invocation{RowID: "default",
-		Source: cfg("csv", map[string]any{"path": csvIn}),
-		Sink:   cfg("jsonl", map[string]any{"path": out}),
-	}), pipeline.ExecuteOptions{Connectors: h, Logger: hostLog}); err != nil {
-		t.Fatalf("csv → jsonl: %v", err)
+	// Between two 1.1 plugins the records go through shared memory: the
+	// held source (this test binary, built against today's SDK) maps the
+	// jsonl sink's region for its first batch, and the test sees the
+	// mapping while the source holds.
+	release := filepath.Join(dir, "release")
+	heldOut := filepath.Join(dir, "held.jsonl")
+	done := make(chan error, 1)
+	go func() {
+		_, err := pipeline.Execute(context.Background(), plan(pipeline.Invocation{RowID: "default",
+			Source: cfg("held", heldConfig{Rows: 4000, HoldAfter: 2000, Release: release}),
+			Sink:   cfg("jsonl", map[string]any{"path": heldOut}),
+		}), pipeline.ExecuteOptions{Connectors: h, Logger: hostLog})
+		done <- err
+	}()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got := readJSONL(t, out); !reflect.DeepEqual(got, []map[string]any{{"line": "a, b", "other": "1"}, {"line": "Zoë ✓", "other": "2"}}) {
-		t.Errorf("csv → jsonl wrote %v", got)
+	mapped := false
+	for start := time.Now(); !mapped && time.Since(start) < 30*time.Second; time.Sleep(10 * time.Millisecond) {
+		for _, pid := range children(t, self) {
+			maps, _ := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+			mapped = mapped || strings.Contains(string(maps), "memfd:faucet-batches")
+		}
 	}
-	if !eventuallyLogged(logged, "reading the source through shared memory", "connector=jsonl") {
-		t.Error("two 1.1 plugins did not share memory")
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("held → jsonl: %v", err)
+	}
+	if !mapped {
+		t.Error("the 1.1 source never mapped the 1.1 sink's shared region")
+	}
+	if n := countLines(t, heldOut); n != 4000 {
+		t.Errorf("held → jsonl wrote %d records, want 4000", n)
 	}
 	if !eventuallyLogged(logged, "reading the source through messages", "the source speaks connector protocol version 1") {
 		t.Error("the 1.1 sink did not read the 1.0 source through plain messages")

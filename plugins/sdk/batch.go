@@ -106,9 +106,12 @@ var ErrRecordTooLarge = errors.New("record too large")
 type BatchWriter struct {
 	emit func(Batch) error
 	// next, when set, gives the buffer to collect the batch after an
-	// emitted one in (a slot of a shared region); otherwise the writer
-	// reuses its own.
-	next       func() []byte
+	// emitted one in (a slot of a shared region), given the writer's own
+	// emptied one, which it returns otherwise; grow, when set, may move the
+	// batch being collected elsewhere once it reaches growAt bytes.
+	next       func(own []byte) []byte
+	grow       func(buf []byte) []byte
+	growAt     int
 	maxRecords int
 	maxBytes   int
 	buf        []byte
@@ -173,6 +176,9 @@ func (w *BatchWriter) AppendFunc(fn func(dst []byte) ([]byte, error)) error {
 	w.buf = append(buf, '\n')
 	w.count++
 	w.records++
+	if w.grow != nil && len(w.buf) >= w.growAt {
+		w.buf = w.grow(w.buf)
+	}
 	if w.count >= w.maxRecords || len(w.buf) >= w.maxBytes {
 		return w.Flush()
 	}
@@ -192,7 +198,7 @@ func (w *BatchWriter) Flush() error {
 	err := w.emit(b)
 	w.buf = w.buf[:0]
 	if w.next != nil {
-		w.buf = w.next()
+		w.buf = w.next(w.buf)
 	}
 	return err
 }

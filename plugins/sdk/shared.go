@@ -2,117 +2,106 @@ package sdk
 
 import (
 	"context"
-
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
+	"log/slog"
 
 	"github.com/faucet-dev/faucet/plugins/internal/shm"
 	connectorv1 "github.com/faucet-dev/faucet/plugins/proto/faucet/connector/v1"
 )
 
-// Shared regions a sink reading a source directly creates (protocol 1.1):
+// Shared regions a sink reading a source directly offers (protocol 1.1):
 // one slot the source fills while the sink consumes another and a third
 // already filled waits, each the size of a full batch plus room for its
-// last record, which BatchWriter appends before it cuts the batch.
+// last record, which BatchWriter appends before it cuts the batch. The
+// source maps the region once the batch it collects reaches
+// sharedMinBytes; a read smaller than that costs less than the mapping,
+// and its batches travel in their messages.
 const (
 	sharedSlots     = 3
 	sharedSlotBytes = TargetBatchBytes + 64<<10
+	sharedMinBytes  = 64 << 10
 )
 
-// ReadShared serves a Read whose batches the source writes straight into
-// the calling sink's shared region, slot after free slot: the records are
-// built in place and cross to the sink without a copy. A batch that
-// outgrew its slot (a record near MaxRecordBytes) travels in its message.
-func (s *server) ReadShared(stream grpc.BidiStreamingServer[connectorv1.ReadSharedRequest, connectorv1.ReadSharedResponse]) error {
-	src, ok := s.c.(Source)
-	if !ok {
-		return status.Errorf(codes.Unimplemented, "connector %s is not a source", s.c.Spec().Name)
-	}
-	ctx := stream.Context()
-	first, err := stream.Recv()
-	if err != nil {
-		return err
-	}
-	open := first.GetOpen()
-	if open == nil || open.GetRegion() == nil {
-		return status.Error(codes.InvalidArgument, "a shared read must start with an open request naming the region")
-	}
-	reg := open.GetRegion()
-	region, err := shm.Open(int(reg.GetPid()), int(reg.GetFd()), int(reg.GetSlots()), int(reg.GetSlotBytes()))
-	if err != nil {
-		return status.Error(codes.FailedPrecondition, err.Error())
-	}
-	defer region.Close()
-
-	// The sink hands slots back as it consumes their batches.
-	free := make(chan int, region.Slots())
-	for i := range region.Slots() {
-		free <- i
-	}
-	go func() {
-		for {
-			req, err := stream.Recv()
-			if err != nil {
-				return
-			}
-			if i := int(req.GetRelease()); req.GetOpen() == nil && i < region.Slots() {
-				select {
-				case free <- i:
-				default: // released twice: a confused sink; ignore it
-				}
-			}
-		}
-	}()
-
-	cur := <-free
-	w := NewBatchWriter(func(b Batch) error {
-		msg := &connectorv1.Batch{Seq: b.Seq, Count: uint32(b.Count)}
-		slot := region.Slot(cur)
-		switch {
-		case region.Contains(cur, b.Records):
-		case len(b.Records) <= len(slot):
-			copy(slot, b.Records)
-		default:
-			msg.Records = b.Records
-		}
-		if msg.Records == nil {
-			msg.Shared = &connectorv1.SharedSlot{Slot: uint32(cur), Length: uint32(len(b.Records))}
-		}
-		if err := stream.Send(&connectorv1.ReadSharedResponse{Msg: &connectorv1.ReadSharedResponse_Batch{Batch: msg}}); err != nil {
-			return err
-		}
-		if msg.Shared == nil {
-			return nil
-		}
-		select {
-		case cur = <-free:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	})
-	w.buf = region.Slot(cur)[:0]
-	w.next = func() []byte { return region.Slot(cur)[:0] }
-	if err := s.read(ctx, src, open.GetRead(), w); err != nil {
-		return err
-	}
-	return stream.Send(&connectorv1.ReadSharedResponse{Msg: &connectorv1.ReadSharedResponse_Stats{Stats: &connectorv1.Stats{Records: w.Records(), Bytes: w.Bytes()}}})
+// sharedBatches is a source's side of a Read whose sink offered a shared
+// region: from the first batch worth it on, each batch is built in the
+// next slot and crosses to the sink without a copy. A batch that outgrew
+// its slot (a record near MaxRecordBytes) travels in its message, and so
+// does every batch when the region cannot be mapped.
+type sharedBatches struct {
+	w    *BatchWriter
+	ctx  context.Context
+	reg  *connectorv1.SharedRegion
+	send func(*connectorv1.Batch) error
+	// region is the sink's region once mapped; unusable is set when mapping
+	// it failed.
+	region   *shm.Region
+	unusable bool
+	// sent counts the batches sent through slots: the next one goes into
+	// slot sent mod slots.
+	sent uint32
 }
 
-// read runs one Read of src into w, flushing what w still holds, and returns
-// the outcome as the protocol's status.
-func (s *server) read(ctx context.Context, src Source, req *connectorv1.ReadRequest, w *BatchWriter) error {
-	rr := ReadRequest{Config: req.GetConfig()}
-	if sh := req.GetShard(); sh != nil {
-		rr.Shard = &Shard{Descriptor: sh.GetDescriptor_(), EstimatedRecords: sh.GetEstimatedRecords(), EstimatedBytes: sh.GetEstimatedBytes()}
+// grow moves a batch that reached sharedMinBytes into the first slot,
+// mapping the region: the read is worth it.
+func (sb *sharedBatches) grow(buf []byte) []byte {
+	sb.w.grow = nil
+	if sb.mapRegion(); sb.region == nil || len(buf) > sb.region.SlotBytes() {
+		return buf
 	}
-	err := src.Read(ctx, rr, w)
-	if err == nil {
-		err = w.Flush()
+	return append(sb.region.Slot(sb.slot())[:0], buf...)
+}
+
+// emit sends a batch: by its place in a slot, or in its message.
+func (sb *sharedBatches) emit(b Batch) error {
+	msg := &connectorv1.Batch{Seq: b.Seq, Count: uint32(b.Count)}
+	r := sb.region
+	if r != nil && len(b.Records) <= r.SlotBytes() {
+		slot := sb.slot()
+		if !r.Contains(slot, b.Records) {
+			copy(r.Slot(slot), b.Records)
+		}
+		msg.Shared = &connectorv1.SharedSlot{Slot: uint32(slot), Length: uint32(len(b.Records))}
+	} else {
+		msg.Records = b.Records
 	}
-	if err != nil {
-		return toStatus(ctx, err)
+	if err := sb.send(msg); err != nil {
+		return err
 	}
-	return nil
+	if msg.Shared == nil {
+		return nil
+	}
+	sb.sent++
+	// The next slot is free once the sink has consumed the batch that used
+	// it last, slots batches ago.
+	return r.WaitConsumed(sb.ctx, sb.sent+1-uint32(r.Slots()))
+}
+
+// slot is the slot the next batch goes into.
+func (sb *sharedBatches) slot() int { return int(sb.sent % uint32(sb.region.Slots())) }
+
+// next is where the writer collects the next batch: its slot once the
+// region is mapped, the writer's own buffer before.
+func (sb *sharedBatches) next(own []byte) []byte {
+	if sb.region == nil {
+		return own
+	}
+	return sb.region.Slot(sb.slot())[:0]
+}
+
+func (sb *sharedBatches) mapRegion() {
+	region, err := shm.Open(int(sb.reg.GetPid()), int(sb.reg.GetFd()), int(sb.reg.GetSlots()), int(sb.reg.GetSlotBytes()))
+	if err != nil || int(sb.reg.GetHeaderBytes()) != shm.HeaderBytes {
+		slog.Debug("the batches travel in messages: the sink's shared region cannot be used", "error", err, "header_bytes", sb.reg.GetHeaderBytes())
+		if region != nil {
+			region.Close()
+		}
+		sb.unusable = true
+		return
+	}
+	sb.region = region
+}
+
+func (sb *sharedBatches) close() {
+	if sb.region != nil {
+		sb.region.Close()
+	}
 }

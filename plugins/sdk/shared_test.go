@@ -11,8 +11,6 @@ import (
 	"testing"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/faucet-dev/faucet/plugins/internal/protocol"
 	connectorv1 "github.com/faucet-dev/faucet/plugins/proto/faucet/connector/v1"
@@ -46,13 +44,15 @@ func (p padded) Read(_ context.Context, req ReadRequest, w *BatchWriter) error {
 	return nil
 }
 
-// noShared is a source plugin that cannot map a sink's region.
-type noShared struct {
+// ignoresRegion is a source plugin that ignores the sink's region, as a
+// source may.
+type ignoresRegion struct {
 	connectorv1.ConnectorServiceServer
 }
 
-func (noShared) ReadShared(grpc.BidiStreamingServer[connectorv1.ReadSharedRequest, connectorv1.ReadSharedResponse]) error {
-	return status.Error(codes.FailedPrecondition, "no /proc here")
+func (s ignoresRegion) Read(req *connectorv1.ReadRequest, stream grpc.ServerStreamingServer[connectorv1.ReadResponse]) error {
+	req.SharedRegion = nil
+	return s.ConnectorServiceServer.Read(req, stream)
 }
 
 // serve serves srv on a new unix socket and returns a connection to it.
@@ -79,21 +79,24 @@ func serve(t *testing.T, srv connectorv1.ConnectorServiceServer) *grpc.ClientCon
 }
 
 // readUpstream reads n records of src through openUpstream the way a sink's
-// write session does, checking each record, and reports whether the read
-// went through a shared region.
-func readUpstream(t *testing.T, srv connectorv1.ConnectorServiceServer, version uint32, n int, pad func(int) int) bool {
+// write session does, checking each record, and returns how many batches
+// came through a shared region's slots.
+func readUpstream(t *testing.T, srv connectorv1.ConnectorServiceServer, version uint32, n int, pad func(int) int, regions *regionCache) int {
 	t.Helper()
 	conn := serve(t, srv)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	up := &connectorv1.Upstream{Read: &connectorv1.ReadRequest{Config: json.RawMessage(`{"N": ` + strconv.Itoa(n) + `}`)}, ProtocolVersion: version}
-	u, msg, err := openUpstream(ctx, conn, up)
+	u, msg, err := openUpstream(ctx, conn, up, regions)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer u.close()
-	next := 1
+	next, shared := 1, 0
 	for msg.stats == nil {
+		if msg.batch.GetShared() != nil {
+			shared++
+		}
 		data, err := u.records(msg.batch)
 		if err != nil {
 			t.Fatal(err)
@@ -114,18 +117,18 @@ func readUpstream(t *testing.T, srv connectorv1.ConnectorServiceServer, version 
 	if next-1 != n || msg.stats.GetRecords() != int64(n) {
 		t.Fatalf("read %d records, stats say %d, want %d", next-1, msg.stats.GetRecords(), n)
 	}
-	return u.region != nil
+	return shared
 }
 
 // TestSharedReads reads sources through shared regions: many more batches
-// than slots, records that outgrow a slot (they travel in the message),
-// and the fallbacks to plain messages for a source that speaks protocol 1.0
-// and for one that cannot map the region.
+// than slots, records that outgrow a slot (they travel in the message), a
+// read too small to map the region for, and plain messages for a source
+// that speaks protocol 1.0 and for one that ignores the region.
 func TestSharedReads(t *testing.T) {
 	small := func(int) int { return 100 }
-	// Every 50th record is big enough that its batch outgrows a slot.
+	// Every 200th record is big enough that its batch outgrows a slot.
 	mixed := func(i int) int {
-		if i%50 == 0 {
+		if i%200 == 0 {
 			return sharedSlotBytes
 		}
 		return 20_000
@@ -136,17 +139,39 @@ func TestSharedReads(t *testing.T) {
 		version uint32
 		n       int
 		pad     func(int) int
-		shared  bool
+		// shared is whether batches come through slots.
+		shared bool
 	}{
 		{"shared", newServer(padded{small}), protocol.VersionSharedReads, 100_000, small, true},
-		{"shared, oversized batches", newServer(padded{mixed}), protocol.VersionSharedReads, 400, mixed, true},
+		{"shared, oversized batches", newServer(padded{mixed}), protocol.VersionSharedReads, 800, mixed, true},
+		{"too small to share", newServer(padded{small}), protocol.VersionSharedReads, 100, small, false},
 		{"source speaks 1.0", newServer(padded{small}), protocol.Version1, 20_000, small, false},
-		{"source cannot map the region", noShared{newServer(padded{small})}, protocol.VersionSharedReads, 20_000, small, false},
+		{"source ignores the region", ignoresRegion{newServer(padded{small})}, protocol.VersionSharedReads, 20_000, small, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if shared := readUpstream(t, tc.srv, tc.version, tc.n, tc.pad); shared != tc.shared {
-				t.Errorf("read through a shared region: %v, want %v", shared, tc.shared)
+			if shared := readUpstream(t, tc.srv, tc.version, tc.n, tc.pad, &regionCache{}); (shared > 0) != tc.shared {
+				t.Errorf("%d batches came through slots; want some: %v", shared, tc.shared)
 			}
 		})
+	}
+}
+
+// TestRegionKeptOnlyWhileUnused: a sink keeps its region from a read that
+// did not use it for the next, and lets a used one go with its memory.
+func TestRegionKeptOnlyWhileUnused(t *testing.T) {
+	small := func(int) int { return 100 }
+	srv := newServer(padded{small})
+	regions := &regionCache{}
+	readUpstream(t, srv, protocol.VersionSharedReads, 100, small, regions)
+	kept := regions.idle
+	if kept == nil {
+		t.Fatal("the region of a small read was not kept")
+	}
+	readUpstream(t, srv, protocol.VersionSharedReads, 100, small, regions)
+	if regions.idle != kept {
+		t.Fatal("the next small read did not reuse the kept region")
+	}
+	if shared := readUpstream(t, srv, protocol.VersionSharedReads, 50_000, small, regions); shared == 0 || regions.idle != nil {
+		t.Fatalf("a read that used the region (%d batches through slots) left it kept", shared)
 	}
 }

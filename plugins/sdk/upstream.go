@@ -2,7 +2,6 @@ package sdk
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,6 +15,7 @@ import (
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/faucet-dev/faucet/plugins/internal/protocol"
 	"github.com/faucet-dev/faucet/plugins/internal/shm"
@@ -73,7 +73,7 @@ func (s *server) writeFromUpstream(stream grpc.BidiStreamingServer[connectorv1.W
 	}
 	// The first batch comes before the sink opens: a source that cannot
 	// start never touches the sink.
-	u, msg, err := openUpstream(rctx, conn, up)
+	u, msg, err := openUpstream(rctx, conn, up, s.regions)
 	if err != nil {
 		// Stopped or aborted before the first batch: nothing was written, and
 		// the source's cancellation is not its failure.
@@ -138,115 +138,126 @@ func (s *server) writeFromUpstream(stream grpc.BidiStreamingServer[connectorv1.W
 	return stream.Send(&connectorv1.WriteResponse{Msg: &connectorv1.WriteResponse_Stats{Stats: &connectorv1.Stats{Records: records, Bytes: size}}})
 }
 
-// upstreamRead is a sink's read of the source plugin it reads directly:
-// ReadShared, the records in a region the two processes share, when the
-// source speaks protocol 1.1 and can map it; Read otherwise.
+// upstreamRead is a sink's read of the source plugin it reads directly,
+// with a region of shared memory offered to the source when it speaks
+// protocol 1.1, for the batches' records to cross without a copy.
 type upstreamRead struct {
-	plain  grpc.ServerStreamingClient[connectorv1.ReadResponse]
-	shared grpc.BidiStreamingClient[connectorv1.ReadSharedRequest, connectorv1.ReadSharedResponse]
-	region *shm.Region
+	rs      grpc.ServerStreamingClient[connectorv1.ReadResponse]
+	regions *regionCache
+	region  *shm.Region
+	// consumed counts the batches read from slots: the next one must be in
+	// slot consumed mod slots.
+	consumed uint32
+	// finished is set once the source's final stats arrived: it writes
+	// nothing more.
+	finished bool
 }
 
-// upstreamMsg is a message of either read: a batch, or the final stats.
+// regionCache keeps a sink's shared region from a read that did not use
+// it for the next: creating and unmapping one costs a small read more than
+// the rest of it does. A region a read used goes, and its memory with it.
+type regionCache struct {
+	mu   sync.Mutex
+	idle *shm.Region
+}
+
+func (c *regionCache) get() (*shm.Region, error) {
+	c.mu.Lock()
+	r := c.idle
+	c.idle = nil
+	c.mu.Unlock()
+	if r != nil {
+		return r, nil
+	}
+	return shm.Create(sharedSlots, sharedSlotBytes)
+}
+
+func (c *regionCache) put(r *shm.Region) {
+	c.mu.Lock()
+	keep := c.idle == nil
+	if keep {
+		c.idle = r
+	}
+	c.mu.Unlock()
+	if !keep {
+		r.Close()
+	}
+}
+
+// upstreamMsg is a message of the read: a batch, or the final stats.
 type upstreamMsg struct {
 	batch *connectorv1.Batch
 	stats *connectorv1.Stats
 }
 
 // openUpstream starts reading up and returns its first message.
-func openUpstream(ctx context.Context, conn *grpc.ClientConn, up *connectorv1.Upstream) (*upstreamRead, upstreamMsg, error) {
-	client := connectorv1.NewConnectorServiceClient(conn)
+func openUpstream(ctx context.Context, conn *grpc.ClientConn, up *connectorv1.Upstream, regions *regionCache) (*upstreamRead, upstreamMsg, error) {
+	read := up.GetRead()
+	u := &upstreamRead{regions: regions}
 	version := int(max(up.GetProtocolVersion(), protocol.Version1))
-	if protocol.Supports(version, protocol.VersionSharedReads) {
-		u, msg, err := openShared(ctx, client, up.GetRead())
-		if err == nil {
-			slog.Debug("reading the source through shared memory")
-			return u, msg, nil
-		}
-		if c := status.Code(err); c != codes.FailedPrecondition && c != codes.Unimplemented && !errors.Is(err, shm.ErrUnsupported) {
-			return nil, upstreamMsg{}, err
-		}
+	if !protocol.Supports(version, protocol.VersionSharedReads) {
+		slog.Debug("reading the source through messages", "reason", fmt.Sprintf("the source speaks connector protocol version %d", version))
+	} else if region, err := regions.get(); err != nil {
 		slog.Debug("reading the source through messages", "reason", err.Error())
 	} else {
-		slog.Debug("reading the source through messages", "reason", fmt.Sprintf("the source speaks connector protocol version %d", version))
+		u.region = region
+		read = proto.CloneOf(read)
+		read.SharedRegion = &connectorv1.SharedRegion{
+			Pid: int64(os.Getpid()), Fd: int32(region.FD()), Slots: uint32(region.Slots()),
+			SlotBytes: uint32(region.SlotBytes()), HeaderBytes: shm.HeaderBytes,
+		}
 	}
-	rs, err := client.Read(ctx, up.GetRead())
-	if err != nil {
-		return nil, upstreamMsg{}, err
+	rs, err := connectorv1.NewConnectorServiceClient(conn).Read(ctx, read)
+	if err == nil {
+		u.rs = rs
+		var msg upstreamMsg
+		if msg, err = u.recv(); err == nil {
+			return u, msg, nil
+		}
 	}
-	u := &upstreamRead{plain: rs}
-	msg, err := u.recv()
-	return u, msg, err
-}
-
-// openShared starts a ReadShared call with a new region; an error before
-// the first message leaves nothing behind.
-func openShared(ctx context.Context, client connectorv1.ConnectorServiceClient, read *connectorv1.ReadRequest) (*upstreamRead, upstreamMsg, error) {
-	region, err := shm.Create(sharedSlots, sharedSlotBytes)
-	if err != nil {
-		return nil, upstreamMsg{}, err
-	}
-	sctx, cancel := context.WithCancel(ctx)
-	fail := func(err error) (*upstreamRead, upstreamMsg, error) {
-		cancel()
-		region.Close()
-		return nil, upstreamMsg{}, err
-	}
-	rs, err := client.ReadShared(sctx)
-	if err != nil {
-		return fail(err)
-	}
-	err = rs.Send(&connectorv1.ReadSharedRequest{Msg: &connectorv1.ReadSharedRequest_Open{Open: &connectorv1.ReadSharedOpen{
-		Read:   read,
-		Region: &connectorv1.SharedRegion{Pid: int64(os.Getpid()), Fd: int32(region.FD()), Slots: uint32(region.Slots()), SlotBytes: uint32(region.SlotBytes())},
-	}}})
-	if err != nil {
-		return fail(err)
-	}
-	u := &upstreamRead{shared: rs, region: region}
-	msg, err := u.recv()
-	if err != nil {
-		return fail(err)
-	}
-	return u, msg, nil
+	u.close()
+	return nil, upstreamMsg{}, err
 }
 
 func (u *upstreamRead) recv() (upstreamMsg, error) {
-	if u.shared != nil {
-		m, err := u.shared.Recv()
-		return upstreamMsg{batch: m.GetBatch(), stats: m.GetStats()}, err
-	}
-	m, err := u.plain.Recv()
-	return upstreamMsg{batch: m.GetBatch(), stats: m.GetStats()}, err
+	m, err := u.rs.Recv()
+	msg := upstreamMsg{batch: m.GetBatch(), stats: m.GetStats()}
+	u.finished = u.finished || msg.stats != nil
+	return msg, err
 }
 
 // records returns the records of a batch: in its message, or in the slot
-// of the region it names.
+// of the region it names, which must be the next one.
 func (u *upstreamRead) records(b *connectorv1.Batch) ([]byte, error) {
 	sh := b.GetShared()
 	if sh == nil {
 		return b.GetRecords(), nil
 	}
-	if u.region == nil || int(sh.GetSlot()) >= u.region.Slots() || int(sh.GetLength()) > u.region.SlotBytes() {
-		return nil, fmt.Errorf("the source named slot %d, %d bytes, outside the shared region", sh.GetSlot(), sh.GetLength())
+	if u.region == nil || sh.GetSlot() != u.consumed%uint32(u.region.Slots()) || int(sh.GetLength()) > u.region.SlotBytes() {
+		return nil, fmt.Errorf("the source named slot %d, %d bytes, where the shared region's next batch is not", sh.GetSlot(), sh.GetLength())
 	}
 	return u.region.Slot(int(sh.GetSlot()))[:sh.GetLength()], nil
 }
 
 // done hands back the memory of a batch the sink has consumed: its slot to
-// the source, or its message buffer to the codec's pool. A failed release
-// shows as the read's next error.
+// the source, or its message buffer to the codec's pool.
 func (u *upstreamRead) done(b *connectorv1.Batch, records []byte) {
-	if sh := b.GetShared(); sh != nil {
-		_ = u.shared.Send(&connectorv1.ReadSharedRequest{Msg: &connectorv1.ReadSharedRequest_Release{Release: sh.GetSlot()}})
+	if b.GetShared() != nil {
+		u.consumed++
+		u.region.Consumed()
 		return
 	}
 	protocol.Release(records)
 }
 
-// close ends the read's hold on the region (the source unmaps its own).
+// close ends this process's hold on the region (the source unmaps its own),
+// or keeps it for the next read when the source finished without using it.
 func (u *upstreamRead) close() {
-	if u.region != nil {
+	switch {
+	case u.region == nil:
+	case u.finished && u.consumed == 0:
+		u.regions.put(u.region)
+	default:
 		u.region.Close()
 	}
 }

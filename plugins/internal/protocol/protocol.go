@@ -23,8 +23,9 @@ import (
 const (
 	// Version1 is protocol 1.0.
 	Version1 = 1
-	// VersionSharedReads is protocol 1.1: ReadShared, the source writing
-	// its batches into memory the sink shares.
+	// VersionSharedReads is protocol 1.1: a sink reading its source
+	// directly offers memory the two share (ReadRequest.shared_region), and
+	// the source writes its batches there instead of into the messages.
 	VersionSharedReads = 2
 	// Latest is the highest version this build speaks.
 	Latest = VersionSharedReads

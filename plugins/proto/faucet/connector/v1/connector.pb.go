@@ -500,7 +500,10 @@ type ReadRequest struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Config []byte                 `protobuf:"bytes,1,opt,name=config,proto3" json:"config,omitempty"`
 	// shard limits the read to one shard Shards returned; unset reads all.
-	Shard         *Shard `protobuf:"bytes,2,opt,name=shard,proto3" json:"shard,omitempty"`
+	Shard *Shard `protobuf:"bytes,2,opt,name=shard,proto3" json:"shard,omitempty"`
+	// shared_region, from a sink reading the source directly, is memory the
+	// source may write its batches into instead of the messages (since 1.1).
+	SharedRegion  *SharedRegion `protobuf:"bytes,3,opt,name=shared_region,json=sharedRegion,proto3" json:"shared_region,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -549,6 +552,101 @@ func (x *ReadRequest) GetShard() *Shard {
 	return nil
 }
 
+func (x *ReadRequest) GetSharedRegion() *SharedRegion {
+	if x != nil {
+		return x.SharedRegion
+	}
+	return nil
+}
+
+// SharedRegion is memory a sink shares with the source it reads: the whole
+// of a Linux memfd the sink holds open as file descriptor fd, which the
+// source opens as /proc/<pid>/fd/<fd>. It starts with a header of
+// header_bytes; slots of slot_bytes follow. The header's first four bytes
+// count the batches the sink has consumed from slots, and the next four
+// are set while the source waits for that count to grow (both
+// little-endian uint32s, updated atomically; the source waits as a futex
+// on the count). The source writes its k-th batch that goes through a slot
+// (k from 0) into slot k mod slots once the count is at least k+1-slots,
+// and names the slot in Batch.shared; the sink adds one to the count, and
+// wakes a waiting source, once it is done with the batch. A source may
+// ignore the region and send any batch in its message.
+type SharedRegion struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Pid           int64                  `protobuf:"varint,1,opt,name=pid,proto3" json:"pid,omitempty"`
+	Fd            int32                  `protobuf:"varint,2,opt,name=fd,proto3" json:"fd,omitempty"`
+	Slots         uint32                 `protobuf:"varint,3,opt,name=slots,proto3" json:"slots,omitempty"`
+	SlotBytes     uint32                 `protobuf:"varint,4,opt,name=slot_bytes,json=slotBytes,proto3" json:"slot_bytes,omitempty"`
+	HeaderBytes   uint32                 `protobuf:"varint,5,opt,name=header_bytes,json=headerBytes,proto3" json:"header_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SharedRegion) Reset() {
+	*x = SharedRegion{}
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SharedRegion) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SharedRegion) ProtoMessage() {}
+
+func (x *SharedRegion) ProtoReflect() protoreflect.Message {
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SharedRegion.ProtoReflect.Descriptor instead.
+func (*SharedRegion) Descriptor() ([]byte, []int) {
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *SharedRegion) GetPid() int64 {
+	if x != nil {
+		return x.Pid
+	}
+	return 0
+}
+
+func (x *SharedRegion) GetFd() int32 {
+	if x != nil {
+		return x.Fd
+	}
+	return 0
+}
+
+func (x *SharedRegion) GetSlots() uint32 {
+	if x != nil {
+		return x.Slots
+	}
+	return 0
+}
+
+func (x *SharedRegion) GetSlotBytes() uint32 {
+	if x != nil {
+		return x.SlotBytes
+	}
+	return 0
+}
+
+func (x *SharedRegion) GetHeaderBytes() uint32 {
+	if x != nil {
+		return x.HeaderBytes
+	}
+	return 0
+}
+
 type ReadResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Msg:
@@ -562,7 +660,7 @@ type ReadResponse struct {
 
 func (x *ReadResponse) Reset() {
 	*x = ReadResponse{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[7]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -574,7 +672,7 @@ func (x *ReadResponse) String() string {
 func (*ReadResponse) ProtoMessage() {}
 
 func (x *ReadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[7]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -587,7 +685,7 @@ func (x *ReadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResponse.ProtoReflect.Descriptor instead.
 func (*ReadResponse) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{7}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ReadResponse) GetMsg() isReadResponse_Msg {
@@ -647,7 +745,7 @@ type Shard struct {
 
 func (x *Shard) Reset() {
 	*x = Shard{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[8]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -659,7 +757,7 @@ func (x *Shard) String() string {
 func (*Shard) ProtoMessage() {}
 
 func (x *Shard) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[8]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -672,7 +770,7 @@ func (x *Shard) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Shard.ProtoReflect.Descriptor instead.
 func (*Shard) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{8}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Shard) GetDescriptor_() []byte {
@@ -706,7 +804,7 @@ type ShardsRequest struct {
 
 func (x *ShardsRequest) Reset() {
 	*x = ShardsRequest{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[9]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -718,7 +816,7 @@ func (x *ShardsRequest) String() string {
 func (*ShardsRequest) ProtoMessage() {}
 
 func (x *ShardsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[9]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -731,7 +829,7 @@ func (x *ShardsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShardsRequest.ProtoReflect.Descriptor instead.
 func (*ShardsRequest) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{9}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ShardsRequest) GetConfig() []byte {
@@ -757,7 +855,7 @@ type ShardsResponse struct {
 
 func (x *ShardsResponse) Reset() {
 	*x = ShardsResponse{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[10]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -769,7 +867,7 @@ func (x *ShardsResponse) String() string {
 func (*ShardsResponse) ProtoMessage() {}
 
 func (x *ShardsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[10]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -782,7 +880,7 @@ func (x *ShardsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShardsResponse.ProtoReflect.Descriptor instead.
 func (*ShardsResponse) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{10}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ShardsResponse) GetShards() []*Shard {
@@ -799,7 +897,7 @@ type Batch struct {
 	Seq     uint64 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
 	Count   uint32 `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
 	Records []byte `protobuf:"bytes,3,opt,name=records,proto3" json:"records,omitempty"`
-	// shared, in a ReadShared call, says where in the shared region the
+	// shared, in a Read with a shared region, says where in the region the
 	// records are; records is then empty (since 1.1).
 	Shared        *SharedSlot `protobuf:"bytes,4,opt,name=shared,proto3" json:"shared,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -808,7 +906,7 @@ type Batch struct {
 
 func (x *Batch) Reset() {
 	*x = Batch{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[11]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -820,7 +918,7 @@ func (x *Batch) String() string {
 func (*Batch) ProtoMessage() {}
 
 func (x *Batch) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[11]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -833,7 +931,7 @@ func (x *Batch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Batch.ProtoReflect.Descriptor instead.
 func (*Batch) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{11}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Batch) GetSeq() uint64 {
@@ -876,7 +974,7 @@ type SharedSlot struct {
 
 func (x *SharedSlot) Reset() {
 	*x = SharedSlot{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[12]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -888,7 +986,7 @@ func (x *SharedSlot) String() string {
 func (*SharedSlot) ProtoMessage() {}
 
 func (x *SharedSlot) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[12]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -901,7 +999,7 @@ func (x *SharedSlot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SharedSlot.ProtoReflect.Descriptor instead.
 func (*SharedSlot) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{12}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *SharedSlot) GetSlot() uint32 {
@@ -930,7 +1028,7 @@ type Stats struct {
 
 func (x *Stats) Reset() {
 	*x = Stats{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[13]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -942,7 +1040,7 @@ func (x *Stats) String() string {
 func (*Stats) ProtoMessage() {}
 
 func (x *Stats) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[13]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -955,7 +1053,7 @@ func (x *Stats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stats.ProtoReflect.Descriptor instead.
 func (*Stats) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{13}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Stats) GetRecords() int64 {
@@ -986,7 +1084,7 @@ type WriteRequest struct {
 
 func (x *WriteRequest) Reset() {
 	*x = WriteRequest{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[14]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -998,7 +1096,7 @@ func (x *WriteRequest) String() string {
 func (*WriteRequest) ProtoMessage() {}
 
 func (x *WriteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[14]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1011,7 +1109,7 @@ func (x *WriteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteRequest.ProtoReflect.Descriptor instead.
 func (*WriteRequest) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{14}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *WriteRequest) GetMsg() isWriteRequest_Msg {
@@ -1083,7 +1181,7 @@ type WriteOpen struct {
 
 func (x *WriteOpen) Reset() {
 	*x = WriteOpen{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[15]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1095,7 +1193,7 @@ func (x *WriteOpen) String() string {
 func (*WriteOpen) ProtoMessage() {}
 
 func (x *WriteOpen) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[15]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1108,7 +1206,7 @@ func (x *WriteOpen) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteOpen.ProtoReflect.Descriptor instead.
 func (*WriteOpen) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{15}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *WriteOpen) GetConfig() []byte {
@@ -1142,7 +1240,7 @@ type Upstream struct {
 
 func (x *Upstream) Reset() {
 	*x = Upstream{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[16]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1154,7 +1252,7 @@ func (x *Upstream) String() string {
 func (*Upstream) ProtoMessage() {}
 
 func (x *Upstream) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[16]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1167,7 +1265,7 @@ func (x *Upstream) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Upstream.ProtoReflect.Descriptor instead.
 func (*Upstream) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{16}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Upstream) GetNetwork() string {
@@ -1198,296 +1296,6 @@ func (x *Upstream) GetProtocolVersion() uint32 {
 	return 0
 }
 
-type ReadSharedRequest struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// Types that are valid to be assigned to Msg:
-	//
-	//	*ReadSharedRequest_Open
-	//	*ReadSharedRequest_Release
-	Msg           isReadSharedRequest_Msg `protobuf_oneof:"msg"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ReadSharedRequest) Reset() {
-	*x = ReadSharedRequest{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[17]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ReadSharedRequest) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ReadSharedRequest) ProtoMessage() {}
-
-func (x *ReadSharedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[17]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ReadSharedRequest.ProtoReflect.Descriptor instead.
-func (*ReadSharedRequest) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{17}
-}
-
-func (x *ReadSharedRequest) GetMsg() isReadSharedRequest_Msg {
-	if x != nil {
-		return x.Msg
-	}
-	return nil
-}
-
-func (x *ReadSharedRequest) GetOpen() *ReadSharedOpen {
-	if x != nil {
-		if x, ok := x.Msg.(*ReadSharedRequest_Open); ok {
-			return x.Open
-		}
-	}
-	return nil
-}
-
-func (x *ReadSharedRequest) GetRelease() uint32 {
-	if x != nil {
-		if x, ok := x.Msg.(*ReadSharedRequest_Release); ok {
-			return x.Release
-		}
-	}
-	return 0
-}
-
-type isReadSharedRequest_Msg interface {
-	isReadSharedRequest_Msg()
-}
-
-type ReadSharedRequest_Open struct {
-	// open is the first request of a ReadShared call.
-	Open *ReadSharedOpen `protobuf:"bytes,1,opt,name=open,proto3,oneof"`
-}
-
-type ReadSharedRequest_Release struct {
-	// release hands a slot back: the sink is done with the batch in it.
-	Release uint32 `protobuf:"varint,2,opt,name=release,proto3,oneof"`
-}
-
-func (*ReadSharedRequest_Open) isReadSharedRequest_Msg() {}
-
-func (*ReadSharedRequest_Release) isReadSharedRequest_Msg() {}
-
-type ReadSharedOpen struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Read          *ReadRequest           `protobuf:"bytes,1,opt,name=read,proto3" json:"read,omitempty"`
-	Region        *SharedRegion          `protobuf:"bytes,2,opt,name=region,proto3" json:"region,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ReadSharedOpen) Reset() {
-	*x = ReadSharedOpen{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[18]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ReadSharedOpen) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ReadSharedOpen) ProtoMessage() {}
-
-func (x *ReadSharedOpen) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[18]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ReadSharedOpen.ProtoReflect.Descriptor instead.
-func (*ReadSharedOpen) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{18}
-}
-
-func (x *ReadSharedOpen) GetRead() *ReadRequest {
-	if x != nil {
-		return x.Read
-	}
-	return nil
-}
-
-func (x *ReadSharedOpen) GetRegion() *SharedRegion {
-	if x != nil {
-		return x.Region
-	}
-	return nil
-}
-
-// SharedRegion is memory the sink shares with the source: slots of
-// slot_bytes each, the whole of a Linux memfd the sink holds open as file
-// descriptor fd, which the source opens as /proc/<pid>/fd/<fd>.
-type SharedRegion struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Pid           int64                  `protobuf:"varint,1,opt,name=pid,proto3" json:"pid,omitempty"`
-	Fd            int32                  `protobuf:"varint,2,opt,name=fd,proto3" json:"fd,omitempty"`
-	Slots         uint32                 `protobuf:"varint,3,opt,name=slots,proto3" json:"slots,omitempty"`
-	SlotBytes     uint32                 `protobuf:"varint,4,opt,name=slot_bytes,json=slotBytes,proto3" json:"slot_bytes,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *SharedRegion) Reset() {
-	*x = SharedRegion{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[19]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *SharedRegion) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*SharedRegion) ProtoMessage() {}
-
-func (x *SharedRegion) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[19]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use SharedRegion.ProtoReflect.Descriptor instead.
-func (*SharedRegion) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{19}
-}
-
-func (x *SharedRegion) GetPid() int64 {
-	if x != nil {
-		return x.Pid
-	}
-	return 0
-}
-
-func (x *SharedRegion) GetFd() int32 {
-	if x != nil {
-		return x.Fd
-	}
-	return 0
-}
-
-func (x *SharedRegion) GetSlots() uint32 {
-	if x != nil {
-		return x.Slots
-	}
-	return 0
-}
-
-func (x *SharedRegion) GetSlotBytes() uint32 {
-	if x != nil {
-		return x.SlotBytes
-	}
-	return 0
-}
-
-type ReadSharedResponse struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// Types that are valid to be assigned to Msg:
-	//
-	//	*ReadSharedResponse_Batch
-	//	*ReadSharedResponse_Stats
-	Msg           isReadSharedResponse_Msg `protobuf_oneof:"msg"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ReadSharedResponse) Reset() {
-	*x = ReadSharedResponse{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[20]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ReadSharedResponse) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ReadSharedResponse) ProtoMessage() {}
-
-func (x *ReadSharedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[20]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ReadSharedResponse.ProtoReflect.Descriptor instead.
-func (*ReadSharedResponse) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{20}
-}
-
-func (x *ReadSharedResponse) GetMsg() isReadSharedResponse_Msg {
-	if x != nil {
-		return x.Msg
-	}
-	return nil
-}
-
-func (x *ReadSharedResponse) GetBatch() *Batch {
-	if x != nil {
-		if x, ok := x.Msg.(*ReadSharedResponse_Batch); ok {
-			return x.Batch
-		}
-	}
-	return nil
-}
-
-func (x *ReadSharedResponse) GetStats() *Stats {
-	if x != nil {
-		if x, ok := x.Msg.(*ReadSharedResponse_Stats); ok {
-			return x.Stats
-		}
-	}
-	return nil
-}
-
-type isReadSharedResponse_Msg interface {
-	isReadSharedResponse_Msg()
-}
-
-type ReadSharedResponse_Batch struct {
-	Batch *Batch `protobuf:"bytes,1,opt,name=batch,proto3,oneof"`
-}
-
-type ReadSharedResponse_Stats struct {
-	// stats is the last message of a successful read.
-	Stats *Stats `protobuf:"bytes,2,opt,name=stats,proto3,oneof"`
-}
-
-func (*ReadSharedResponse_Batch) isReadSharedResponse_Msg() {}
-
-func (*ReadSharedResponse_Stats) isReadSharedResponse_Msg() {}
-
 type WriteAbort struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1496,7 +1304,7 @@ type WriteAbort struct {
 
 func (x *WriteAbort) Reset() {
 	*x = WriteAbort{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[21]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1508,7 +1316,7 @@ func (x *WriteAbort) String() string {
 func (*WriteAbort) ProtoMessage() {}
 
 func (x *WriteAbort) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[21]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1521,7 +1329,7 @@ func (x *WriteAbort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteAbort.ProtoReflect.Descriptor instead.
 func (*WriteAbort) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{21}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{18}
 }
 
 type WriteResponse struct {
@@ -1538,7 +1346,7 @@ type WriteResponse struct {
 
 func (x *WriteResponse) Reset() {
 	*x = WriteResponse{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[22]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1550,7 +1358,7 @@ func (x *WriteResponse) String() string {
 func (*WriteResponse) ProtoMessage() {}
 
 func (x *WriteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[22]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1563,7 +1371,7 @@ func (x *WriteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteResponse.ProtoReflect.Descriptor instead.
 func (*WriteResponse) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{22}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *WriteResponse) GetMsg() isWriteResponse_Msg {
@@ -1638,7 +1446,7 @@ type UpstreamFailure struct {
 
 func (x *UpstreamFailure) Reset() {
 	*x = UpstreamFailure{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[23]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1650,7 +1458,7 @@ func (x *UpstreamFailure) String() string {
 func (*UpstreamFailure) ProtoMessage() {}
 
 func (x *UpstreamFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[23]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1663,7 +1471,7 @@ func (x *UpstreamFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpstreamFailure.ProtoReflect.Descriptor instead.
 func (*UpstreamFailure) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{23}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *UpstreamFailure) GetCode() int32 {
@@ -1691,7 +1499,7 @@ type Ack struct {
 
 func (x *Ack) Reset() {
 	*x = Ack{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[24]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1703,7 +1511,7 @@ func (x *Ack) String() string {
 func (*Ack) ProtoMessage() {}
 
 func (x *Ack) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[24]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1716,7 +1524,7 @@ func (x *Ack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ack.ProtoReflect.Descriptor instead.
 func (*Ack) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{24}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Ack) GetSeq() uint64 {
@@ -1761,10 +1569,18 @@ const file_faucet_connector_v1_connector_proto_rawDesc = "" +
 	"\tCheckItem\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x0e\n" +
 	"\x02ok\x18\x02 \x01(\bR\x02ok\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessage\"W\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"\x9f\x01\n" +
 	"\vReadRequest\x12\x16\n" +
 	"\x06config\x18\x01 \x01(\fR\x06config\x120\n" +
-	"\x05shard\x18\x02 \x01(\v2\x1a.faucet.connector.v1.ShardR\x05shard\"}\n" +
+	"\x05shard\x18\x02 \x01(\v2\x1a.faucet.connector.v1.ShardR\x05shard\x12F\n" +
+	"\rshared_region\x18\x03 \x01(\v2!.faucet.connector.v1.SharedRegionR\fsharedRegion\"\x88\x01\n" +
+	"\fSharedRegion\x12\x10\n" +
+	"\x03pid\x18\x01 \x01(\x03R\x03pid\x12\x0e\n" +
+	"\x02fd\x18\x02 \x01(\x05R\x02fd\x12\x14\n" +
+	"\x05slots\x18\x03 \x01(\rR\x05slots\x12\x1d\n" +
+	"\n" +
+	"slot_bytes\x18\x04 \x01(\rR\tslotBytes\x12!\n" +
+	"\fheader_bytes\x18\x05 \x01(\rR\vheaderBytes\"}\n" +
 	"\fReadResponse\x122\n" +
 	"\x05batch\x18\x01 \x01(\v2\x1a.faucet.connector.v1.BatchH\x00R\x05batch\x122\n" +
 	"\x05stats\x18\x02 \x01(\v2\x1a.faucet.connector.v1.StatsH\x00R\x05statsB\x05\n" +
@@ -1804,24 +1620,7 @@ const file_faucet_connector_v1_connector_proto_rawDesc = "" +
 	"\anetwork\x18\x01 \x01(\tR\anetwork\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x124\n" +
 	"\x04read\x18\x03 \x01(\v2 .faucet.connector.v1.ReadRequestR\x04read\x12)\n" +
-	"\x10protocol_version\x18\x04 \x01(\rR\x0fprotocolVersion\"q\n" +
-	"\x11ReadSharedRequest\x129\n" +
-	"\x04open\x18\x01 \x01(\v2#.faucet.connector.v1.ReadSharedOpenH\x00R\x04open\x12\x1a\n" +
-	"\arelease\x18\x02 \x01(\rH\x00R\areleaseB\x05\n" +
-	"\x03msg\"\x81\x01\n" +
-	"\x0eReadSharedOpen\x124\n" +
-	"\x04read\x18\x01 \x01(\v2 .faucet.connector.v1.ReadRequestR\x04read\x129\n" +
-	"\x06region\x18\x02 \x01(\v2!.faucet.connector.v1.SharedRegionR\x06region\"e\n" +
-	"\fSharedRegion\x12\x10\n" +
-	"\x03pid\x18\x01 \x01(\x03R\x03pid\x12\x0e\n" +
-	"\x02fd\x18\x02 \x01(\x05R\x02fd\x12\x14\n" +
-	"\x05slots\x18\x03 \x01(\rR\x05slots\x12\x1d\n" +
-	"\n" +
-	"slot_bytes\x18\x04 \x01(\rR\tslotBytes\"\x83\x01\n" +
-	"\x12ReadSharedResponse\x122\n" +
-	"\x05batch\x18\x01 \x01(\v2\x1a.faucet.connector.v1.BatchH\x00R\x05batch\x122\n" +
-	"\x05stats\x18\x02 \x01(\v2\x1a.faucet.connector.v1.StatsH\x00R\x05statsB\x05\n" +
-	"\x03msg\"\f\n" +
+	"\x10protocol_version\x18\x04 \x01(\rR\x0fprotocolVersion\"\f\n" +
 	"\n" +
 	"WriteAbort\"\xc9\x01\n" +
 	"\rWriteResponse\x12,\n" +
@@ -1843,15 +1642,13 @@ const file_faucet_connector_v1_connector_proto_rawDesc = "" +
 	"\x04Role\x12\x14\n" +
 	"\x10ROLE_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vROLE_SOURCE\x10\x01\x12\r\n" +
-	"\tROLE_SINK\x10\x022\x88\x04\n" +
+	"\tROLE_SINK\x10\x022\xa5\x03\n" +
 	"\x10ConnectorService\x12K\n" +
 	"\x04Spec\x12 .faucet.connector.v1.SpecRequest\x1a!.faucet.connector.v1.SpecResponse\x12N\n" +
 	"\x05Check\x12!.faucet.connector.v1.CheckRequest\x1a\".faucet.connector.v1.CheckResponse\x12M\n" +
 	"\x04Read\x12 .faucet.connector.v1.ReadRequest\x1a!.faucet.connector.v1.ReadResponse0\x01\x12Q\n" +
 	"\x06Shards\x12\".faucet.connector.v1.ShardsRequest\x1a#.faucet.connector.v1.ShardsResponse\x12R\n" +
-	"\x05Write\x12!.faucet.connector.v1.WriteRequest\x1a\".faucet.connector.v1.WriteResponse(\x010\x01\x12a\n" +
-	"\n" +
-	"ReadShared\x12&.faucet.connector.v1.ReadSharedRequest\x1a'.faucet.connector.v1.ReadSharedResponse(\x010\x01BLZJgithub.com/faucet-dev/faucet/plugins/proto/faucet/connector/v1;connectorv1b\x06proto3"
+	"\x05Write\x12!.faucet.connector.v1.WriteRequest\x1a\".faucet.connector.v1.WriteResponse(\x010\x01BLZJgithub.com/faucet-dev/faucet/plugins/proto/faucet/connector/v1;connectorv1b\x06proto3"
 
 var (
 	file_faucet_connector_v1_connector_proto_rawDescOnce sync.Once
@@ -1866,76 +1663,67 @@ func file_faucet_connector_v1_connector_proto_rawDescGZIP() []byte {
 }
 
 var file_faucet_connector_v1_connector_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_faucet_connector_v1_connector_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_faucet_connector_v1_connector_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_faucet_connector_v1_connector_proto_goTypes = []any{
-	(Kind)(0),                  // 0: faucet.connector.v1.Kind
-	(Role)(0),                  // 1: faucet.connector.v1.Role
-	(*SpecRequest)(nil),        // 2: faucet.connector.v1.SpecRequest
-	(*SpecResponse)(nil),       // 3: faucet.connector.v1.SpecResponse
-	(*Capabilities)(nil),       // 4: faucet.connector.v1.Capabilities
-	(*CheckRequest)(nil),       // 5: faucet.connector.v1.CheckRequest
-	(*CheckResponse)(nil),      // 6: faucet.connector.v1.CheckResponse
-	(*CheckItem)(nil),          // 7: faucet.connector.v1.CheckItem
-	(*ReadRequest)(nil),        // 8: faucet.connector.v1.ReadRequest
-	(*ReadResponse)(nil),       // 9: faucet.connector.v1.ReadResponse
-	(*Shard)(nil),              // 10: faucet.connector.v1.Shard
-	(*ShardsRequest)(nil),      // 11: faucet.connector.v1.ShardsRequest
-	(*ShardsResponse)(nil),     // 12: faucet.connector.v1.ShardsResponse
-	(*Batch)(nil),              // 13: faucet.connector.v1.Batch
-	(*SharedSlot)(nil),         // 14: faucet.connector.v1.SharedSlot
-	(*Stats)(nil),              // 15: faucet.connector.v1.Stats
-	(*WriteRequest)(nil),       // 16: faucet.connector.v1.WriteRequest
-	(*WriteOpen)(nil),          // 17: faucet.connector.v1.WriteOpen
-	(*Upstream)(nil),           // 18: faucet.connector.v1.Upstream
-	(*ReadSharedRequest)(nil),  // 19: faucet.connector.v1.ReadSharedRequest
-	(*ReadSharedOpen)(nil),     // 20: faucet.connector.v1.ReadSharedOpen
-	(*SharedRegion)(nil),       // 21: faucet.connector.v1.SharedRegion
-	(*ReadSharedResponse)(nil), // 22: faucet.connector.v1.ReadSharedResponse
-	(*WriteAbort)(nil),         // 23: faucet.connector.v1.WriteAbort
-	(*WriteResponse)(nil),      // 24: faucet.connector.v1.WriteResponse
-	(*UpstreamFailure)(nil),    // 25: faucet.connector.v1.UpstreamFailure
-	(*Ack)(nil),                // 26: faucet.connector.v1.Ack
+	(Kind)(0),               // 0: faucet.connector.v1.Kind
+	(Role)(0),               // 1: faucet.connector.v1.Role
+	(*SpecRequest)(nil),     // 2: faucet.connector.v1.SpecRequest
+	(*SpecResponse)(nil),    // 3: faucet.connector.v1.SpecResponse
+	(*Capabilities)(nil),    // 4: faucet.connector.v1.Capabilities
+	(*CheckRequest)(nil),    // 5: faucet.connector.v1.CheckRequest
+	(*CheckResponse)(nil),   // 6: faucet.connector.v1.CheckResponse
+	(*CheckItem)(nil),       // 7: faucet.connector.v1.CheckItem
+	(*ReadRequest)(nil),     // 8: faucet.connector.v1.ReadRequest
+	(*SharedRegion)(nil),    // 9: faucet.connector.v1.SharedRegion
+	(*ReadResponse)(nil),    // 10: faucet.connector.v1.ReadResponse
+	(*Shard)(nil),           // 11: faucet.connector.v1.Shard
+	(*ShardsRequest)(nil),   // 12: faucet.connector.v1.ShardsRequest
+	(*ShardsResponse)(nil),  // 13: faucet.connector.v1.ShardsResponse
+	(*Batch)(nil),           // 14: faucet.connector.v1.Batch
+	(*SharedSlot)(nil),      // 15: faucet.connector.v1.SharedSlot
+	(*Stats)(nil),           // 16: faucet.connector.v1.Stats
+	(*WriteRequest)(nil),    // 17: faucet.connector.v1.WriteRequest
+	(*WriteOpen)(nil),       // 18: faucet.connector.v1.WriteOpen
+	(*Upstream)(nil),        // 19: faucet.connector.v1.Upstream
+	(*WriteAbort)(nil),      // 20: faucet.connector.v1.WriteAbort
+	(*WriteResponse)(nil),   // 21: faucet.connector.v1.WriteResponse
+	(*UpstreamFailure)(nil), // 22: faucet.connector.v1.UpstreamFailure
+	(*Ack)(nil),             // 23: faucet.connector.v1.Ack
 }
 var file_faucet_connector_v1_connector_proto_depIdxs = []int32{
 	0,  // 0: faucet.connector.v1.SpecResponse.kind:type_name -> faucet.connector.v1.Kind
 	4,  // 1: faucet.connector.v1.SpecResponse.capabilities:type_name -> faucet.connector.v1.Capabilities
 	1,  // 2: faucet.connector.v1.CheckRequest.role:type_name -> faucet.connector.v1.Role
 	7,  // 3: faucet.connector.v1.CheckResponse.items:type_name -> faucet.connector.v1.CheckItem
-	10, // 4: faucet.connector.v1.ReadRequest.shard:type_name -> faucet.connector.v1.Shard
-	13, // 5: faucet.connector.v1.ReadResponse.batch:type_name -> faucet.connector.v1.Batch
-	15, // 6: faucet.connector.v1.ReadResponse.stats:type_name -> faucet.connector.v1.Stats
-	10, // 7: faucet.connector.v1.ShardsResponse.shards:type_name -> faucet.connector.v1.Shard
-	14, // 8: faucet.connector.v1.Batch.shared:type_name -> faucet.connector.v1.SharedSlot
-	17, // 9: faucet.connector.v1.WriteRequest.open:type_name -> faucet.connector.v1.WriteOpen
-	13, // 10: faucet.connector.v1.WriteRequest.batch:type_name -> faucet.connector.v1.Batch
-	23, // 11: faucet.connector.v1.WriteRequest.abort:type_name -> faucet.connector.v1.WriteAbort
-	18, // 12: faucet.connector.v1.WriteOpen.upstream:type_name -> faucet.connector.v1.Upstream
-	8,  // 13: faucet.connector.v1.Upstream.read:type_name -> faucet.connector.v1.ReadRequest
-	20, // 14: faucet.connector.v1.ReadSharedRequest.open:type_name -> faucet.connector.v1.ReadSharedOpen
-	8,  // 15: faucet.connector.v1.ReadSharedOpen.read:type_name -> faucet.connector.v1.ReadRequest
-	21, // 16: faucet.connector.v1.ReadSharedOpen.region:type_name -> faucet.connector.v1.SharedRegion
-	13, // 17: faucet.connector.v1.ReadSharedResponse.batch:type_name -> faucet.connector.v1.Batch
-	15, // 18: faucet.connector.v1.ReadSharedResponse.stats:type_name -> faucet.connector.v1.Stats
-	26, // 19: faucet.connector.v1.WriteResponse.ack:type_name -> faucet.connector.v1.Ack
-	15, // 20: faucet.connector.v1.WriteResponse.stats:type_name -> faucet.connector.v1.Stats
-	25, // 21: faucet.connector.v1.WriteResponse.upstream_failed:type_name -> faucet.connector.v1.UpstreamFailure
-	2,  // 22: faucet.connector.v1.ConnectorService.Spec:input_type -> faucet.connector.v1.SpecRequest
-	5,  // 23: faucet.connector.v1.ConnectorService.Check:input_type -> faucet.connector.v1.CheckRequest
-	8,  // 24: faucet.connector.v1.ConnectorService.Read:input_type -> faucet.connector.v1.ReadRequest
-	11, // 25: faucet.connector.v1.ConnectorService.Shards:input_type -> faucet.connector.v1.ShardsRequest
-	16, // 26: faucet.connector.v1.ConnectorService.Write:input_type -> faucet.connector.v1.WriteRequest
-	19, // 27: faucet.connector.v1.ConnectorService.ReadShared:input_type -> faucet.connector.v1.ReadSharedRequest
-	3,  // 28: faucet.connector.v1.ConnectorService.Spec:output_type -> faucet.connector.v1.SpecResponse
-	6,  // 29: faucet.connector.v1.ConnectorService.Check:output_type -> faucet.connector.v1.CheckResponse
-	9,  // 30: faucet.connector.v1.ConnectorService.Read:output_type -> faucet.connector.v1.ReadResponse
-	12, // 31: faucet.connector.v1.ConnectorService.Shards:output_type -> faucet.connector.v1.ShardsResponse
-	24, // 32: faucet.connector.v1.ConnectorService.Write:output_type -> faucet.connector.v1.WriteResponse
-	22, // 33: faucet.connector.v1.ConnectorService.ReadShared:output_type -> faucet.connector.v1.ReadSharedResponse
-	28, // [28:34] is the sub-list for method output_type
-	22, // [22:28] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	11, // 4: faucet.connector.v1.ReadRequest.shard:type_name -> faucet.connector.v1.Shard
+	9,  // 5: faucet.connector.v1.ReadRequest.shared_region:type_name -> faucet.connector.v1.SharedRegion
+	14, // 6: faucet.connector.v1.ReadResponse.batch:type_name -> faucet.connector.v1.Batch
+	16, // 7: faucet.connector.v1.ReadResponse.stats:type_name -> faucet.connector.v1.Stats
+	11, // 8: faucet.connector.v1.ShardsResponse.shards:type_name -> faucet.connector.v1.Shard
+	15, // 9: faucet.connector.v1.Batch.shared:type_name -> faucet.connector.v1.SharedSlot
+	18, // 10: faucet.connector.v1.WriteRequest.open:type_name -> faucet.connector.v1.WriteOpen
+	14, // 11: faucet.connector.v1.WriteRequest.batch:type_name -> faucet.connector.v1.Batch
+	20, // 12: faucet.connector.v1.WriteRequest.abort:type_name -> faucet.connector.v1.WriteAbort
+	19, // 13: faucet.connector.v1.WriteOpen.upstream:type_name -> faucet.connector.v1.Upstream
+	8,  // 14: faucet.connector.v1.Upstream.read:type_name -> faucet.connector.v1.ReadRequest
+	23, // 15: faucet.connector.v1.WriteResponse.ack:type_name -> faucet.connector.v1.Ack
+	16, // 16: faucet.connector.v1.WriteResponse.stats:type_name -> faucet.connector.v1.Stats
+	22, // 17: faucet.connector.v1.WriteResponse.upstream_failed:type_name -> faucet.connector.v1.UpstreamFailure
+	2,  // 18: faucet.connector.v1.ConnectorService.Spec:input_type -> faucet.connector.v1.SpecRequest
+	5,  // 19: faucet.connector.v1.ConnectorService.Check:input_type -> faucet.connector.v1.CheckRequest
+	8,  // 20: faucet.connector.v1.ConnectorService.Read:input_type -> faucet.connector.v1.ReadRequest
+	12, // 21: faucet.connector.v1.ConnectorService.Shards:input_type -> faucet.connector.v1.ShardsRequest
+	17, // 22: faucet.connector.v1.ConnectorService.Write:input_type -> faucet.connector.v1.WriteRequest
+	3,  // 23: faucet.connector.v1.ConnectorService.Spec:output_type -> faucet.connector.v1.SpecResponse
+	6,  // 24: faucet.connector.v1.ConnectorService.Check:output_type -> faucet.connector.v1.CheckResponse
+	10, // 25: faucet.connector.v1.ConnectorService.Read:output_type -> faucet.connector.v1.ReadResponse
+	13, // 26: faucet.connector.v1.ConnectorService.Shards:output_type -> faucet.connector.v1.ShardsResponse
+	21, // 27: faucet.connector.v1.ConnectorService.Write:output_type -> faucet.connector.v1.WriteResponse
+	23, // [23:28] is the sub-list for method output_type
+	18, // [18:23] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_faucet_connector_v1_connector_proto_init() }
@@ -1943,24 +1731,16 @@ func file_faucet_connector_v1_connector_proto_init() {
 	if File_faucet_connector_v1_connector_proto != nil {
 		return
 	}
-	file_faucet_connector_v1_connector_proto_msgTypes[7].OneofWrappers = []any{
+	file_faucet_connector_v1_connector_proto_msgTypes[8].OneofWrappers = []any{
 		(*ReadResponse_Batch)(nil),
 		(*ReadResponse_Stats)(nil),
 	}
-	file_faucet_connector_v1_connector_proto_msgTypes[14].OneofWrappers = []any{
+	file_faucet_connector_v1_connector_proto_msgTypes[15].OneofWrappers = []any{
 		(*WriteRequest_Open)(nil),
 		(*WriteRequest_Batch)(nil),
 		(*WriteRequest_Abort)(nil),
 	}
-	file_faucet_connector_v1_connector_proto_msgTypes[17].OneofWrappers = []any{
-		(*ReadSharedRequest_Open)(nil),
-		(*ReadSharedRequest_Release)(nil),
-	}
-	file_faucet_connector_v1_connector_proto_msgTypes[20].OneofWrappers = []any{
-		(*ReadSharedResponse_Batch)(nil),
-		(*ReadSharedResponse_Stats)(nil),
-	}
-	file_faucet_connector_v1_connector_proto_msgTypes[22].OneofWrappers = []any{
+	file_faucet_connector_v1_connector_proto_msgTypes[19].OneofWrappers = []any{
 		(*WriteResponse_Ack)(nil),
 		(*WriteResponse_Stats)(nil),
 		(*WriteResponse_UpstreamFailed)(nil),
@@ -1971,7 +1751,7 @@ func file_faucet_connector_v1_connector_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_faucet_connector_v1_connector_proto_rawDesc), len(file_faucet_connector_v1_connector_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   25,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -35,12 +35,11 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	ConnectorService_Spec_FullMethodName       = "/faucet.connector.v1.ConnectorService/Spec"
-	ConnectorService_Check_FullMethodName      = "/faucet.connector.v1.ConnectorService/Check"
-	ConnectorService_Read_FullMethodName       = "/faucet.connector.v1.ConnectorService/Read"
-	ConnectorService_Shards_FullMethodName     = "/faucet.connector.v1.ConnectorService/Shards"
-	ConnectorService_Write_FullMethodName      = "/faucet.connector.v1.ConnectorService/Write"
-	ConnectorService_ReadShared_FullMethodName = "/faucet.connector.v1.ConnectorService/ReadShared"
+	ConnectorService_Spec_FullMethodName   = "/faucet.connector.v1.ConnectorService/Spec"
+	ConnectorService_Check_FullMethodName  = "/faucet.connector.v1.ConnectorService/Check"
+	ConnectorService_Read_FullMethodName   = "/faucet.connector.v1.ConnectorService/Read"
+	ConnectorService_Shards_FullMethodName = "/faucet.connector.v1.ConnectorService/Shards"
+	ConnectorService_Write_FullMethodName  = "/faucet.connector.v1.ConnectorService/Write"
 )
 
 // ConnectorServiceClient is the client API for ConnectorService service.
@@ -59,7 +58,9 @@ type ConnectorServiceClient interface {
 	Check(ctx context.Context, in *CheckRequest, opts ...grpc.CallOption) (*CheckResponse, error)
 	// Read streams a source's records in batches, optionally limited to one
 	// shard, and ends with a final Stats message. Cancelling the call stops
-	// the source.
+	// the source. A sink reading the source directly may offer memory the two
+	// processes share, for the records to cross without being copied
+	// through the connection (ReadRequest.shared_region, since 1.1).
 	Read(ctx context.Context, in *ReadRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ReadResponse], error)
 	// Shards splits a source into at most count shards with size estimates.
 	Shards(ctx context.Context, in *ShardsRequest, opts ...grpc.CallOption) (*ShardsResponse, error)
@@ -74,14 +75,6 @@ type ConnectorServiceClient interface {
 	// instead of two; faucet still sees every acknowledgement. Closing the
 	// send side then means: stop reading, commit what was acknowledged.
 	Write(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[WriteRequest, WriteResponse], error)
-	// ReadShared is Read for a sink reading a source directly, with the
-	// records of each batch in memory the two processes share instead of in
-	// the messages (since 1.1). The first request opens the read and names
-	// the sink's shared region; the source writes each batch into a free slot
-	// of it and sends the batch's place; the sink releases the slot once it
-	// has consumed the batch. A source that cannot map the region answers
-	// FAILED_PRECONDITION before anything else, and the sink reads with Read.
-	ReadShared(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ReadSharedRequest, ReadSharedResponse], error)
 }
 
 type connectorServiceClient struct {
@@ -154,19 +147,6 @@ func (c *connectorServiceClient) Write(ctx context.Context, opts ...grpc.CallOpt
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type ConnectorService_WriteClient = grpc.BidiStreamingClient[WriteRequest, WriteResponse]
 
-func (c *connectorServiceClient) ReadShared(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ReadSharedRequest, ReadSharedResponse], error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &ConnectorService_ServiceDesc.Streams[2], ConnectorService_ReadShared_FullMethodName, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	x := &grpc.GenericClientStream[ReadSharedRequest, ReadSharedResponse]{ClientStream: stream}
-	return x, nil
-}
-
-// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
-type ConnectorService_ReadSharedClient = grpc.BidiStreamingClient[ReadSharedRequest, ReadSharedResponse]
-
 // ConnectorServiceServer is the server API for ConnectorService service.
 // All implementations must embed UnimplementedConnectorServiceServer
 // for forward compatibility.
@@ -183,7 +163,9 @@ type ConnectorServiceServer interface {
 	Check(context.Context, *CheckRequest) (*CheckResponse, error)
 	// Read streams a source's records in batches, optionally limited to one
 	// shard, and ends with a final Stats message. Cancelling the call stops
-	// the source.
+	// the source. A sink reading the source directly may offer memory the two
+	// processes share, for the records to cross without being copied
+	// through the connection (ReadRequest.shared_region, since 1.1).
 	Read(*ReadRequest, grpc.ServerStreamingServer[ReadResponse]) error
 	// Shards splits a source into at most count shards with size estimates.
 	Shards(context.Context, *ShardsRequest) (*ShardsResponse, error)
@@ -198,14 +180,6 @@ type ConnectorServiceServer interface {
 	// instead of two; faucet still sees every acknowledgement. Closing the
 	// send side then means: stop reading, commit what was acknowledged.
 	Write(grpc.BidiStreamingServer[WriteRequest, WriteResponse]) error
-	// ReadShared is Read for a sink reading a source directly, with the
-	// records of each batch in memory the two processes share instead of in
-	// the messages (since 1.1). The first request opens the read and names
-	// the sink's shared region; the source writes each batch into a free slot
-	// of it and sends the batch's place; the sink releases the slot once it
-	// has consumed the batch. A source that cannot map the region answers
-	// FAILED_PRECONDITION before anything else, and the sink reads with Read.
-	ReadShared(grpc.BidiStreamingServer[ReadSharedRequest, ReadSharedResponse]) error
 	mustEmbedUnimplementedConnectorServiceServer()
 }
 
@@ -230,9 +204,6 @@ func (UnimplementedConnectorServiceServer) Shards(context.Context, *ShardsReques
 }
 func (UnimplementedConnectorServiceServer) Write(grpc.BidiStreamingServer[WriteRequest, WriteResponse]) error {
 	return status.Error(codes.Unimplemented, "method Write not implemented")
-}
-func (UnimplementedConnectorServiceServer) ReadShared(grpc.BidiStreamingServer[ReadSharedRequest, ReadSharedResponse]) error {
-	return status.Error(codes.Unimplemented, "method ReadShared not implemented")
 }
 func (UnimplementedConnectorServiceServer) mustEmbedUnimplementedConnectorServiceServer() {}
 func (UnimplementedConnectorServiceServer) testEmbeddedByValue()                          {}
@@ -327,13 +298,6 @@ func _ConnectorService_Write_Handler(srv interface{}, stream grpc.ServerStream) 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type ConnectorService_WriteServer = grpc.BidiStreamingServer[WriteRequest, WriteResponse]
 
-func _ConnectorService_ReadShared_Handler(srv interface{}, stream grpc.ServerStream) error {
-	return srv.(ConnectorServiceServer).ReadShared(&grpc.GenericServerStream[ReadSharedRequest, ReadSharedResponse]{ServerStream: stream})
-}
-
-// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
-type ConnectorService_ReadSharedServer = grpc.BidiStreamingServer[ReadSharedRequest, ReadSharedResponse]
-
 // ConnectorService_ServiceDesc is the grpc.ServiceDesc for ConnectorService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -363,12 +327,6 @@ var ConnectorService_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "Write",
 			Handler:       _ConnectorService_Write_Handler,
-			ServerStreams: true,
-			ClientStreams: true,
-		},
-		{
-			StreamName:    "ReadShared",
-			Handler:       _ConnectorService_ReadShared_Handler,
 			ServerStreams: true,
 			ClientStreams: true,
 		},
