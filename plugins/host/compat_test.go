@@ -71,7 +71,7 @@ func buildLinesV10(t *testing.T) string {
 // 1.1 plugins exchange theirs through shared memory.
 func TestProtocol10PluginKeepsWorking(t *testing.T) {
 	hostLog, logged := testLog(t)
-	h, err := host.New(context.Background(), host.Options{Executable: faucetBin, Builtins: builtinSpecs(), Logger: hostLog, PluginDirs: []string{buildLinesV10(t), installHeld(t)}})
+	h, err := host.New(context.Background(), host.Options{Executable: faucetBin, Builtins: builtinSpecs(), Logger: hostLog, PluginDirs: []string{buildLinesV10(t), installSelf(t, "held", heldEnv)}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -246,22 +246,6 @@ func (held) Read(ctx context.Context, req sdk.ReadRequest, w *sdk.BatchWriter) e
 	return nil
 }
 
-// installHeld puts a plugin into a new directory that runs this test binary
-// as the held connector, and returns the directory.
-func installHeld(t *testing.T) string {
-	t.Helper()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	script := fmt.Sprintf("#!/bin/sh\n%s=1 exec %s\n", heldEnv, self)
-	if err := os.WriteFile(filepath.Join(dir, "held"), []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
 // killCopy terminates the backend running a COPY into the database at url,
 // waiting until one does.
 func killCopy(t *testing.T, url string) {
@@ -283,7 +267,7 @@ func killCopy(t *testing.T, url string) {
 func TestPostgresSinkFailureMidCopy(t *testing.T) {
 	url := testpg.Database(t)
 	hostLog, logged := testLog(t)
-	h, err := host.New(context.Background(), host.Options{Executable: faucetBin, Builtins: builtinSpecs(), Logger: hostLog, PluginDirs: []string{installHeld(t)}})
+	h, err := host.New(context.Background(), host.Options{Executable: faucetBin, Builtins: builtinSpecs(), Logger: hostLog, PluginDirs: []string{installSelf(t, "held", heldEnv)}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -297,22 +297,6 @@ func batchesOf(size int, recs []string) []sdk.Batch {
 	return out
 }
 
-// count returns the rows of table.
-func count(t *testing.T, url, table string) int {
-	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	var n int
-	if err := conn.QueryRow(ctx, "SELECT count(*) FROM "+table).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
 // TestSinkFailureMidCopyCommitsNothing injects failures into a COPY that
 // spans batches: the server rejecting a row of a later batch, and the
 // session's connection killed. Either way the session fails, nothing it
@@ -335,20 +319,11 @@ func TestSinkFailureMidCopyCommitsNothing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, b := range batches {
-			if err = w.Write(ctx, b); err != nil {
-				break
-			}
-		}
-		if err == nil {
-			err = w.Close(ctx)
-		} else if aerr := w.Abort(ctx); aerr != nil {
-			t.Fatalf("abort: %v", aerr)
-		}
+		err = finish(t, w, batches)
 		if err == nil || !strings.Contains(err.Error(), "batch 3, record 500") || !strings.Contains(err.Error(), "checked_amount_check") {
 			t.Fatalf("a row the server rejects: %v, want it named by batch and record", err)
 		}
-		if n := count(t, url, "checked"); n != 0 {
+		if n := len(mustRead(t, cfg(`{"url": %q, "table": "checked"}`, url))); n != 0 {
 			t.Fatalf("a failed session committed %d rows", n)
 		}
 	})
@@ -367,20 +342,10 @@ func TestSinkFailureMidCopyCommitsNothing(t *testing.T) {
 		// The two acknowledged batches are on their way inside one COPY:
 		// kill its connection once the server runs it.
 		killCopy(t, url)
-		for _, b := range batches[2:] {
-			if err = w.Write(ctx, b); err != nil {
-				break
-			}
-		}
-		if err == nil {
-			err = w.Close(ctx)
-		} else if aerr := w.Abort(ctx); aerr != nil {
-			t.Logf("abort after the connection died: %v", aerr)
-		}
-		if err == nil || !sdk.IsTransient(err) {
+		if err := finish(t, w, batches[2:]); err == nil || !sdk.IsTransient(err) {
 			t.Fatalf("a killed connection: %v, want a transient error", err)
 		}
-		if n := count(t, url, "checked"); n != 0 {
+		if n := len(mustRead(t, cfg(`{"url": %q, "table": "checked"}`, url))); n != 0 {
 			t.Fatalf("a failed session committed %d rows", n)
 		}
 	})
@@ -393,6 +358,22 @@ func TestSinkFailureMidCopyCommitsNothing(t *testing.T) {
 	if !reflect.DeepEqual(tabulartest.Decoded(t, got), tabulartest.Decoded(t, want)) {
 		t.Fatalf("after the retry the table holds %d rows, not the %d records", len(got), len(want))
 	}
+}
+
+// finish writes batches to w until one fails, then closes the session, or
+// aborts it after a failure as faucet does, and returns the first error.
+func finish(t *testing.T, w sdk.Writer, batches []sdk.Batch) error {
+	t.Helper()
+	ctx := context.Background()
+	for _, b := range batches {
+		if err := w.Write(ctx, b); err != nil {
+			if aerr := w.Abort(ctx); aerr != nil {
+				t.Logf("abort after %v: %v", err, aerr)
+			}
+			return err
+		}
+	}
+	return w.Close(ctx)
 }
 
 // killCopy terminates the backend running a COPY into the test database,
