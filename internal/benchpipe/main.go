@@ -109,10 +109,10 @@ func writeDataset(out string, rows, seed int64) error {
 type bench struct {
 	// tmp holds the benchmark's own files, out what the pipelines write.
 	faucet, data, tmp, out, self string
-	rows                    int64
-	repeat                  int
-	host                    *host.Host
-	local                   *inproc.Connectors
+	rows                         int64
+	repeat                       int
+	host                         *host.Host
+	local                        *inproc.Connectors
 	// pg, psql and db are the database cases' server, client and CPU meter.
 	pg, psql string
 	db       dbServer
@@ -176,6 +176,7 @@ func run(args []string) error {
 			reference: `"$PSQL" "$URL" -qc '\copy bench_src to stdout' | "$PSQL" "$URL" -qc '\copy bench_copy from stdin'`,
 			prepare:   b.prepareCopyTable,
 			target:    0.85,
+			db:        true,
 		}, pipelineCase{
 			name:      "CSV → Postgres",
 			source:    connector("csv", map[string]any{"path": *data}),
@@ -183,12 +184,14 @@ func run(args []string) error {
 			reference: fmt.Sprintf(`"$PSQL" "$URL" -qc "\copy bench_csv from '%s' csv header"`, *data),
 			prepare:   b.prepareCSVTable,
 			target:    0.95,
+			db:        true,
 		}, pipelineCase{
 			name:      "Postgres → JSONL",
 			source:    connector("postgres", map[string]any{"url": *pg, "table": "bench_src"}),
 			sink:      connector("jsonl", map[string]any{"path": out}),
 			reference: fmt.Sprintf(`"$PSQL" "$URL" -qc "\copy (select row_to_json(t) from bench_src t) to '%s'"`, plainOut),
 			prepare:   b.checkpoint,
+			db:        true,
 		})
 	}
 	if err := b.checkPlain(ctx, cases[0], out, plainOut); err != nil {
