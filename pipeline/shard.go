@@ -18,6 +18,9 @@ type Sharder interface {
 	// Shardable reports whether the named source connector splits into
 	// shards.
 	Shardable(source string) bool
+	// IndependentSessions reports whether the named sink commits and aborts
+	// each of several sessions writing one target at once on its own.
+	IndependentSessions(sink string) bool
 }
 
 // SinkWriteMode is the write mode a sink config resolves to: its
@@ -48,9 +51,10 @@ func SinkWriteMode(cat Catalog, sink ConnectorConfig) string {
 }
 
 // WholeReason says why plan cannot be split into count shards and executes
-// whole, or returns "" when it can: a matrix, a source that does not split
-// and a sink that overwrites its target (each shard would replace the
-// others' output) run whole.
+// whole, or returns "" when it can: a matrix, a source that does not split,
+// a sink whose sessions do not commit and abort on their own (a failed
+// shard could take the others' records with it) and a sink that overwrites
+// its target (each shard would replace the others' output) run whole.
 func WholeReason(plan *Plan, count int, s Sharder) string {
 	if len(plan.Invocations) != 1 {
 		return fmt.Sprintf("%d shards split a single pipeline, and this config has %d matrix rows; the run executes whole", count, len(plan.Invocations))
@@ -58,6 +62,9 @@ func WholeReason(plan *Plan, count int, s Sharder) string {
 	inv := plan.Invocations[0]
 	if !s.Shardable(inv.Source.Type) {
 		return fmt.Sprintf("%d shards are ignored: source connector %s cannot be sharded; the run executes whole", count, inv.Source.Type)
+	}
+	if !s.IndependentSessions(inv.Sink.Type) {
+		return fmt.Sprintf("%d shards are ignored: sink %s does not commit and abort concurrent sessions on their own (the shards would share one output, and a failed one could take the others' records with it); the run executes whole", count, inv.Sink.Type)
 	}
 	if SinkWriteMode(s, inv.Sink) == "overwrite" {
 		return fmt.Sprintf("%d shards are ignored: sink %s overwrites its target (write_mode overwrite), so each shard would replace the others' output; the run executes whole", count, inv.Sink.Type)

@@ -64,7 +64,15 @@ func (parts) Read(_ context.Context, req sdk.ReadRequest, w *sdk.BatchWriter) er
 type overwriting struct{ memSink }
 
 func (*overwriting) Spec() sdk.Spec {
-	return sdk.Spec{Name: "overwriting", SinkSchema: json.RawMessage(`{"type":"object","properties":{"write_mode":{"default":"overwrite"}}}`)}
+	return sdk.Spec{Name: "overwriting", SinkSchema: json.RawMessage(`{"type":"object","properties":{"write_mode":{"default":"overwrite"}}}`), IndependentSessions: true}
+}
+
+// oneOutput is a sink whose sessions share one output and do not abort on
+// their own.
+type oneOutput struct{ memSink }
+
+func (*oneOutput) Spec() sdk.Spec {
+	return sdk.Spec{Name: "one-output", SinkSchema: json.RawMessage(`{"type":"object"}`)}
 }
 
 func shardPlan(source string, config string) *pipeline.Plan {
@@ -115,11 +123,13 @@ func TestSplitShardsRunsEveryRecordOnce(t *testing.T) {
 }
 
 func TestSplitShardsRunsWhole(t *testing.T) {
-	conns := inproc.New(generate.Connector{}, &flaky{}, &memSink{}, &overwriting{})
+	conns := inproc.New(generate.Connector{}, &flaky{}, &memSink{}, &overwriting{}, &oneOutput{})
 	matrix := shardPlan("generate", `{"count": 10}`)
 	matrix.Invocations = append(matrix.Invocations, matrix.Invocations[0])
 	overwrite := shardPlan("generate", `{"count": 10}`)
 	overwrite.Invocations[0].Sink.Type = "overwriting"
+	shared := shardPlan("generate", `{"count": 10}`)
+	shared.Invocations[0].Sink.Type = "one-output"
 	for _, tc := range []struct {
 		plan *pipeline.Plan
 		note string
@@ -127,6 +137,7 @@ func TestSplitShardsRunsWhole(t *testing.T) {
 		{matrix, "2 matrix rows"},
 		{shardPlan("flaky", `{}`), "source connector flaky cannot be sharded"},
 		{overwrite, "sink overwriting overwrites its target"},
+		{shared, "sink one-output does not commit and abort concurrent sessions on their own"},
 		{shardPlan("generate", `{"count": 1}`), "the source yields 1 shard(s)"},
 	} {
 		split, err := pipeline.SplitShards(context.Background(), tc.plan, 4, conns)

@@ -284,6 +284,12 @@ func (h *Host) Shardable(source string) bool {
 	return ok && c.Source && c.Shardable
 }
 
+// IndependentSessions implements pipeline.Sharder.
+func (h *Host) IndependentSessions(sink string) bool {
+	c, ok := h.connectors[sink]
+	return ok && c.Sink && c.IndependentSessions
+}
+
 // Shards implements pipeline.ShardPlanner.
 func (h *Host) Shards(ctx context.Context, cfg pipeline.ConnectorConfig, count int) ([]pipeline.SourceShard, error) {
 	c, err := h.connector(cfg.Type, pipeline.RoleSource)

@@ -233,6 +233,16 @@ func (c *Connectors) Shardable(source string) bool {
 	return isSource && isSharder && conn.Spec().Shardable
 }
 
+// IndependentSessions implements pipeline.Sharder.
+func (c *Connectors) IndependentSessions(sink string) bool {
+	conn, ok := c.byName[sink]
+	if !ok {
+		return false
+	}
+	_, isSink := conn.(sdk.Sink)
+	return isSink && conn.Spec().IndependentSessions
+}
+
 // Shards implements pipeline.ShardPlanner.
 func (c *Connectors) Shards(ctx context.Context, cfg pipeline.ConnectorConfig, count int) ([]pipeline.SourceShard, error) {
 	conn, err := c.lookup(cfg.Type)

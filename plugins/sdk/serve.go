@@ -134,7 +134,7 @@ func (s *server) Spec(context.Context, *connectorv1.SpecRequest) (*connectorv1.S
 		Description:  spec.Description,
 		SourceSchema: spec.SourceSchema,
 		SinkSchema:   spec.SinkSchema,
-		Capabilities: &connectorv1.Capabilities{Shardable: spec.Shardable, WriteModes: spec.WriteModes, ReadsUpstream: isSink},
+		Capabilities: &connectorv1.Capabilities{Shardable: spec.Shardable, WriteModes: spec.WriteModes, ReadsUpstream: isSink, IndependentSessions: spec.IndependentSessions},
 	}, nil
 }
 

@@ -281,8 +281,12 @@ type Capabilities struct {
 	// reads_upstream sinks accept WriteOpen.upstream; faucet relays the
 	// batches itself to sinks that do not.
 	ReadsUpstream bool `protobuf:"varint,3,opt,name=reads_upstream,json=readsUpstream,proto3" json:"reads_upstream,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// independent_sessions sinks commit and abort each of several sessions
+	// writing one target at once on its own (each is a transaction); faucet
+	// splits a run into shards only for them (since 1.1).
+	IndependentSessions bool `protobuf:"varint,4,opt,name=independent_sessions,json=independentSessions,proto3" json:"independent_sessions,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *Capabilities) Reset() {
@@ -332,6 +336,13 @@ func (x *Capabilities) GetWriteModes() []string {
 func (x *Capabilities) GetReadsUpstream() bool {
 	if x != nil {
 		return x.ReadsUpstream
+	}
+	return false
+}
+
+func (x *Capabilities) GetIndependentSessions() bool {
+	if x != nil {
+		return x.IndependentSessions
 	}
 	return false
 }
@@ -1555,12 +1566,13 @@ const file_faucet_connector_v1_connector_proto_rawDesc = "" +
 	"\rsource_schema\x18\x05 \x01(\fR\fsourceSchema\x12\x1f\n" +
 	"\vsink_schema\x18\x06 \x01(\fR\n" +
 	"sinkSchema\x12E\n" +
-	"\fcapabilities\x18\a \x01(\v2!.faucet.connector.v1.CapabilitiesR\fcapabilities\"t\n" +
+	"\fcapabilities\x18\a \x01(\v2!.faucet.connector.v1.CapabilitiesR\fcapabilities\"\xa7\x01\n" +
 	"\fCapabilities\x12\x1c\n" +
 	"\tshardable\x18\x01 \x01(\bR\tshardable\x12\x1f\n" +
 	"\vwrite_modes\x18\x02 \x03(\tR\n" +
 	"writeModes\x12%\n" +
-	"\x0ereads_upstream\x18\x03 \x01(\bR\rreadsUpstream\"U\n" +
+	"\x0ereads_upstream\x18\x03 \x01(\bR\rreadsUpstream\x121\n" +
+	"\x14independent_sessions\x18\x04 \x01(\bR\x13independentSessions\"U\n" +
 	"\fCheckRequest\x12-\n" +
 	"\x04role\x18\x01 \x01(\x0e2\x19.faucet.connector.v1.RoleR\x04role\x12\x16\n" +
 	"\x06config\x18\x02 \x01(\fR\x06config\"E\n" +
