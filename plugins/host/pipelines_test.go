@@ -253,20 +253,6 @@ func (held) Read(ctx context.Context, req sdk.ReadRequest, w *sdk.BatchWriter) e
 	return nil
 }
 
-// killCopy terminates the backend running a COPY into the database at url,
-// waiting until one does.
-func killCopy(t *testing.T, url string) {
-	t.Helper()
-	for start := time.Now(); time.Since(start) < time.Minute; time.Sleep(5 * time.Millisecond) {
-		rows := query(t, url, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-			WHERE datname = current_database() AND query LIKE 'COPY %' AND pid <> pg_backend_pid()`)
-		if rows[0][0] != "0" {
-			return
-		}
-	}
-	t.Fatal("no COPY started within a minute")
-}
-
 // TestPostgresSinkFailureMidCopy kills the sink's connection while its COPY
 // holds acknowledged batches, and cancels another run mid-COPY. The killed
 // attempt commits nothing and the retry writes every record once; the
@@ -293,7 +279,7 @@ func TestPostgresSinkFailureMidCopy(t *testing.T) {
 		var once sync.Once
 		res, err := pipeline.Execute(context.Background(), p, pipeline.ExecuteOptions{Connectors: h, Logger: hostLog, Progress: func(pipeline.Progress) {
 			once.Do(func() {
-				killCopy(t, url)
+				testpg.KillCopy(t, url)
 				if err := os.WriteFile(release, nil, 0o644); err != nil {
 					t.Error(err)
 				}

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
@@ -341,7 +340,7 @@ func TestSinkFailureMidCopyCommitsNothing(t *testing.T) {
 		}
 		// The two acknowledged batches are on their way inside one COPY:
 		// kill its connection once the server runs it.
-		killCopy(t, url)
+		testpg.KillCopy(t, url)
 		if err := finish(t, w, batches[2:]); err == nil || !sdk.IsTransient(err) {
 			t.Fatalf("a killed connection: %v, want a transient error", err)
 		}
@@ -374,30 +373,6 @@ func finish(t *testing.T, w sdk.Writer, batches []sdk.Batch) error {
 		}
 	}
 	return w.Close(ctx)
-}
-
-// killCopy terminates the backend running a COPY into the test database,
-// waiting until one does.
-func killCopy(t *testing.T, url string) {
-	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	for start := time.Now(); time.Since(start) < time.Minute; time.Sleep(5 * time.Millisecond) {
-		var killed int
-		err := conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-			WHERE datname = current_database() AND query LIKE 'COPY %' AND pid <> pg_backend_pid()`).Scan(&killed)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if killed > 0 {
-			return
-		}
-	}
-	t.Fatal("no COPY started within a minute")
 }
 
 // TestSinkCloseAfterARejectedBatch: a batch the sink refuses (a field that
