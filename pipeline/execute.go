@@ -153,6 +153,9 @@ type ExecuteOptions struct {
 	// FlushTimeout bounds how long a sink may take to commit after the run
 	// is cancelled; 0 means one minute.
 	FlushTimeout time.Duration
+	// Observe asks the connectors to report the datasets they read and
+	// wrote (InvocationResult.Lineage), for the catalog.
+	Observe bool
 }
 
 // Execute runs every invocation of plan, at most plan.Execution.MaxConcurrent
@@ -284,14 +287,18 @@ func (e *executor) invoke(ctx context.Context, inv *Invocation) InvocationResult
 		sessions.Logger = e.opts.ConnectorLogger.With("row_id", inv.RowID)
 	}
 	ctx = WithSessionLog(ctx, sessions)
+	if e.opts.Observe {
+		ctx = WithObservation(ctx)
+	}
 	attempts := max(1, e.plan.Retry.MaxAttempts)
 	backoff := e.plan.Retry.InitialBackoff
 	var (
 		written int64
+		lineage *Lineage
 		err     error
 	)
 	for attempt := 1; ; attempt++ {
-		written, err = e.attempt(ctx, inv)
+		written, lineage, err = e.attempt(ctx, inv)
 		if err == nil || attempt >= attempts || ctx.Err() != nil || !IsTransient(err) {
 			break
 		}
@@ -308,6 +315,7 @@ func (e *executor) invoke(ctx context.Context, inv *Invocation) InvocationResult
 		log.Error("invocation failed", "records_written", written, "duration", res.Duration, "error", res.Err)
 	} else {
 		log.Info("invocation finished", "records_written", written, "duration", res.Duration)
+		res.Lineage = lineage
 	}
 	return res
 }
@@ -335,16 +343,47 @@ type received struct {
 
 // attempt streams one invocation's source into its sink once. On success
 // and on cancellation the sink commits what it acknowledged; on any other
-// failure it aborts, so a retry starts from a clean sink.
-func (e *executor) attempt(ctx context.Context, inv *Invocation) (int64, error) {
+// failure it aborts, so a retry starts from a clean sink. A successful
+// attempt also returns what its sessions observed, when Observe asked.
+func (e *executor) attempt(ctx context.Context, inv *Invocation) (int64, *Lineage, error) {
 	if p, ok := e.opts.Connectors.(Piper); ok {
-		if n, err := e.pipe(ctx, p, inv); !errors.Is(err, ErrNoPipe) {
-			return n, err
+		session, n, err := e.pipe(ctx, p, inv)
+		if !errors.Is(err, ErrNoPipe) {
+			if err != nil {
+				return n, nil, err
+			}
+			return n, e.lineage(session, session), nil
 		}
 	}
+	n, src, sink, err := e.relay(ctx, inv)
+	if err != nil {
+		return n, nil, err
+	}
+	return n, e.lineage(src, sink), nil
+}
+
+// lineage collects what a successful attempt's sessions observed; nil
+// when Observe did not ask.
+func (e *executor) lineage(src, sink any) *Lineage {
+	if !e.opts.Observe {
+		return nil
+	}
+	l := &Lineage{}
+	if o, ok := src.(SourceObserver); ok {
+		l.Source, _ = o.ObservedSource()
+	}
+	if o, ok := sink.(SinkObserver); ok {
+		l.Sink, _ = o.ObservedSink()
+	}
+	return l
+}
+
+// relay is attempt for connectors that cannot be piped: the batches pass
+// through the executor. It returns the sessions it used.
+func (e *executor) relay(ctx context.Context, inv *Invocation) (int64, SourceSession, SinkSession, error) {
 	src, err := e.opts.Connectors.OpenSource(ctx, inv.Source, inv.SourceShard)
 	if err != nil {
-		return 0, e.cancelled(ctx, err)
+		return 0, nil, nil, e.cancelled(ctx, err)
 	}
 	defer src.Close()
 
@@ -352,14 +391,14 @@ func (e *executor) attempt(ctx context.Context, inv *Invocation) (int64, error) 
 	// start (a missing file, a bad query) fails without touching the sink.
 	first, err := src.Recv()
 	if err != nil && err != io.EOF {
-		return 0, e.cancelled(ctx, err)
+		return 0, nil, nil, e.cancelled(ctx, err)
 	}
 	firstErr := err
 
 	acks := e.newAcks(inv.RowID)
 	sink, err := e.opts.Connectors.OpenSink(context.WithoutCancel(ctx), inv.Sink, acks.add)
 	if err != nil {
-		return 0, e.cancelled(ctx, err)
+		return 0, nil, nil, e.cancelled(ctx, err)
 	}
 
 	ch := make(chan received, e.opts.BufferBatches)
@@ -392,7 +431,8 @@ func (e *executor) attempt(ctx context.Context, inv *Invocation) (int64, error) 
 		var r received
 		select {
 		case <-ctx.Done():
-			return e.commitCancelled(ctx, inv, sink, acks.forget)
+			n, err := e.commitCancelled(ctx, inv, sink, acks.forget)
+			return n, nil, nil, err
 		case r = <-ch:
 		}
 		switch {
@@ -400,29 +440,31 @@ func (e *executor) attempt(ctx context.Context, inv *Invocation) (int64, error) 
 			n, err := sink.Commit(ctx)
 			if err != nil {
 				acks.forget()
-				return 0, e.cancelled(ctx, fmt.Errorf("commit: %w", err))
+				return 0, nil, nil, e.cancelled(ctx, fmt.Errorf("commit: %w", err))
 			}
-			return n, nil
+			return n, src, sink, nil
 		case r.err != nil:
 			if ctx.Err() != nil {
-				return e.commitCancelled(ctx, inv, sink, acks.forget)
+				n, err := e.commitCancelled(ctx, inv, sink, acks.forget)
+				return n, nil, nil, err
 			}
 			e.abort(ctx, sink, acks.forget)
-			return 0, r.err
+			return 0, nil, nil, r.err
 		}
 		if err := sink.Send(r.b); err != nil {
 			e.abort(ctx, sink, acks.forget)
-			return 0, e.cancelled(ctx, err)
+			return 0, nil, nil, e.cancelled(ctx, err)
 		}
 	}
 }
 
-// pipe is attempt for connectors that stream source to sink themselves.
-func (e *executor) pipe(ctx context.Context, p Piper, inv *Invocation) (int64, error) {
+// pipe is attempt for connectors that stream source to sink themselves. It
+// returns the session it used.
+func (e *executor) pipe(ctx context.Context, p Piper, inv *Invocation) (PipeSession, int64, error) {
 	acks := e.newAcks(inv.RowID)
 	session, err := p.OpenPipe(context.WithoutCancel(ctx), inv.Source, inv.SourceShard, inv.Sink, acks.add)
 	if err != nil {
-		return 0, e.cancelled(ctx, err)
+		return nil, 0, e.cancelled(ctx, err)
 	}
 	type outcome struct {
 		n   int64
@@ -437,9 +479,9 @@ func (e *executor) pipe(ctx context.Context, p Piper, inv *Invocation) (int64, e
 	case o := <-done:
 		if o.err != nil {
 			acks.forget()
-			return 0, o.err
+			return session, 0, o.err
 		}
-		return o.n, nil
+		return session, o.n, nil
 	case <-ctx.Done():
 	}
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opts.FlushTimeout)
@@ -448,15 +490,15 @@ func (e *executor) pipe(ctx context.Context, p Piper, inv *Invocation) (int64, e
 		err := session.Abort(fctx)
 		<-done
 		acks.forget()
-		return 0, e.targetKept(ctx, inv, err)
+		return session, 0, e.targetKept(ctx, inv, err)
 	}
 	n, err := session.Stop(fctx)
 	<-done
 	if err != nil {
 		acks.forget()
-		return 0, fmt.Errorf("cancelled (%w); committing the acknowledged batches failed: %w", context.Cause(ctx), err)
+		return session, 0, fmt.Errorf("cancelled (%w); committing the acknowledged batches failed: %w", context.Cause(ctx), err)
 	}
-	return n, fmt.Errorf("cancelled after %d records were committed: %w", n, context.Cause(ctx))
+	return session, n, fmt.Errorf("cancelled after %d records were committed: %w", n, context.Cause(ctx))
 }
 
 // commitCancelled ends a cancelled attempt: the sink commits exactly the

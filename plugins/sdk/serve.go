@@ -182,20 +182,35 @@ func (s *server) Read(req *connectorv1.ReadRequest, stream grpc.ServerStreamingS
 	send := func(b *connectorv1.Batch) error {
 		return stream.Send(&connectorv1.ReadResponse{Msg: &connectorv1.ReadResponse_Batch{Batch: b}})
 	}
-	w := NewBatchWriter(func(b Batch) error {
+	var infer *sampler
+	if req.GetReportDatasets() {
+		infer = &sampler{}
+	}
+	emit := func(b Batch) error {
 		return send(&connectorv1.Batch{Seq: b.Seq, Count: uint32(b.Count), Records: b.Records})
-	})
+	}
+	var sb *sharedBatches
 	if reg := req.GetSharedRegion(); reg != nil {
-		sb := &sharedBatches{ctx: stream.Context(), reg: reg, send: send}
+		sb = &sharedBatches{ctx: stream.Context(), reg: reg, send: send}
 		defer sb.close()
-		w = NewBatchWriter(sb.emit)
+		emit = sb.emit
+	}
+	w := NewBatchWriter(func(b Batch) error {
+		infer.observe(b.Records)
+		return emit(b)
+	})
+	if sb != nil {
 		w.next, w.grow, w.growAt = sb.next, sb.grow, sharedMinBytes
 		sb.w = w
 	}
 	if err := s.read(stream.Context(), src, req, w); err != nil {
 		return err
 	}
-	return stream.Send(&connectorv1.ReadResponse{Msg: &connectorv1.ReadResponse_Stats{Stats: &connectorv1.Stats{Records: w.Records(), Bytes: w.Bytes()}}})
+	stats := &connectorv1.Stats{Records: w.Records(), Bytes: w.Bytes()}
+	if infer != nil {
+		stats.Datasets = describe(stream.Context(), s.c, DatasetsRequest{Role: RoleSource, Config: req.GetConfig(), Shard: shardOf(req), Observed: infer.schema()})
+	}
+	return stream.Send(&connectorv1.ReadResponse{Msg: &connectorv1.ReadResponse_Stats{Stats: stats}})
 }
 
 func (s *server) Write(stream grpc.BidiStreamingServer[connectorv1.WriteRequest, connectorv1.WriteResponse]) error {
@@ -219,6 +234,10 @@ func (s *server) Write(stream grpc.BidiStreamingServer[connectorv1.WriteRequest,
 	if err != nil {
 		return toStatus(ctx, err)
 	}
+	var infer *sampler
+	if open.GetReportDatasets() {
+		infer = &sampler{}
+	}
 	var records, size int64
 	for {
 		req, err := stream.Recv()
@@ -226,7 +245,11 @@ func (s *server) Write(stream grpc.BidiStreamingServer[connectorv1.WriteRequest,
 			if err := w.Close(ctx); err != nil {
 				return toStatus(ctx, err)
 			}
-			return stream.Send(&connectorv1.WriteResponse{Msg: &connectorv1.WriteResponse_Stats{Stats: &connectorv1.Stats{Records: records, Bytes: size}}})
+			stats := &connectorv1.Stats{Records: records, Bytes: size}
+			if infer != nil {
+				stats.Datasets = describe(ctx, s.c, DatasetsRequest{Role: RoleSink, Config: open.GetConfig(), Observed: infer.schema()})
+			}
+			return stream.Send(&connectorv1.WriteResponse{Msg: &connectorv1.WriteResponse_Stats{Stats: stats}})
 		}
 		if err != nil {
 			// faucet went away mid-session: nothing will commit this.
@@ -236,6 +259,7 @@ func (s *server) Write(stream grpc.BidiStreamingServer[connectorv1.WriteRequest,
 		switch m := req.GetMsg().(type) {
 		case *connectorv1.WriteRequest_Batch:
 			b := Batch{Seq: m.Batch.GetSeq(), Count: int(m.Batch.GetCount()), Records: m.Batch.GetRecords()}
+			infer.observe(b.Records)
 			err := w.Write(ctx, b)
 			protocol.Release(b.Records)
 			if err != nil {
@@ -289,11 +313,7 @@ func toStatus(ctx context.Context, err error) error {
 // read runs one Read of src into w, flushing what w still holds, and returns
 // the outcome as the protocol's status.
 func (s *server) read(ctx context.Context, src Source, req *connectorv1.ReadRequest, w *BatchWriter) error {
-	rr := ReadRequest{Config: req.GetConfig()}
-	if sh := req.GetShard(); sh != nil {
-		rr.Shard = &Shard{Descriptor: sh.GetDescriptor_(), EstimatedRecords: sh.GetEstimatedRecords(), EstimatedBytes: sh.GetEstimatedBytes()}
-	}
-	err := src.Read(ctx, rr, w)
+	err := src.Read(ctx, ReadRequest{Config: req.GetConfig(), Shard: shardOf(req)}, w)
 	if err == nil {
 		err = w.Flush()
 	}
@@ -301,4 +321,13 @@ func (s *server) read(ctx context.Context, src Source, req *connectorv1.ReadRequ
 		return toStatus(ctx, err)
 	}
 	return nil
+}
+
+// shardOf is the shard a read request names, nil for a whole read.
+func shardOf(req *connectorv1.ReadRequest) *Shard {
+	sh := req.GetShard()
+	if sh == nil {
+		return nil
+	}
+	return &Shard{Descriptor: sh.GetDescriptor_(), EstimatedRecords: sh.GetEstimatedRecords(), EstimatedBytes: sh.GetEstimatedBytes()}
 }

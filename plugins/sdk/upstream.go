@@ -90,7 +90,12 @@ func (s *server) writeFromUpstream(stream grpc.BidiStreamingServer[connectorv1.W
 	var (
 		seq           uint64
 		records, size int64
+		infer         *sampler
+		upstream      *connectorv1.Stats
 	)
+	if open.GetReportDatasets() {
+		infer = &sampler{}
+	}
 	for {
 		if stop, abort := control(); stop || abort {
 			break
@@ -103,6 +108,7 @@ func (s *server) writeFromUpstream(stream grpc.BidiStreamingServer[connectorv1.W
 				return status.Errorf(codes.Internal, "batch %d: %v", seq, err)
 			}
 			batch := Batch{Seq: seq, Count: int(b.GetCount()), Records: data}
+			infer.observe(data)
 			err = w.Write(ctx, batch)
 			u.done(b, data)
 			if err != nil {
@@ -116,6 +122,7 @@ func (s *server) writeFromUpstream(stream grpc.BidiStreamingServer[connectorv1.W
 				return err
 			}
 		} else if msg.stats != nil {
+			upstream = msg.stats
 			break
 		}
 		if msg, err = u.recv(); err != nil {
@@ -135,7 +142,12 @@ func (s *server) writeFromUpstream(stream grpc.BidiStreamingServer[connectorv1.W
 	if err := w.Close(ctx); err != nil {
 		return toStatus(ctx, err)
 	}
-	return stream.Send(&connectorv1.WriteResponse{Msg: &connectorv1.WriteResponse_Stats{Stats: &connectorv1.Stats{Records: records, Bytes: size}}})
+	stats := &connectorv1.Stats{Records: records, Bytes: size}
+	if infer != nil {
+		stats.Datasets = describe(ctx, s.c, DatasetsRequest{Role: RoleSink, Config: open.GetConfig(), Observed: infer.schema()})
+		stats.Upstream = upstream
+	}
+	return stream.Send(&connectorv1.WriteResponse{Msg: &connectorv1.WriteResponse_Stats{Stats: stats}})
 }
 
 // upstreamRead is a sink's read of the source plugin it reads directly,

@@ -103,6 +103,12 @@ func (Connector) Shards(_ context.Context, config json.RawMessage, count int) ([
 	return files.Shards(cfg.Path, count, files.QuotedLineStarts('"'))
 }
 
+// Datasets names the file (or glob) a session read or wrote, with the
+// schema its records showed.
+func (Connector) Datasets(_ context.Context, req sdk.DatasetsRequest) ([]sdk.Dataset, error) {
+	return files.Datasets(req)
+}
+
 // Read emits one record per row.
 func (Connector) Read(ctx context.Context, req sdk.ReadRequest, w *sdk.BatchWriter) error {
 	cfg, delim, err := decodeSource(req.Config)

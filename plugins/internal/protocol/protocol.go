@@ -27,8 +27,13 @@ const (
 	// directly offers memory the two share (ReadRequest.shared_region), and
 	// the source writes its batches there instead of into the messages.
 	VersionSharedReads = 2
+	// VersionDatasets is protocol 1.2: asked to (report_datasets), a source
+	// and a sink end a call with the datasets it read or wrote and their
+	// observed schema (Stats.datasets), and a sink reading its source
+	// directly passes the source's final stats on (Stats.upstream).
+	VersionDatasets = 3
 	// Latest is the highest version this build speaks.
-	Latest = VersionSharedReads
+	Latest = VersionDatasets
 )
 
 // Supports reports whether a peer that negotiated version has the additions

@@ -269,3 +269,20 @@ func Open(p Part) (io.ReadCloser, error) {
 		io.Closer
 	}{io.NewSectionReader(f, p.Start, end-p.Start), f}, nil
 }
+
+// Datasets describes a session of a file connector, whose source and sink
+// configs both name their file (or glob) in path: one dataset, whose
+// schema is what the session's records showed.
+func Datasets(req sdk.DatasetsRequest) ([]sdk.Dataset, error) {
+	var cfg struct {
+		Path string `json:"path"`
+	}
+	if err := json.Unmarshal(req.Config, &cfg); err != nil {
+		return nil, fmt.Errorf("decode config: %w", err)
+	}
+	uri, err := sdk.FileURI(cfg.Path)
+	if err != nil {
+		return nil, err
+	}
+	return []sdk.Dataset{{URI: uri}}, nil
+}

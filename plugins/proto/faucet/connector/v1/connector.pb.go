@@ -3,10 +3,12 @@
 // Version 1. A plugin announces the protocol versions it speaks in the
 // go-plugin handshake; faucet picks the highest one both sides know. Within
 // this package, versions only add: go-plugin version 1 is protocol 1.0 and
-// each later one (2 = 1.1, …) a minor version whose additions are marked
-// below; a peer that negotiated an earlier one is never asked for them. A
-// breaking change to this file gets a new package (faucet.connector.v2) and
-// a new major version, served side by side with this one.
+// each later one (2 = 1.1, 3 = 1.2, …) a minor version whose additions are
+// marked below; a peer that negotiated an earlier one is never asked for
+// them. Fields a minor version from 1.2 on adds to an existing message are
+// numbered from 20 up, clear of the numbers the message may still take for
+// itself. A breaking change to this file gets a new package (faucet.connector.v2)
+// and a new major version, served side by side with this one.
 //
 // Records never cross one per message: a Batch carries thousands of records
 // as JSON Lines bytes, cut by the sender well under the gRPC message limit.
@@ -514,9 +516,12 @@ type ReadRequest struct {
 	Shard *Shard `protobuf:"bytes,2,opt,name=shard,proto3" json:"shard,omitempty"`
 	// shared_region, from a sink reading the source directly, is memory the
 	// source may write its batches into instead of the messages (since 1.1).
-	SharedRegion  *SharedRegion `protobuf:"bytes,3,opt,name=shared_region,json=sharedRegion,proto3" json:"shared_region,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	SharedRegion *SharedRegion `protobuf:"bytes,3,opt,name=shared_region,json=sharedRegion,proto3" json:"shared_region,omitempty"`
+	// report_datasets asks the source to end a successful read with the
+	// datasets it read in Stats.datasets (since 1.2).
+	ReportDatasets bool `protobuf:"varint,20,opt,name=report_datasets,json=reportDatasets,proto3" json:"report_datasets,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ReadRequest) Reset() {
@@ -568,6 +573,13 @@ func (x *ReadRequest) GetSharedRegion() *SharedRegion {
 		return x.SharedRegion
 	}
 	return nil
+}
+
+func (x *ReadRequest) GetReportDatasets() bool {
+	if x != nil {
+		return x.ReportDatasets
+	}
+	return false
 }
 
 // SharedRegion is memory a sink shares with the source it reads: the whole
@@ -1031,8 +1043,16 @@ func (x *SharedSlot) GetLength() uint32 {
 type Stats struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// records read by a source, or made durable by a sink.
-	Records       int64 `protobuf:"varint,1,opt,name=records,proto3" json:"records,omitempty"`
-	Bytes         int64 `protobuf:"varint,2,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	Records int64 `protobuf:"varint,1,opt,name=records,proto3" json:"records,omitempty"`
+	Bytes   int64 `protobuf:"varint,2,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	// datasets are what the call read or wrote, when its request asked for
+	// them (report_datasets); empty when the connector does not say (since
+	// 1.2).
+	Datasets []*Dataset `protobuf:"bytes,20,rep,name=datasets,proto3" json:"datasets,omitempty"`
+	// upstream, in a Write whose open asked for datasets and named an
+	// upstream, is the final Stats of the upstream read as the sink received
+	// it: what the source read (since 1.2).
+	Upstream      *Stats `protobuf:"bytes,21,opt,name=upstream,proto3" json:"upstream,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1081,6 +1101,208 @@ func (x *Stats) GetBytes() int64 {
 	return 0
 }
 
+func (x *Stats) GetDatasets() []*Dataset {
+	if x != nil {
+		return x.Datasets
+	}
+	return nil
+}
+
+func (x *Stats) GetUpstream() *Stats {
+	if x != nil {
+		return x.Upstream
+	}
+	return nil
+}
+
+// Dataset is one thing a call read or wrote: a file, a table, a query's
+// result (since 1.2).
+type Dataset struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// kind is the connector kind ("csv", "postgres"); empty means the
+	// connector's Spec name.
+	Kind string `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	// uri names the dataset canonically, the same way on every call: no
+	// credentials (a database URL without its password), a file path made
+	// absolute. faucet's catalog identifies a dataset by it.
+	Uri string `protobuf:"bytes,2,opt,name=uri,proto3" json:"uri,omitempty"`
+	// schema is what the connector observed of the records; unset when it
+	// observed nothing (an empty read).
+	Schema        *DatasetSchema `protobuf:"bytes,3,opt,name=schema,proto3" json:"schema,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Dataset) Reset() {
+	*x = Dataset{}
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Dataset) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Dataset) ProtoMessage() {}
+
+func (x *Dataset) ProtoReflect() protoreflect.Message {
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Dataset.ProtoReflect.Descriptor instead.
+func (*Dataset) Descriptor() ([]byte, []int) {
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *Dataset) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *Dataset) GetUri() string {
+	if x != nil {
+		return x.Uri
+	}
+	return ""
+}
+
+func (x *Dataset) GetSchema() *DatasetSchema {
+	if x != nil {
+		return x.Schema
+	}
+	return nil
+}
+
+// DatasetSchema is the top-level shape of a dataset's records.
+type DatasetSchema struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Columns       []*DatasetColumn       `protobuf:"bytes,1,rep,name=columns,proto3" json:"columns,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DatasetSchema) Reset() {
+	*x = DatasetSchema{}
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DatasetSchema) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DatasetSchema) ProtoMessage() {}
+
+func (x *DatasetSchema) ProtoReflect() protoreflect.Message {
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DatasetSchema.ProtoReflect.Descriptor instead.
+func (*DatasetSchema) Descriptor() ([]byte, []int) {
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *DatasetSchema) GetColumns() []*DatasetColumn {
+	if x != nil {
+		return x.Columns
+	}
+	return nil
+}
+
+// DatasetColumn is one top-level field of the records.
+type DatasetColumn struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// type is a JSON Schema type name (string, integer, number, boolean,
+	// object, array), or empty when the values have several.
+	Type string `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
+	// nullable is set when the column may be null or missing.
+	Nullable bool `protobuf:"varint,3,opt,name=nullable,proto3" json:"nullable,omitempty"`
+	// db_type is the database's own name for the column's type ("bigint",
+	// "character varying(20)") when the dataset is a table.
+	DbType        string `protobuf:"bytes,4,opt,name=db_type,json=dbType,proto3" json:"db_type,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DatasetColumn) Reset() {
+	*x = DatasetColumn{}
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DatasetColumn) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DatasetColumn) ProtoMessage() {}
+
+func (x *DatasetColumn) ProtoReflect() protoreflect.Message {
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DatasetColumn.ProtoReflect.Descriptor instead.
+func (*DatasetColumn) Descriptor() ([]byte, []int) {
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *DatasetColumn) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *DatasetColumn) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *DatasetColumn) GetNullable() bool {
+	if x != nil {
+		return x.Nullable
+	}
+	return false
+}
+
+func (x *DatasetColumn) GetDbType() string {
+	if x != nil {
+		return x.DbType
+	}
+	return ""
+}
+
 type WriteRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Msg:
@@ -1095,7 +1317,7 @@ type WriteRequest struct {
 
 func (x *WriteRequest) Reset() {
 	*x = WriteRequest{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[15]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1107,7 +1329,7 @@ func (x *WriteRequest) String() string {
 func (*WriteRequest) ProtoMessage() {}
 
 func (x *WriteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[15]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1120,7 +1342,7 @@ func (x *WriteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteRequest.ProtoReflect.Descriptor instead.
 func (*WriteRequest) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{15}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *WriteRequest) GetMsg() isWriteRequest_Msg {
@@ -1185,14 +1407,19 @@ type WriteOpen struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Config []byte                 `protobuf:"bytes,1,opt,name=config,proto3" json:"config,omitempty"`
 	// upstream, when set, is where the sink reads its batches from.
-	Upstream      *Upstream `protobuf:"bytes,2,opt,name=upstream,proto3" json:"upstream,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Upstream *Upstream `protobuf:"bytes,2,opt,name=upstream,proto3" json:"upstream,omitempty"`
+	// report_datasets asks the sink to end a committed write with the
+	// datasets it wrote in Stats.datasets, and, reading an upstream, the
+	// upstream's final Stats in Stats.upstream (since 1.2). faucet sets the
+	// upstream read's own report_datasets when the source speaks 1.2.
+	ReportDatasets bool `protobuf:"varint,20,opt,name=report_datasets,json=reportDatasets,proto3" json:"report_datasets,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *WriteOpen) Reset() {
 	*x = WriteOpen{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[16]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1204,7 +1431,7 @@ func (x *WriteOpen) String() string {
 func (*WriteOpen) ProtoMessage() {}
 
 func (x *WriteOpen) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[16]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1217,7 +1444,7 @@ func (x *WriteOpen) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteOpen.ProtoReflect.Descriptor instead.
 func (*WriteOpen) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{16}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *WriteOpen) GetConfig() []byte {
@@ -1232,6 +1459,13 @@ func (x *WriteOpen) GetUpstream() *Upstream {
 		return x.Upstream
 	}
 	return nil
+}
+
+func (x *WriteOpen) GetReportDatasets() bool {
+	if x != nil {
+		return x.ReportDatasets
+	}
+	return false
 }
 
 // Upstream is a source plugin's Read, called by the sink itself.
@@ -1251,7 +1485,7 @@ type Upstream struct {
 
 func (x *Upstream) Reset() {
 	*x = Upstream{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[17]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1263,7 +1497,7 @@ func (x *Upstream) String() string {
 func (*Upstream) ProtoMessage() {}
 
 func (x *Upstream) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[17]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1276,7 +1510,7 @@ func (x *Upstream) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Upstream.ProtoReflect.Descriptor instead.
 func (*Upstream) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{17}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Upstream) GetNetwork() string {
@@ -1315,7 +1549,7 @@ type WriteAbort struct {
 
 func (x *WriteAbort) Reset() {
 	*x = WriteAbort{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[18]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1327,7 +1561,7 @@ func (x *WriteAbort) String() string {
 func (*WriteAbort) ProtoMessage() {}
 
 func (x *WriteAbort) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[18]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1340,7 +1574,7 @@ func (x *WriteAbort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteAbort.ProtoReflect.Descriptor instead.
 func (*WriteAbort) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{18}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{21}
 }
 
 type WriteResponse struct {
@@ -1357,7 +1591,7 @@ type WriteResponse struct {
 
 func (x *WriteResponse) Reset() {
 	*x = WriteResponse{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[19]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1369,7 +1603,7 @@ func (x *WriteResponse) String() string {
 func (*WriteResponse) ProtoMessage() {}
 
 func (x *WriteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[19]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1382,7 +1616,7 @@ func (x *WriteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteResponse.ProtoReflect.Descriptor instead.
 func (*WriteResponse) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{19}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *WriteResponse) GetMsg() isWriteResponse_Msg {
@@ -1457,7 +1691,7 @@ type UpstreamFailure struct {
 
 func (x *UpstreamFailure) Reset() {
 	*x = UpstreamFailure{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[20]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1469,7 +1703,7 @@ func (x *UpstreamFailure) String() string {
 func (*UpstreamFailure) ProtoMessage() {}
 
 func (x *UpstreamFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[20]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1482,7 +1716,7 @@ func (x *UpstreamFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpstreamFailure.ProtoReflect.Descriptor instead.
 func (*UpstreamFailure) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{20}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *UpstreamFailure) GetCode() int32 {
@@ -1510,7 +1744,7 @@ type Ack struct {
 
 func (x *Ack) Reset() {
 	*x = Ack{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[21]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1522,7 +1756,7 @@ func (x *Ack) String() string {
 func (*Ack) ProtoMessage() {}
 
 func (x *Ack) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[21]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1535,7 +1769,7 @@ func (x *Ack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ack.ProtoReflect.Descriptor instead.
 func (*Ack) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{21}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Ack) GetSeq() uint64 {
@@ -1581,11 +1815,12 @@ const file_faucet_connector_v1_connector_proto_rawDesc = "" +
 	"\tCheckItem\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x0e\n" +
 	"\x02ok\x18\x02 \x01(\bR\x02ok\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessage\"\x9f\x01\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"\xc8\x01\n" +
 	"\vReadRequest\x12\x16\n" +
 	"\x06config\x18\x01 \x01(\fR\x06config\x120\n" +
 	"\x05shard\x18\x02 \x01(\v2\x1a.faucet.connector.v1.ShardR\x05shard\x12F\n" +
-	"\rshared_region\x18\x03 \x01(\v2!.faucet.connector.v1.SharedRegionR\fsharedRegion\"\x88\x01\n" +
+	"\rshared_region\x18\x03 \x01(\v2!.faucet.connector.v1.SharedRegionR\fsharedRegion\x12'\n" +
+	"\x0freport_datasets\x18\x14 \x01(\bR\x0ereportDatasets\"\x88\x01\n" +
 	"\fSharedRegion\x12\x10\n" +
 	"\x03pid\x18\x01 \x01(\x03R\x03pid\x12\x0e\n" +
 	"\x02fd\x18\x02 \x01(\x05R\x02fd\x12\x14\n" +
@@ -1616,18 +1851,32 @@ const file_faucet_connector_v1_connector_proto_rawDesc = "" +
 	"\n" +
 	"SharedSlot\x12\x12\n" +
 	"\x04slot\x18\x01 \x01(\rR\x04slot\x12\x16\n" +
-	"\x06length\x18\x02 \x01(\rR\x06length\"7\n" +
+	"\x06length\x18\x02 \x01(\rR\x06length\"\xa9\x01\n" +
 	"\x05Stats\x12\x18\n" +
 	"\arecords\x18\x01 \x01(\x03R\arecords\x12\x14\n" +
-	"\x05bytes\x18\x02 \x01(\x03R\x05bytes\"\xb8\x01\n" +
+	"\x05bytes\x18\x02 \x01(\x03R\x05bytes\x128\n" +
+	"\bdatasets\x18\x14 \x03(\v2\x1c.faucet.connector.v1.DatasetR\bdatasets\x126\n" +
+	"\bupstream\x18\x15 \x01(\v2\x1a.faucet.connector.v1.StatsR\bupstream\"k\n" +
+	"\aDataset\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x10\n" +
+	"\x03uri\x18\x02 \x01(\tR\x03uri\x12:\n" +
+	"\x06schema\x18\x03 \x01(\v2\".faucet.connector.v1.DatasetSchemaR\x06schema\"M\n" +
+	"\rDatasetSchema\x12<\n" +
+	"\acolumns\x18\x01 \x03(\v2\".faucet.connector.v1.DatasetColumnR\acolumns\"l\n" +
+	"\rDatasetColumn\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04type\x18\x02 \x01(\tR\x04type\x12\x1a\n" +
+	"\bnullable\x18\x03 \x01(\bR\bnullable\x12\x17\n" +
+	"\adb_type\x18\x04 \x01(\tR\x06dbType\"\xb8\x01\n" +
 	"\fWriteRequest\x124\n" +
 	"\x04open\x18\x01 \x01(\v2\x1e.faucet.connector.v1.WriteOpenH\x00R\x04open\x122\n" +
 	"\x05batch\x18\x02 \x01(\v2\x1a.faucet.connector.v1.BatchH\x00R\x05batch\x127\n" +
 	"\x05abort\x18\x03 \x01(\v2\x1f.faucet.connector.v1.WriteAbortH\x00R\x05abortB\x05\n" +
-	"\x03msg\"^\n" +
+	"\x03msg\"\x87\x01\n" +
 	"\tWriteOpen\x12\x16\n" +
 	"\x06config\x18\x01 \x01(\fR\x06config\x129\n" +
-	"\bupstream\x18\x02 \x01(\v2\x1d.faucet.connector.v1.UpstreamR\bupstream\"\x9f\x01\n" +
+	"\bupstream\x18\x02 \x01(\v2\x1d.faucet.connector.v1.UpstreamR\bupstream\x12'\n" +
+	"\x0freport_datasets\x18\x14 \x01(\bR\x0ereportDatasets\"\x9f\x01\n" +
 	"\bUpstream\x12\x18\n" +
 	"\anetwork\x18\x01 \x01(\tR\anetwork\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x124\n" +
@@ -1675,7 +1924,7 @@ func file_faucet_connector_v1_connector_proto_rawDescGZIP() []byte {
 }
 
 var file_faucet_connector_v1_connector_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_faucet_connector_v1_connector_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_faucet_connector_v1_connector_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_faucet_connector_v1_connector_proto_goTypes = []any{
 	(Kind)(0),               // 0: faucet.connector.v1.Kind
 	(Role)(0),               // 1: faucet.connector.v1.Role
@@ -1694,13 +1943,16 @@ var file_faucet_connector_v1_connector_proto_goTypes = []any{
 	(*Batch)(nil),           // 14: faucet.connector.v1.Batch
 	(*SharedSlot)(nil),      // 15: faucet.connector.v1.SharedSlot
 	(*Stats)(nil),           // 16: faucet.connector.v1.Stats
-	(*WriteRequest)(nil),    // 17: faucet.connector.v1.WriteRequest
-	(*WriteOpen)(nil),       // 18: faucet.connector.v1.WriteOpen
-	(*Upstream)(nil),        // 19: faucet.connector.v1.Upstream
-	(*WriteAbort)(nil),      // 20: faucet.connector.v1.WriteAbort
-	(*WriteResponse)(nil),   // 21: faucet.connector.v1.WriteResponse
-	(*UpstreamFailure)(nil), // 22: faucet.connector.v1.UpstreamFailure
-	(*Ack)(nil),             // 23: faucet.connector.v1.Ack
+	(*Dataset)(nil),         // 17: faucet.connector.v1.Dataset
+	(*DatasetSchema)(nil),   // 18: faucet.connector.v1.DatasetSchema
+	(*DatasetColumn)(nil),   // 19: faucet.connector.v1.DatasetColumn
+	(*WriteRequest)(nil),    // 20: faucet.connector.v1.WriteRequest
+	(*WriteOpen)(nil),       // 21: faucet.connector.v1.WriteOpen
+	(*Upstream)(nil),        // 22: faucet.connector.v1.Upstream
+	(*WriteAbort)(nil),      // 23: faucet.connector.v1.WriteAbort
+	(*WriteResponse)(nil),   // 24: faucet.connector.v1.WriteResponse
+	(*UpstreamFailure)(nil), // 25: faucet.connector.v1.UpstreamFailure
+	(*Ack)(nil),             // 26: faucet.connector.v1.Ack
 }
 var file_faucet_connector_v1_connector_proto_depIdxs = []int32{
 	0,  // 0: faucet.connector.v1.SpecResponse.kind:type_name -> faucet.connector.v1.Kind
@@ -1713,29 +1965,33 @@ var file_faucet_connector_v1_connector_proto_depIdxs = []int32{
 	16, // 7: faucet.connector.v1.ReadResponse.stats:type_name -> faucet.connector.v1.Stats
 	11, // 8: faucet.connector.v1.ShardsResponse.shards:type_name -> faucet.connector.v1.Shard
 	15, // 9: faucet.connector.v1.Batch.shared:type_name -> faucet.connector.v1.SharedSlot
-	18, // 10: faucet.connector.v1.WriteRequest.open:type_name -> faucet.connector.v1.WriteOpen
-	14, // 11: faucet.connector.v1.WriteRequest.batch:type_name -> faucet.connector.v1.Batch
-	20, // 12: faucet.connector.v1.WriteRequest.abort:type_name -> faucet.connector.v1.WriteAbort
-	19, // 13: faucet.connector.v1.WriteOpen.upstream:type_name -> faucet.connector.v1.Upstream
-	8,  // 14: faucet.connector.v1.Upstream.read:type_name -> faucet.connector.v1.ReadRequest
-	23, // 15: faucet.connector.v1.WriteResponse.ack:type_name -> faucet.connector.v1.Ack
-	16, // 16: faucet.connector.v1.WriteResponse.stats:type_name -> faucet.connector.v1.Stats
-	22, // 17: faucet.connector.v1.WriteResponse.upstream_failed:type_name -> faucet.connector.v1.UpstreamFailure
-	2,  // 18: faucet.connector.v1.ConnectorService.Spec:input_type -> faucet.connector.v1.SpecRequest
-	5,  // 19: faucet.connector.v1.ConnectorService.Check:input_type -> faucet.connector.v1.CheckRequest
-	8,  // 20: faucet.connector.v1.ConnectorService.Read:input_type -> faucet.connector.v1.ReadRequest
-	12, // 21: faucet.connector.v1.ConnectorService.Shards:input_type -> faucet.connector.v1.ShardsRequest
-	17, // 22: faucet.connector.v1.ConnectorService.Write:input_type -> faucet.connector.v1.WriteRequest
-	3,  // 23: faucet.connector.v1.ConnectorService.Spec:output_type -> faucet.connector.v1.SpecResponse
-	6,  // 24: faucet.connector.v1.ConnectorService.Check:output_type -> faucet.connector.v1.CheckResponse
-	10, // 25: faucet.connector.v1.ConnectorService.Read:output_type -> faucet.connector.v1.ReadResponse
-	13, // 26: faucet.connector.v1.ConnectorService.Shards:output_type -> faucet.connector.v1.ShardsResponse
-	21, // 27: faucet.connector.v1.ConnectorService.Write:output_type -> faucet.connector.v1.WriteResponse
-	23, // [23:28] is the sub-list for method output_type
-	18, // [18:23] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	17, // 10: faucet.connector.v1.Stats.datasets:type_name -> faucet.connector.v1.Dataset
+	16, // 11: faucet.connector.v1.Stats.upstream:type_name -> faucet.connector.v1.Stats
+	18, // 12: faucet.connector.v1.Dataset.schema:type_name -> faucet.connector.v1.DatasetSchema
+	19, // 13: faucet.connector.v1.DatasetSchema.columns:type_name -> faucet.connector.v1.DatasetColumn
+	21, // 14: faucet.connector.v1.WriteRequest.open:type_name -> faucet.connector.v1.WriteOpen
+	14, // 15: faucet.connector.v1.WriteRequest.batch:type_name -> faucet.connector.v1.Batch
+	23, // 16: faucet.connector.v1.WriteRequest.abort:type_name -> faucet.connector.v1.WriteAbort
+	22, // 17: faucet.connector.v1.WriteOpen.upstream:type_name -> faucet.connector.v1.Upstream
+	8,  // 18: faucet.connector.v1.Upstream.read:type_name -> faucet.connector.v1.ReadRequest
+	26, // 19: faucet.connector.v1.WriteResponse.ack:type_name -> faucet.connector.v1.Ack
+	16, // 20: faucet.connector.v1.WriteResponse.stats:type_name -> faucet.connector.v1.Stats
+	25, // 21: faucet.connector.v1.WriteResponse.upstream_failed:type_name -> faucet.connector.v1.UpstreamFailure
+	2,  // 22: faucet.connector.v1.ConnectorService.Spec:input_type -> faucet.connector.v1.SpecRequest
+	5,  // 23: faucet.connector.v1.ConnectorService.Check:input_type -> faucet.connector.v1.CheckRequest
+	8,  // 24: faucet.connector.v1.ConnectorService.Read:input_type -> faucet.connector.v1.ReadRequest
+	12, // 25: faucet.connector.v1.ConnectorService.Shards:input_type -> faucet.connector.v1.ShardsRequest
+	20, // 26: faucet.connector.v1.ConnectorService.Write:input_type -> faucet.connector.v1.WriteRequest
+	3,  // 27: faucet.connector.v1.ConnectorService.Spec:output_type -> faucet.connector.v1.SpecResponse
+	6,  // 28: faucet.connector.v1.ConnectorService.Check:output_type -> faucet.connector.v1.CheckResponse
+	10, // 29: faucet.connector.v1.ConnectorService.Read:output_type -> faucet.connector.v1.ReadResponse
+	13, // 30: faucet.connector.v1.ConnectorService.Shards:output_type -> faucet.connector.v1.ShardsResponse
+	24, // 31: faucet.connector.v1.ConnectorService.Write:output_type -> faucet.connector.v1.WriteResponse
+	27, // [27:32] is the sub-list for method output_type
+	22, // [22:27] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_faucet_connector_v1_connector_proto_init() }
@@ -1747,12 +2003,12 @@ func file_faucet_connector_v1_connector_proto_init() {
 		(*ReadResponse_Batch)(nil),
 		(*ReadResponse_Stats)(nil),
 	}
-	file_faucet_connector_v1_connector_proto_msgTypes[15].OneofWrappers = []any{
+	file_faucet_connector_v1_connector_proto_msgTypes[18].OneofWrappers = []any{
 		(*WriteRequest_Open)(nil),
 		(*WriteRequest_Batch)(nil),
 		(*WriteRequest_Abort)(nil),
 	}
-	file_faucet_connector_v1_connector_proto_msgTypes[19].OneofWrappers = []any{
+	file_faucet_connector_v1_connector_proto_msgTypes[22].OneofWrappers = []any{
 		(*WriteResponse_Ack)(nil),
 		(*WriteResponse_Stats)(nil),
 		(*WriteResponse_UpstreamFailed)(nil),
@@ -1763,7 +2019,7 @@ func file_faucet_connector_v1_connector_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_faucet_connector_v1_connector_proto_rawDesc), len(file_faucet_connector_v1_connector_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   22,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
