@@ -34,6 +34,7 @@ type Driver interface {
 	AuditDriver
 	LogDriver
 	RetentionDriver
+	CatalogDriver
 }
 
 // IdempotencyDriver stores idempotency claims.
@@ -168,6 +169,119 @@ type RetentionDriver interface {
 	// Purge deletes, in one transaction, what each set cutoff expires, and
 	// every shard whose run is gone.
 	Purge(ctx context.Context, p *PurgeParams) (PurgeReport, error)
+}
+
+// CatalogDriver stores the data movement catalog and config snapshots.
+type CatalogDriver interface {
+	// CatalogRecord writes one invocation in one transaction: each dataset
+	// upserted (p.Datasets, ordered by id, so concurrent writers lock rows
+	// in one order), a schema version appended where its hash differs from
+	// the newest, the stats rows inserted and each dataset's trimmed to its
+	// newest p.StatsKeep, the edges upserted. When the first stats row
+	// exists already the invocation was recorded before: nothing is
+	// written and the result is false.
+	CatalogRecord(ctx context.Context, p *CatalogRecordParams) (bool, error)
+	// CatalogDatasetList returns up to p.Limit matching datasets ordered
+	// (last_seen DESC, id DESC), below p.Cursor's dataset; none when the
+	// cursor names no dataset.
+	CatalogDatasetList(ctx context.Context, p *CatalogDatasetListParams) ([]CatalogDatasetRow, error)
+	// CatalogDatasetGet returns one dataset or ErrNotFound.
+	CatalogDatasetGet(ctx context.Context, id string) (CatalogDatasetRow, error)
+	// CatalogDatasetExists reports whether a dataset has the id.
+	CatalogDatasetExists(ctx context.Context, id string) (bool, error)
+	// CatalogSchemaVersions returns a dataset's newest limit versions,
+	// newest first.
+	CatalogSchemaVersions(ctx context.Context, id string, limit int) ([]CatalogSchemaVersionRow, error)
+	// CatalogStats returns a dataset's newest limit volume points, newest
+	// first.
+	CatalogStats(ctx context.Context, id string, limit int) ([]CatalogStat, error)
+	// CatalogEdgesTo and CatalogEdgesFrom return the newest limit edges
+	// into and out of a dataset; CatalogEdges the newest limit of all;
+	// CatalogEdgesTouching the newest limit from or to any of ids. All are
+	// ordered by last_seen descending, then their ids.
+	CatalogEdgesTo(ctx context.Context, id string, limit int) ([]CatalogEdge, error)
+	CatalogEdgesFrom(ctx context.Context, id string, limit int) ([]CatalogEdge, error)
+	CatalogEdges(ctx context.Context, limit int) ([]CatalogEdge, error)
+	CatalogEdgesTouching(ctx context.Context, ids []string, limit int) ([]CatalogEdge, error)
+	// ConfigSnapshotPut makes s its pipeline's latest snapshot and the
+	// latest one the previous, unless the latest is newer or of the same
+	// run.
+	ConfigSnapshotPut(ctx context.Context, s *ConfigSnapshot) error
+	// ConfigSnapshotGet returns a pipeline's snapshots or ErrNotFound.
+	ConfigSnapshotGet(ctx context.Context, pipeline string) (ConfigSnapshots, error)
+}
+
+// CatalogRecordParams are the arguments of CatalogDriver.CatalogRecord.
+type CatalogRecordParams struct {
+	RunID, Pipeline, RowID string
+	Status                 RunStatus
+	RecordedAt             time.Time
+	DurationMS             int64
+	Datasets               []CatalogDatasetWrite
+	Stats                  []CatalogStatWrite
+	Edges                  []CatalogEdgeWrite
+	StatsKeep              int
+}
+
+// CatalogDatasetWrite is one dataset of a CatalogRecord.
+type CatalogDatasetWrite struct {
+	ID, URI, Kind string
+	// URIFolded is URI case-folded, for the search.
+	URIFolded        string
+	AsSource, AsSink bool
+	// Records is what this invocation moved of it.
+	Records int64
+	// Schema is the JSON array of its columns and SchemaHash its hash;
+	// both empty when none was observed.
+	Schema     []byte
+	SchemaHash string
+}
+
+// CatalogStatWrite is one stats row of a CatalogRecord.
+type CatalogStatWrite struct {
+	DatasetID, Role string
+	Records         int64
+	Bytes           *int64
+}
+
+// CatalogEdgeWrite is one edge of a CatalogRecord.
+type CatalogEdgeWrite struct {
+	SrcID, DstID string
+	Records      int64
+}
+
+// CatalogDatasetListParams are the arguments of
+// CatalogDriver.CatalogDatasetList.
+type CatalogDatasetListParams struct {
+	Kind *string
+	// Folded is the case-folded substring the URI must contain.
+	Folded *string
+	Cursor string
+	Limit  int
+}
+
+// CatalogDatasetRow is a dataset as a driver reads it, with its newest
+// schema version's number, columns (JSON) and hash.
+type CatalogDatasetRow struct {
+	ID, URI, Kind       string
+	AsSource, AsSink    bool
+	FirstSeen, LastSeen time.Time
+	LastRunID, Pipeline string
+	LastRecords         int64
+	TotalRecords        int64
+	Runs                int64
+	SchemaVersion       int
+	Schema              []byte
+	SchemaHash          string
+}
+
+// CatalogSchemaVersionRow is a schema version as a driver reads it.
+type CatalogSchemaVersionRow struct {
+	Version    int
+	RecordedAt time.Time
+	RunID      string
+	Schema     []byte
+	SchemaHash string
 }
 
 // RunRow is a run as a driver stores it: its columns, with its documents

@@ -34,6 +34,7 @@ type Store interface {
 	AuditStore
 	LogStore
 	RetentionStore
+	CatalogStore
 }
 
 // Lifecycle is the store itself: its identity, health and connections.
@@ -249,6 +250,40 @@ type LogStore interface {
 	// RunLogPurge deletes log lines captured longer than olderThan ago, and the
 	// truncation mark of a run with no lines left.
 	RunLogPurge(ctx context.Context, olderThan time.Duration) (int, error)
+}
+
+// CatalogStore owns the data movement catalog: the datasets runs read and
+// wrote, their schema timelines and volume, the lineage between them, and
+// the config snapshots of pipelines. It accumulates across runs; retention
+// never purges it, and deleting a run keeps what the run recorded. Several
+// processes may record at once: counters add up, the latest-run fields go
+// to the newest record, and no stats row or edge is lost.
+type CatalogStore interface {
+	// CatalogRecord records one invocation that succeeded. Recording the
+	// same run's row again is a no-op, so a retried write never counts
+	// twice. An invocation without datasets records nothing.
+	CatalogRecord(ctx context.Context, inv CatalogInvocation) error
+	// CatalogDatasetList returns one page of datasets, ordered by last
+	// activity, newest first, then id descending (keyset pagination). A
+	// cursor that names no dataset is ErrUnknownCursor.
+	CatalogDatasetList(ctx context.Context, f CatalogFilter) (CatalogPage, error)
+	// CatalogDatasetGet returns a dataset with its newest DetailTimeline
+	// schema versions (oldest first, each with its diff), its newest
+	// DetailStats volume points and up to DetailEdges edges each way; an
+	// unknown id is ErrNotFound.
+	CatalogDatasetGet(ctx context.Context, id string) (*CatalogDatasetDetail, error)
+	// CatalogLineage returns the edges within depth hops of root, in either
+	// direction (breadth-first; depth is clamped to 1..MaxLineageDepth), or
+	// with root empty the whole graph; at most MaxLineageEdges, newest
+	// first. An unknown root has no edges.
+	CatalogLineage(ctx context.Context, root string, depth int) (CatalogGraph, error)
+	// ConfigSnapshotPut records the config a pipeline's run executed: it
+	// becomes the latest snapshot and the latest one the previous. An
+	// older snapshot than the latest (a slow recorder) is dropped.
+	ConfigSnapshotPut(ctx context.Context, s ConfigSnapshot) error
+	// ConfigSnapshotGet returns a pipeline's latest snapshot and the one
+	// before it, or ErrNotFound.
+	ConfigSnapshotGet(ctx context.Context, pipeline string) (ConfigSnapshots, error)
 }
 
 // RetentionStore applies the retention policy across the domains.

@@ -30,6 +30,9 @@ type Peek struct {
 	// DropRun deletes a run's row alone, leaving its shards behind, as a
 	// history damaged outside faucet would.
 	DropRun func(t testing.TB, url, runID string)
+	// CatalogStats counts the volume points stored for a dataset, beyond
+	// the newest few a detail read returns.
+	CatalogStats func(t testing.TB, url, datasetID string) int
 }
 
 // Exercise runs the conformance suite against the dialect newURL's databases
@@ -63,6 +66,7 @@ func Exercise(t *testing.T, newURL func(t testing.TB) string, peek Peek) {
 		{"Audit", exerciseAudit},
 		{"RunLogs", exerciseRunLogs},
 		{"Purge", func(t *testing.T, newURL func(t testing.TB) string) { exercisePurge(t, newURL, peek) }},
+		{"Catalog", func(t *testing.T, newURL func(t testing.TB) string) { exerciseCatalog(t, newURL, peek) }},
 	}
 	for _, s := range suites {
 		t.Run(s.name, func(t *testing.T) {

@@ -1,0 +1,206 @@
+package sqlite
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/faucet-dev/faucet/db"
+	"github.com/faucet-dev/faucet/db/sqlite/internal/dbsqlc"
+)
+
+// errRecorded rolls back a record whose invocation was recorded before.
+var errRecorded = errors.New("the invocation was recorded before")
+
+// CatalogRecord writes the invocation as one write: SQLite's write lock
+// serializes it with every other recorder's.
+func (d *driver) CatalogRecord(ctx context.Context, p *db.CatalogRecordParams) (bool, error) {
+	err := d.write(ctx, func(ctx context.Context, q *dbsqlc.Queries) error {
+		at := micros(p.RecordedAt)
+		for _, ds := range p.Datasets {
+			if err := q.CatalogDatasetUpsert(ctx, dbsqlc.CatalogDatasetUpsertParams{
+				ID: ds.ID, Uri: ds.URI, UriFolded: ds.URIFolded, Kind: ds.Kind, AsSource: flag(ds.AsSource), AsSink: flag(ds.AsSink),
+				RecordedAt: at, RunID: p.RunID, Pipeline: p.Pipeline, Records: ds.Records,
+			}); err != nil {
+				return err
+			}
+		}
+		for i, st := range p.Stats {
+			n, err := q.CatalogStatInsert(ctx, dbsqlc.CatalogStatInsertParams{
+				DatasetID: st.DatasetID, RunID: p.RunID, RowID: p.RowID, Role: st.Role, RecordedAt: at,
+				Status: string(p.Status), Records: st.Records, Bytes: st.Bytes, DurationMs: p.DurationMS,
+			})
+			if err != nil {
+				return err
+			}
+			if i == 0 && n == 0 {
+				return errRecorded
+			}
+		}
+		for _, ds := range p.Datasets {
+			if ds.SchemaHash != "" {
+				if _, err := q.CatalogSchemaVersionAppend(ctx, dbsqlc.CatalogSchemaVersionAppendParams{
+					DatasetID: ds.ID, RecordedAt: at, RunID: p.RunID, Schema: string(ds.Schema), SchemaHash: ds.SchemaHash,
+				}); err != nil {
+					return err
+				}
+			}
+			if _, err := q.CatalogStatPrune(ctx, dbsqlc.CatalogStatPruneParams{DatasetID: ds.ID, Keep: int64(p.StatsKeep)}); err != nil {
+				return err
+			}
+		}
+		for _, e := range p.Edges {
+			if err := q.CatalogEdgeUpsert(ctx, dbsqlc.CatalogEdgeUpsertParams{
+				SrcID: e.SrcID, DstID: e.DstID, Pipeline: p.Pipeline, RowID: p.RowID, RecordedAt: at, RunID: p.RunID, Records: e.Records,
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if errors.Is(err, errRecorded) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func flag(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func datasetRow(r dbsqlc.CatalogDatasetListRow) db.CatalogDatasetRow {
+	return db.CatalogDatasetRow{
+		ID: r.ID, URI: r.Uri, Kind: r.Kind, AsSource: r.AsSource == 1, AsSink: r.AsSink == 1,
+		FirstSeen: fromMicros(r.FirstSeen), LastSeen: fromMicros(r.LastSeen), LastRunID: r.LastRunID, Pipeline: r.Pipeline,
+		LastRecords: r.LastRecords, TotalRecords: r.TotalRecords, Runs: r.Runs,
+		SchemaVersion: int(r.SchemaVersions), Schema: bytesPtr(r.Schema), SchemaHash: r.SchemaHash,
+	}
+}
+
+func (d *driver) CatalogDatasetList(ctx context.Context, p *db.CatalogDatasetListParams) ([]db.CatalogDatasetRow, error) {
+	arg := dbsqlc.CatalogDatasetListParams{Kind: p.Kind, Folded: p.Folded, RowLimit: int64(p.Limit)}
+	if p.Cursor != "" {
+		arg.Cursor = &p.Cursor
+	}
+	rows, err := d.rq.CatalogDatasetList(ctx, arg)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	out := make([]db.CatalogDatasetRow, len(rows))
+	for i, r := range rows {
+		out[i] = datasetRow(r)
+	}
+	return out, nil
+}
+
+func (d *driver) CatalogDatasetGet(ctx context.Context, id string) (db.CatalogDatasetRow, error) {
+	r, err := d.rq.CatalogDatasetGet(ctx, id)
+	if err != nil {
+		return db.CatalogDatasetRow{}, interpretError(err)
+	}
+	return datasetRow(dbsqlc.CatalogDatasetListRow(r)), nil
+}
+
+func (d *driver) CatalogDatasetExists(ctx context.Context, id string) (bool, error) {
+	ok, err := d.rq.CatalogDatasetExists(ctx, id)
+	return ok, interpretError(err)
+}
+
+func (d *driver) CatalogSchemaVersions(ctx context.Context, id string, limit int) ([]db.CatalogSchemaVersionRow, error) {
+	rows, err := d.rq.CatalogSchemaVersionList(ctx, dbsqlc.CatalogSchemaVersionListParams{DatasetID: id, RowLimit: int64(limit)})
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	out := make([]db.CatalogSchemaVersionRow, len(rows))
+	for i, r := range rows {
+		out[i] = db.CatalogSchemaVersionRow{Version: int(r.Version), RecordedAt: fromMicros(r.RecordedAt), RunID: r.RunID, Schema: []byte(r.Schema), SchemaHash: r.SchemaHash}
+	}
+	return out, nil
+}
+
+func (d *driver) CatalogStats(ctx context.Context, id string, limit int) ([]db.CatalogStat, error) {
+	rows, err := d.rq.CatalogStatList(ctx, dbsqlc.CatalogStatListParams{DatasetID: id, RowLimit: int64(limit)})
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	out := make([]db.CatalogStat, len(rows))
+	for i, r := range rows {
+		out[i] = db.CatalogStat{
+			RecordedAt: fromMicros(r.RecordedAt), RunID: r.RunID, RowID: r.RowID, Role: r.Role, Status: db.RunStatus(r.Status),
+			Records: r.Records, Bytes: r.Bytes, DurationMS: r.DurationMs,
+		}
+	}
+	return out, nil
+}
+
+func edge(e dbsqlc.FaucetCatalogEdge, src, dst string) db.CatalogEdge {
+	return db.CatalogEdge{
+		SrcID: e.SrcID, DstID: e.DstID, SrcURI: src, DstURI: dst, Pipeline: e.Pipeline, RowID: e.RowID,
+		FirstSeen: fromMicros(e.FirstSeen), LastSeen: fromMicros(e.LastSeen), LastRunID: e.LastRunID, Runs: e.Runs, LastRecords: e.LastRecords,
+	}
+}
+
+// edges converts the rows of any of the edge queries, which sqlc gives a
+// type each.
+func edges[R any](rows []R, err error, of func(R) (dbsqlc.FaucetCatalogEdge, string, string)) ([]db.CatalogEdge, error) {
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	out := make([]db.CatalogEdge, len(rows))
+	for i, r := range rows {
+		out[i] = edge(of(r))
+	}
+	return out, nil
+}
+
+func (d *driver) CatalogEdgesTo(ctx context.Context, id string, limit int) ([]db.CatalogEdge, error) {
+	rows, err := d.rq.CatalogEdgeListTo(ctx, dbsqlc.CatalogEdgeListToParams{DatasetID: id, RowLimit: int64(limit)})
+	return edges(rows, err, func(r dbsqlc.CatalogEdgeListToRow) (dbsqlc.FaucetCatalogEdge, string, string) {
+		return r.FaucetCatalogEdge, r.SrcUri, r.DstUri
+	})
+}
+
+func (d *driver) CatalogEdgesFrom(ctx context.Context, id string, limit int) ([]db.CatalogEdge, error) {
+	rows, err := d.rq.CatalogEdgeListFrom(ctx, dbsqlc.CatalogEdgeListFromParams{DatasetID: id, RowLimit: int64(limit)})
+	return edges(rows, err, func(r dbsqlc.CatalogEdgeListFromRow) (dbsqlc.FaucetCatalogEdge, string, string) {
+		return r.FaucetCatalogEdge, r.SrcUri, r.DstUri
+	})
+}
+
+func (d *driver) CatalogEdges(ctx context.Context, limit int) ([]db.CatalogEdge, error) {
+	rows, err := d.rq.CatalogEdgeList(ctx, int64(limit))
+	return edges(rows, err, func(r dbsqlc.CatalogEdgeListRow) (dbsqlc.FaucetCatalogEdge, string, string) {
+		return r.FaucetCatalogEdge, r.SrcUri, r.DstUri
+	})
+}
+
+func (d *driver) CatalogEdgesTouching(ctx context.Context, ids []string, limit int) ([]db.CatalogEdge, error) {
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return nil, &db.Error{Transience: db.Permanent, Err: err}
+	}
+	rows, err := d.rq.CatalogEdgeListTouching(ctx, dbsqlc.CatalogEdgeListTouchingParams{Ids: string(list), RowLimit: int64(limit)})
+	return edges(rows, err, func(r dbsqlc.CatalogEdgeListTouchingRow) (dbsqlc.FaucetCatalogEdge, string, string) {
+		return r.FaucetCatalogEdge, r.SrcUri, r.DstUri
+	})
+}
+
+func (d *driver) ConfigSnapshotPut(ctx context.Context, s *db.ConfigSnapshot) error {
+	arg := dbsqlc.ConfigSnapshotUpsertParams{Pipeline: s.Pipeline, RecordedAt: micros(s.RecordedAt), RunID: s.RunID, Body: string(s.Body)}
+	return d.writeOne(ctx, func(ctx context.Context, q *dbsqlc.Queries) error { return q.ConfigSnapshotUpsert(ctx, arg) })
+}
+
+func (d *driver) ConfigSnapshotGet(ctx context.Context, pipeline string) (db.ConfigSnapshots, error) {
+	r, err := d.rq.ConfigSnapshotGet(ctx, pipeline)
+	if err != nil {
+		return db.ConfigSnapshots{}, interpretError(err)
+	}
+	out := db.ConfigSnapshots{Latest: db.ConfigSnapshot{Pipeline: r.Pipeline, RecordedAt: fromMicros(r.RecordedAt), RunID: r.RunID, Body: []byte(r.Body)}}
+	if r.PreviousRunID != nil && r.PreviousRecordedAt != nil && r.PreviousBody != nil {
+		out.Previous = &db.ConfigSnapshot{Pipeline: r.Pipeline, RecordedAt: fromMicros(*r.PreviousRecordedAt), RunID: *r.PreviousRunID, Body: []byte(*r.PreviousBody)}
+	}
+	return out, nil
+}
