@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 )
 
@@ -130,6 +131,9 @@ type ShardDriver interface {
 	ShardFinalize(ctx context.Context, p *ShardFinalizeParams) (bool, error)
 	// ShardProgress counts a run's shards by state.
 	ShardProgress(ctx context.Context, runID string) (ShardProgress, error)
+	// ShardLineages lists the lineage of a run's completed shards that
+	// have one, ordered by shard id.
+	ShardLineages(ctx context.Context, runID string) ([]json.RawMessage, error)
 	// ShardProgressInFlight counts the shards of every sharded run by state.
 	ShardProgressInFlight(ctx context.Context) (ShardProgress, error)
 	// ShardPendingCancellations lists the runs with a cancel request of

@@ -6,6 +6,7 @@ package db
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 )
 
@@ -207,6 +208,9 @@ type ShardStore interface {
 	ShardFinalize(ctx context.Context, runID, shardID string, res ShardResult) (bool, error)
 	// ShardProgress aggregates the shard states of a run.
 	ShardProgress(ctx context.Context, runID string) (ShardProgress, error)
+	// ShardLineages returns the lineage documents of a run's completed
+	// shards, ordered by shard id.
+	ShardLineages(ctx context.Context, runID string) ([]json.RawMessage, error)
 	// ShardProgressInFlight aggregates the shard states of every run still
 	// sharded, across the cluster: the shards of finished runs are left out,
 	// so the cost follows the work in progress, not the history.

@@ -94,7 +94,12 @@ CREATE TABLE faucet_config_snapshots (
     previous_body        jsonb CHECK (previous_body IS NULL OR jsonb_typeof(previous_body) = 'object')
 );
 
+-- What a completed shard read and wrote, kept with its result for the one
+-- catalog record of its run, which whoever finalizes the run writes.
+ALTER TABLE faucet_shards ADD COLUMN lineage jsonb CHECK (lineage IS NULL OR jsonb_typeof(lineage) = 'object');
+
 -- +goose Down
+ALTER TABLE faucet_shards DROP COLUMN lineage;
 DROP TABLE faucet_config_snapshots;
 DROP TABLE faucet_catalog_stats;
 DROP TABLE faucet_catalog_edges;

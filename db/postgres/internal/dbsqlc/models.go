@@ -141,4 +141,5 @@ type FaucetShard struct {
 	RecordsWritten int64
 	Error          *string
 	FinishedAt     *time.Time
+	Lineage        []byte
 }

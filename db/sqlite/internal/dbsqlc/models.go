@@ -137,4 +137,5 @@ type FaucetShard struct {
 	RecordsWritten int64
 	Error          *string
 	FinishedAt     *int64
+	Lineage        *string
 }
