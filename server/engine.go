@@ -19,6 +19,9 @@ import (
 type engine struct {
 	host     *host.Host
 	defaults []byte
+	// observe asks the connectors for the datasets they touch, for the
+	// catalog.
+	observe bool
 }
 
 func newEngine(ctx context.Context, cfg Config, defaults []byte, log *slog.Logger) (*engine, error) {
@@ -33,7 +36,7 @@ func newEngine(ctx context.Context, cfg Config, defaults []byte, log *slog.Logge
 	if err != nil {
 		return nil, fmt.Errorf("start connector host: %w", err)
 	}
-	return &engine{host: h, defaults: defaults}, nil
+	return &engine{host: h, defaults: defaults, observe: !cfg.NoCatalog}, nil
 }
 
 // Close stops every plugin process.
@@ -49,7 +52,7 @@ func (e *engine) Load(config []byte, format string) (*pipeline.Plan, error) {
 }
 
 func (e *engine) Execute(ctx context.Context, plan *pipeline.Plan, log *slog.Logger, progress func(int64)) ([]pipeline.InvocationResult, error) {
-	opts := pipeline.ExecuteOptions{Connectors: e.host, Logger: log}
+	opts := pipeline.ExecuteOptions{Connectors: e.host, Logger: log, Observe: e.observe}
 	if progress != nil {
 		opts.Progress = func(p pipeline.Progress) { progress(p.Records) }
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/faucet-dev/faucet/db"
 	"github.com/faucet-dev/faucet/server/api"
 	"github.com/faucet-dev/faucet/server/auth"
+	"github.com/faucet-dev/faucet/server/catalog"
 	"github.com/faucet-dev/faucet/server/follow"
 	"github.com/faucet-dev/faucet/server/httpguard"
 	"github.com/faucet-dev/faucet/server/logs"
@@ -74,6 +75,9 @@ type Config struct {
 	// nice value; 0 runs them at the server's own), so the API answers
 	// promptly while runs keep the CPU busy.
 	PluginNice int
+	// NoCatalog stops recording what runs read and write (their connectors
+	// are not asked) and their config snapshots.
+	NoCatalog bool
 
 	// Cluster makes this server one member of a cluster sharing History
 	// (Postgres, or a SQLite file shared by servers on one host).
@@ -287,6 +291,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 		LeaseTTL:             cfg.LeaseTTL,
 		MaxAttempts:          cfg.ClusterMaxAttempts,
 		Listen:               ln.Addr().String(),
+		Catalog:              recorder(cfg, store, m, authn.Secrets(), log),
 	}, store, eng, hub, m, log)
 	if !cfg.Cluster {
 		if n, err := run.Recover(ctx, exclusive); err != nil {
@@ -358,6 +363,14 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 	hub.Close(context.Background())
 	log.Info("stopped", "took", time.Since(start).Round(time.Millisecond).String())
 	return nil
+}
+
+// recorder is the catalog's recorder of finished runs, nil with NoCatalog.
+func recorder(cfg Config, store db.Store, m *metrics.Metrics, secrets []string, log *slog.Logger) runner.Catalog {
+	if cfg.NoCatalog {
+		return nil
+	}
+	return catalog.New(catalog.Config{Store: store, Metrics: m, Log: log, Secrets: secrets})
 }
 
 // How long the history is tried before HTTP is served without it, and the

@@ -36,6 +36,9 @@ type Metrics struct {
 	// Log streams.
 	LogFollowers prometheus.Gauge
 	LogFeeds     prometheus.Gauge
+
+	// CatalogWrites counts what finished runs recorded into the catalog.
+	CatalogWrites *prometheus.CounterVec
 }
 
 // New registers every instrument, plus the Go runtime and process collectors.
@@ -47,6 +50,10 @@ func New() *Metrics {
 			Name: "faucet_log_followers",
 			Help: "Clients following a run's log stream (SSE) now.",
 		}),
+		CatalogWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "faucet_catalog_writes_total",
+			Help: "Catalog writes of finished runs, by what was written (lineage: an invocation's datasets and edges; snapshot: a run's config) and outcome (ok, failed: logged, the run untouched).",
+		}, []string{"kind", "outcome"}),
 		LogFeeds: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "faucet_log_feeds",
 			Help: "Runs executed elsewhere whose persisted log one shared poller reads for this server's followers.",
@@ -118,7 +125,7 @@ func New() *Metrics {
 		m.RunsSubmitted, m.RunsFinished, m.RunDuration, m.RecordsWritten,
 		m.IdempotencyReplays, m.QueueDepth, m.InFlight, m.HTTPDuration,
 		m.ClusterClaims, m.ClusterReclaims, m.ClusterPoisoned, m.ClusterMembers,
-		m.ShardsInFlight, m.ShardsFinished, m.ClusterShards, m.LogFollowers, m.LogFeeds,
+		m.ShardsInFlight, m.ShardsFinished, m.ClusterShards, m.LogFollowers, m.LogFeeds, m.CatalogWrites,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

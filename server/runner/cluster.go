@@ -535,6 +535,9 @@ func (r *Runner) executeShard(cs db.ClaimedShard) {
 		status = db.ShardCancelled
 	}
 	res := db.ShardResult{Status: status, RecordsWritten: o.records, Error: red.Ptr(o.err)}
+	if status == db.ShardCompleted && r.cfg.Catalog != nil {
+		res.Lineage = r.cfg.Catalog.ShardLineage(o.results)
+	}
 	if o.err != nil {
 		logger.Error("shard "+string(status), "records_written", o.records, "error", *res.Error)
 	} else {
@@ -620,6 +623,21 @@ func (r *Runner) parentFinalized(ctx context.Context, runID string) {
 		r.metrics.RunFinished(string(rec.Status), reason, elapsed, rec.RecordsWritten)
 	}
 	r.log.Info("sharded run finished", "run_id", runID, "status", rec.Status, "records_written", rec.RecordsWritten)
+	if r.cfg.Catalog != nil {
+		r.recordSharded(ctx, rec)
+	}
+}
+
+// recordSharded records a sharded run this member finalized into the
+// catalog, with its config loaded here again: the member that split it
+// may be gone.
+func (r *Runner) recordSharded(ctx context.Context, rec *db.RunRecord) {
+	plan, err := r.reload(rec)
+	if err != nil {
+		r.log.Warn("re-load a sharded run's config for the catalog; its lineage is not recorded", "run_id", rec.RunID, "error", redact.New(r.cfg.Secrets).String(err.Error()))
+		return
+	}
+	r.cfg.Catalog.RecordSharded(ctx, rec, plan)
 }
 
 // cancelShards stops the shards of runID executing here.

@@ -36,6 +36,10 @@ type outcome struct {
 	err     *string
 	records int64
 	invs    []db.InvocationRecord
+	// plan and results are what the run executed and the engine's results
+	// of it, for the catalog; nil for a run that never executed.
+	plan    *pipeline.Plan
+	results []pipeline.InvocationResult
 }
 
 func failed(reason, msg string) outcome {
@@ -166,7 +170,9 @@ func (r *Runner) perform(a *active, plan *pipeline.Plan, red *redact.Redactor, l
 	var trigger outcome
 	select {
 	case res := <-done:
-		return classify(res.res, res.err, red)
+		o := classify(res.res, res.err, red)
+		o.plan = plan
+		return o
 	case <-a.cancel:
 		trigger = outcome{status: db.StatusCancelled, reason: reasonCancelled}
 	case <-r.shutdown:
@@ -189,7 +195,8 @@ func (r *Runner) perform(a *active, plan *pipeline.Plan, red *redact.Redactor, l
 		}
 		// A clean flush (or one that stopped on the cancel) ends with the
 		// trigger's status and the partial counts.
-		trigger.records, trigger.invs = o.records, o.invs
+		trigger.records, trigger.invs, trigger.results = o.records, o.invs, o.results
+		trigger.plan = plan
 	case <-grace.C:
 		logger.Warn("run did not flush within the grace period; finalizing it", "grace", r.flushGrace().String())
 		trigger.records = a.records.Load()
@@ -228,7 +235,7 @@ func cancelled(err error, res []pipeline.InvocationResult) bool {
 // classify turns the engine's results into an outcome. Error texts are
 // redacted here, before they reach the record or any response.
 func classify(res []pipeline.InvocationResult, err error, red *redact.Redactor) outcome {
-	o := outcome{status: db.StatusCompleted, reason: reasonOK, invs: make([]db.InvocationRecord, 0, len(res))}
+	o := outcome{status: db.StatusCompleted, reason: reasonOK, invs: make([]db.InvocationRecord, 0, len(res)), results: res}
 	var failures []string
 	for _, inv := range res {
 		ir := db.InvocationRecord{RowID: inv.RowID, RecordsWritten: inv.RecordsWritten, DurationMS: inv.Duration.Milliseconds()}
@@ -312,6 +319,15 @@ func (r *Runner) finalize(a *active, o outcome, started time.Time, red *redact.R
 		r.metrics.RunFinished(string(o.status), o.reason, elapsed, o.records)
 	}
 	r.log.Info("run finished", "run_id", rec.RunID, "status", rec.Status, "records_written", rec.RecordsWritten)
+	if r.cfg.Catalog != nil && err == nil && o.plan != nil {
+		// Beside the run's release, not before it: the run is terminal
+		// already, and a slow catalog must not keep it active.
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			r.cfg.Catalog.Record(context.Background(), &rec, o.plan, o.results)
+		}()
+	}
 }
 
 // retry calls write until it succeeds or fails for good: a transient store

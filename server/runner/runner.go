@@ -59,6 +59,22 @@ type Config struct {
 	MaxAttempts int
 	// Listen is the address this instance serves on, for the membership row.
 	Listen string
+
+	// Catalog, when set, records what each finished run read and wrote.
+	Catalog Catalog
+}
+
+// Catalog records finished runs into the data movement catalog
+// (server/catalog). It is called once a run's terminal record is written,
+// and whatever happens in it, the run stays as recorded.
+type Catalog interface {
+	// Record records a run that executed plan, from its results.
+	Record(ctx context.Context, run *db.RunRecord, plan *pipeline.Plan, results []pipeline.InvocationResult)
+	// RecordSharded records a sharded run once, from what its completed
+	// shards kept (db.ShardResult.Lineage).
+	RecordSharded(ctx context.Context, run *db.RunRecord, plan *pipeline.Plan)
+	// ShardLineage is what a completed shard keeps of its results.
+	ShardLineage(results []pipeline.InvocationResult) json.RawMessage
 }
 
 // DefaultMaxConcurrent is the default number of runs executing at once: runs
