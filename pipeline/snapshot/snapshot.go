@@ -77,8 +77,8 @@ func Of(plan *pipeline.Plan, name, salt string) Doc {
 	r := newRedactor(plan.Secrets, salt)
 	for _, inv := range plan.Invocations {
 		d.Rows[inv.RowID] = Row{
-			Source: Connector{Type: inv.Source.Type, Config: r.config(inv.Source.Config)},
-			Sink:   Connector{Type: inv.Sink.Type, Config: r.config(inv.Sink.Config)},
+			Source:        Connector{Type: inv.Source.Type, Config: r.config(inv.Source.Config)},
+			Sink:          Connector{Type: inv.Sink.Type, Config: r.config(inv.Sink.Config)},
 			SinkWriteMode: inv.SinkWriteMode,
 		}
 	}
