@@ -33,6 +33,7 @@ func (sf *serverFlags) datasetsCmd() *cobra.Command {
 	var (
 		kind, q, cursor string
 		limit           int64
+		ids             bool
 		out             *outputFormat
 	)
 	cmd := &cobra.Command{
@@ -65,8 +66,16 @@ func (sf *serverFlags) datasetsCmd() *cobra.Command {
 				return sf.apiError(resp.HTTPResponse, resp.Body)
 			}
 			page := resp.JSON200
-			if *out == outputJSON {
+			switch {
+			case *out == outputJSON:
 				return printJSON(cmd.OutOrStdout(), page)
+			case ids:
+				for _, d := range page.Datasets {
+					if _, err := fmt.Fprintln(cmd.OutOrStdout(), d.Id); err != nil {
+						return err
+					}
+				}
+				return nil
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tKIND\tROLES\tRUNS\tRECORDS\tSCHEMA\tLAST SEEN\tURI")
@@ -92,6 +101,7 @@ func (sf *serverFlags) datasetsCmd() *cobra.Command {
 	cmd.Flags().StringVar(&q, "q", "", "only datasets whose URI contains this, ignoring case")
 	cmd.Flags().Int64Var(&limit, "limit", 0, "at most this many datasets (server default 100, at most 1000)")
 	cmd.Flags().StringVar(&cursor, "cursor", "", "the next page after a listing that said more")
+	cmd.Flags().BoolVar(&ids, "ids", false, "print only the dataset ids, one a line")
 	return cmd
 }
 

@@ -385,3 +385,94 @@ func TestCatalogOff(t *testing.T) {
 		t.Errorf("datasets with --no-catalog: %d %s", code, body)
 	}
 }
+
+// TestPlanDiff: faucet plan --diff compares a config file with the snapshot
+// of its pipeline's last run, read from the server or from its history,
+// and never prints a secret, only that one changed.
+func TestPlanDiff(t *testing.T) {
+	eachHistory(t, testPlanDiff)
+}
+
+func testPlanDiff(t *testing.T, h history) {
+	dir := t.TempDir()
+	hist := h.url(t)
+	const password, rotated = "plan-pw-one-1234", "plan-pw-two-5678"
+	s := start(t, serverOpts{history: hist, dataDir: dir, env: []string{"PLAN_PW=" + password}})
+	if hist == "" {
+		hist = "sqlite:" + filepath.Join(dir, "history.db")
+	}
+	sinkDB, err := url.Parse(testpg.Database(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgPath := filepath.Join(t.TempDir(), "people.yaml")
+	cfg := fmt.Sprintf("version: 1\nname: people-plan\npipeline:\n  source: {type: generate, config: {count: 5}}\n  sink: {type: postgres, config: {url: \"postgres://postgres:${env:PLAN_PW}@%s%s\", table: people}}\n", sinkDB.Host, sinkDB.Path)
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plan := func(pw string, wantExit int, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(faucetBin, append([]string{"plan", cfgPath}, args...)...)
+		cmd.Env = append(os.Environ(), "PLAN_PW="+pw, "FAUCET_TOKEN="+adminToken)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		code := 0
+		if exit, ok := err.(*exec.ExitError); ok {
+			code = exit.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if code != wantExit {
+			t.Fatalf("faucet plan %s: exit %d, want %d\n%s%s", strings.Join(args, " "), code, wantExit, out, stderr.String())
+		}
+		all := string(out) + stderr.String()
+		if strings.Contains(all, password) || strings.Contains(all, rotated) {
+			t.Fatalf("faucet plan %s prints a password:\n%s", strings.Join(args, " "), all)
+		}
+		return string(out)
+	}
+	server := []string{"--diff", "--server", s.url}
+	if out := plan(password, 1, server...); !strings.Contains(out, "no run of pipeline people-plan has recorded a snapshot yet") || !strings.Contains(out, "+ row default: generate → postgres") {
+		t.Errorf("before any run:\n%s", out)
+	}
+	// The url is a secret field of the connector: it shows whole as <secret>.
+	if out := plan(password, 0); !strings.Contains(out, `sink.url: "<secret>"`) || !strings.Contains(out, "source.count: 5") {
+		t.Errorf("plan without --diff:\n%s", out)
+	}
+
+	id := s.submit(client.SubmitRequest{Config: cfg}).RunId
+	if rec := s.await(id, client.RunStatusCompleted, client.RunStatusFailed); rec.Status != client.RunStatusCompleted {
+		t.Fatalf("run: %s %s", rec.Status, deref(rec.Error))
+	}
+	testwait.Until(t, time.Minute, func() error {
+		if code, body := catalogGet(t, s, adminToken, "/v1/catalog/snapshots/people-plan"); code != http.StatusOK {
+			return fmt.Errorf("the run's snapshot: %d %s", code, body)
+		}
+		return nil
+	})
+	for _, from := range [][]string{server, {"--diff", "--history", hist}} {
+		if out := plan(password, 0, from...); !strings.Contains(out, "pipeline people-plan: no changes against the config run "+id) {
+			t.Errorf("plan %v, unchanged:\n%s", from, out)
+		}
+	}
+	out := plan(password, 1, append(server, "--set", "pipeline.sink.config.table=others", "--set", "execution.on_error=stop")...)
+	for _, want := range []string{`~ row default: sink.config.table: "people" -> "others"`, `~ setting on_error: "continue" -> "stop"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("plan with changes lacks %q:\n%s", want, out)
+		}
+	}
+	if out := plan(rotated, 1, "--diff", "--history", hist); !strings.Contains(out, "~ row default: sink.config.url: (a secret changed)") {
+		t.Errorf("plan after the password changed:\n%s", out)
+	}
+	var d struct {
+		Equal   bool `json:"equal"`
+		Changes []struct {
+			Kind, Path string
+			Secret     bool
+		} `json:"changes"`
+	}
+	if err := json.Unmarshal([]byte(plan(rotated, 1, append(server, "--output", "json")...)), &d); err != nil || d.Equal || len(d.Changes) != 1 || !d.Changes[0].Secret {
+		t.Errorf("plan --output json: %+v (%v)", d, err)
+	}
+}
