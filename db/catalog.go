@@ -8,104 +8,245 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 )
 
-// CatalogRecord turns an invocation into its rows: one dataset write per
-// distinct dataset (a dataset both read and written is one, with both
-// roles), a stats row per dataset and side, and an edge from every source
-// dataset to every other sink dataset. An edge carries the sink's count
-// when the invocation had one source dataset (what the sink wrote came from
-// it) and the source side's count otherwise.
-func (s *store) CatalogRecord(ctx context.Context, inv CatalogInvocation) error {
+// CatalogRecord aggregates a batch before writing it: each dataset and each
+// edge once, with the counts of the batch's invocations that touched it and
+// the fields of the newest of them, so a batch of a thousand runs of one
+// pipeline costs a few statements more than one run does. An invocation
+// records one stats row per dataset and side, and an edge from every
+// source dataset to every other sink dataset; a dataset both read and
+// written is one, with both roles and the sink's count. An edge carries
+// the sink's count when the invocation had one source dataset (what the
+// sink wrote came from it) and the source side's count otherwise.
+func (s *store) CatalogRecord(ctx context.Context, b CatalogBatch) error {
 	const op = "catalog record"
-	if inv.RunID == "" || inv.RowID == "" {
-		return invalid(op, errors.New("a catalog record needs a run id and a row id"))
-	}
-	if len(inv.Sources)+len(inv.Sinks) == 0 {
-		return nil
-	}
-	at := micro(inv.RecordedAt)
-	if inv.RecordedAt.IsZero() {
-		at = s.now()
-	}
-	p := &CatalogRecordParams{
-		RunID: inv.RunID, Pipeline: inv.Pipeline, RowID: inv.RowID, Status: inv.Status,
-		RecordedAt: at, DurationMS: inv.Duration.Milliseconds(), StatsKeep: StatsKept,
-	}
-	byID := map[string]*CatalogDatasetWrite{}
-	add := func(o CatalogObservation, role string) (string, error) {
-		if o.URI == "" {
-			return "", invalid(op, fmt.Errorf("row %s: a %s dataset without a URI", inv.RowID, role))
+	var invs []CatalogInvocation
+	for _, inv := range b.Invocations {
+		if inv.RunID == "" || inv.RowID == "" {
+			return invalid(op, errors.New("a catalog record needs a run id and a row id"))
 		}
-		id := DatasetID(o.URI)
-		w := byID[id]
-		if w == nil {
-			w = &CatalogDatasetWrite{ID: id, URI: o.URI, URIFolded: strings.ToLower(o.URI), Kind: o.Kind}
-			byID[id] = w
-		}
-		// A dataset on both sides takes the sink's view: what it holds now.
-		if role == RoleSink || !w.AsSink {
-			w.Records = o.Records
-			if o.Schema != nil {
-				w.Schema, w.SchemaHash = encodeSchema(o.Schema), schemaHash(o.Schema)
+		for _, o := range append(slices.Clip(inv.Sources), inv.Sinks...) {
+			if o.URI == "" {
+				return invalid(op, fmt.Errorf("run %s row %s: a dataset without a URI", inv.RunID, inv.RowID))
 			}
 		}
-		w.AsSource = w.AsSource || role == RoleSource
-		w.AsSink = w.AsSink || role == RoleSink
-		p.Stats = append(p.Stats, CatalogStatWrite{DatasetID: id, Role: role, Records: o.Records, Bytes: o.Bytes})
-		return id, nil
-	}
-	var srcIDs, dstIDs []string
-	for _, o := range inv.Sources {
-		id, err := add(o, RoleSource)
-		if err != nil {
-			return err
+		if len(inv.Sources)+len(inv.Sinks) > 0 {
+			invs = append(invs, inv)
 		}
-		srcIDs = append(srcIDs, id)
 	}
-	for _, o := range inv.Sinks {
-		id, err := add(o, RoleSink)
-		if err != nil {
-			return err
+	for _, snap := range b.Snapshots {
+		if snap.Pipeline == "" || snap.RunID == "" {
+			return invalid(op, errors.New("a config snapshot needs a pipeline and a run id"))
 		}
-		dstIDs = append(dstIDs, id)
+		if !json.Valid(snap.Body) || len(snap.Body) == 0 || snap.Body[0] != '{' {
+			return invalid(op, fmt.Errorf("config snapshot of run %s: its body is not a JSON object", snap.RunID))
+		}
 	}
-	for _, w := range byID {
+	invs, err := s.unrecorded(ctx, invs)
+	if err != nil {
+		return fail(ctx, op, err)
+	}
+	p := aggregate(invs, s.now())
+	p.Snapshots = latestSnapshots(b.Snapshots, s.now())
+	if len(p.Stats)+len(p.Snapshots) == 0 {
+		return nil
+	}
+	return fail(ctx, op, s.d.CatalogRecord(ctx, p))
+}
+
+// unrecorded leaves out the invocations recorded before: a write whose
+// commit was lost to its caller, and retried.
+func (s *store) unrecorded(ctx context.Context, invs []CatalogInvocation) ([]CatalogInvocation, error) {
+	if len(invs) == 0 {
+		return nil, nil
+	}
+	runs := make([]string, 0, len(invs))
+	for _, inv := range invs {
+		runs = append(runs, inv.RunID)
+	}
+	slices.Sort(runs)
+	recorded, err := s.d.CatalogRecorded(ctx, slices.Compact(runs))
+	if err != nil || len(recorded) == 0 {
+		return invs, err
+	}
+	done := map[CatalogKey]bool{}
+	for _, k := range recorded {
+		done[k] = true
+	}
+	return slices.DeleteFunc(invs, func(inv CatalogInvocation) bool { return done[CatalogKey{inv.RunID, inv.RowID}] }), nil
+}
+
+// aggregate turns a batch's invocations, taken in the order they finished,
+// into its rows.
+func aggregate(invs []CatalogInvocation, now time.Time) *CatalogRecordParams {
+	p := &CatalogRecordParams{StatsKeep: StatsKept}
+	at := func(inv CatalogInvocation) time.Time {
+		if inv.RecordedAt.IsZero() {
+			return now
+		}
+		return micro(inv.RecordedAt)
+	}
+	slices.SortStableFunc(invs, func(a, b CatalogInvocation) int { return at(a).Compare(at(b)) })
+	datasets := map[string]*CatalogDatasetWrite{}
+	edges := map[[2]string]*CatalogEdgeWrite{}
+	// The schema each dataset was last seen with in the batch, and its
+	// hash: the runs of one pipeline see the same schema, which is hashed
+	// once.
+	lastSchema := map[string][]SchemaColumn{}
+	lastHash := map[string]string{}
+	for _, inv := range invs {
+		when := at(inv)
+		seen := invocationDatasets(inv)
+		for _, d := range seen.order {
+			o := seen.byID[d]
+			w := datasets[d]
+			if w == nil {
+				w = &CatalogDatasetWrite{ID: d, URI: o.uri, URIFolded: strings.ToLower(o.uri), FirstSeen: when}
+				datasets[d] = w
+			}
+			w.AsSource, w.AsSink = w.AsSource || o.asSource, w.AsSink || o.asSink
+			if !when.After(w.FirstSeen) {
+				w.FirstSeen = when
+			}
+			if !when.Before(w.LastSeen) {
+				w.LastSeen, w.LastRunID, w.Pipeline, w.LastRecords, w.Kind = when, inv.RunID, inv.Pipeline, o.records, o.kind
+			}
+			w.TotalRecords += o.records
+			w.Runs++
+			if o.schema != nil && !slices.Equal(o.schema, lastSchema[d]) {
+				lastSchema[d] = o.schema
+				if h := schemaHash(o.schema); h != lastHash[d] {
+					lastHash[d] = h
+					p.Versions = append(p.Versions, CatalogVersionWrite{DatasetID: d, RecordedAt: when, RunID: inv.RunID, Schema: encodeSchema(o.schema), SchemaHash: h})
+				}
+			}
+		}
+		for _, st := range seen.stats {
+			st.RunID, st.RowID, st.Status, st.RecordedAt, st.DurationMS = inv.RunID, inv.RowID, inv.Status, when, inv.Duration.Milliseconds()
+			p.Stats = append(p.Stats, st)
+		}
+		for _, e := range seen.edges {
+			k := [2]string{e.SrcID, e.DstID}
+			w := edges[k]
+			if w == nil {
+				w = &CatalogEdgeWrite{SrcID: e.SrcID, DstID: e.DstID, FirstSeen: when}
+				edges[k] = w
+			}
+			if !when.After(w.FirstSeen) {
+				w.FirstSeen = when
+			}
+			if !when.Before(w.LastSeen) {
+				w.LastSeen, w.LastRunID, w.Pipeline, w.RowID, w.LastRecords = when, inv.RunID, inv.Pipeline, inv.RowID, e.LastRecords
+			}
+			w.Runs++
+		}
+	}
+	for _, w := range datasets {
 		p.Datasets = append(p.Datasets, *w)
 	}
 	slices.SortFunc(p.Datasets, func(a, b CatalogDatasetWrite) int { return strings.Compare(a.ID, b.ID) })
-	p.Stats = uniqueStats(p.Stats)
-	for i, src := range srcIDs {
-		for j, dst := range dstIDs {
-			if src == dst {
-				continue
-			}
-			records := inv.Sources[i].Records
-			if len(srcIDs) == 1 {
-				records = inv.Sinks[j].Records
-			}
-			p.Edges = append(p.Edges, CatalogEdgeWrite{SrcID: src, DstID: dst, Records: records})
-		}
+	for _, w := range edges {
+		p.Edges = append(p.Edges, *w)
 	}
 	slices.SortFunc(p.Edges, func(a, b CatalogEdgeWrite) int {
 		return cmp.Or(strings.Compare(a.SrcID, b.SrcID), strings.Compare(a.DstID, b.DstID))
 	})
-	p.Edges = slices.CompactFunc(p.Edges, func(a, b CatalogEdgeWrite) bool { return a.SrcID == b.SrcID && a.DstID == b.DstID })
-	_, err := s.d.CatalogRecord(ctx, p)
-	return fail(ctx, op, err)
+	return p
 }
 
-// uniqueStats keeps the first stats row of each dataset and role: a side
-// naming one dataset twice moved its records once.
-func uniqueStats(rows []CatalogStatWrite) []CatalogStatWrite {
-	seen := map[[2]string]bool{}
-	out := rows[:0]
-	for _, r := range rows {
-		k := [2]string{r.DatasetID, r.Role}
-		if !seen[k] {
-			seen[k] = true
-			out = append(out, r)
+// observedDataset is one dataset of an invocation, both sides merged.
+type observedDataset struct {
+	uri, kind        string
+	asSource, asSink bool
+	records          int64
+	schema           []SchemaColumn
+	sawSink          bool
+}
+
+// invocationRows are the rows of one invocation, before the batch's
+// aggregation: its datasets in first-seen order, a stats row per dataset
+// and side, and its edges (LastRecords holding what each carried).
+type invocationRows struct {
+	order []string
+	byID  map[string]*observedDataset
+	stats []CatalogStatWrite
+	edges []CatalogEdgeWrite
+}
+
+func invocationDatasets(inv CatalogInvocation) invocationRows {
+	r := invocationRows{byID: map[string]*observedDataset{}}
+	seenStat := map[[2]string]bool{}
+	add := func(o CatalogObservation, role string) string {
+		id := DatasetID(o.URI)
+		d := r.byID[id]
+		if d == nil {
+			d = &observedDataset{uri: o.URI}
+			r.byID[id] = d
+			r.order = append(r.order, id)
 		}
+		// A dataset on both sides takes the sink's view: what it holds now.
+		if role == RoleSink || !d.sawSink {
+			d.kind, d.records = o.Kind, o.Records
+			if o.Schema != nil {
+				d.schema = o.Schema
+			}
+		}
+		d.sawSink = d.sawSink || role == RoleSink
+		d.asSource, d.asSink = d.asSource || role == RoleSource, d.asSink || role == RoleSink
+		if k := [2]string{id, role}; !seenStat[k] {
+			seenStat[k] = true
+			r.stats = append(r.stats, CatalogStatWrite{DatasetID: id, Role: role, Records: o.Records, Bytes: o.Bytes})
+		}
+		return id
+	}
+	var srcIDs, dstIDs []string
+	for _, o := range inv.Sources {
+		srcIDs = append(srcIDs, add(o, RoleSource))
+	}
+	for _, o := range inv.Sinks {
+		dstIDs = append(dstIDs, add(o, RoleSink))
+	}
+	seenEdge := map[[2]string]bool{}
+	for i, src := range srcIDs {
+		for j, dst := range dstIDs {
+			if src == dst || seenEdge[[2]string{src, dst}] {
+				continue
+			}
+			seenEdge[[2]string{src, dst}] = true
+			records := inv.Sources[i].Records
+			if len(srcIDs) == 1 {
+				records = inv.Sinks[j].Records
+			}
+			r.edges = append(r.edges, CatalogEdgeWrite{SrcID: src, DstID: dst, LastRecords: records})
+		}
+	}
+	return r
+}
+
+// latestSnapshots keeps what a batch's snapshots leave behind: of each
+// pipeline's, the newest two, oldest first, which applied in order make
+// the newest the latest and the other the previous.
+func latestSnapshots(snaps []ConfigSnapshot, now time.Time) []ConfigSnapshot {
+	byPipeline := map[string][]ConfigSnapshot{}
+	var names []string
+	for _, snap := range snaps {
+		snap.RecordedAt = micro(snap.RecordedAt)
+		if snap.RecordedAt.IsZero() {
+			snap.RecordedAt = now
+		}
+		if byPipeline[snap.Pipeline] == nil {
+			names = append(names, snap.Pipeline)
+		}
+		byPipeline[snap.Pipeline] = append(byPipeline[snap.Pipeline], snap)
+	}
+	slices.Sort(names)
+	var out []ConfigSnapshot
+	for _, name := range names {
+		list := byPipeline[name]
+		slices.SortStableFunc(list, func(a, b ConfigSnapshot) int { return a.RecordedAt.Compare(b.RecordedAt) })
+		out = append(out, list[max(0, len(list)-2):]...)
 	}
 	return out
 }
@@ -289,21 +430,6 @@ func graph(edges []CatalogEdge) CatalogGraph {
 		g.Edges = []CatalogEdge{}
 	}
 	return g
-}
-
-func (s *store) ConfigSnapshotPut(ctx context.Context, snap ConfigSnapshot) error {
-	const op = "config snapshot put"
-	if snap.Pipeline == "" || snap.RunID == "" {
-		return invalid(op, errors.New("a config snapshot needs a pipeline and a run id"))
-	}
-	if !json.Valid(snap.Body) || len(snap.Body) == 0 || snap.Body[0] != '{' {
-		return invalid(op, errors.New("a config snapshot's body is a JSON object"))
-	}
-	snap.RecordedAt = micro(snap.RecordedAt)
-	if snap.RecordedAt.IsZero() {
-		snap.RecordedAt = s.now()
-	}
-	return fail(ctx, op, s.d.ConfigSnapshotPut(ctx, &snap))
 }
 
 func (s *store) ConfigSnapshotGet(ctx context.Context, pipeline string) (ConfigSnapshots, error) {

@@ -5,6 +5,14 @@ import (
 	"time"
 )
 
+// CatalogBatch is what a recorder writes at once, in one transaction: the
+// invocations and config snapshots of the runs that finished while it
+// wrote the previous batch.
+type CatalogBatch struct {
+	Invocations []CatalogInvocation
+	Snapshots   []ConfigSnapshot
+}
+
 // CatalogInvocation is what one invocation of a run read and wrote, as the
 // catalog records it: one stats row per dataset and side, the datasets'
 // counters and schema timelines, and an edge from every source dataset to

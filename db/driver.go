@@ -177,14 +177,15 @@ type RetentionDriver interface {
 
 // CatalogDriver stores the data movement catalog and config snapshots.
 type CatalogDriver interface {
-	// CatalogRecord writes one invocation in one transaction: each dataset
-	// upserted (p.Datasets, ordered by id, so concurrent writers lock rows
-	// in one order), a schema version appended where its hash differs from
-	// the newest, the stats rows inserted and each dataset's trimmed to its
-	// newest p.StatsKeep, the edges upserted. When the first stats row
-	// exists already the invocation was recorded before: nothing is
-	// written and the result is false.
-	CatalogRecord(ctx context.Context, p *CatalogRecordParams) (bool, error)
+	// CatalogRecorded lists the invocations of runIDs recorded already.
+	CatalogRecorded(ctx context.Context, runIDs []string) ([]CatalogKey, error)
+	// CatalogRecord writes a batch in one transaction: the datasets
+	// upserted (p.Datasets, in id order, so concurrent writers lock rows
+	// in one order), the stats rows inserted (one that exists is kept),
+	// each schema version appended where its hash differs from its
+	// dataset's newest, each dataset's stats trimmed to its newest
+	// p.StatsKeep, the edges upserted, and the snapshots applied in order.
+	CatalogRecord(ctx context.Context, p *CatalogRecordParams) error
 	// CatalogDatasetList returns up to p.Limit matching datasets ordered
 	// (last_seen DESC, id DESC), below p.Cursor's dataset; none when the
 	// cursor names no dataset.
@@ -207,51 +208,71 @@ type CatalogDriver interface {
 	CatalogEdgesFrom(ctx context.Context, id string, limit int) ([]CatalogEdge, error)
 	CatalogEdges(ctx context.Context, limit int) ([]CatalogEdge, error)
 	CatalogEdgesTouching(ctx context.Context, ids []string, limit int) ([]CatalogEdge, error)
-	// ConfigSnapshotPut makes s its pipeline's latest snapshot and the
-	// latest one the previous, unless the latest is newer or of the same
-	// run.
-	ConfigSnapshotPut(ctx context.Context, s *ConfigSnapshot) error
 	// ConfigSnapshotGet returns a pipeline's snapshots or ErrNotFound.
 	ConfigSnapshotGet(ctx context.Context, pipeline string) (ConfigSnapshots, error)
 }
 
-// CatalogRecordParams are the arguments of CatalogDriver.CatalogRecord.
-type CatalogRecordParams struct {
-	RunID, Pipeline, RowID string
-	Status                 RunStatus
-	RecordedAt             time.Time
-	DurationMS             int64
-	Datasets               []CatalogDatasetWrite
-	Stats                  []CatalogStatWrite
-	Edges                  []CatalogEdgeWrite
-	StatsKeep              int
+// CatalogKey names an invocation: its run and row.
+type CatalogKey struct {
+	RunID, RowID string
 }
 
-// CatalogDatasetWrite is one dataset of a CatalogRecord.
+// CatalogRecordParams are the arguments of CatalogDriver.CatalogRecord:
+// a batch as the Store aggregated it.
+type CatalogRecordParams struct {
+	Datasets []CatalogDatasetWrite
+	Stats    []CatalogStatWrite
+	// Versions are the schema versions to append, in order, each only if
+	// its hash differs from its dataset's newest.
+	Versions []CatalogVersionWrite
+	Edges    []CatalogEdgeWrite
+	// Snapshots are applied in order, each as ConfigSnapshotUpsert does.
+	Snapshots []ConfigSnapshot
+	StatsKeep int
+}
+
+// CatalogDatasetWrite is one dataset of a batch: the counts of the batch's
+// invocations that touched it, and the fields of the newest of them.
 type CatalogDatasetWrite struct {
 	ID, URI, Kind string
 	// URIFolded is URI case-folded, for the search.
-	URIFolded        string
-	AsSource, AsSink bool
-	// Records is what this invocation moved of it.
-	Records int64
-	// Schema is the JSON array of its columns and SchemaHash its hash;
-	// both empty when none was observed.
+	URIFolded           string
+	AsSource, AsSink    bool
+	FirstSeen, LastSeen time.Time
+	LastRunID, Pipeline string
+	LastRecords         int64
+	TotalRecords        int64
+	Runs                int64
+}
+
+// CatalogStatWrite is one stats row of a batch.
+type CatalogStatWrite struct {
+	DatasetID, RunID, RowID, Role string
+	Status                        RunStatus
+	RecordedAt                    time.Time
+	Records                       int64
+	Bytes                         *int64
+	DurationMS                    int64
+}
+
+// CatalogVersionWrite is a schema version a batch may append.
+type CatalogVersionWrite struct {
+	DatasetID  string
+	RecordedAt time.Time
+	RunID      string
+	// Schema is the JSON array of the columns.
 	Schema     []byte
 	SchemaHash string
 }
 
-// CatalogStatWrite is one stats row of a CatalogRecord.
-type CatalogStatWrite struct {
-	DatasetID, Role string
-	Records         int64
-	Bytes           *int64
-}
-
-// CatalogEdgeWrite is one edge of a CatalogRecord.
+// CatalogEdgeWrite is one edge of a batch, aggregated like a dataset.
 type CatalogEdgeWrite struct {
-	SrcID, DstID string
-	Records      int64
+	SrcID, DstID        string
+	Pipeline, RowID     string
+	FirstSeen, LastSeen time.Time
+	LastRunID           string
+	Runs                int64
+	LastRecords         int64
 }
 
 // CatalogDatasetListParams are the arguments of

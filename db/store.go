@@ -263,10 +263,13 @@ type LogStore interface {
 // processes may record at once: counters add up, the latest-run fields go
 // to the newest record, and no stats row or edge is lost.
 type CatalogStore interface {
-	// CatalogRecord records one invocation that succeeded. Recording the
-	// same run's row again is a no-op, so a retried write never counts
-	// twice. An invocation without datasets records nothing.
-	CatalogRecord(ctx context.Context, inv CatalogInvocation) error
+	// CatalogRecord records a batch in one transaction: each invocation
+	// (one that succeeded), and each config snapshot, which becomes its
+	// pipeline's latest and makes the latest the previous (one older than
+	// the latest, from a slow recorder, is dropped). An invocation
+	// recorded before (a retried write) is left out, so it never counts
+	// twice; one without datasets records nothing.
+	CatalogRecord(ctx context.Context, b CatalogBatch) error
 	// CatalogDatasetList returns one page of datasets, ordered by last
 	// activity, newest first, then id descending (keyset pagination). A
 	// cursor that names no dataset is ErrUnknownCursor.
@@ -281,10 +284,6 @@ type CatalogStore interface {
 	// with root empty the whole graph; at most MaxLineageEdges, newest
 	// first. An unknown root has no edges.
 	CatalogLineage(ctx context.Context, root string, depth int) (CatalogGraph, error)
-	// ConfigSnapshotPut records the config a pipeline's run executed: it
-	// becomes the latest snapshot and the latest one the previous. An
-	// older snapshot than the latest (a slow recorder) is dropped.
-	ConfigSnapshotPut(ctx context.Context, s ConfigSnapshot) error
 	// ConfigSnapshotGet returns a pipeline's latest snapshot and the one
 	// before it, or ErrNotFound.
 	ConfigSnapshotGet(ctx context.Context, pipeline string) (ConfigSnapshots, error)

@@ -280,6 +280,17 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 	hub := logs.NewHub(hubOpts)
 	defer hub.Close(context.Background())
 
+	var rec *catalog.Recorder
+	if !cfg.NoCatalog {
+		rec = catalog.New(catalog.Config{Store: store, Metrics: m, Log: log, Secrets: authn.Secrets()})
+		rec.Start()
+		// On every way out; the graceful one stops it with the runs.
+		defer func() {
+			stopCtx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			rec.Stop(stopCtx)
+		}()
+	}
 	run := runner.New(runner.Config{
 		MaxConcurrent:        cfg.MaxConcurrentRuns,
 		MaxQueued:            cfg.MaxQueuedRuns,
@@ -291,7 +302,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 		LeaseTTL:             cfg.LeaseTTL,
 		MaxAttempts:          cfg.ClusterMaxAttempts,
 		Listen:               ln.Addr().String(),
-		Catalog:              recorder(cfg, store, m, authn.Secrets(), log),
+		Catalog:              catalogOf(rec),
 	}, store, eng, hub, m, log)
 	if !cfg.Cluster {
 		if n, err := run.Recover(ctx, exclusive); err != nil {
@@ -355,6 +366,12 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 	cancelRuns()
 	stopMaint()
 	<-maintDone
+	if rec != nil {
+		// What the runs recorded as they finished, within the reserve.
+		recCtx, cancelRec := context.WithTimeout(context.Background(), max(reserve/2, 100*time.Millisecond))
+		rec.Stop(recCtx)
+		cancelRec()
+	}
 	httpCtx, cancelHTTP := context.WithTimeout(context.Background(), max(reserve/2, 100*time.Millisecond))
 	if err := srv.Shutdown(httpCtx); err != nil {
 		_ = srv.Close()
@@ -365,12 +382,12 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 	return nil
 }
 
-// recorder is the catalog's recorder of finished runs, nil with NoCatalog.
-func recorder(cfg Config, store db.Store, m *metrics.Metrics, secrets []string, log *slog.Logger) runner.Catalog {
-	if cfg.NoCatalog {
+// catalogOf is the runner's catalog: rec, or none at all without one.
+func catalogOf(rec *catalog.Recorder) runner.Catalog {
+	if rec == nil {
 		return nil
 	}
-	return catalog.New(catalog.Config{Store: store, Metrics: m, Log: log, Secrets: secrets})
+	return rec
 }
 
 // How long the history is tried before HTTP is served without it, and the

@@ -31,16 +31,27 @@ func invocation(runID string, at time.Time, src, dst db.CatalogObservation) db.C
 	}
 }
 
+func batch(invs ...db.CatalogInvocation) db.CatalogBatch { return db.CatalogBatch{Invocations: invs} }
+
 func observed(uri, kind string, records int64, schema []db.SchemaColumn) db.CatalogObservation {
 	return db.CatalogObservation{URI: uri, Kind: kind, Records: records, Bytes: ptr(records * 10), Schema: schema}
 }
 
+// record records each invocation in a batch of its own.
 func record(t testing.TB, s db.Store, invs ...db.CatalogInvocation) {
 	t.Helper()
 	for _, inv := range invs {
-		if err := s.CatalogRecord(t.Context(), inv); err != nil {
+		if err := s.CatalogRecord(t.Context(), db.CatalogBatch{Invocations: []db.CatalogInvocation{inv}}); err != nil {
 			t.Fatalf("record %s/%s: %v", inv.RunID, inv.RowID, err)
 		}
+	}
+}
+
+// putSnapshots records config snapshots in one batch.
+func putSnapshots(t testing.TB, s db.Store, snaps ...db.ConfigSnapshot) {
+	t.Helper()
+	if err := s.CatalogRecord(t.Context(), db.CatalogBatch{Snapshots: snaps}); err != nil {
+		t.Fatalf("record snapshots: %v", err)
 	}
 }
 
@@ -337,9 +348,9 @@ func exerciseCatalog(t *testing.T, newURL func(t testing.TB) string, peek Peek) 
 			go func() {
 				defer wg.Done()
 				src := fmt.Sprintf("file:///data/part-%02d.csv", i)
-				errs <- ss[i%len(ss)].CatalogRecord(t.Context(), invocation(fmt.Sprintf("r%02d", i), t0.Add(time.Duration(i)*time.Millisecond),
+				errs <- ss[i%len(ss)].CatalogRecord(t.Context(), batch(invocation(fmt.Sprintf("r%02d", i), t0.Add(time.Duration(i)*time.Millisecond),
 					observed(src, "csv", int64(i+1), []db.SchemaColumn{{Name: "id", Type: "string"}}),
-					observed(tableURI, "postgres", int64(i+1), []db.SchemaColumn{{Name: "id", Type: "integer", DBType: "bigint"}})))
+					observed(tableURI, "postgres", int64(i+1), []db.SchemaColumn{{Name: "id", Type: "integer", DBType: "bigint"}}))))
 			}()
 		}
 		wg.Wait()
@@ -401,9 +412,7 @@ func exerciseCatalog(t *testing.T, newURL func(t testing.TB) string, peek Peek) 
 		run.FinishedAt = ptr(clk.Now().Add(-47 * time.Hour))
 		submit(t, s, run)
 		record(t, s, invocation("r1", clk.Now().Add(-47*time.Hour), observed(csvURI, "csv", 1, peopleSchema), observed(jsonlURI, "jsonl", 1, nil)))
-		if err := s.ConfigSnapshotPut(t.Context(), db.ConfigSnapshot{Pipeline: "people", RunID: "r1", Body: []byte(`{"a":1}`)}); err != nil {
-			t.Fatal(err)
-		}
+		putSnapshots(t, s, db.ConfigSnapshot{Pipeline: "people", RunID: "r1", Body: []byte(`{"a":1}`)})
 		purge(t, s, db.PurgePolicy{TerminalRuns: time.Hour, Audit: time.Hour, IdempotencyClaims: time.Hour, Instances: time.Hour})
 		if _, err := s.RunGet(t.Context(), "r1"); !errors.Is(err, db.ErrNotFound) {
 			t.Fatalf("the run survived the purge: %v", err)
@@ -425,14 +434,55 @@ func exerciseCatalog(t *testing.T, newURL func(t testing.TB) string, peek Peek) 
 		}
 	})
 
+	t.Run("OneBatchIsTheSumOfItsInvocations", func(t *testing.T) {
+		t.Parallel()
+		s := fresh(t, newURL, "a")
+		t0 := now()
+		v2 := append(slices.Clone(peopleSchema), db.SchemaColumn{Name: "email", Type: "string"})
+		// Out of order, as concurrent runs finish: the batch takes them in
+		// the order they finished.
+		invs := []db.CatalogInvocation{
+			invocation("r3", t0.Add(3*time.Second), observed(csvURI, "csv", 3, v2), observed(jsonlURI, "jsonl", 3, nil)),
+			invocation("r1", t0.Add(time.Second), observed(csvURI, "csv", 1, peopleSchema), observed(jsonlURI, "jsonl", 1, nil)),
+			invocation("r2", t0.Add(2*time.Second), observed(csvURI, "csv", 2, peopleSchema), observed(tableURI, "postgres", 2, nil)),
+		}
+		snaps := []db.ConfigSnapshot{
+			{Pipeline: "people", RunID: "r3", RecordedAt: t0.Add(3 * time.Second), Body: []byte(`{"v":3}`)},
+			{Pipeline: "people", RunID: "r1", RecordedAt: t0.Add(time.Second), Body: []byte(`{"v":1}`)},
+			{Pipeline: "people", RunID: "r2", RecordedAt: t0.Add(2 * time.Second), Body: []byte(`{"v":2}`)},
+		}
+		if err := s.CatalogRecord(t.Context(), db.CatalogBatch{Invocations: invs, Snapshots: snaps}); err != nil {
+			t.Fatal(err)
+		}
+		d := detail(t, s, csvURI)
+		if d.Runs != 3 || d.TotalRecords != 6 || d.LastRunID != "r3" || d.LastRecords != 3 || !d.FirstSeen.Equal(t0.Add(time.Second)) || len(d.Stats) != 3 {
+			t.Errorf("csv after one batch of three: %+v, %d stats", d.CatalogDataset, len(d.Stats))
+		}
+		if len(d.Timeline) != 2 || d.Timeline[0].RunID != "r1" || d.Timeline[1].RunID != "r3" || d.Timeline[1].Diff == nil || len(d.Timeline[1].Diff.Added) != 1 {
+			t.Errorf("timeline %+v", d.Timeline)
+		}
+		if e := d.Downstream; len(e) != 2 || pairs(e)[0] != csvURI+">"+jsonlURI || e[0].Runs+e[1].Runs != 3 {
+			t.Errorf("edges %+v", e)
+		}
+		got, err := s.ConfigSnapshotGet(t.Context(), "people")
+		if err != nil || got.Latest.RunID != "r3" || got.Previous == nil || got.Previous.RunID != "r2" {
+			t.Errorf("snapshots after one batch of three: %+v %v", got, err)
+		}
+		// The batch again, as a retry after a commit whose answer was lost.
+		if err := s.CatalogRecord(t.Context(), db.CatalogBatch{Invocations: invs}); err != nil {
+			t.Fatal(err)
+		}
+		if d := detail(t, s, csvURI); d.Runs != 3 || len(d.Stats) != 3 || d.SchemaVersions != 2 {
+			t.Errorf("after the batch again: runs %d, %d stats, %d versions", d.Runs, len(d.Stats), d.SchemaVersions)
+		}
+	})
+
 	t.Run("ConfigSnapshots", func(t *testing.T) {
 		t.Parallel()
 		s := fresh(t, newURL, "a")
 		put := func(run string, at time.Time, body string) {
 			t.Helper()
-			if err := s.ConfigSnapshotPut(t.Context(), db.ConfigSnapshot{Pipeline: "people", RunID: run, RecordedAt: at, Body: []byte(body)}); err != nil {
-				t.Fatalf("put %s: %v", run, err)
-			}
+			putSnapshots(t, s, db.ConfigSnapshot{Pipeline: "people", RunID: run, RecordedAt: at, Body: []byte(body)})
 		}
 		get := func() db.ConfigSnapshots {
 			t.Helper()
@@ -459,18 +509,18 @@ func exerciseCatalog(t *testing.T, newURL func(t testing.TB) string, peek Peek) 
 		}
 		sameJSON(t, "latest body", json.RawMessage(`{"v":2}`), snaps.Latest.Body)
 		sameJSON(t, "previous body", json.RawMessage(`{"v":1}`), snaps.Previous.Body)
-		err := s.ConfigSnapshotPut(t.Context(), db.ConfigSnapshot{Pipeline: "people", RunID: "r3", Body: []byte(`[1]`)})
-		wantPermanent(t, "a snapshot that is not an object", err, "")
+		err := s.CatalogRecord(t.Context(), db.CatalogBatch{Snapshots: []db.ConfigSnapshot{{Pipeline: "people", RunID: "r3", Body: []byte(`[1]`)}}})
+		wantPermanent(t, "a snapshot that is not an object", err, "r3")
 	})
 
 	t.Run("InvalidRecordsArePermanent", func(t *testing.T) {
 		t.Parallel()
 		s := fresh(t, newURL, "a")
-		err := s.CatalogRecord(t.Context(), db.CatalogInvocation{RowID: "default", Sinks: []db.CatalogObservation{observed(jsonlURI, "jsonl", 1, nil)}})
+		err := s.CatalogRecord(t.Context(), batch(db.CatalogInvocation{RowID: "default", Sinks: []db.CatalogObservation{observed(jsonlURI, "jsonl", 1, nil)}}))
 		wantPermanent(t, "a record without a run id", err, "")
-		err = s.CatalogRecord(t.Context(), db.CatalogInvocation{RunID: "r", RowID: "default", Sinks: []db.CatalogObservation{{Kind: "jsonl"}}})
-		wantPermanent(t, "a dataset without a URI", err, "")
-		if err := s.CatalogRecord(t.Context(), db.CatalogInvocation{RunID: "r", RowID: "default"}); err != nil {
+		err = s.CatalogRecord(t.Context(), batch(db.CatalogInvocation{RunID: "r", RowID: "default", Sinks: []db.CatalogObservation{{Kind: "jsonl"}}}))
+		wantPermanent(t, "a dataset without a URI", err, "run r")
+		if err := s.CatalogRecord(t.Context(), batch(db.CatalogInvocation{RunID: "r", RowID: "default"})); err != nil {
 			t.Errorf("an invocation without datasets: %v", err)
 		}
 	})

@@ -2,65 +2,100 @@ package postgres
 
 import (
 	"context"
-	"errors"
 
 	"github.com/faucet-dev/faucet/db"
 	"github.com/faucet-dev/faucet/db/postgres/internal/dbsqlc"
 )
 
-// errRecorded rolls back a record whose invocation was recorded before.
-var errRecorded = errors.New("the invocation was recorded before")
+func (d *driver) CatalogRecorded(ctx context.Context, runIDs []string) ([]db.CatalogKey, error) {
+	rows, err := d.q.CatalogRecorded(ctx, runIDs)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	out := make([]db.CatalogKey, len(rows))
+	for i, r := range rows {
+		out[i] = db.CatalogKey{RunID: r.RunID, RowID: r.RowID}
+	}
+	return out, nil
+}
 
 // CatalogRecord upserts the datasets first: their row locks, taken in id
 // order, serialize the recorders of a dataset for the rest of the
-// transaction, so each appends a schema version after the other's.
-func (d *driver) CatalogRecord(ctx context.Context, p *db.CatalogRecordParams) (bool, error) {
-	err := d.inTx(ctx, func(q *dbsqlc.Queries) error {
-		for _, ds := range p.Datasets {
-			if err := q.CatalogDatasetUpsert(ctx, dbsqlc.CatalogDatasetUpsertParams{
-				ID: ds.ID, Uri: ds.URI, UriFolded: ds.URIFolded, Kind: ds.Kind, AsSource: ds.AsSource, AsSink: ds.AsSink,
-				RecordedAt: p.RecordedAt, RunID: p.RunID, Pipeline: p.Pipeline, Records: ds.Records,
+// transaction, so each appends its schema versions after the other's.
+func (d *driver) CatalogRecord(ctx context.Context, p *db.CatalogRecordParams) error {
+	return d.inTx(ctx, func(q *dbsqlc.Queries) error {
+		if len(p.Datasets) > 0 {
+			if err := q.CatalogDatasetUpsert(ctx, datasetColumns(p.Datasets)); err != nil {
+				return err
+			}
+		}
+		if len(p.Stats) > 0 {
+			if err := q.CatalogStatInsert(ctx, statColumns(p.Stats)); err != nil {
+				return err
+			}
+		}
+		for _, v := range p.Versions {
+			if _, err := q.CatalogSchemaVersionAppend(ctx, dbsqlc.CatalogSchemaVersionAppendParams{
+				DatasetID: v.DatasetID, RecordedAt: v.RecordedAt, RunID: v.RunID, Schema: v.Schema, SchemaHash: v.SchemaHash,
 			}); err != nil {
 				return err
 			}
 		}
-		for i, st := range p.Stats {
-			n, err := q.CatalogStatInsert(ctx, dbsqlc.CatalogStatInsertParams{
-				DatasetID: st.DatasetID, RunID: p.RunID, RowID: p.RowID, Role: st.Role, RecordedAt: p.RecordedAt,
-				Status: string(p.Status), Records: st.Records, Bytes: st.Bytes, DurationMs: p.DurationMS,
-			})
-			if err != nil {
-				return err
-			}
-			if i == 0 && n == 0 {
-				return errRecorded
-			}
-		}
 		for _, ds := range p.Datasets {
-			if ds.SchemaHash != "" {
-				if _, err := q.CatalogSchemaVersionAppend(ctx, dbsqlc.CatalogSchemaVersionAppendParams{
-					DatasetID: ds.ID, RecordedAt: p.RecordedAt, RunID: p.RunID, Schema: ds.Schema, SchemaHash: ds.SchemaHash,
-				}); err != nil {
-					return err
-				}
-			}
 			if _, err := q.CatalogStatPrune(ctx, dbsqlc.CatalogStatPruneParams{DatasetID: ds.ID, Keep: int32(p.StatsKeep)}); err != nil {
 				return err
 			}
 		}
-		for _, e := range p.Edges {
-			if err := q.CatalogEdgeUpsert(ctx, dbsqlc.CatalogEdgeUpsertParams{
-				SrcID: e.SrcID, DstID: e.DstID, Pipeline: p.Pipeline, RowID: p.RowID, RecordedAt: p.RecordedAt, RunID: p.RunID, Records: e.Records,
-			}); err != nil {
+		if len(p.Edges) > 0 {
+			if err := q.CatalogEdgeUpsert(ctx, edgeColumns(p.Edges)); err != nil {
+				return err
+			}
+		}
+		for _, s := range p.Snapshots {
+			if err := q.ConfigSnapshotUpsert(ctx, dbsqlc.ConfigSnapshotUpsertParams{Pipeline: s.Pipeline, RecordedAt: s.RecordedAt, RunID: s.RunID, Body: s.Body}); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-	if errors.Is(err, errRecorded) {
-		return false, nil
+}
+
+// datasetColumns, statColumns and edgeColumns turn a batch's rows into the
+// arrays their statements unnest.
+func datasetColumns(rows []db.CatalogDatasetWrite) dbsqlc.CatalogDatasetUpsertParams {
+	var a dbsqlc.CatalogDatasetUpsertParams
+	for _, r := range rows {
+		a.Ids, a.Uris, a.Folded, a.Kinds = append(a.Ids, r.ID), append(a.Uris, r.URI), append(a.Folded, r.URIFolded), append(a.Kinds, r.Kind)
+		a.AsSource, a.AsSink = append(a.AsSource, r.AsSource), append(a.AsSink, r.AsSink)
+		a.FirstSeen, a.LastSeen = append(a.FirstSeen, r.FirstSeen), append(a.LastSeen, r.LastSeen)
+		a.LastRunIds, a.Pipelines = append(a.LastRunIds, r.LastRunID), append(a.Pipelines, r.Pipeline)
+		a.LastRecords, a.TotalRecords, a.Runs = append(a.LastRecords, r.LastRecords), append(a.TotalRecords, r.TotalRecords), append(a.Runs, r.Runs)
 	}
-	return err == nil, err
+	return a
+}
+
+func statColumns(rows []db.CatalogStatWrite) dbsqlc.CatalogStatInsertParams {
+	var a dbsqlc.CatalogStatInsertParams
+	for _, r := range rows {
+		bytes := int64(-1)
+		if r.Bytes != nil {
+			bytes = *r.Bytes
+		}
+		a.DatasetIds, a.RunIds, a.RowIds, a.Roles = append(a.DatasetIds, r.DatasetID), append(a.RunIds, r.RunID), append(a.RowIds, r.RowID), append(a.Roles, r.Role)
+		a.RecordedAt, a.Statuses, a.Records = append(a.RecordedAt, r.RecordedAt), append(a.Statuses, string(r.Status)), append(a.Records, r.Records)
+		a.Bytes, a.DurationMs = append(a.Bytes, bytes), append(a.DurationMs, r.DurationMS)
+	}
+	return a
+}
+
+func edgeColumns(rows []db.CatalogEdgeWrite) dbsqlc.CatalogEdgeUpsertParams {
+	var a dbsqlc.CatalogEdgeUpsertParams
+	for _, r := range rows {
+		a.SrcIds, a.DstIds, a.Pipelines, a.RowIds = append(a.SrcIds, r.SrcID), append(a.DstIds, r.DstID), append(a.Pipelines, r.Pipeline), append(a.RowIds, r.RowID)
+		a.FirstSeen, a.LastSeen, a.LastRunIds = append(a.FirstSeen, r.FirstSeen), append(a.LastSeen, r.LastSeen), append(a.LastRunIds, r.LastRunID)
+		a.Runs, a.LastRecords = append(a.Runs, r.Runs), append(a.LastRecords, r.LastRecords)
+	}
+	return a
 }
 
 func datasetRow(r dbsqlc.CatalogDatasetListRow) db.CatalogDatasetRow {
@@ -172,12 +207,6 @@ func (d *driver) CatalogEdgesTouching(ctx context.Context, ids []string, limit i
 	return edges(rows, err, func(r dbsqlc.CatalogEdgeListTouchingRow) (dbsqlc.FaucetCatalogEdge, string, string) {
 		return r.FaucetCatalogEdge, r.SrcUri, r.DstUri
 	})
-}
-
-func (d *driver) ConfigSnapshotPut(ctx context.Context, s *db.ConfigSnapshot) error {
-	return interpretError(d.q.ConfigSnapshotUpsert(ctx, dbsqlc.ConfigSnapshotUpsertParams{
-		Pipeline: s.Pipeline, RecordedAt: s.RecordedAt, RunID: s.RunID, Body: s.Body,
-	}))
 }
 
 func (d *driver) ConfigSnapshotGet(ctx context.Context, pipeline string) (db.ConfigSnapshots, error) {

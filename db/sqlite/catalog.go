@@ -3,72 +3,76 @@ package sqlite
 import (
 	"context"
 	"encoding/json"
-	"errors"
+	"fmt"
 
 	"github.com/faucet-dev/faucet/db"
 	"github.com/faucet-dev/faucet/db/sqlite/internal/dbsqlc"
 )
 
-// errRecorded rolls back a record whose invocation was recorded before.
-var errRecorded = errors.New("the invocation was recorded before")
+func (d *driver) CatalogRecorded(ctx context.Context, runIDs []string) ([]db.CatalogKey, error) {
+	ids, err := json.Marshal(runIDs)
+	if err != nil {
+		return nil, &db.Error{Transience: db.Permanent, Err: fmt.Errorf("encode run ids: %w", err)}
+	}
+	rows, err := d.rq.CatalogRecorded(ctx, string(ids))
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	out := make([]db.CatalogKey, len(rows))
+	for i, r := range rows {
+		out[i] = db.CatalogKey{RunID: r.RunID, RowID: r.RowID}
+	}
+	return out, nil
+}
 
-// CatalogRecord writes the invocation as one write: SQLite's write lock
+// CatalogRecord writes the batch as one write: SQLite's write lock
 // serializes it with every other recorder's.
-func (d *driver) CatalogRecord(ctx context.Context, p *db.CatalogRecordParams) (bool, error) {
-	err := d.write(ctx, func(ctx context.Context, q *dbsqlc.Queries) error {
-		at := micros(p.RecordedAt)
-		for _, ds := range p.Datasets {
+func (d *driver) CatalogRecord(ctx context.Context, p *db.CatalogRecordParams) error {
+	return d.write(ctx, func(ctx context.Context, q *dbsqlc.Queries) error {
+		for _, r := range p.Datasets {
 			if err := q.CatalogDatasetUpsert(ctx, dbsqlc.CatalogDatasetUpsertParams{
-				ID: ds.ID, Uri: ds.URI, UriFolded: ds.URIFolded, Kind: ds.Kind, AsSource: flag(ds.AsSource), AsSink: flag(ds.AsSink),
-				RecordedAt: at, RunID: p.RunID, Pipeline: p.Pipeline, Records: ds.Records,
+				ID: r.ID, Uri: r.URI, UriFolded: r.URIFolded, Kind: r.Kind, AsSource: flag(r.AsSource), AsSink: flag(r.AsSink),
+				FirstSeen: micros(r.FirstSeen), LastSeen: micros(r.LastSeen), LastRunID: r.LastRunID, Pipeline: r.Pipeline,
+				LastRecords: r.LastRecords, TotalRecords: r.TotalRecords, Runs: r.Runs,
 			}); err != nil {
 				return err
 			}
 		}
-		for i, st := range p.Stats {
-			n, err := q.CatalogStatInsert(ctx, dbsqlc.CatalogStatInsertParams{
-				DatasetID: st.DatasetID, RunID: p.RunID, RowID: p.RowID, Role: st.Role, RecordedAt: at,
-				Status: string(p.Status), Records: st.Records, Bytes: st.Bytes, DurationMs: p.DurationMS,
-			})
-			if err != nil {
+		for _, r := range p.Stats {
+			if err := q.CatalogStatInsert(ctx, dbsqlc.CatalogStatInsertParams{
+				DatasetID: r.DatasetID, RunID: r.RunID, RowID: r.RowID, Role: r.Role, RecordedAt: micros(r.RecordedAt),
+				Status: string(r.Status), Records: r.Records, Bytes: r.Bytes, DurationMs: r.DurationMS,
+			}); err != nil {
 				return err
 			}
-			if i == 0 && n == 0 {
-				return errRecorded
+		}
+		for _, v := range p.Versions {
+			if _, err := q.CatalogSchemaVersionAppend(ctx, dbsqlc.CatalogSchemaVersionAppendParams{
+				DatasetID: v.DatasetID, RecordedAt: micros(v.RecordedAt), RunID: v.RunID, Schema: string(v.Schema), SchemaHash: v.SchemaHash,
+			}); err != nil {
+				return err
 			}
 		}
 		for _, ds := range p.Datasets {
-			if ds.SchemaHash != "" {
-				if _, err := q.CatalogSchemaVersionAppend(ctx, dbsqlc.CatalogSchemaVersionAppendParams{
-					DatasetID: ds.ID, RecordedAt: at, RunID: p.RunID, Schema: string(ds.Schema), SchemaHash: ds.SchemaHash,
-				}); err != nil {
-					return err
-				}
-			}
 			if _, err := q.CatalogStatPrune(ctx, dbsqlc.CatalogStatPruneParams{DatasetID: ds.ID, Keep: int64(p.StatsKeep)}); err != nil {
 				return err
 			}
 		}
-		for _, e := range p.Edges {
+		for _, r := range p.Edges {
 			if err := q.CatalogEdgeUpsert(ctx, dbsqlc.CatalogEdgeUpsertParams{
-				SrcID: e.SrcID, DstID: e.DstID, Pipeline: p.Pipeline, RowID: p.RowID, RecordedAt: at, RunID: p.RunID, Records: e.Records,
+				SrcID: r.SrcID, DstID: r.DstID, Pipeline: r.Pipeline, RowID: r.RowID, FirstSeen: micros(r.FirstSeen), LastSeen: micros(r.LastSeen),
+				LastRunID: r.LastRunID, Runs: r.Runs, LastRecords: r.LastRecords,
 			}); err != nil {
+				return err
+			}
+		}
+		for _, s := range p.Snapshots {
+			if err := q.ConfigSnapshotUpsert(ctx, dbsqlc.ConfigSnapshotUpsertParams{Pipeline: s.Pipeline, RecordedAt: micros(s.RecordedAt), RunID: s.RunID, Body: string(s.Body)}); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-	if errors.Is(err, errRecorded) {
-		return false, nil
-	}
-	return err == nil, err
-}
-
-func flag(b bool) int64 {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 func datasetRow(r dbsqlc.CatalogDatasetListRow) db.CatalogDatasetRow {
@@ -188,11 +192,6 @@ func (d *driver) CatalogEdgesTouching(ctx context.Context, ids []string, limit i
 	})
 }
 
-func (d *driver) ConfigSnapshotPut(ctx context.Context, s *db.ConfigSnapshot) error {
-	arg := dbsqlc.ConfigSnapshotUpsertParams{Pipeline: s.Pipeline, RecordedAt: micros(s.RecordedAt), RunID: s.RunID, Body: string(s.Body)}
-	return d.writeOne(ctx, func(ctx context.Context, q *dbsqlc.Queries) error { return q.ConfigSnapshotUpsert(ctx, arg) })
-}
-
 func (d *driver) ConfigSnapshotGet(ctx context.Context, pipeline string) (db.ConfigSnapshots, error) {
 	r, err := d.rq.ConfigSnapshotGet(ctx, pipeline)
 	if err != nil {
@@ -203,4 +202,11 @@ func (d *driver) ConfigSnapshotGet(ctx context.Context, pipeline string) (db.Con
 		out.Previous = &db.ConfigSnapshot{Pipeline: r.Pipeline, RecordedAt: fromMicros(*r.PreviousRecordedAt), RunID: *r.PreviousRunID, Body: []byte(*r.PreviousBody)}
 	}
 	return out, nil
+}
+
+func flag(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -4,13 +4,20 @@
 // after the run's terminal record is written and never changes it: a
 // catalog write that fails is logged and counted
 // (faucet_catalog_writes_total), and the run stays what it was.
+//
+// The records of runs that finish while one is written are written
+// together, in one transaction, so that a server finishing hundreds of
+// small runs a second pays for one catalog write per batch, not per run.
 package catalog
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/faucet-dev/faucet/db"
@@ -23,8 +30,7 @@ import (
 
 // Store is what the recorder writes to and reads back of a sharded run.
 type Store interface {
-	CatalogRecord(ctx context.Context, inv db.CatalogInvocation) error
-	ConfigSnapshotPut(ctx context.Context, s db.ConfigSnapshot) error
+	CatalogRecord(ctx context.Context, b db.CatalogBatch) error
 	ShardLineages(ctx context.Context, runID string) ([]json.RawMessage, error)
 }
 
@@ -37,50 +43,220 @@ type Config struct {
 	// Secrets are masked in every URI besides each run's own (the API
 	// tokens).
 	Secrets []string
-	// Budget bounds one run's recording, retries of transient failures
+	// Budget bounds one batch's write, retries of transient failures
 	// included; zero means DefaultBudget.
 	Budget time.Duration
+	// Queue bounds the records waiting for their write; past it a record
+	// is dropped (and counted failed) rather than held. Zero means
+	// DefaultQueue.
+	Queue int
 }
 
-// DefaultBudget is how long a run's recording may take: a database that
-// does not answer within it costs the catalog that run, never the run.
-const DefaultBudget = 10 * time.Second
+// Defaults of Config.
+const (
+	// DefaultBudget is how long a batch's write may take: a database that
+	// does not answer within it costs the catalog that batch, never a run.
+	DefaultBudget = 10 * time.Second
+	DefaultQueue  = 10000
+)
 
-// Recorder writes finished runs into the catalog. Its methods are safe for
-// concurrent use.
+// maxBatch bounds the records one transaction writes.
+const maxBatch = 500
+
+// Recorder writes finished runs into the catalog, in the background. Call
+// Start before recording and Stop at shutdown; its methods are safe for
+// concurrent use, and a nil Recorder records nothing.
 type Recorder struct {
-	cfg Config
+	cfg   Config
+	queue chan pending
+	stop  chan struct{}
+	done  chan struct{}
+	once  sync.Once
+	// snapshots caches the encoded snapshot of each pipeline's last run:
+	// the runs of one config, a thousand a minute, encode it once.
+	snapMu    sync.Mutex
+	snapshots map[string]cachedSnapshot
 }
 
-// New returns a Recorder.
+// pending is one run's part of a batch.
+type pending struct {
+	runID       string
+	invocations []db.CatalogInvocation
+	snapshot    *db.ConfigSnapshot
+}
+
+type cachedSnapshot struct {
+	key  string
+	body json.RawMessage
+}
+
+// New returns a Recorder; Start starts its writes.
 func New(cfg Config) *Recorder {
 	if cfg.Budget <= 0 {
 		cfg.Budget = DefaultBudget
 	}
+	if cfg.Queue <= 0 {
+		cfg.Queue = DefaultQueue
+	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Recorder{cfg: cfg}
+	return &Recorder{
+		cfg: cfg, queue: make(chan pending, cfg.Queue), stop: make(chan struct{}), done: make(chan struct{}),
+		snapshots: map[string]cachedSnapshot{},
+	}
 }
 
-// Record records a run that finished executing plan: each invocation that
-// succeeded with the datasets its connectors reported, and the config the
-// run executed, under the run's name (a run without one keeps no
-// snapshot). A nil Recorder records nothing.
-func (r *Recorder) Record(ctx context.Context, run *db.RunRecord, plan *pipeline.Plan, results []pipeline.InvocationResult) {
+// Start starts writing what Record queues.
+func (r *Recorder) Start() {
+	go r.loop()
+}
+
+// Stop writes what is queued, within ctx, and stops. What it cannot write
+// in time is left out, and counted failed.
+func (r *Recorder) Stop(ctx context.Context) {
+	r.once.Do(func() { close(r.stop) })
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		r.cfg.Log.Warn("catalog records still queued at shutdown are left out", "queued", len(r.queue))
+	}
+}
+
+// Record queues what a run that executed plan read and wrote for its
+// batch: each invocation that succeeded, with the datasets its connectors
+// reported, and the config the run executed, under the run's name (a run
+// without one keeps no snapshot). It never blocks on the database.
+func (r *Recorder) Record(_ context.Context, run *db.RunRecord, plan *pipeline.Plan, results []pipeline.InvocationResult) {
 	if r == nil || run == nil || plan == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.Budget)
-	defer cancel()
+	p := pending{runID: run.RunID, snapshot: r.snapshot(run, plan)}
 	red := redact.New(plan.Secrets, r.cfg.Secrets)
 	for _, res := range results {
 		if res.Err != nil || res.Lineage == nil {
 			continue
 		}
-		r.lineage(ctx, run, plan, res.RowID, res.Duration, *res.Lineage, red)
+		if inv, ok := invocation(run, plan, res.RowID, res.Duration, *res.Lineage, red); ok {
+			p.invocations = append(p.invocations, inv)
+		}
 	}
-	r.snapshot(ctx, run, plan)
+	r.enqueue(p)
+}
+
+// enqueue hands a run's records to the writer, or drops them when the
+// queue is full: a catalog that cannot keep up loses records, never holds
+// up a run.
+func (r *Recorder) enqueue(p pending) {
+	if len(p.invocations) == 0 && p.snapshot == nil {
+		return
+	}
+	select {
+	case r.queue <- p:
+	default:
+		r.cfg.Log.Warn("catalog queue is full; the run's records are left out", "run_id", p.runID, "queue", r.cfg.Queue)
+		r.count(p, "failed")
+	}
+}
+
+// loop writes batches: whatever is queued when a write ends is the next
+// batch, so a lone run is written at once and a burst shares writes.
+func (r *Recorder) loop() {
+	defer close(r.done)
+	for {
+		var first pending
+		select {
+		case first = <-r.queue:
+		case <-r.stop:
+			// Drain what was queued before the stop.
+			for {
+				select {
+				case first = <-r.queue:
+					r.flush(r.collect(first))
+				default:
+					return
+				}
+			}
+		}
+		r.flush(r.collect(first))
+	}
+}
+
+// collect is a batch: first and what else is queued, up to maxBatch.
+func (r *Recorder) collect(first pending) []pending {
+	batch := []pending{first}
+	for len(batch) < maxBatch {
+		select {
+		case p := <-r.queue:
+			batch = append(batch, p)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+// flush writes a batch in one transaction, retrying a transient failure
+// within the budget, and logs and counts its outcome.
+func (r *Recorder) flush(batch []pending) {
+	var b db.CatalogBatch
+	for _, p := range batch {
+		b.Invocations = append(b.Invocations, p.invocations...)
+		if p.snapshot != nil {
+			b.Snapshots = append(b.Snapshots, *p.snapshot)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.Budget)
+	defer cancel()
+	err := r.attempt(ctx, func(ctx context.Context) error { return r.cfg.Store.CatalogRecord(ctx, b) })
+	outcome := "ok"
+	if err != nil {
+		outcome = "failed"
+		runs := make([]string, len(batch))
+		for i, p := range batch {
+			runs[i] = p.runID
+		}
+		if errors.Is(err, context.DeadlineExceeded) {
+			r.cfg.Log.Warn("catalog write took longer than its budget; the runs are unaffected", "run_ids", runs, "budget", r.cfg.Budget.String())
+		} else {
+			r.cfg.Log.Warn("catalog write failed; the runs are unaffected", "run_ids", runs, "error", err)
+		}
+	}
+	for _, p := range batch {
+		r.count(p, outcome)
+	}
+}
+
+// attempt calls fn until it succeeds, fails for good, or the budget in
+// ctx runs out, backing off between transient failures.
+func (r *Recorder) attempt(ctx context.Context, fn func(context.Context) error) error {
+	delay := 100 * time.Millisecond
+	for {
+		err := fn(ctx)
+		if err == nil || !db.Retriable(err) || ctx.Err() != nil {
+			return err
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-t.C:
+		}
+		delay = min(2*delay, 2*time.Second)
+	}
+}
+
+// count adds a run's records to faucet_catalog_writes_total.
+func (r *Recorder) count(p pending, outcome string) {
+	if r.cfg.Metrics == nil {
+		return
+	}
+	if n := len(p.invocations); n > 0 {
+		r.cfg.Metrics.CatalogWrites.WithLabelValues("lineage", outcome).Add(float64(n))
+	}
+	if p.snapshot != nil {
+		r.cfg.Metrics.CatalogWrites.WithLabelValues("snapshot", outcome).Inc()
+	}
 }
 
 // name is the pipeline name a run is catalogued under: its own, which
@@ -92,8 +268,9 @@ func name(run *db.RunRecord, plan *pipeline.Plan) string {
 	return plan.Name
 }
 
-// lineage records one invocation's datasets.
-func (r *Recorder) lineage(ctx context.Context, run *db.RunRecord, plan *pipeline.Plan, row string, took time.Duration, l pipeline.Lineage, red *redact.Redactor) {
+// invocation is one invocation's record; false when its connectors
+// reported no dataset.
+func invocation(run *db.RunRecord, plan *pipeline.Plan, row string, took time.Duration, l pipeline.Lineage, red *redact.Redactor) (db.CatalogInvocation, bool) {
 	inv := db.CatalogInvocation{
 		RunID: run.RunID, Pipeline: name(run, plan), RowID: row, Status: run.Status, Duration: took,
 		Sources: observations(l.Source, red), Sinks: observations(l.Sink, red),
@@ -101,10 +278,7 @@ func (r *Recorder) lineage(ctx context.Context, run *db.RunRecord, plan *pipelin
 	if run.FinishedAt != nil {
 		inv.RecordedAt = *run.FinishedAt
 	}
-	if len(inv.Sources)+len(inv.Sinks) == 0 {
-		return
-	}
-	r.write(ctx, "lineage", run.RunID, func(ctx context.Context) error { return r.cfg.Store.CatalogRecord(ctx, inv) })
+	return inv, len(inv.Sources)+len(inv.Sinks) > 0
 }
 
 // observations are one side's datasets as the catalog stores them. The
@@ -129,55 +303,48 @@ func observations(o pipeline.Observation, red *redact.Redactor) []db.CatalogObse
 	return out
 }
 
-// snapshot records the config the run executed.
-func (r *Recorder) snapshot(ctx context.Context, run *db.RunRecord, plan *pipeline.Plan) {
+// snapshot is the config snapshot of a run, nil for a run without a name.
+// A pipeline whose config and secrets are those of its last run reuses
+// that run's encoded snapshot (salt included, so the fingerprints match).
+func (r *Recorder) snapshot(run *db.RunRecord, plan *pipeline.Plan) *db.ConfigSnapshot {
 	pipelineName := name(run, plan)
 	if pipelineName == "" {
-		return
+		return nil
 	}
-	snap := db.ConfigSnapshot{Pipeline: pipelineName, RunID: run.RunID, Body: snapshot.Of(plan, pipelineName, snapshot.NewSalt()).Marshal()}
+	key := snapshotKey(plan)
+	r.snapMu.Lock()
+	c, ok := r.snapshots[pipelineName]
+	r.snapMu.Unlock()
+	if !ok || c.key != key {
+		c = cachedSnapshot{key: key, body: snapshot.Of(plan, pipelineName, snapshot.NewSalt()).Marshal()}
+		r.snapMu.Lock()
+		if len(r.snapshots) >= maxCachedSnapshots {
+			clear(r.snapshots)
+		}
+		r.snapshots[pipelineName] = c
+		r.snapMu.Unlock()
+	}
+	snap := &db.ConfigSnapshot{Pipeline: pipelineName, RunID: run.RunID, Body: c.body}
 	if run.FinishedAt != nil {
 		snap.RecordedAt = *run.FinishedAt
 	}
-	r.write(ctx, "snapshot", run.RunID, func(ctx context.Context) error { return r.cfg.Store.ConfigSnapshotPut(ctx, snap) })
+	return snap
 }
 
-// write runs one catalog write and logs and counts its outcome.
-func (r *Recorder) write(ctx context.Context, kind, runID string, fn func(context.Context) error) {
-	r.report(kind, runID, r.attempt(ctx, fn))
-}
+// maxCachedSnapshots bounds the snapshot cache; past it, it starts over.
+const maxCachedSnapshots = 1000
 
-// attempt calls fn until it succeeds, fails for good, or the budget in
-// ctx runs out, backing off between transient failures.
-func (r *Recorder) attempt(ctx context.Context, fn func(context.Context) error) error {
-	delay := 100 * time.Millisecond
-	for {
-		err := fn(ctx)
-		if err == nil || !db.Retriable(err) || ctx.Err() != nil {
-			return err
-		}
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-		case <-t.C:
-		}
-		delay = min(2*delay, 2*time.Second)
-	}
-}
-
-// report logs a failed write and counts every write by outcome.
-func (r *Recorder) report(kind, runID string, err error) {
-	outcome := "ok"
-	if err != nil {
-		outcome = "failed"
-		if errors.Is(err, context.DeadlineExceeded) {
-			r.cfg.Log.Warn("catalog write took longer than its budget; the run is unaffected", "kind", kind, "run_id", runID, "budget", r.cfg.Budget.String())
-		} else {
-			r.cfg.Log.Warn("catalog write failed; the run is unaffected", "kind", kind, "run_id", runID, "error", err)
+// snapshotKey identifies what a snapshot of plan holds: every invocation's
+// resolved config and the settings, so a changed secret is a changed key.
+func snapshotKey(plan *pipeline.Plan) string {
+	h := sha256.New()
+	settings, _ := json.Marshal([]any{plan.Name, plan.Execution, plan.Delivery, plan.Shard, plan.Retry})
+	h.Write(settings)
+	for _, inv := range plan.Invocations {
+		for _, part := range []string{inv.RowID, inv.Source.Type, string(inv.Source.Config), inv.Sink.Type, string(inv.Sink.Config), inv.SinkWriteMode} {
+			h.Write([]byte(part))
+			h.Write([]byte{0})
 		}
 	}
-	if r.cfg.Metrics != nil {
-		r.cfg.Metrics.CatalogWrites.WithLabelValues(kind, outcome).Inc()
-	}
+	return hex.EncodeToString(h.Sum(nil))
 }

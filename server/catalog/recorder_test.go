@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
+	"sync"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -59,7 +61,7 @@ func planOf(secret string) *pipeline.Plan {
 func TestRecordKeepsNoSecret(t *testing.T) {
 	s := openStore(t)
 	m := metrics.New()
-	r := New(Config{Store: s, Metrics: m, Secrets: []string{"api-token"}})
+	r := started(t, Config{Store: s, Metrics: m, Secrets: []string{"api-token"}})
 	const secret = "s3cr3t-pw"
 	results := []pipeline.InvocationResult{
 		{RowID: "default", Duration: time.Second, Lineage: lineage("postgres://u:"+secret+"@h:5432/db/public.t?key="+secret, "file:///out-api-token.jsonl", 4)},
@@ -67,6 +69,7 @@ func TestRecordKeepsNoSecret(t *testing.T) {
 		{RowID: "other", Err: context.Canceled, Lineage: lineage("postgres://h/db/public.x", "file:///x.jsonl", 1)},
 	}
 	r.Record(context.Background(), finished("r1", "people"), planOf(secret), results)
+	stop(t, r)
 	page, err := s.CatalogDatasetList(context.Background(), db.CatalogFilter{})
 	if err != nil {
 		t.Fatal(err)
@@ -104,15 +107,16 @@ func TestAFailedWriteIsLoggedAndCounted(t *testing.T) {
 	}
 	var logged bytes.Buffer
 	m := metrics.New()
-	r := New(Config{Store: s, Metrics: m, Log: slog.New(slog.NewTextHandler(&logged, nil)), Budget: time.Second})
+	r := started(t, Config{Store: s, Metrics: m, Log: slog.New(&lockedHandler{h: slog.NewTextHandler(&logged, nil)}), Budget: time.Second})
 	r.Record(context.Background(), finished("r1", "people"), planOf("pw"), []pipeline.InvocationResult{{RowID: "default", Lineage: lineage("x://a", "x://b", 1)}})
+	stop(t, r)
 	if got := testutil.ToFloat64(m.CatalogWrites.WithLabelValues("lineage", "failed")); got != 1 {
 		t.Errorf("failed lineage writes counted %v, want 1", got)
 	}
 	if got := testutil.ToFloat64(m.CatalogWrites.WithLabelValues("snapshot", "failed")); got != 1 {
 		t.Errorf("failed snapshot writes counted %v, want 1", got)
 	}
-	if !strings.Contains(logged.String(), "the run is unaffected") || !strings.Contains(logged.String(), "run_id=r1") {
+	if !strings.Contains(logged.String(), "the runs are unaffected") || !strings.Contains(logged.String(), "r1") {
 		t.Errorf("log:\n%s", logged.String())
 	}
 }
@@ -122,7 +126,7 @@ func TestAFailedWriteIsLoggedAndCounted(t *testing.T) {
 // their samples united.
 func TestShardsMergeIntoOneRecord(t *testing.T) {
 	s := openStore(t)
-	r := New(Config{Store: s})
+	r := started(t, Config{Store: s})
 	run := finished("r1", "people")
 	run.Status = db.StatusSharded
 	if err := s.RunSubmit(context.Background(), run, nil); err != nil {
@@ -153,6 +157,7 @@ func TestShardsMergeIntoOneRecord(t *testing.T) {
 		}
 	}
 	r.RecordSharded(context.Background(), finished("r1", "people"), planOf("pw"))
+	stop(t, r)
 	src, err := s.CatalogDatasetGet(context.Background(), db.DatasetID("file:///in.csv"))
 	if err != nil {
 		t.Fatal(err)
@@ -165,6 +170,89 @@ func TestShardsMergeIntoOneRecord(t *testing.T) {
 		t.Errorf("edge %+v", src.Downstream)
 	}
 }
+
+// started is a started Recorder, stopped when the test ends.
+func started(t *testing.T, cfg Config) *Recorder {
+	t.Helper()
+	r := New(cfg)
+	r.Start()
+	t.Cleanup(func() { stop(t, r) })
+	return r
+}
+
+// stop writes what r has queued and stops it.
+func stop(t *testing.T, r *Recorder) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r.Stop(ctx)
+	if ctx.Err() != nil {
+		t.Fatal("the recorder did not stop")
+	}
+}
+
+// TestABurstSharesWrites: the records of runs that finish together are
+// written together, and every one of them lands.
+func TestABurstSharesWrites(t *testing.T) {
+	s := openStore(t)
+	m := metrics.New()
+	r := New(Config{Store: s, Metrics: m})
+	const runs = 300
+	for i := range runs {
+		run := finished(fmt.Sprintf("r%03d", i), "people")
+		r.Record(context.Background(), run, planOf("pw"), []pipeline.InvocationResult{{RowID: "default", Lineage: lineage("x://src", "x://dst", 1)}})
+	}
+	// Queued before the writer starts: it takes them in batches.
+	r.Start()
+	stop(t, r)
+	d, err := s.CatalogDatasetGet(context.Background(), db.DatasetID("x://dst"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Runs != runs || d.TotalRecords != runs || len(d.Upstream) != 1 || d.Upstream[0].Runs != runs {
+		t.Errorf("after %d runs: %d runs, %d records, upstream %+v", runs, d.Runs, d.TotalRecords, d.Upstream)
+	}
+	if got := testutil.ToFloat64(m.CatalogWrites.WithLabelValues("lineage", "ok")); got != runs {
+		t.Errorf("lineage writes counted %v, want %d", got, runs)
+	}
+	snaps, err := s.ConfigSnapshotGet(context.Background(), "people")
+	if err != nil || snaps.Latest.RunID != fmt.Sprintf("r%03d", runs-1) || snaps.Previous == nil || snaps.Previous.RunID != fmt.Sprintf("r%03d", runs-2) {
+		t.Errorf("snapshots: %+v %v", snaps, err)
+	}
+}
+
+// TestAFullQueueDropsRecords: a recorder whose writer cannot keep up drops
+// what does not fit, counted failed, instead of holding up the runs.
+func TestAFullQueueDropsRecords(t *testing.T) {
+	m := metrics.New()
+	r := New(Config{Store: openStore(t), Metrics: m, Queue: 2})
+	for i := range 5 {
+		r.Record(context.Background(), finished(fmt.Sprintf("r%d", i), "people"), planOf("pw"), []pipeline.InvocationResult{{RowID: "default", Lineage: lineage("x://a", "x://b", 1)}})
+	}
+	if got := testutil.ToFloat64(m.CatalogWrites.WithLabelValues("lineage", "failed")); got != 3 {
+		t.Errorf("dropped lineage writes counted %v, want 3", got)
+	}
+	r.Start()
+	stop(t, r)
+	if got := testutil.ToFloat64(m.CatalogWrites.WithLabelValues("lineage", "ok")); got != 2 {
+		t.Errorf("lineage writes counted %v, want the 2 queued", got)
+	}
+}
+
+// lockedHandler serializes a handler's writes to a buffer the test reads.
+type lockedHandler struct {
+	mu sync.Mutex
+	h  slog.Handler
+}
+
+func (l *lockedHandler) Enabled(ctx context.Context, lvl slog.Level) bool { return l.h.Enabled(ctx, lvl) }
+func (l *lockedHandler) Handle(ctx context.Context, rec slog.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.h.Handle(ctx, rec)
+}
+func (l *lockedHandler) WithAttrs(a []slog.Attr) slog.Handler { return &lockedHandler{h: l.h.WithAttrs(a)} }
+func (l *lockedHandler) WithGroup(g string) slog.Handler      { return &lockedHandler{h: l.h.WithGroup(g)} }
 
 func equalColumns(a, b []db.SchemaColumn) bool {
 	if len(a) != len(b) {

@@ -63,16 +63,17 @@ func toSide(o pipeline.Observation) side {
 	return s
 }
 
-// RecordSharded records a sharded run once, as one invocation of its
-// single row: the datasets its completed shards reported, their counts
-// summed, their schemas merged; plus the config it executed. A nil
-// Recorder records nothing.
+// RecordSharded queues the record of a sharded run, made once, as one
+// invocation of its single row: the datasets its completed shards
+// reported (read back from the store), their counts summed, their schemas
+// merged; and the config it executed. A nil Recorder records nothing.
 func (r *Recorder) RecordSharded(ctx context.Context, run *db.RunRecord, plan *pipeline.Plan) {
 	if r == nil || run == nil || plan == nil || len(plan.Invocations) != 1 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.Budget)
 	defer cancel()
+	p := pending{runID: run.RunID, snapshot: r.snapshot(run, plan)}
 	var docs []json.RawMessage
 	err := r.attempt(ctx, func(ctx context.Context) error {
 		var err error
@@ -80,7 +81,10 @@ func (r *Recorder) RecordSharded(ctx context.Context, run *db.RunRecord, plan *p
 		return err
 	})
 	if err != nil {
-		r.report("lineage", run.RunID, err)
+		r.cfg.Log.Warn("read the lineage of a sharded run's shards; its datasets are left out", "run_id", run.RunID, "error", err)
+		if r.cfg.Metrics != nil {
+			r.cfg.Metrics.CatalogWrites.WithLabelValues("lineage", "failed").Inc()
+		}
 	}
 	var merged pipeline.Lineage
 	for _, raw := range docs {
@@ -92,14 +96,14 @@ func (r *Recorder) RecordSharded(ctx context.Context, run *db.RunRecord, plan *p
 		merged.Source = mergeSide(merged.Source, doc.Source)
 		merged.Sink = mergeSide(merged.Sink, doc.Sink)
 	}
-	if len(merged.Source.Datasets)+len(merged.Sink.Datasets) > 0 {
-		var took time.Duration
-		if run.StartedAt != nil && run.FinishedAt != nil {
-			took = run.FinishedAt.Sub(*run.StartedAt)
-		}
-		r.lineage(ctx, run, plan, plan.Invocations[0].RowID, took, merged, redact.New(plan.Secrets, r.cfg.Secrets))
+	var took time.Duration
+	if run.StartedAt != nil && run.FinishedAt != nil {
+		took = run.FinishedAt.Sub(*run.StartedAt)
 	}
-	r.snapshot(ctx, run, plan)
+	if inv, ok := invocation(run, plan, plan.Invocations[0].RowID, took, merged, redact.New(plan.Secrets, r.cfg.Secrets)); ok {
+		p.invocations = append(p.invocations, inv)
+	}
+	r.enqueue(p)
 }
 
 // mergeSide adds a shard's side to the run's: counts summed, each dataset

@@ -319,14 +319,8 @@ func (r *Runner) finalize(a *active, o outcome, started time.Time, red *redact.R
 		r.metrics.RunFinished(string(o.status), o.reason, elapsed, o.records)
 	}
 	r.log.Info("run finished", "run_id", rec.RunID, "status", rec.Status, "records_written", rec.RecordsWritten)
-	if r.cfg.Catalog != nil && err == nil && o.plan != nil {
-		// Beside the run's release, not before it: the run is terminal
-		// already, and a slow catalog must not keep it active.
-		r.wg.Add(1)
-		go func() {
-			defer r.wg.Done()
-			r.cfg.Catalog.Record(context.Background(), &rec, o.plan, o.results)
-		}()
+	if r.cfg.Catalog != nil && err == nil {
+		r.cfg.Catalog.Record(context.Background(), &rec, o.plan, o.results)
 	}
 }
 

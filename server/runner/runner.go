@@ -68,7 +68,8 @@ type Config struct {
 // (server/catalog). It is called once a run's terminal record is written,
 // and whatever happens in it, the run stays as recorded.
 type Catalog interface {
-	// Record records a run that executed plan, from its results.
+	// Record records a run that executed plan (nil for a run that never
+	// executed), from its results, without waiting for the database.
 	Record(ctx context.Context, run *db.RunRecord, plan *pipeline.Plan, results []pipeline.InvocationResult)
 	// RecordSharded records a sharded run once, from what its completed
 	// shards kept (db.ShardResult.Lineage).

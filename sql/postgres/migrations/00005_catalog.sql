@@ -28,10 +28,10 @@ CREATE TABLE faucet_catalog_datasets (
     runs          bigint      NOT NULL
 );
 
--- The listing, newest activity first, walked from its keyset cursor; the
--- kind filter has its own, since it is an equality.
+-- The listing, newest activity first, walked from its keyset cursor down
+-- until a page of rows passed the kind and uri filters: one statement with
+-- optional filters cannot choose an index per filter.
 CREATE INDEX faucet_catalog_datasets_seen_idx ON faucet_catalog_datasets (last_seen, id);
-CREATE INDEX faucet_catalog_datasets_kind_idx ON faucet_catalog_datasets (kind, last_seen, id);
 
 -- One row per schema a dataset was seen with, appended only when its hash
 -- differs from the newest row's.
@@ -64,8 +64,8 @@ CREATE TABLE faucet_catalog_edges (
 CREATE INDEX faucet_catalog_edges_dst_idx ON faucet_catalog_edges (dst_id, src_id);
 CREATE INDEX faucet_catalog_edges_seen_idx ON faucet_catalog_edges (last_seen, src_id, dst_id);
 
--- Per-run volume points of a dataset, the newest 500 kept. The unique key
--- makes recording an invocation again (a retried write) a no-op.
+-- Per-run volume points of a dataset, the newest 500 recorded kept. The
+-- unique key keeps an invocation's row from being recorded twice.
 CREATE TABLE faucet_catalog_stats (
     seq         bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     dataset_id  text        NOT NULL REFERENCES faucet_catalog_datasets (id),
@@ -77,10 +77,13 @@ CREATE TABLE faucet_catalog_stats (
     records     bigint      NOT NULL,
     bytes       bigint,
     duration_ms bigint      NOT NULL,
-    UNIQUE (dataset_id, run_id, row_id, role)
+    UNIQUE (run_id, row_id, dataset_id, role)
 );
 
-CREATE INDEX faucet_catalog_stats_recent_idx ON faucet_catalog_stats (dataset_id, recorded_at, seq);
+-- A detail read's newest points and the cap's trim, both in recording
+-- order (the unique key, run first, finds what a run recorded). Every index
+-- is paid for by each row a run records and each the cap drops.
+CREATE INDEX faucet_catalog_stats_seq_idx ON faucet_catalog_stats (dataset_id, seq);
 
 -- The redacted, resolved config of a pipeline's last run, and of the run
 -- before it, for faucet plan --diff.

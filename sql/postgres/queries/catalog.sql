@@ -1,24 +1,18 @@
--- name: CatalogStatInsert :execrows
-INSERT INTO faucet_catalog_stats (dataset_id, run_id, row_id, role, recorded_at, status, records, bytes, duration_ms)
-VALUES (@dataset_id, @run_id, @row_id, @role, @recorded_at, @status, @records, sqlc.narg(bytes), @duration_ms)
-ON CONFLICT (dataset_id, run_id, row_id, role) DO NOTHING;
-
--- name: CatalogStatPrune :execrows
-DELETE FROM faucet_catalog_stats
-WHERE seq IN (
-    SELECT s.seq FROM faucet_catalog_stats s
-    WHERE s.dataset_id = @dataset_id
-    ORDER BY s.recorded_at DESC, s.seq DESC
-    OFFSET @keep
-);
+-- name: CatalogRecorded :many
+-- The invocations of these runs recorded already.
+SELECT DISTINCT run_id, row_id FROM faucet_catalog_stats WHERE run_id = ANY (@run_ids::text[]);
 
 -- name: CatalogDatasetUpsert :exec
--- Counters add up; the fields of the latest run are taken from whichever
+-- The batch's datasets, each once, as the Store aggregated them. Counters
+-- add up, and the fields of the latest run are taken from whichever
 -- write is newer, so concurrent recorders converge whatever their order.
+-- The rows come in id order, which is the order their locks are taken in.
 INSERT INTO faucet_catalog_datasets AS d (id, uri, uri_folded, kind, as_source, as_sink, first_seen, last_seen,
     last_run_id, pipeline, last_records, total_records, runs)
-VALUES (@id, @uri, @uri_folded, @kind, @as_source, @as_sink, @recorded_at, @recorded_at,
-    @run_id, @pipeline, @records, @records, 1)
+SELECT unnest(@ids::text[]), unnest(@uris::text[]), unnest(@folded::text[]), unnest(@kinds::text[]),
+    unnest(@as_source::boolean[]), unnest(@as_sink::boolean[]), unnest(@first_seen::timestamptz[]), unnest(@last_seen::timestamptz[]),
+    unnest(@last_run_ids::text[]), unnest(@pipelines::text[]), unnest(@last_records::bigint[]), unnest(@total_records::bigint[]), unnest(@runs::bigint[])
+ORDER BY 1
 ON CONFLICT (id) DO UPDATE SET
     as_source = d.as_source OR excluded.as_source,
     as_sink = d.as_sink OR excluded.as_sink,
@@ -29,7 +23,25 @@ ON CONFLICT (id) DO UPDATE SET
     pipeline = CASE WHEN excluded.last_seen >= d.last_seen THEN excluded.pipeline ELSE d.pipeline END,
     last_records = CASE WHEN excluded.last_seen >= d.last_seen THEN excluded.last_records ELSE d.last_records END,
     total_records = d.total_records + excluded.total_records,
-    runs = d.runs + 1;
+    runs = d.runs + excluded.runs;
+
+-- name: CatalogStatInsert :exec
+-- A row recorded already is kept as it is. bytes -1 is unknown.
+INSERT INTO faucet_catalog_stats (dataset_id, run_id, row_id, role, recorded_at, status, records, bytes, duration_ms)
+SELECT unnest(@dataset_ids::text[]), unnest(@run_ids::text[]), unnest(@row_ids::text[]), unnest(@roles::text[]),
+    unnest(@recorded_at::timestamptz[]), unnest(@statuses::text[]), unnest(@records::bigint[]),
+    NULLIF(unnest(@bytes::bigint[]), -1), unnest(@duration_ms::bigint[])
+ON CONFLICT (run_id, row_id, dataset_id, role) DO NOTHING;
+
+-- name: CatalogStatPrune :execrows
+-- Keeps a dataset's newest keep rows, in the order they were recorded.
+DELETE FROM faucet_catalog_stats
+WHERE dataset_id = @dataset_id::text AND seq <= (
+    SELECT s.seq FROM faucet_catalog_stats s
+    WHERE s.dataset_id = @dataset_id::text
+    ORDER BY s.seq DESC
+    OFFSET @keep LIMIT 1
+);
 
 -- name: CatalogSchemaVersionAppend :execrows
 -- The dataset's row is locked by its upsert earlier in the transaction, so
@@ -43,7 +55,10 @@ WHERE COALESCE((SELECT n.schema_hash FROM faucet_catalog_schema_versions n
 
 -- name: CatalogEdgeUpsert :exec
 INSERT INTO faucet_catalog_edges AS e (src_id, dst_id, pipeline, row_id, first_seen, last_seen, last_run_id, runs, last_records)
-VALUES (@src_id, @dst_id, @pipeline, @row_id, @recorded_at, @recorded_at, @run_id, 1, @records)
+SELECT unnest(@src_ids::text[]), unnest(@dst_ids::text[]), unnest(@pipelines::text[]), unnest(@row_ids::text[]),
+    unnest(@first_seen::timestamptz[]), unnest(@last_seen::timestamptz[]), unnest(@last_run_ids::text[]),
+    unnest(@runs::bigint[]), unnest(@last_records::bigint[])
+ORDER BY 1, 2
 ON CONFLICT (src_id, dst_id) DO UPDATE SET
     first_seen = LEAST(e.first_seen, excluded.first_seen),
     last_seen = GREATEST(e.last_seen, excluded.last_seen),
@@ -51,7 +66,7 @@ ON CONFLICT (src_id, dst_id) DO UPDATE SET
     row_id = CASE WHEN excluded.last_seen >= e.last_seen THEN excluded.row_id ELSE e.row_id END,
     last_run_id = CASE WHEN excluded.last_seen >= e.last_seen THEN excluded.last_run_id ELSE e.last_run_id END,
     last_records = CASE WHEN excluded.last_seen >= e.last_seen THEN excluded.last_records ELSE e.last_records END,
-    runs = e.runs + 1;
+    runs = e.runs + excluded.runs;
 
 -- name: CatalogDatasetList :many
 SELECT d.id, d.uri, d.kind, d.as_source, d.as_sink, d.first_seen, d.last_seen, d.last_run_id, d.pipeline,
@@ -93,7 +108,7 @@ LIMIT @page_limit;
 -- name: CatalogStatList :many
 SELECT recorded_at, run_id, row_id, role, status, records, bytes, duration_ms FROM faucet_catalog_stats
 WHERE dataset_id = @dataset_id
-ORDER BY recorded_at DESC, seq DESC
+ORDER BY seq DESC
 LIMIT @page_limit;
 
 -- name: CatalogEdgeListTo :many

@@ -1,25 +1,19 @@
--- name: CatalogStatInsert :execrows
-INSERT INTO faucet_catalog_stats (dataset_id, run_id, row_id, role, recorded_at, status, records, bytes, duration_ms)
-VALUES (sqlc.arg(dataset_id), sqlc.arg(run_id), sqlc.arg(row_id), sqlc.arg(role), sqlc.arg(recorded_at),
-        sqlc.arg(status), sqlc.arg(records), sqlc.narg(bytes), sqlc.arg(duration_ms))
-ON CONFLICT (dataset_id, run_id, row_id, role) DO NOTHING;
-
--- name: CatalogStatPrune :execrows
-DELETE FROM faucet_catalog_stats
-WHERE seq IN (
-    SELECT s.seq FROM faucet_catalog_stats s
-    WHERE s.dataset_id = sqlc.arg(dataset_id)
-    ORDER BY s.recorded_at DESC, s.seq DESC
-    LIMIT -1 OFFSET sqlc.arg(keep)
-);
+-- name: CatalogRecorded :many
+-- The invocations of these runs (a JSON array of ids) recorded already.
+SELECT DISTINCT s.run_id, s.row_id FROM faucet_catalog_stats s
+WHERE s.run_id IN (SELECT j.value FROM json_each(CAST(sqlc.arg(run_ids) AS TEXT)) j);
 
 -- name: CatalogDatasetUpsert :exec
--- Counters add up; the fields of the latest run are taken from whichever
--- write is newer, so concurrent recorders converge whatever their order.
+-- One dataset of a batch as the Store aggregated it: a statement per row,
+-- which in process costs less than decoding the rows of one statement's
+-- JSON. Counters add up, and the fields of the latest run are taken from
+-- whichever write is newer, so concurrent recorders converge whatever
+-- their order.
 INSERT INTO faucet_catalog_datasets (id, uri, uri_folded, kind, as_source, as_sink, first_seen, last_seen,
     last_run_id, pipeline, last_records, total_records, runs)
 VALUES (sqlc.arg(id), sqlc.arg(uri), sqlc.arg(uri_folded), sqlc.arg(kind), sqlc.arg(as_source), sqlc.arg(as_sink),
-    sqlc.arg(recorded_at), sqlc.arg(recorded_at), sqlc.arg(run_id), sqlc.arg(pipeline), sqlc.arg(records), sqlc.arg(records), 1)
+    sqlc.arg(first_seen), sqlc.arg(last_seen), sqlc.arg(last_run_id), sqlc.arg(pipeline), sqlc.arg(last_records),
+    sqlc.arg(total_records), sqlc.arg(runs))
 ON CONFLICT (id) DO UPDATE SET
     as_source = max(faucet_catalog_datasets.as_source, excluded.as_source),
     as_sink = max(faucet_catalog_datasets.as_sink, excluded.as_sink),
@@ -30,7 +24,24 @@ ON CONFLICT (id) DO UPDATE SET
     pipeline = CASE WHEN excluded.last_seen >= faucet_catalog_datasets.last_seen THEN excluded.pipeline ELSE faucet_catalog_datasets.pipeline END,
     last_records = CASE WHEN excluded.last_seen >= faucet_catalog_datasets.last_seen THEN excluded.last_records ELSE faucet_catalog_datasets.last_records END,
     total_records = faucet_catalog_datasets.total_records + excluded.total_records,
-    runs = faucet_catalog_datasets.runs + 1;
+    runs = faucet_catalog_datasets.runs + excluded.runs;
+
+-- name: CatalogStatInsert :exec
+-- A row recorded already is kept as it is.
+INSERT INTO faucet_catalog_stats (dataset_id, run_id, row_id, role, recorded_at, status, records, bytes, duration_ms)
+VALUES (sqlc.arg(dataset_id), sqlc.arg(run_id), sqlc.arg(row_id), sqlc.arg(role), sqlc.arg(recorded_at),
+    sqlc.arg(status), sqlc.arg(records), sqlc.narg(bytes), sqlc.arg(duration_ms))
+ON CONFLICT (run_id, row_id, dataset_id, role) DO NOTHING;
+
+-- name: CatalogStatPrune :execrows
+-- Keeps a dataset's newest keep rows, in the order they were recorded.
+DELETE FROM faucet_catalog_stats
+WHERE faucet_catalog_stats.dataset_id = sqlc.arg(dataset_id) AND faucet_catalog_stats.seq <= (
+    SELECT s.seq FROM faucet_catalog_stats s
+    WHERE s.dataset_id = sqlc.arg(dataset_id)
+    ORDER BY s.seq DESC
+    LIMIT 1 OFFSET sqlc.arg(keep)
+);
 
 -- name: CatalogSchemaVersionAppend :execrows
 -- Writes take SQLite's write lock for their whole transaction, so
@@ -44,8 +55,8 @@ WHERE COALESCE((SELECT n.schema_hash FROM faucet_catalog_schema_versions n
 
 -- name: CatalogEdgeUpsert :exec
 INSERT INTO faucet_catalog_edges (src_id, dst_id, pipeline, row_id, first_seen, last_seen, last_run_id, runs, last_records)
-VALUES (sqlc.arg(src_id), sqlc.arg(dst_id), sqlc.arg(pipeline), sqlc.arg(row_id), sqlc.arg(recorded_at), sqlc.arg(recorded_at),
-    sqlc.arg(run_id), 1, sqlc.arg(records))
+VALUES (sqlc.arg(src_id), sqlc.arg(dst_id), sqlc.arg(pipeline), sqlc.arg(row_id), sqlc.arg(first_seen), sqlc.arg(last_seen),
+    sqlc.arg(last_run_id), sqlc.arg(runs), sqlc.arg(last_records))
 ON CONFLICT (src_id, dst_id) DO UPDATE SET
     first_seen = min(faucet_catalog_edges.first_seen, excluded.first_seen),
     last_seen = max(faucet_catalog_edges.last_seen, excluded.last_seen),
@@ -53,7 +64,7 @@ ON CONFLICT (src_id, dst_id) DO UPDATE SET
     row_id = CASE WHEN excluded.last_seen >= faucet_catalog_edges.last_seen THEN excluded.row_id ELSE faucet_catalog_edges.row_id END,
     last_run_id = CASE WHEN excluded.last_seen >= faucet_catalog_edges.last_seen THEN excluded.last_run_id ELSE faucet_catalog_edges.last_run_id END,
     last_records = CASE WHEN excluded.last_seen >= faucet_catalog_edges.last_seen THEN excluded.last_records ELSE faucet_catalog_edges.last_records END,
-    runs = faucet_catalog_edges.runs + 1;
+    runs = faucet_catalog_edges.runs + excluded.runs;
 
 -- name: CatalogDatasetList :many
 SELECT d.id, d.uri, d.kind, d.as_source, d.as_sink, d.first_seen, d.last_seen, d.last_run_id, d.pipeline,
@@ -91,7 +102,7 @@ LIMIT sqlc.arg(row_limit);
 -- name: CatalogStatList :many
 SELECT recorded_at, run_id, row_id, role, status, records, bytes, duration_ms FROM faucet_catalog_stats
 WHERE dataset_id = sqlc.arg(dataset_id)
-ORDER BY recorded_at DESC, seq DESC
+ORDER BY seq DESC
 LIMIT sqlc.arg(row_limit);
 
 -- name: CatalogEdgeListTo :many

@@ -160,8 +160,10 @@ func (q *Queries) CatalogDatasetList(ctx context.Context, arg CatalogDatasetList
 const catalogDatasetUpsert = `-- name: CatalogDatasetUpsert :exec
 INSERT INTO faucet_catalog_datasets AS d (id, uri, uri_folded, kind, as_source, as_sink, first_seen, last_seen,
     last_run_id, pipeline, last_records, total_records, runs)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $7,
-    $8, $9, $10, $10, 1)
+SELECT unnest($1::text[]), unnest($2::text[]), unnest($3::text[]), unnest($4::text[]),
+    unnest($5::boolean[]), unnest($6::boolean[]), unnest($7::timestamptz[]), unnest($8::timestamptz[]),
+    unnest($9::text[]), unnest($10::text[]), unnest($11::bigint[]), unnest($12::bigint[]), unnest($13::bigint[])
+ORDER BY 1
 ON CONFLICT (id) DO UPDATE SET
     as_source = d.as_source OR excluded.as_source,
     as_sink = d.as_sink OR excluded.as_sink,
@@ -172,36 +174,44 @@ ON CONFLICT (id) DO UPDATE SET
     pipeline = CASE WHEN excluded.last_seen >= d.last_seen THEN excluded.pipeline ELSE d.pipeline END,
     last_records = CASE WHEN excluded.last_seen >= d.last_seen THEN excluded.last_records ELSE d.last_records END,
     total_records = d.total_records + excluded.total_records,
-    runs = d.runs + 1
+    runs = d.runs + excluded.runs
 `
 
 type CatalogDatasetUpsertParams struct {
-	ID         string
-	Uri        string
-	UriFolded  string
-	Kind       string
-	AsSource   bool
-	AsSink     bool
-	RecordedAt time.Time
-	RunID      string
-	Pipeline   string
-	Records    int64
+	Ids          []string
+	Uris         []string
+	Folded       []string
+	Kinds        []string
+	AsSource     []bool
+	AsSink       []bool
+	FirstSeen    []time.Time
+	LastSeen     []time.Time
+	LastRunIds   []string
+	Pipelines    []string
+	LastRecords  []int64
+	TotalRecords []int64
+	Runs         []int64
 }
 
-// Counters add up; the fields of the latest run are taken from whichever
+// The batch's datasets, each once, as the Store aggregated them. Counters
+// add up, and the fields of the latest run are taken from whichever
 // write is newer, so concurrent recorders converge whatever their order.
+// The rows come in id order, which is the order their locks are taken in.
 func (q *Queries) CatalogDatasetUpsert(ctx context.Context, arg CatalogDatasetUpsertParams) error {
 	_, err := q.db.Exec(ctx, catalogDatasetUpsert,
-		arg.ID,
-		arg.Uri,
-		arg.UriFolded,
-		arg.Kind,
+		arg.Ids,
+		arg.Uris,
+		arg.Folded,
+		arg.Kinds,
 		arg.AsSource,
 		arg.AsSink,
-		arg.RecordedAt,
-		arg.RunID,
-		arg.Pipeline,
-		arg.Records,
+		arg.FirstSeen,
+		arg.LastSeen,
+		arg.LastRunIds,
+		arg.Pipelines,
+		arg.LastRecords,
+		arg.TotalRecords,
+		arg.Runs,
 	)
 	return err
 }
@@ -416,7 +426,10 @@ func (q *Queries) CatalogEdgeListTouching(ctx context.Context, arg CatalogEdgeLi
 
 const catalogEdgeUpsert = `-- name: CatalogEdgeUpsert :exec
 INSERT INTO faucet_catalog_edges AS e (src_id, dst_id, pipeline, row_id, first_seen, last_seen, last_run_id, runs, last_records)
-VALUES ($1, $2, $3, $4, $5, $5, $6, 1, $7)
+SELECT unnest($1::text[]), unnest($2::text[]), unnest($3::text[]), unnest($4::text[]),
+    unnest($5::timestamptz[]), unnest($6::timestamptz[]), unnest($7::text[]),
+    unnest($8::bigint[]), unnest($9::bigint[])
+ORDER BY 1, 2
 ON CONFLICT (src_id, dst_id) DO UPDATE SET
     first_seen = LEAST(e.first_seen, excluded.first_seen),
     last_seen = GREATEST(e.last_seen, excluded.last_seen),
@@ -424,30 +437,64 @@ ON CONFLICT (src_id, dst_id) DO UPDATE SET
     row_id = CASE WHEN excluded.last_seen >= e.last_seen THEN excluded.row_id ELSE e.row_id END,
     last_run_id = CASE WHEN excluded.last_seen >= e.last_seen THEN excluded.last_run_id ELSE e.last_run_id END,
     last_records = CASE WHEN excluded.last_seen >= e.last_seen THEN excluded.last_records ELSE e.last_records END,
-    runs = e.runs + 1
+    runs = e.runs + excluded.runs
 `
 
 type CatalogEdgeUpsertParams struct {
-	SrcID      string
-	DstID      string
-	Pipeline   string
-	RowID      string
-	RecordedAt time.Time
-	RunID      string
-	Records    int64
+	SrcIds      []string
+	DstIds      []string
+	Pipelines   []string
+	RowIds      []string
+	FirstSeen   []time.Time
+	LastSeen    []time.Time
+	LastRunIds  []string
+	Runs        []int64
+	LastRecords []int64
 }
 
 func (q *Queries) CatalogEdgeUpsert(ctx context.Context, arg CatalogEdgeUpsertParams) error {
 	_, err := q.db.Exec(ctx, catalogEdgeUpsert,
-		arg.SrcID,
-		arg.DstID,
-		arg.Pipeline,
-		arg.RowID,
-		arg.RecordedAt,
-		arg.RunID,
-		arg.Records,
+		arg.SrcIds,
+		arg.DstIds,
+		arg.Pipelines,
+		arg.RowIds,
+		arg.FirstSeen,
+		arg.LastSeen,
+		arg.LastRunIds,
+		arg.Runs,
+		arg.LastRecords,
 	)
 	return err
+}
+
+const catalogRecorded = `-- name: CatalogRecorded :many
+SELECT DISTINCT run_id, row_id FROM faucet_catalog_stats WHERE run_id = ANY ($1::text[])
+`
+
+type CatalogRecordedRow struct {
+	RunID string
+	RowID string
+}
+
+// The invocations of these runs recorded already.
+func (q *Queries) CatalogRecorded(ctx context.Context, runIds []string) ([]CatalogRecordedRow, error) {
+	rows, err := q.db.Query(ctx, catalogRecorded, runIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CatalogRecordedRow
+	for rows.Next() {
+		var i CatalogRecordedRow
+		if err := rows.Scan(&i.RunID, &i.RowID); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const catalogSchemaVersionAppend = `-- name: CatalogSchemaVersionAppend :execrows
@@ -523,46 +570,46 @@ func (q *Queries) CatalogSchemaVersionList(ctx context.Context, arg CatalogSchem
 	return items, nil
 }
 
-const catalogStatInsert = `-- name: CatalogStatInsert :execrows
+const catalogStatInsert = `-- name: CatalogStatInsert :exec
 INSERT INTO faucet_catalog_stats (dataset_id, run_id, row_id, role, recorded_at, status, records, bytes, duration_ms)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-ON CONFLICT (dataset_id, run_id, row_id, role) DO NOTHING
+SELECT unnest($1::text[]), unnest($2::text[]), unnest($3::text[]), unnest($4::text[]),
+    unnest($5::timestamptz[]), unnest($6::text[]), unnest($7::bigint[]),
+    NULLIF(unnest($8::bigint[]), -1), unnest($9::bigint[])
+ON CONFLICT (run_id, row_id, dataset_id, role) DO NOTHING
 `
 
 type CatalogStatInsertParams struct {
-	DatasetID  string
-	RunID      string
-	RowID      string
-	Role       string
-	RecordedAt time.Time
-	Status     string
-	Records    int64
-	Bytes      *int64
-	DurationMs int64
+	DatasetIds []string
+	RunIds     []string
+	RowIds     []string
+	Roles      []string
+	RecordedAt []time.Time
+	Statuses   []string
+	Records    []int64
+	Bytes      []int64
+	DurationMs []int64
 }
 
-func (q *Queries) CatalogStatInsert(ctx context.Context, arg CatalogStatInsertParams) (int64, error) {
-	result, err := q.db.Exec(ctx, catalogStatInsert,
-		arg.DatasetID,
-		arg.RunID,
-		arg.RowID,
-		arg.Role,
+// A row recorded already is kept as it is. bytes -1 is unknown.
+func (q *Queries) CatalogStatInsert(ctx context.Context, arg CatalogStatInsertParams) error {
+	_, err := q.db.Exec(ctx, catalogStatInsert,
+		arg.DatasetIds,
+		arg.RunIds,
+		arg.RowIds,
+		arg.Roles,
 		arg.RecordedAt,
-		arg.Status,
+		arg.Statuses,
 		arg.Records,
 		arg.Bytes,
 		arg.DurationMs,
 	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
+	return err
 }
 
 const catalogStatList = `-- name: CatalogStatList :many
 SELECT recorded_at, run_id, row_id, role, status, records, bytes, duration_ms FROM faucet_catalog_stats
 WHERE dataset_id = $1
-ORDER BY recorded_at DESC, seq DESC
+ORDER BY seq DESC
 LIMIT $2
 `
 
@@ -613,11 +660,11 @@ func (q *Queries) CatalogStatList(ctx context.Context, arg CatalogStatListParams
 
 const catalogStatPrune = `-- name: CatalogStatPrune :execrows
 DELETE FROM faucet_catalog_stats
-WHERE seq IN (
+WHERE dataset_id = $1::text AND seq <= (
     SELECT s.seq FROM faucet_catalog_stats s
-    WHERE s.dataset_id = $1
-    ORDER BY s.recorded_at DESC, s.seq DESC
-    OFFSET $2
+    WHERE s.dataset_id = $1::text
+    ORDER BY s.seq DESC
+    OFFSET $2 LIMIT 1
 )
 `
 
@@ -626,6 +673,7 @@ type CatalogStatPruneParams struct {
 	Keep      int32
 }
 
+// Keeps a dataset's newest keep rows, in the order they were recorded.
 func (q *Queries) CatalogStatPrune(ctx context.Context, arg CatalogStatPruneParams) (int64, error) {
 	result, err := q.db.Exec(ctx, catalogStatPrune, arg.DatasetID, arg.Keep)
 	if err != nil {

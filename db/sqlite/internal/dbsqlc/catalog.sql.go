@@ -159,7 +159,8 @@ const catalogDatasetUpsert = `-- name: CatalogDatasetUpsert :exec
 INSERT INTO faucet_catalog_datasets (id, uri, uri_folded, kind, as_source, as_sink, first_seen, last_seen,
     last_run_id, pipeline, last_records, total_records, runs)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6,
-    ?7, ?7, ?8, ?9, ?10, ?10, 1)
+    ?7, ?8, ?9, ?10, ?11,
+    ?12, ?13)
 ON CONFLICT (id) DO UPDATE SET
     as_source = max(faucet_catalog_datasets.as_source, excluded.as_source),
     as_sink = max(faucet_catalog_datasets.as_sink, excluded.as_sink),
@@ -170,24 +171,30 @@ ON CONFLICT (id) DO UPDATE SET
     pipeline = CASE WHEN excluded.last_seen >= faucet_catalog_datasets.last_seen THEN excluded.pipeline ELSE faucet_catalog_datasets.pipeline END,
     last_records = CASE WHEN excluded.last_seen >= faucet_catalog_datasets.last_seen THEN excluded.last_records ELSE faucet_catalog_datasets.last_records END,
     total_records = faucet_catalog_datasets.total_records + excluded.total_records,
-    runs = faucet_catalog_datasets.runs + 1
+    runs = faucet_catalog_datasets.runs + excluded.runs
 `
 
 type CatalogDatasetUpsertParams struct {
-	ID         string
-	Uri        string
-	UriFolded  string
-	Kind       string
-	AsSource   int64
-	AsSink     int64
-	RecordedAt int64
-	RunID      string
-	Pipeline   string
-	Records    int64
+	ID           string
+	Uri          string
+	UriFolded    string
+	Kind         string
+	AsSource     int64
+	AsSink       int64
+	FirstSeen    int64
+	LastSeen     int64
+	LastRunID    string
+	Pipeline     string
+	LastRecords  int64
+	TotalRecords int64
+	Runs         int64
 }
 
-// Counters add up; the fields of the latest run are taken from whichever
-// write is newer, so concurrent recorders converge whatever their order.
+// One dataset of a batch as the Store aggregated it: a statement per row,
+// which in process costs less than decoding the rows of one statement's
+// JSON. Counters add up, and the fields of the latest run are taken from
+// whichever write is newer, so concurrent recorders converge whatever
+// their order.
 func (q *Queries) CatalogDatasetUpsert(ctx context.Context, arg CatalogDatasetUpsertParams) error {
 	_, err := q.db.ExecContext(ctx, catalogDatasetUpsert,
 		arg.ID,
@@ -196,10 +203,13 @@ func (q *Queries) CatalogDatasetUpsert(ctx context.Context, arg CatalogDatasetUp
 		arg.Kind,
 		arg.AsSource,
 		arg.AsSink,
-		arg.RecordedAt,
-		arg.RunID,
+		arg.FirstSeen,
+		arg.LastSeen,
+		arg.LastRunID,
 		arg.Pipeline,
-		arg.Records,
+		arg.LastRecords,
+		arg.TotalRecords,
+		arg.Runs,
 	)
 	return err
 }
@@ -428,8 +438,8 @@ func (q *Queries) CatalogEdgeListTouching(ctx context.Context, arg CatalogEdgeLi
 
 const catalogEdgeUpsert = `-- name: CatalogEdgeUpsert :exec
 INSERT INTO faucet_catalog_edges (src_id, dst_id, pipeline, row_id, first_seen, last_seen, last_run_id, runs, last_records)
-VALUES (?1, ?2, ?3, ?4, ?5, ?5,
-    ?6, 1, ?7)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6,
+    ?7, ?8, ?9)
 ON CONFLICT (src_id, dst_id) DO UPDATE SET
     first_seen = min(faucet_catalog_edges.first_seen, excluded.first_seen),
     last_seen = max(faucet_catalog_edges.last_seen, excluded.last_seen),
@@ -437,17 +447,19 @@ ON CONFLICT (src_id, dst_id) DO UPDATE SET
     row_id = CASE WHEN excluded.last_seen >= faucet_catalog_edges.last_seen THEN excluded.row_id ELSE faucet_catalog_edges.row_id END,
     last_run_id = CASE WHEN excluded.last_seen >= faucet_catalog_edges.last_seen THEN excluded.last_run_id ELSE faucet_catalog_edges.last_run_id END,
     last_records = CASE WHEN excluded.last_seen >= faucet_catalog_edges.last_seen THEN excluded.last_records ELSE faucet_catalog_edges.last_records END,
-    runs = faucet_catalog_edges.runs + 1
+    runs = faucet_catalog_edges.runs + excluded.runs
 `
 
 type CatalogEdgeUpsertParams struct {
-	SrcID      string
-	DstID      string
-	Pipeline   string
-	RowID      string
-	RecordedAt int64
-	RunID      string
-	Records    int64
+	SrcID       string
+	DstID       string
+	Pipeline    string
+	RowID       string
+	FirstSeen   int64
+	LastSeen    int64
+	LastRunID   string
+	Runs        int64
+	LastRecords int64
 }
 
 func (q *Queries) CatalogEdgeUpsert(ctx context.Context, arg CatalogEdgeUpsertParams) error {
@@ -456,11 +468,47 @@ func (q *Queries) CatalogEdgeUpsert(ctx context.Context, arg CatalogEdgeUpsertPa
 		arg.DstID,
 		arg.Pipeline,
 		arg.RowID,
-		arg.RecordedAt,
-		arg.RunID,
-		arg.Records,
+		arg.FirstSeen,
+		arg.LastSeen,
+		arg.LastRunID,
+		arg.Runs,
+		arg.LastRecords,
 	)
 	return err
+}
+
+const catalogRecorded = `-- name: CatalogRecorded :many
+SELECT DISTINCT s.run_id, s.row_id FROM faucet_catalog_stats s
+WHERE s.run_id IN (SELECT j.value FROM json_each(CAST(?1 AS TEXT)) j)
+`
+
+type CatalogRecordedRow struct {
+	RunID string
+	RowID string
+}
+
+// The invocations of these runs (a JSON array of ids) recorded already.
+func (q *Queries) CatalogRecorded(ctx context.Context, runIds string) ([]CatalogRecordedRow, error) {
+	rows, err := q.db.QueryContext(ctx, catalogRecorded, runIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CatalogRecordedRow
+	for rows.Next() {
+		var i CatalogRecordedRow
+		if err := rows.Scan(&i.RunID, &i.RowID); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const catalogSchemaVersionAppend = `-- name: CatalogSchemaVersionAppend :execrows
@@ -539,11 +587,11 @@ func (q *Queries) CatalogSchemaVersionList(ctx context.Context, arg CatalogSchem
 	return items, nil
 }
 
-const catalogStatInsert = `-- name: CatalogStatInsert :execrows
+const catalogStatInsert = `-- name: CatalogStatInsert :exec
 INSERT INTO faucet_catalog_stats (dataset_id, run_id, row_id, role, recorded_at, status, records, bytes, duration_ms)
 VALUES (?1, ?2, ?3, ?4, ?5,
-        ?6, ?7, ?8, ?9)
-ON CONFLICT (dataset_id, run_id, row_id, role) DO NOTHING
+    ?6, ?7, ?8, ?9)
+ON CONFLICT (run_id, row_id, dataset_id, role) DO NOTHING
 `
 
 type CatalogStatInsertParams struct {
@@ -558,8 +606,9 @@ type CatalogStatInsertParams struct {
 	DurationMs int64
 }
 
-func (q *Queries) CatalogStatInsert(ctx context.Context, arg CatalogStatInsertParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, catalogStatInsert,
+// A row recorded already is kept as it is.
+func (q *Queries) CatalogStatInsert(ctx context.Context, arg CatalogStatInsertParams) error {
+	_, err := q.db.ExecContext(ctx, catalogStatInsert,
 		arg.DatasetID,
 		arg.RunID,
 		arg.RowID,
@@ -570,16 +619,13 @@ func (q *Queries) CatalogStatInsert(ctx context.Context, arg CatalogStatInsertPa
 		arg.Bytes,
 		arg.DurationMs,
 	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected()
+	return err
 }
 
 const catalogStatList = `-- name: CatalogStatList :many
 SELECT recorded_at, run_id, row_id, role, status, records, bytes, duration_ms FROM faucet_catalog_stats
 WHERE dataset_id = ?1
-ORDER BY recorded_at DESC, seq DESC
+ORDER BY seq DESC
 LIMIT ?2
 `
 
@@ -633,11 +679,11 @@ func (q *Queries) CatalogStatList(ctx context.Context, arg CatalogStatListParams
 
 const catalogStatPrune = `-- name: CatalogStatPrune :execrows
 DELETE FROM faucet_catalog_stats
-WHERE seq IN (
+WHERE faucet_catalog_stats.dataset_id = ?1 AND faucet_catalog_stats.seq <= (
     SELECT s.seq FROM faucet_catalog_stats s
     WHERE s.dataset_id = ?1
-    ORDER BY s.recorded_at DESC, s.seq DESC
-    LIMIT -1 OFFSET ?2
+    ORDER BY s.seq DESC
+    LIMIT 1 OFFSET ?2
 )
 `
 
@@ -646,6 +692,7 @@ type CatalogStatPruneParams struct {
 	Keep      int64
 }
 
+// Keeps a dataset's newest keep rows, in the order they were recorded.
 func (q *Queries) CatalogStatPrune(ctx context.Context, arg CatalogStatPruneParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, catalogStatPrune, arg.DatasetID, arg.Keep)
 	if err != nil {
