@@ -6,9 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"sync"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -245,14 +245,18 @@ type lockedHandler struct {
 	h  slog.Handler
 }
 
-func (l *lockedHandler) Enabled(ctx context.Context, lvl slog.Level) bool { return l.h.Enabled(ctx, lvl) }
+func (l *lockedHandler) Enabled(ctx context.Context, lvl slog.Level) bool {
+	return l.h.Enabled(ctx, lvl)
+}
 func (l *lockedHandler) Handle(ctx context.Context, rec slog.Record) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.h.Handle(ctx, rec)
 }
-func (l *lockedHandler) WithAttrs(a []slog.Attr) slog.Handler { return &lockedHandler{h: l.h.WithAttrs(a)} }
-func (l *lockedHandler) WithGroup(g string) slog.Handler      { return &lockedHandler{h: l.h.WithGroup(g)} }
+func (l *lockedHandler) WithAttrs(a []slog.Attr) slog.Handler {
+	return &lockedHandler{h: l.h.WithAttrs(a)}
+}
+func (l *lockedHandler) WithGroup(g string) slog.Handler { return &lockedHandler{h: l.h.WithGroup(g)} }
 
 func equalColumns(a, b []db.SchemaColumn) bool {
 	if len(a) != len(b) {
