@@ -184,6 +184,9 @@ type RunRow struct {
 	Attempt        int
 	RecordsWritten int64
 	Error          *string
+	// TemplateID and TemplateVersion are both set or both nil.
+	TemplateID      *string
+	TemplateVersion *int
 	// Submission is the JSON object of what never changes after submit.
 	Submission []byte
 	// Invocations is the JSON array of the invocation results, nil until
@@ -245,6 +248,7 @@ type RunListParams struct {
 	// Statuses are OR-ed; empty means every status.
 	Statuses     []RunStatus
 	Name         *string
+	Template     *string
 	Since, Until *time.Time
 	// Cursor is the run the page starts below; empty for the first page.
 	Cursor string

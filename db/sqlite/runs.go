@@ -21,6 +21,7 @@ func (d *driver) RunInsert(ctx context.Context, p *db.RunInsertParams) error {
 		IdempotencyKey: r.IdempotencyKey, Owner: &p.Owner, LeaseExpiresAt: ptr(micros(p.LeaseExpiresAt)),
 		Attempt: int64(r.Attempt), RecordsWritten: r.RecordsWritten, Error: r.Error,
 		Submission: string(r.Submission), Invocations: textPtr(r.Invocations),
+		TemplateID: r.TemplateID, TemplateVersion: int64Ptr(r.TemplateVersion),
 	}
 	if p.Audit == nil {
 		return d.writeOne(ctx, func(ctx context.Context, q *dbsqlc.Queries) error { return q.RunInsert(ctx, arg) })
@@ -57,6 +58,7 @@ func (d *driver) RunFinish(ctx context.Context, p *db.RunFinishParams) (bool, er
 			SubmittedAt: micros(r.SubmittedAt), StartedAt: microsPtr(r.StartedAt), FinishedAt: microsPtr(r.FinishedAt),
 			IdempotencyKey: r.IdempotencyKey, Owner: &p.Owner, Attempt: int64(r.Attempt), RecordsWritten: r.RecordsWritten,
 			Error: r.Error, Submission: string(r.Submission), Invocations: textPtr(r.Invocations),
+			TemplateID: r.TemplateID, TemplateVersion: int64Ptr(r.TemplateVersion),
 		}
 		finish = func(ctx context.Context, q *dbsqlc.Queries) (bool, error) { return true, q.RunFinish(ctx, arg) }
 	}
@@ -107,11 +109,11 @@ func (d *driver) RunList(ctx context.Context, p *db.RunListParams) ([]db.RunRow,
 	var err error
 	if statuses != nil && !slices.ContainsFunc(p.Statuses, db.RunStatus.Terminal) {
 		rows, err = d.rq.RunListActive(ctx, dbsqlc.RunListActiveParams{
-			Statuses: *statuses, Name: p.Name, Since: microsPtr(p.Since), Until: microsPtr(p.Until), Cursor: p.Cursor, RowLimit: int64(p.Limit),
+			Statuses: *statuses, Name: p.Name, Template: p.Template, Since: microsPtr(p.Since), Until: microsPtr(p.Until), Cursor: p.Cursor, RowLimit: int64(p.Limit),
 		})
 	} else {
 		rows, err = d.rq.RunList(ctx, dbsqlc.RunListParams{
-			Statuses: statuses, Name: p.Name, Since: microsPtr(p.Since), Until: microsPtr(p.Until), Cursor: p.Cursor, RowLimit: int64(p.Limit),
+			Statuses: statuses, Name: p.Name, Template: p.Template, Since: microsPtr(p.Since), Until: microsPtr(p.Until), Cursor: p.Cursor, RowLimit: int64(p.Limit),
 		})
 	}
 	if err != nil {

@@ -12,6 +12,7 @@ SELECT status FROM faucet_runs WHERE run_id = @run_id;
 SELECT * FROM faucet_runs r
 WHERE (cardinality(@statuses::text[]) = 0 OR r.status = ANY (@statuses::text[]))
   AND (sqlc.narg(name)::text IS NULL OR r.name = sqlc.narg(name)::text)
+  AND (sqlc.narg(template)::text IS NULL OR r.template_id = sqlc.narg(template)::text)
   AND (sqlc.narg(since)::timestamptz IS NULL OR r.submitted_at >= sqlc.narg(since)::timestamptz)
   AND (sqlc.narg(until)::timestamptz IS NULL OR r.submitted_at <= sqlc.narg(until)::timestamptz)
   AND (r.submitted_at, r.run_id) < (
@@ -28,10 +29,12 @@ LIMIT @page_limit;
 WITH run AS (
     INSERT INTO faucet_runs (
         run_id, name, labels, status, submitted_at, started_at, finished_at, idempotency_key,
-        owner, lease_expires_at, attempt, records_written, error, submission, invocations
+        owner, lease_expires_at, attempt, records_written, error, submission, invocations,
+        template_id, template_version
     ) VALUES (
         @run_id, @name, @labels, @status, @submitted_at, @started_at, @finished_at, @idempotency_key,
-        @owner::text, @lease_expires_at::timestamptz, @attempt, @records_written, @error, @submission, @invocations
+        @owner::text, @lease_expires_at::timestamptz, @attempt, @records_written, @error, @submission, @invocations,
+        @template_id, @template_version
     )
     RETURNING run_id
 )
@@ -49,10 +52,12 @@ WHERE sqlc.narg(audit_id)::text IS NOT NULL;
 WITH run AS (
     INSERT INTO faucet_runs AS f (
         run_id, name, labels, status, submitted_at, started_at, finished_at, idempotency_key,
-        owner, lease_expires_at, attempt, records_written, error, submission, invocations
+        owner, lease_expires_at, attempt, records_written, error, submission, invocations,
+        template_id, template_version
     ) VALUES (
         @run_id, @name, @labels, @status, @submitted_at, @started_at, @finished_at, @idempotency_key,
-        @owner::text, NULL, @attempt, @records_written, @error, @submission, @invocations
+        @owner::text, NULL, @attempt, @records_written, @error, @submission, @invocations,
+        @template_id, @template_version
     )
     ON CONFLICT (run_id) DO UPDATE SET
         status = excluded.status,

@@ -1,12 +1,14 @@
 -- name: RunInsert :exec
 INSERT INTO faucet_runs (
     run_id, name, labels, status, submitted_at, started_at, finished_at,
-    idempotency_key, owner, lease_expires_at, attempt, records_written, error, submission, invocations
+    idempotency_key, owner, lease_expires_at, attempt, records_written, error, submission, invocations,
+    template_id, template_version
 ) VALUES (
     sqlc.arg(run_id), sqlc.narg(name), sqlc.arg(labels), sqlc.arg(status),
     sqlc.arg(submitted_at), sqlc.narg(started_at), sqlc.narg(finished_at),
     sqlc.narg(idempotency_key), sqlc.arg(owner), sqlc.arg(lease_expires_at),
-    sqlc.arg(attempt), sqlc.arg(records_written), sqlc.narg(error), sqlc.arg(submission), sqlc.narg(invocations)
+    sqlc.arg(attempt), sqlc.arg(records_written), sqlc.narg(error), sqlc.arg(submission), sqlc.narg(invocations),
+    sqlc.narg(template_id), sqlc.narg(template_version)
 );
 
 -- RunFinish writes a run's terminal columns, inserting the whole run when
@@ -14,12 +16,14 @@ INSERT INTO faucet_runs (
 -- name: RunFinish :exec
 INSERT INTO faucet_runs (
     run_id, name, labels, status, submitted_at, started_at, finished_at,
-    idempotency_key, owner, lease_expires_at, attempt, records_written, error, submission, invocations
+    idempotency_key, owner, lease_expires_at, attempt, records_written, error, submission, invocations,
+    template_id, template_version
 ) VALUES (
     sqlc.arg(run_id), sqlc.narg(name), sqlc.arg(labels), sqlc.arg(status),
     sqlc.arg(submitted_at), sqlc.narg(started_at), sqlc.narg(finished_at),
     sqlc.narg(idempotency_key), sqlc.arg(owner), NULL,
-    sqlc.arg(attempt), sqlc.arg(records_written), sqlc.narg(error), sqlc.arg(submission), sqlc.narg(invocations)
+    sqlc.arg(attempt), sqlc.arg(records_written), sqlc.narg(error), sqlc.arg(submission), sqlc.narg(invocations),
+    sqlc.narg(template_id), sqlc.narg(template_version)
 )
 ON CONFLICT (run_id) DO UPDATE SET
     status = excluded.status,
@@ -62,6 +66,7 @@ WHERE run_id IN (SELECT value FROM json_each(CAST(sqlc.arg(run_ids) AS TEXT)));
 SELECT * FROM faucet_runs
 WHERE (CAST(sqlc.narg(statuses) AS TEXT) IS NULL OR status IN (SELECT value FROM json_each(sqlc.narg(statuses))))
   AND (CAST(sqlc.narg(name) AS TEXT) IS NULL OR name = sqlc.narg(name))
+  AND (CAST(sqlc.narg(template) AS TEXT) IS NULL OR template_id = sqlc.narg(template))
   AND (CAST(sqlc.narg(since) AS INTEGER) IS NULL OR submitted_at >= sqlc.narg(since))
   AND (CAST(sqlc.narg(until) AS INTEGER) IS NULL OR submitted_at <= sqlc.narg(until))
   AND (submitted_at, run_id) < (
@@ -78,6 +83,7 @@ LIMIT sqlc.arg(row_limit);
 SELECT * FROM faucet_runs INDEXED BY faucet_runs_status_submitted_idx
 WHERE status IN (SELECT value FROM json_each(CAST(sqlc.arg(statuses) AS TEXT)))
   AND (CAST(sqlc.narg(name) AS TEXT) IS NULL OR name = sqlc.narg(name))
+  AND (CAST(sqlc.narg(template) AS TEXT) IS NULL OR template_id = sqlc.narg(template))
   AND (CAST(sqlc.narg(since) AS INTEGER) IS NULL OR submitted_at >= sqlc.narg(since))
   AND (CAST(sqlc.narg(until) AS INTEGER) IS NULL OR submitted_at <= sqlc.narg(until))
   AND (submitted_at, run_id) < (
