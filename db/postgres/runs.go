@@ -82,9 +82,17 @@ func (d *driver) RunList(ctx context.Context, p *db.RunListParams) ([]db.RunRow,
 	for i, st := range p.Statuses {
 		statuses[i] = string(st)
 	}
-	rows, err := d.q.RunList(ctx, dbsqlc.RunListParams{
-		Statuses: statuses, Name: p.Name, Template: p.Template, Since: p.Since, Until: p.Until, Cursor: p.Cursor, PageLimit: int32(p.Limit),
-	})
+	var rows []dbsqlc.FaucetRun
+	var err error
+	if p.Template != nil {
+		rows, err = d.q.RunListTemplate(ctx, dbsqlc.RunListTemplateParams{
+			Template: *p.Template, Statuses: statuses, Name: p.Name, Since: p.Since, Until: p.Until, Cursor: p.Cursor, PageLimit: int32(p.Limit),
+		})
+	} else {
+		rows, err = d.q.RunList(ctx, dbsqlc.RunListParams{
+			Statuses: statuses, Name: p.Name, Since: p.Since, Until: p.Until, Cursor: p.Cursor, PageLimit: int32(p.Limit),
+		})
+	}
 	if err != nil {
 		return nil, interpretError(err)
 	}

@@ -93,8 +93,9 @@ func (d *driver) RunStatus(ctx context.Context, runID string) (db.RunStatus, err
 	return db.RunStatus(st), interpretError(err)
 }
 
-// RunList reads a page in one statement. Statuses runs only pass through
-// are read through the status index (RunListActive), any other filter by
+// RunList reads a page in one statement. A template's runs are read
+// through the template index (RunListTemplate), statuses runs only pass
+// through through the status index (RunListActive), any other filter by
 // walking the history newest first.
 func (d *driver) RunList(ctx context.Context, p *db.RunListParams) ([]db.RunRow, error) {
 	var statuses *string
@@ -107,13 +108,18 @@ func (d *driver) RunList(ctx context.Context, p *db.RunListParams) ([]db.RunRow,
 	}
 	var rows []dbsqlc.FaucetRun
 	var err error
-	if statuses != nil && !slices.ContainsFunc(p.Statuses, db.RunStatus.Terminal) {
-		rows, err = d.rq.RunListActive(ctx, dbsqlc.RunListActiveParams{
-			Statuses: *statuses, Name: p.Name, Template: p.Template, Since: microsPtr(p.Since), Until: microsPtr(p.Until), Cursor: p.Cursor, RowLimit: int64(p.Limit),
+	switch {
+	case p.Template != nil:
+		rows, err = d.rq.RunListTemplate(ctx, dbsqlc.RunListTemplateParams{
+			Template: p.Template, Statuses: statuses, Name: p.Name, Since: microsPtr(p.Since), Until: microsPtr(p.Until), Cursor: p.Cursor, RowLimit: int64(p.Limit),
 		})
-	} else {
+	case statuses != nil && !slices.ContainsFunc(p.Statuses, db.RunStatus.Terminal):
+		rows, err = d.rq.RunListActive(ctx, dbsqlc.RunListActiveParams{
+			Statuses: *statuses, Name: p.Name, Since: microsPtr(p.Since), Until: microsPtr(p.Until), Cursor: p.Cursor, RowLimit: int64(p.Limit),
+		})
+	default:
 		rows, err = d.rq.RunList(ctx, dbsqlc.RunListParams{
-			Statuses: statuses, Name: p.Name, Template: p.Template, Since: microsPtr(p.Since), Until: microsPtr(p.Until), Cursor: p.Cursor, RowLimit: int64(p.Limit),
+			Statuses: statuses, Name: p.Name, Since: microsPtr(p.Since), Until: microsPtr(p.Until), Cursor: p.Cursor, RowLimit: int64(p.Limit),
 		})
 	}
 	if err != nil {

@@ -79,8 +79,9 @@ CREATE TABLE faucet_template_deprecations (
     reason        text,
     FOREIGN KEY (template_id, version) REFERENCES faucet_templates ON DELETE CASCADE
 );
-CREATE UNIQUE INDEX faucet_template_deprecations_template_idx ON faucet_template_deprecations (template_id) WHERE version IS NULL;
-CREATE UNIQUE INDEX faucet_template_deprecations_version_idx ON faucet_template_deprecations (template_id, version) WHERE version IS NOT NULL;
+-- One deprecation of each: a template-level one counts as version 0, which
+-- no version has.
+CREATE UNIQUE INDEX faucet_template_deprecations_idx ON faucet_template_deprecations (template_id, coalesce(version, 0));
 
 -- +goose Down
 DROP TABLE faucet_template_deprecations;

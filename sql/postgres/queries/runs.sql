@@ -12,7 +12,23 @@ SELECT status FROM faucet_runs WHERE run_id = @run_id;
 SELECT * FROM faucet_runs r
 WHERE (cardinality(@statuses::text[]) = 0 OR r.status = ANY (@statuses::text[]))
   AND (sqlc.narg(name)::text IS NULL OR r.name = sqlc.narg(name)::text)
-  AND (sqlc.narg(template)::text IS NULL OR r.template_id = sqlc.narg(template)::text)
+  AND (sqlc.narg(since)::timestamptz IS NULL OR r.submitted_at >= sqlc.narg(since)::timestamptz)
+  AND (sqlc.narg(until)::timestamptz IS NULL OR r.submitted_at <= sqlc.narg(until)::timestamptz)
+  AND (r.submitted_at, r.run_id) < (
+      CASE WHEN @cursor::text = '' THEN 'infinity'::timestamptz
+           ELSE (SELECT c.submitted_at FROM faucet_runs c WHERE c.run_id = @cursor::text) END,
+      COALESCE((SELECT c.run_id FROM faucet_runs c WHERE c.run_id = @cursor::text), '')
+  )
+ORDER BY r.submitted_at DESC, r.run_id DESC
+LIMIT @page_limit;
+
+-- name: RunListTemplate :many
+-- RunList for the runs of one template, read newest first through the
+-- template index rather than found in a walk of the whole history.
+SELECT * FROM faucet_runs r
+WHERE r.template_id = @template::text
+  AND (cardinality(@statuses::text[]) = 0 OR r.status = ANY (@statuses::text[]))
+  AND (sqlc.narg(name)::text IS NULL OR r.name = sqlc.narg(name)::text)
   AND (sqlc.narg(since)::timestamptz IS NULL OR r.submitted_at >= sqlc.narg(since)::timestamptz)
   AND (sqlc.narg(until)::timestamptz IS NULL OR r.submitted_at <= sqlc.narg(until)::timestamptz)
   AND (r.submitted_at, r.run_id) < (

@@ -66,7 +66,6 @@ WHERE run_id IN (SELECT value FROM json_each(CAST(sqlc.arg(run_ids) AS TEXT)));
 SELECT * FROM faucet_runs
 WHERE (CAST(sqlc.narg(statuses) AS TEXT) IS NULL OR status IN (SELECT value FROM json_each(sqlc.narg(statuses))))
   AND (CAST(sqlc.narg(name) AS TEXT) IS NULL OR name = sqlc.narg(name))
-  AND (CAST(sqlc.narg(template) AS TEXT) IS NULL OR template_id = sqlc.narg(template))
   AND (CAST(sqlc.narg(since) AS INTEGER) IS NULL OR submitted_at >= sqlc.narg(since))
   AND (CAST(sqlc.narg(until) AS INTEGER) IS NULL OR submitted_at <= sqlc.narg(until))
   AND (submitted_at, run_id) < (
@@ -83,13 +82,28 @@ LIMIT sqlc.arg(row_limit);
 SELECT * FROM faucet_runs INDEXED BY faucet_runs_status_submitted_idx
 WHERE status IN (SELECT value FROM json_each(CAST(sqlc.arg(statuses) AS TEXT)))
   AND (CAST(sqlc.narg(name) AS TEXT) IS NULL OR name = sqlc.narg(name))
-  AND (CAST(sqlc.narg(template) AS TEXT) IS NULL OR template_id = sqlc.narg(template))
   AND (CAST(sqlc.narg(since) AS INTEGER) IS NULL OR submitted_at >= sqlc.narg(since))
   AND (CAST(sqlc.narg(until) AS INTEGER) IS NULL OR submitted_at <= sqlc.narg(until))
   AND (submitted_at, run_id) < (
       SELECT CASE WHEN CAST(sqlc.arg(cursor) AS TEXT) = '' THEN 9223372036854775807 ELSE max(c.submitted_at) END, coalesce(max(c.run_id), '')
       FROM faucet_runs c WHERE c.run_id = sqlc.arg(cursor))
 ORDER BY submitted_at DESC, run_id DESC
+LIMIT sqlc.arg(row_limit);
+
+-- RunListTemplate is RunList for the runs of one template, read newest
+-- first through the template index rather than found in a walk of the
+-- whole history.
+-- name: RunListTemplate :many
+SELECT r.* FROM faucet_runs r INDEXED BY faucet_runs_template_idx
+WHERE r.template_id = sqlc.arg(template)
+  AND (CAST(sqlc.narg(statuses) AS TEXT) IS NULL OR r.status IN (SELECT value FROM json_each(sqlc.narg(statuses))))
+  AND (CAST(sqlc.narg(name) AS TEXT) IS NULL OR r.name = sqlc.narg(name))
+  AND (CAST(sqlc.narg(since) AS INTEGER) IS NULL OR r.submitted_at >= sqlc.narg(since))
+  AND (CAST(sqlc.narg(until) AS INTEGER) IS NULL OR r.submitted_at <= sqlc.narg(until))
+  AND (r.submitted_at, r.run_id) < (
+      SELECT CASE WHEN CAST(sqlc.arg(cursor) AS TEXT) = '' THEN 9223372036854775807 ELSE max(c.submitted_at) END, coalesce(max(c.run_id), '')
+      FROM faucet_runs c WHERE c.run_id = sqlc.arg(cursor))
+ORDER BY r.submitted_at DESC, r.run_id DESC
 LIMIT sqlc.arg(row_limit);
 
 -- name: RunStatus :one

@@ -482,22 +482,20 @@ const runList = `-- name: RunList :many
 SELECT run_id, name, labels, status, submitted_at, started_at, finished_at, idempotency_key, owner, lease_expires_at, cancel_requested_at, attempt, records_written, error, submission, invocations, template_id, template_version FROM faucet_runs r
 WHERE (cardinality($1::text[]) = 0 OR r.status = ANY ($1::text[]))
   AND ($2::text IS NULL OR r.name = $2::text)
-  AND ($3::text IS NULL OR r.template_id = $3::text)
-  AND ($4::timestamptz IS NULL OR r.submitted_at >= $4::timestamptz)
-  AND ($5::timestamptz IS NULL OR r.submitted_at <= $5::timestamptz)
+  AND ($3::timestamptz IS NULL OR r.submitted_at >= $3::timestamptz)
+  AND ($4::timestamptz IS NULL OR r.submitted_at <= $4::timestamptz)
   AND (r.submitted_at, r.run_id) < (
-      CASE WHEN $6::text = '' THEN 'infinity'::timestamptz
-           ELSE (SELECT c.submitted_at FROM faucet_runs c WHERE c.run_id = $6::text) END,
-      COALESCE((SELECT c.run_id FROM faucet_runs c WHERE c.run_id = $6::text), '')
+      CASE WHEN $5::text = '' THEN 'infinity'::timestamptz
+           ELSE (SELECT c.submitted_at FROM faucet_runs c WHERE c.run_id = $5::text) END,
+      COALESCE((SELECT c.run_id FROM faucet_runs c WHERE c.run_id = $5::text), '')
   )
 ORDER BY r.submitted_at DESC, r.run_id DESC
-LIMIT $7
+LIMIT $6
 `
 
 type RunListParams struct {
 	Statuses  []string
 	Name      *string
-	Template  *string
 	Since     *time.Time
 	Until     *time.Time
 	Cursor    string
@@ -512,7 +510,81 @@ func (q *Queries) RunList(ctx context.Context, arg RunListParams) ([]FaucetRun, 
 	rows, err := q.db.Query(ctx, runList,
 		arg.Statuses,
 		arg.Name,
+		arg.Since,
+		arg.Until,
+		arg.Cursor,
+		arg.PageLimit,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []FaucetRun
+	for rows.Next() {
+		var i FaucetRun
+		if err := rows.Scan(
+			&i.RunID,
+			&i.Name,
+			&i.Labels,
+			&i.Status,
+			&i.SubmittedAt,
+			&i.StartedAt,
+			&i.FinishedAt,
+			&i.IdempotencyKey,
+			&i.Owner,
+			&i.LeaseExpiresAt,
+			&i.CancelRequestedAt,
+			&i.Attempt,
+			&i.RecordsWritten,
+			&i.Error,
+			&i.Submission,
+			&i.Invocations,
+			&i.TemplateID,
+			&i.TemplateVersion,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const runListTemplate = `-- name: RunListTemplate :many
+SELECT run_id, name, labels, status, submitted_at, started_at, finished_at, idempotency_key, owner, lease_expires_at, cancel_requested_at, attempt, records_written, error, submission, invocations, template_id, template_version FROM faucet_runs r
+WHERE r.template_id = $1::text
+  AND (cardinality($2::text[]) = 0 OR r.status = ANY ($2::text[]))
+  AND ($3::text IS NULL OR r.name = $3::text)
+  AND ($4::timestamptz IS NULL OR r.submitted_at >= $4::timestamptz)
+  AND ($5::timestamptz IS NULL OR r.submitted_at <= $5::timestamptz)
+  AND (r.submitted_at, r.run_id) < (
+      CASE WHEN $6::text = '' THEN 'infinity'::timestamptz
+           ELSE (SELECT c.submitted_at FROM faucet_runs c WHERE c.run_id = $6::text) END,
+      COALESCE((SELECT c.run_id FROM faucet_runs c WHERE c.run_id = $6::text), '')
+  )
+ORDER BY r.submitted_at DESC, r.run_id DESC
+LIMIT $7
+`
+
+type RunListTemplateParams struct {
+	Template  string
+	Statuses  []string
+	Name      *string
+	Since     *time.Time
+	Until     *time.Time
+	Cursor    string
+	PageLimit int32
+}
+
+// RunList for the runs of one template, read newest first through the
+// template index rather than found in a walk of the whole history.
+func (q *Queries) RunListTemplate(ctx context.Context, arg RunListTemplateParams) ([]FaucetRun, error) {
+	rows, err := q.db.Query(ctx, runListTemplate,
 		arg.Template,
+		arg.Statuses,
+		arg.Name,
 		arg.Since,
 		arg.Until,
 		arg.Cursor,

@@ -462,20 +462,18 @@ const runList = `-- name: RunList :many
 SELECT run_id, name, labels, status, submitted_at, started_at, finished_at, idempotency_key, owner, lease_expires_at, cancel_requested_at, attempt, records_written, error, submission, invocations, template_id, template_version FROM faucet_runs
 WHERE (CAST(?1 AS TEXT) IS NULL OR status IN (SELECT value FROM json_each(?1)))
   AND (CAST(?2 AS TEXT) IS NULL OR name = ?2)
-  AND (CAST(?3 AS TEXT) IS NULL OR template_id = ?3)
-  AND (CAST(?4 AS INTEGER) IS NULL OR submitted_at >= ?4)
-  AND (CAST(?5 AS INTEGER) IS NULL OR submitted_at <= ?5)
+  AND (CAST(?3 AS INTEGER) IS NULL OR submitted_at >= ?3)
+  AND (CAST(?4 AS INTEGER) IS NULL OR submitted_at <= ?4)
   AND (submitted_at, run_id) < (
-      SELECT CASE WHEN CAST(?6 AS TEXT) = '' THEN 9223372036854775807 ELSE max(c.submitted_at) END, coalesce(max(c.run_id), '')
-      FROM faucet_runs c WHERE c.run_id = ?6)
+      SELECT CASE WHEN CAST(?5 AS TEXT) = '' THEN 9223372036854775807 ELSE max(c.submitted_at) END, coalesce(max(c.run_id), '')
+      FROM faucet_runs c WHERE c.run_id = ?5)
 ORDER BY submitted_at DESC, run_id DESC
-LIMIT ?7
+LIMIT ?6
 `
 
 type RunListParams struct {
 	Statuses *string
 	Name     *string
-	Template *string
 	Since    *int64
 	Until    *int64
 	Cursor   string
@@ -490,7 +488,6 @@ func (q *Queries) RunList(ctx context.Context, arg RunListParams) ([]FaucetRun, 
 	rows, err := q.db.QueryContext(ctx, runList,
 		arg.Statuses,
 		arg.Name,
-		arg.Template,
 		arg.Since,
 		arg.Until,
 		arg.Cursor,
@@ -540,20 +537,18 @@ const runListActive = `-- name: RunListActive :many
 SELECT run_id, name, labels, status, submitted_at, started_at, finished_at, idempotency_key, owner, lease_expires_at, cancel_requested_at, attempt, records_written, error, submission, invocations, template_id, template_version FROM faucet_runs INDEXED BY faucet_runs_status_submitted_idx
 WHERE status IN (SELECT value FROM json_each(CAST(?1 AS TEXT)))
   AND (CAST(?2 AS TEXT) IS NULL OR name = ?2)
-  AND (CAST(?3 AS TEXT) IS NULL OR template_id = ?3)
-  AND (CAST(?4 AS INTEGER) IS NULL OR submitted_at >= ?4)
-  AND (CAST(?5 AS INTEGER) IS NULL OR submitted_at <= ?5)
+  AND (CAST(?3 AS INTEGER) IS NULL OR submitted_at >= ?3)
+  AND (CAST(?4 AS INTEGER) IS NULL OR submitted_at <= ?4)
   AND (submitted_at, run_id) < (
-      SELECT CASE WHEN CAST(?6 AS TEXT) = '' THEN 9223372036854775807 ELSE max(c.submitted_at) END, coalesce(max(c.run_id), '')
-      FROM faucet_runs c WHERE c.run_id = ?6)
+      SELECT CASE WHEN CAST(?5 AS TEXT) = '' THEN 9223372036854775807 ELSE max(c.submitted_at) END, coalesce(max(c.run_id), '')
+      FROM faucet_runs c WHERE c.run_id = ?5)
 ORDER BY submitted_at DESC, run_id DESC
-LIMIT ?7
+LIMIT ?6
 `
 
 type RunListActiveParams struct {
 	Statuses string
 	Name     *string
-	Template *string
 	Since    *int64
 	Until    *int64
 	Cursor   string
@@ -568,7 +563,83 @@ func (q *Queries) RunListActive(ctx context.Context, arg RunListActiveParams) ([
 	rows, err := q.db.QueryContext(ctx, runListActive,
 		arg.Statuses,
 		arg.Name,
+		arg.Since,
+		arg.Until,
+		arg.Cursor,
+		arg.RowLimit,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []FaucetRun
+	for rows.Next() {
+		var i FaucetRun
+		if err := rows.Scan(
+			&i.RunID,
+			&i.Name,
+			&i.Labels,
+			&i.Status,
+			&i.SubmittedAt,
+			&i.StartedAt,
+			&i.FinishedAt,
+			&i.IdempotencyKey,
+			&i.Owner,
+			&i.LeaseExpiresAt,
+			&i.CancelRequestedAt,
+			&i.Attempt,
+			&i.RecordsWritten,
+			&i.Error,
+			&i.Submission,
+			&i.Invocations,
+			&i.TemplateID,
+			&i.TemplateVersion,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const runListTemplate = `-- name: RunListTemplate :many
+SELECT r.run_id, r.name, r.labels, r.status, r.submitted_at, r.started_at, r.finished_at, r.idempotency_key, r.owner, r.lease_expires_at, r.cancel_requested_at, r.attempt, r.records_written, r.error, r.submission, r.invocations, r.template_id, r.template_version FROM faucet_runs r INDEXED BY faucet_runs_template_idx
+WHERE r.template_id = ?1
+  AND (CAST(?2 AS TEXT) IS NULL OR r.status IN (SELECT value FROM json_each(?2)))
+  AND (CAST(?3 AS TEXT) IS NULL OR r.name = ?3)
+  AND (CAST(?4 AS INTEGER) IS NULL OR r.submitted_at >= ?4)
+  AND (CAST(?5 AS INTEGER) IS NULL OR r.submitted_at <= ?5)
+  AND (r.submitted_at, r.run_id) < (
+      SELECT CASE WHEN CAST(?6 AS TEXT) = '' THEN 9223372036854775807 ELSE max(c.submitted_at) END, coalesce(max(c.run_id), '')
+      FROM faucet_runs c WHERE c.run_id = ?6)
+ORDER BY r.submitted_at DESC, r.run_id DESC
+LIMIT ?7
+`
+
+type RunListTemplateParams struct {
+	Template *string
+	Statuses *string
+	Name     *string
+	Since    *int64
+	Until    *int64
+	Cursor   string
+	RowLimit int64
+}
+
+// RunListTemplate is RunList for the runs of one template, read newest
+// first through the template index rather than found in a walk of the
+// whole history.
+func (q *Queries) RunListTemplate(ctx context.Context, arg RunListTemplateParams) ([]FaucetRun, error) {
+	rows, err := q.db.QueryContext(ctx, runListTemplate,
 		arg.Template,
+		arg.Statuses,
+		arg.Name,
 		arg.Since,
 		arg.Until,
 		arg.Cursor,

@@ -1,0 +1,180 @@
+package postgres
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/faucet-dev/faucet/db"
+	"github.com/faucet-dev/faucet/db/postgres/internal/dbsqlc"
+)
+
+// TemplateRead reads in one repeatable-read, read-only transaction, so its
+// statements see one snapshot.
+func (d *driver) TemplateRead(ctx context.Context, fn func(ctx context.Context, r db.TemplateReader) error) error {
+	opts := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
+	return interpretError(pgx.BeginTxFunc(ctx, d.pool, opts, func(tx pgx.Tx) error {
+		return fn(ctx, templateTx{d.q.WithTx(tx)})
+	}))
+}
+
+// TemplateWrite writes in one read-committed transaction: the head row
+// lock every write takes first orders the writers of a template, and each
+// statement after it sees what the previous writer committed.
+func (d *driver) TemplateWrite(ctx context.Context, fn func(ctx context.Context, w db.TemplateWriter) error) error {
+	return d.inTx(ctx, func(q *dbsqlc.Queries) error { return fn(ctx, templateTx{q}) })
+}
+
+// templateTx runs the template statements of one transaction.
+type templateTx struct{ q *dbsqlc.Queries }
+
+var _ db.TemplateWriter = templateTx{}
+
+func (t templateTx) TemplateVersionGet(ctx context.Context, id string, version int) (db.TemplateVersion, error) {
+	r, err := t.q.TemplateVersionGet(ctx, dbsqlc.TemplateVersionGetParams{TemplateID: id, Version: int32(version)})
+	if err != nil {
+		return db.TemplateVersion{}, interpretError(err)
+	}
+	return db.TemplateVersion{
+		ID: r.TemplateID, Version: int(r.Version), Name: r.Name, Description: r.Description, Format: r.Format,
+		Body: r.Body, Params: r.Params, CreatedAt: r.CreatedAt.UTC(), CreatedBy: r.CreatedBy,
+	}, nil
+}
+
+func (t templateTx) TemplateFacts(ctx context.Context, id string) (db.TemplateFacts, error) {
+	set, err := t.facts(ctx, &id)
+	return set.Facts(id), err
+}
+
+func (t templateTx) TemplateFactsAll(ctx context.Context) (map[string]db.TemplateFacts, error) {
+	set, err := t.facts(ctx, nil)
+	return set.All(), err
+}
+
+// facts reads the facts of template id through its primary keys, or of
+// every template when id is nil.
+func (t templateTx) facts(ctx context.Context, id *string) (db.TemplateFactsSet, error) {
+	set := db.TemplateFactsSet{}
+	var (
+		launches []dbsqlc.FaucetTemplateLaunch
+		tags     []dbsqlc.FaucetTemplateTag
+		deps     []dbsqlc.FaucetTemplateDeprecation
+		err      error
+	)
+	if id == nil {
+		var versions []dbsqlc.TemplateVersionListAllRow
+		if versions, err = t.q.TemplateVersionListAll(ctx); err != nil {
+			return set, interpretError(err)
+		}
+		for _, v := range versions {
+			set.AddVersion(v.TemplateID, int(v.Version))
+		}
+		launches, err = t.q.TemplateLaunchListAll(ctx)
+		if err == nil {
+			tags, err = t.q.TemplateTagListAll(ctx)
+		}
+		if err == nil {
+			deps, err = t.q.TemplateDeprecationListAll(ctx)
+		}
+	} else {
+		var versions []dbsqlc.TemplateVersionListRow
+		if versions, err = t.q.TemplateVersionList(ctx, *id); err != nil {
+			return set, interpretError(err)
+		}
+		for _, v := range versions {
+			set.AddVersion(v.TemplateID, int(v.Version))
+		}
+		launches, err = t.q.TemplateLaunchList(ctx, *id)
+		if err == nil {
+			tags, err = t.q.TemplateTagList(ctx, *id)
+		}
+		if err == nil {
+			deps, err = t.q.TemplateDeprecationList(ctx, *id)
+		}
+	}
+	if err != nil {
+		return set, interpretError(err)
+	}
+	for _, l := range launches {
+		set.AddLaunch(l.TemplateID, db.TemplateLaunch{Seq: int(l.Seq), Version: int(l.Version), LaunchedAt: l.LaunchedAt.UTC(), LaunchedBy: l.LaunchedBy})
+	}
+	for _, tag := range tags {
+		set.AddTag(tag.TemplateID, tag.Tag, int(tag.Version))
+	}
+	for _, d := range deps {
+		set.AddDeprecation(d.TemplateID, intPtr(d.Version), db.TemplateDeprecation{DeprecatedAt: d.DeprecatedAt.UTC(), DeprecatedBy: d.DeprecatedBy, Reason: d.Reason})
+	}
+	return set, nil
+}
+
+func (t templateTx) TemplateListNewest(ctx context.Context) ([]db.TemplateVersion, error) {
+	rows, err := t.q.TemplateListNewest(ctx)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	out := make([]db.TemplateVersion, len(rows))
+	for i, r := range rows {
+		out[i] = db.TemplateVersion{
+			ID: r.TemplateID, Version: int(r.Version), Name: r.Name, Description: r.Description, Format: r.Format,
+			Params: r.Params, CreatedAt: r.CreatedAt.UTC(), CreatedBy: r.CreatedBy,
+		}
+	}
+	return out, nil
+}
+
+func (t templateTx) TemplateLock(ctx context.Context, id string) error {
+	_, err := t.q.TemplateLock(ctx, id)
+	return interpretError(err)
+}
+
+func (t templateTx) TemplateNextVersion(ctx context.Context, id string, now time.Time) (int, error) {
+	v, err := t.q.TemplateNextVersion(ctx, dbsqlc.TemplateNextVersionParams{TemplateID: id, Now: now})
+	return int(v), interpretError(err)
+}
+
+func (t templateTx) TemplateVersionInsert(ctx context.Context, v *db.TemplateVersion) error {
+	return interpretError(t.q.TemplateVersionInsert(ctx, dbsqlc.TemplateVersionInsertParams{
+		TemplateID: v.ID, Version: int32(v.Version), Name: v.Name, Description: v.Description, Format: v.Format,
+		Body: v.Body, Params: v.Params, CreatedAt: v.CreatedAt, CreatedBy: v.CreatedBy,
+	}))
+}
+
+func (t templateTx) TemplateVersionDelete(ctx context.Context, id string, version int) error {
+	return interpretError(t.q.TemplateVersionDelete(ctx, dbsqlc.TemplateVersionDeleteParams{TemplateID: id, Version: int32(version)}))
+}
+
+func (t templateTx) TemplateDelete(ctx context.Context, id string) error {
+	return interpretError(t.q.TemplateDelete(ctx, id))
+}
+
+func (t templateTx) TemplateTagSet(ctx context.Context, p *db.TemplateTagParams) error {
+	return interpretError(t.q.TemplateTagSet(ctx, dbsqlc.TemplateTagSetParams{
+		TemplateID: p.ID, Tag: p.Tag, Version: int32(p.Version), UpdatedAt: p.Now, UpdatedBy: p.By,
+	}))
+}
+
+func (t templateTx) TemplateLaunchAppend(ctx context.Context, p *db.TemplateLaunchParams) (int, error) {
+	seq, err := t.q.TemplateLaunchAppend(ctx, dbsqlc.TemplateLaunchAppendParams{
+		TemplateID: p.ID, Version: int32(p.Version), LaunchedAt: p.Now, LaunchedBy: p.By,
+	})
+	return int(seq), interpretError(err)
+}
+
+func (t templateTx) TemplateLaunchTrim(ctx context.Context, id string, seq int) error {
+	return interpretError(t.q.TemplateLaunchTrim(ctx, dbsqlc.TemplateLaunchTrimParams{TemplateID: id, Seq: int32(seq)}))
+}
+
+func (t templateTx) TemplateDeprecationSet(ctx context.Context, p *db.TemplateDeprecationParams) error {
+	if err := t.TemplateDeprecationClear(ctx, p.ID, p.Version); err != nil {
+		return err
+	}
+	return interpretError(t.q.TemplateDeprecationInsert(ctx, dbsqlc.TemplateDeprecationInsertParams{
+		TemplateID: p.ID, Version: int32Ptr(p.Version), DeprecatedAt: p.Deprecation.DeprecatedAt,
+		DeprecatedBy: p.Deprecation.DeprecatedBy, Reason: p.Deprecation.Reason,
+	}))
+}
+
+func (t templateTx) TemplateDeprecationClear(ctx context.Context, id string, version *int) error {
+	return interpretError(t.q.TemplateDeprecationClear(ctx, dbsqlc.TemplateDeprecationClearParams{TemplateID: id, Version: int32Ptr(version)}))
+}
