@@ -1,7 +1,9 @@
 package templates
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/faucet-dev/faucet/pipeline"
@@ -38,6 +40,10 @@ func bindDocument(doc *pipeline.Document, values map[string]any) (map[string]any
 		}
 		out[k] = b.value(v, []any{k})
 	}
+	// In document order, whatever order the maps were walked in.
+	slices.SortFunc(b.probs, func(x, y *pipeline.ConfigError) int {
+		return cmp.Or(cmp.Compare(x.Line, y.Line), cmp.Compare(x.Column, y.Column), cmp.Compare(x.Path, y.Path))
+	})
 	return out, b.used, b.probs
 }
 
