@@ -212,11 +212,11 @@ func printRun(w io.Writer, format outputFormat, r *client.RunRecord) error {
 
 func (sf *serverFlags) listCmd() *cobra.Command {
 	var (
-		statuses     []string
-		name, cursor string
-		limit        int
-		all, quiet   bool
-		out          *outputFormat
+		statuses               []string
+		name, template, cursor string
+		limit                  int
+		all, quiet             bool
+		out                    *outputFormat
 	)
 	cmd := &cobra.Command{
 		Use:   "list",
@@ -234,6 +234,9 @@ func (sf *serverFlags) listCmd() *cobra.Command {
 			}
 			if name != "" {
 				params.Name = &name
+			}
+			if template != "" {
+				params.Template = &template
 			}
 			if len(statuses) > 0 {
 				st := make([]client.RunStatus, len(statuses))
@@ -279,6 +282,7 @@ func (sf *serverFlags) listCmd() *cobra.Command {
 	out = addOutputFlags(cmd)
 	cmd.Flags().StringArrayVar(&statuses, "status", nil, "only runs in this status (repeatable)")
 	cmd.Flags().StringVar(&name, "name", "", "only runs with this name")
+	cmd.Flags().StringVar(&template, "template", "", "only runs triggered from this template")
 	cmd.Flags().IntVar(&limit, "limit", 0, "page size (server default 50, at most 500)")
 	cmd.Flags().StringVar(&cursor, "cursor", "", "continue after this cursor")
 	cmd.Flags().BoolVar(&all, "all", false, "follow next_cursor through every page")

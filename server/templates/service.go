@@ -429,7 +429,7 @@ type TriggerRequest struct {
 	// types.
 	Params map[string]any
 	// The rest is the submission's, as for any run; Name defaults to the
-	// config's name.
+	// name of the config the params were bound into.
 	Name           *string
 	Labels         map[string]string
 	TimeoutSecs    *int64
@@ -505,13 +505,9 @@ func (s *Service) Trigger(ctx context.Context, id string, req TriggerRequest) (T
 		return Triggered{}, err
 	}
 	sum := sha256.Sum256(masked)
-	name := req.Name
-	if name == nil {
-		name = detail.Version.Name
-	}
 	acc, err := s.cfg.Submitter.Submit(ctx, Run{
 		Config: string(config), TemplateID: id, Version: v, Secrets: bound.SecretValues(),
-		Fingerprint: hex.EncodeToString(sum[:]), Name: name, Labels: req.Labels, TimeoutSecs: req.TimeoutSecs,
+		Fingerprint: hex.EncodeToString(sum[:]), Name: req.Name, Labels: req.Labels, TimeoutSecs: req.TimeoutSecs,
 		DoctorFirst: req.DoctorFirst, IdempotencyKey: req.IdempotencyKey, Clock: req.Clock,
 		Concurrency: req.Concurrency, Audit: req.Audit,
 	})
