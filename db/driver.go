@@ -418,12 +418,11 @@ type PurgeParams struct {
 	AuditBefore        *time.Time
 }
 
-// TemplateDriver stores pipeline templates. Its reads and writes are
-// primitives run inside a transaction the Store opens, so the Store's rules
-// see and change one consistent template.
+// TemplateDriver stores pipeline templates. A read is one statement, so
+// one snapshot; the writes are primitives run inside a transaction the
+// Store opens, so the Store's rules see and change one consistent template.
 type TemplateDriver interface {
-	// TemplateRead runs fn on one consistent snapshot.
-	TemplateRead(ctx context.Context, fn func(ctx context.Context, r TemplateReader) error) error
+	TemplateReader
 	// TemplateWrite runs fn in one write transaction, committed when fn
 	// returns nil and rolled back otherwise. fn must use the ctx it is
 	// given, and must lock the template it changes (TemplateLock or
@@ -432,7 +431,7 @@ type TemplateDriver interface {
 	TemplateWrite(ctx context.Context, fn func(ctx context.Context, w TemplateWriter) error) error
 }
 
-// TemplateReader reads the template tables.
+// TemplateReader reads the template tables, each method in one statement.
 type TemplateReader interface {
 	// TemplateVersionGet returns one version or ErrNotFound.
 	TemplateVersionGet(ctx context.Context, id string, version int) (TemplateVersion, error)

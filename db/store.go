@@ -276,8 +276,8 @@ type TemplateStore interface {
 	// version a channel, the live version or the previous one points at.
 	// Launching into a deprecated template is a *DeprecatedError.
 	TemplateRegister(ctx context.Context, d TemplateDraft) (TemplateVersion, error)
-	// TemplateGet returns one version with its template's state, read
-	// together; ErrNotFound when either does not exist.
+	// TemplateGet returns one version with its template's state;
+	// ErrNotFound when either does not exist.
 	TemplateGet(ctx context.Context, id string, version int) (TemplateDetail, error)
 	// TemplateState returns a template's state; ErrNotFound when it has no
 	// version.

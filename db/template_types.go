@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -232,54 +233,58 @@ func (e *DeprecatedError) Error() string {
 // Is makes a DeprecatedError match ErrTemplateDeprecated.
 func (e *DeprecatedError) Is(target error) bool { return target == ErrTemplateDeprecated }
 
-// TemplateFactsSet collects the rows of templates' facts as a driver reads
-// them, in the order the driver's queries return them (versions and
-// launches newest first).
-type TemplateFactsSet map[string]*TemplateFacts
-
-func (s TemplateFactsSet) of(id string) *TemplateFacts {
-	f, ok := s[id]
-	if !ok {
-		f = &TemplateFacts{Tags: map[string]int{}, VersionDeprecations: map[int]TemplateDeprecation{}}
-		s[id] = f
+// DecodeTemplateFacts reads a template's facts as a driver reads them in
+// one statement: each kind a JSON array, in no particular order, of
+// versions (numbers), launches ({seq, version, at, by}), tags ({tag,
+// version}) and deprecations ({version, at, by, reason}; a null version is
+// the template's); timeOf reads an at as the dialect writes it.
+func DecodeTemplateFacts(versions, launches, tags, deprecations []byte, timeOf func(json.RawMessage) (time.Time, error)) (TemplateFacts, error) {
+	f := TemplateFacts{Tags: map[string]int{}, VersionDeprecations: map[int]TemplateDeprecation{}}
+	var ls []struct {
+		Seq, Version int
+		At           json.RawMessage
+		By           *string
 	}
-	return f
-}
-
-// AddVersion adds a version of template id.
-func (s TemplateFactsSet) AddVersion(id string, version int) {
-	f := s.of(id)
-	f.Versions = append(f.Versions, version)
-}
-
-// AddLaunch adds a launch-log entry of template id.
-func (s TemplateFactsSet) AddLaunch(id string, l TemplateLaunch) {
-	f := s.of(id)
-	f.Launches = append(f.Launches, l)
-}
-
-// AddTag adds a channel of template id.
-func (s TemplateFactsSet) AddTag(id, tag string, version int) { s.of(id).Tags[tag] = version }
-
-// AddDeprecation adds the deprecation of template id (version nil) or of
-// one of its versions.
-func (s TemplateFactsSet) AddDeprecation(id string, version *int, d TemplateDeprecation) {
-	f := s.of(id)
-	if version == nil {
-		f.Deprecation = &d
-		return
+	var ts []struct {
+		Tag     string
+		Version int
 	}
-	f.VersionDeprecations[*version] = d
-}
-
-// Facts returns the facts of template id, empty when none were added.
-func (s TemplateFactsSet) Facts(id string) TemplateFacts { return *s.of(id) }
-
-// All returns the facts of every template added.
-func (s TemplateFactsSet) All() map[string]TemplateFacts {
-	out := make(map[string]TemplateFacts, len(s))
-	for id, f := range s {
-		out[id] = *f
+	var ds []struct {
+		Version    *int
+		At         json.RawMessage
+		By, Reason *string
 	}
-	return out
+	for _, doc := range []struct {
+		raw  []byte
+		into any
+	}{{versions, &f.Versions}, {launches, &ls}, {tags, &ts}, {deprecations, &ds}} {
+		if err := json.Unmarshal(doc.raw, doc.into); err != nil {
+			return TemplateFacts{}, fmt.Errorf("decode template facts: %w", err)
+		}
+	}
+	slices.SortFunc(f.Versions, func(a, b int) int { return b - a })
+	for _, l := range ls {
+		at, err := timeOf(l.At)
+		if err != nil {
+			return TemplateFacts{}, fmt.Errorf("decode launch time: %w", err)
+		}
+		f.Launches = append(f.Launches, TemplateLaunch{Seq: l.Seq, Version: l.Version, LaunchedAt: at.UTC(), LaunchedBy: l.By})
+	}
+	slices.SortFunc(f.Launches, func(a, b TemplateLaunch) int { return b.Seq - a.Seq })
+	for _, t := range ts {
+		f.Tags[t.Tag] = t.Version
+	}
+	for _, d := range ds {
+		at, err := timeOf(d.At)
+		if err != nil {
+			return TemplateFacts{}, fmt.Errorf("decode deprecation time: %w", err)
+		}
+		dep := TemplateDeprecation{DeprecatedAt: at.UTC(), DeprecatedBy: d.By, Reason: d.Reason}
+		if d.Version == nil {
+			f.Deprecation = &dep
+		} else {
+			f.VersionDeprecations[*d.Version] = dep
+		}
+	}
+	return f, nil
 }

@@ -172,77 +172,56 @@ func prunable(st TemplateState) []int {
 	return out
 }
 
+// TemplateGet reads the state, then the version: a version never changes,
+// so the pair is one the store held, unless the version was deleted in
+// between, which reads as not found.
 func (s *store) TemplateGet(ctx context.Context, id string, version int) (TemplateDetail, error) {
 	const op = "template get"
-	var out TemplateDetail
-	err := s.d.TemplateRead(ctx, func(ctx context.Context, r TemplateReader) error {
-		facts, err := r.TemplateFacts(ctx, id)
-		if err != nil {
-			return err
-		}
-		if len(facts.Versions) == 0 {
-			return fmt.Errorf("template %s: %w", id, ErrNotFound)
-		}
-		v, err := r.TemplateVersionGet(ctx, id, version)
-		if errors.Is(err, ErrNotFound) {
-			return fmt.Errorf("version %d of template %s: %w", version, id, ErrNotFound)
-		}
-		if err != nil {
-			return err
-		}
-		out = TemplateDetail{Version: v, State: deriveState(facts)}
-		return nil
-	})
+	st, err := s.TemplateState(ctx, id)
+	if err != nil {
+		return TemplateDetail{}, err
+	}
+	v, err := s.d.TemplateVersionGet(ctx, id, version)
+	if errors.Is(err, ErrNotFound) {
+		err = fmt.Errorf("version %d of template %s: %w", version, id, ErrNotFound)
+	}
 	if err != nil {
 		return TemplateDetail{}, templateError(ctx, op, err)
 	}
-	return out, nil
+	return TemplateDetail{Version: v, State: st}, nil
 }
 
 func (s *store) TemplateState(ctx context.Context, id string) (TemplateState, error) {
 	const op = "template state"
-	var out TemplateState
-	err := s.d.TemplateRead(ctx, func(ctx context.Context, r TemplateReader) error {
-		facts, err := r.TemplateFacts(ctx, id)
-		if err != nil {
-			return err
-		}
-		if len(facts.Versions) == 0 {
-			return fmt.Errorf("template %s: %w", id, ErrNotFound)
-		}
-		out = deriveState(facts)
-		return nil
-	})
+	facts, err := s.d.TemplateFacts(ctx, id)
+	if err == nil && len(facts.Versions) == 0 {
+		err = fmt.Errorf("template %s: %w", id, ErrNotFound)
+	}
 	if err != nil {
 		return TemplateState{}, templateError(ctx, op, err)
 	}
-	return out, nil
+	return deriveState(facts), nil
 }
 
+// TemplateList reads the newest versions, then every template's facts; a
+// template deleted in between has no versions left and is left out.
 func (s *store) TemplateList(ctx context.Context, f TemplateListFilter) ([]TemplateSummary, error) {
 	const op = "template list"
-	var out []TemplateSummary
-	err := s.d.TemplateRead(ctx, func(ctx context.Context, r TemplateReader) error {
-		newest, err := r.TemplateListNewest(ctx)
-		if err != nil {
-			return err
-		}
-		facts, err := r.TemplateFactsAll(ctx)
-		if err != nil {
-			return err
-		}
-		out = make([]TemplateSummary, 0, len(newest))
-		for _, v := range newest {
-			st := deriveState(facts[v.ID])
-			if st.Deprecation != nil && !f.IncludeDeprecated {
-				continue
-			}
-			out = append(out, TemplateSummary{Newest: v, State: st})
-		}
-		return nil
-	})
+	newest, err := s.d.TemplateListNewest(ctx)
 	if err != nil {
 		return nil, templateError(ctx, op, err)
+	}
+	facts, err := s.d.TemplateFactsAll(ctx)
+	if err != nil {
+		return nil, templateError(ctx, op, err)
+	}
+	out := make([]TemplateSummary, 0, len(newest))
+	for _, v := range newest {
+		st := deriveState(facts[v.ID])
+		if len(st.Versions) == 0 || (st.Deprecation != nil && !f.IncludeDeprecated) {
+			continue
+		}
+		out = append(out, TemplateSummary{Newest: v, State: st})
 	}
 	slices.SortFunc(out, func(a, b TemplateSummary) int {
 		return cmp.Or(b.Newest.CreatedAt.Compare(a.Newest.CreatedAt), cmp.Compare(a.Newest.ID, b.Newest.ID))

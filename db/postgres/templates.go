@@ -2,28 +2,36 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/faucet-dev/faucet/db"
 	"github.com/faucet-dev/faucet/db/postgres/internal/dbsqlc"
 )
-
-// TemplateRead reads in one repeatable-read, read-only transaction, so its
-// statements see one snapshot.
-func (d *driver) TemplateRead(ctx context.Context, fn func(ctx context.Context, r db.TemplateReader) error) error {
-	opts := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
-	return interpretError(pgx.BeginTxFunc(ctx, d.pool, opts, func(tx pgx.Tx) error {
-		return fn(ctx, templateTx{d.q.WithTx(tx)})
-	}))
-}
 
 // TemplateWrite writes in one read-committed transaction: the head row
 // lock every write takes first orders the writers of a template, and each
 // statement after it sees what the previous writer committed.
 func (d *driver) TemplateWrite(ctx context.Context, fn func(ctx context.Context, w db.TemplateWriter) error) error {
 	return d.inTx(ctx, func(q *dbsqlc.Queries) error { return fn(ctx, templateTx{q}) })
+}
+
+// The reads run on the pool, outside any transaction.
+
+func (d *driver) TemplateVersionGet(ctx context.Context, id string, version int) (db.TemplateVersion, error) {
+	return templateTx{d.q}.TemplateVersionGet(ctx, id, version)
+}
+
+func (d *driver) TemplateFacts(ctx context.Context, id string) (db.TemplateFacts, error) {
+	return templateTx{d.q}.TemplateFacts(ctx, id)
+}
+
+func (d *driver) TemplateFactsAll(ctx context.Context) (map[string]db.TemplateFacts, error) {
+	return templateTx{d.q}.TemplateFactsAll(ctx)
+}
+
+func (d *driver) TemplateListNewest(ctx context.Context) ([]db.TemplateVersion, error) {
+	return templateTx{d.q}.TemplateListNewest(ctx)
 }
 
 // templateTx runs the template statements of one transaction.
@@ -43,69 +51,38 @@ func (t templateTx) TemplateVersionGet(ctx context.Context, id string, version i
 }
 
 func (t templateTx) TemplateFacts(ctx context.Context, id string) (db.TemplateFacts, error) {
-	set, err := t.facts(ctx, &id)
-	return set.Facts(id), err
+	r, err := t.q.TemplateFacts(ctx, id)
+	if err != nil {
+		return db.TemplateFacts{}, interpretError(err)
+	}
+	return decodeFacts(r.Versions, r.Launches, r.Tags, r.Deprecations)
 }
 
 func (t templateTx) TemplateFactsAll(ctx context.Context) (map[string]db.TemplateFacts, error) {
-	set, err := t.facts(ctx, nil)
-	return set.All(), err
+	rows, err := t.q.TemplateFactsAll(ctx)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	out := make(map[string]db.TemplateFacts, len(rows))
+	for _, r := range rows {
+		if out[r.TemplateID], err = decodeFacts(r.Versions, r.Launches, r.Tags, r.Deprecations); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
-// facts reads the facts of template id through its primary keys, or of
-// every template when id is nil.
-func (t templateTx) facts(ctx context.Context, id *string) (db.TemplateFactsSet, error) {
-	set := db.TemplateFactsSet{}
-	var (
-		launches []dbsqlc.FaucetTemplateLaunch
-		tags     []dbsqlc.FaucetTemplateTag
-		deps     []dbsqlc.FaucetTemplateDeprecation
-		err      error
-	)
-	if id == nil {
-		var versions []dbsqlc.TemplateVersionListAllRow
-		if versions, err = t.q.TemplateVersionListAll(ctx); err != nil {
-			return set, interpretError(err)
-		}
-		for _, v := range versions {
-			set.AddVersion(v.TemplateID, int(v.Version))
-		}
-		launches, err = t.q.TemplateLaunchListAll(ctx)
-		if err == nil {
-			tags, err = t.q.TemplateTagListAll(ctx)
-		}
-		if err == nil {
-			deps, err = t.q.TemplateDeprecationListAll(ctx)
-		}
-	} else {
-		var versions []dbsqlc.TemplateVersionListRow
-		if versions, err = t.q.TemplateVersionList(ctx, *id); err != nil {
-			return set, interpretError(err)
-		}
-		for _, v := range versions {
-			set.AddVersion(v.TemplateID, int(v.Version))
-		}
-		launches, err = t.q.TemplateLaunchList(ctx, *id)
-		if err == nil {
-			tags, err = t.q.TemplateTagList(ctx, *id)
-		}
-		if err == nil {
-			deps, err = t.q.TemplateDeprecationList(ctx, *id)
-		}
-	}
+// decodeFacts reads the facts' JSON, whose times are timestamptz as text.
+func decodeFacts(versions, launches, tags, deprecations []byte) (db.TemplateFacts, error) {
+	f, err := db.DecodeTemplateFacts(versions, launches, tags, deprecations, func(raw json.RawMessage) (time.Time, error) {
+		var t time.Time
+		err := json.Unmarshal(raw, &t)
+		return t, err
+	})
 	if err != nil {
-		return set, interpretError(err)
+		return f, &db.Error{Transience: db.Permanent, Err: err}
 	}
-	for _, l := range launches {
-		set.AddLaunch(l.TemplateID, db.TemplateLaunch{Seq: int(l.Seq), Version: int(l.Version), LaunchedAt: l.LaunchedAt.UTC(), LaunchedBy: l.LaunchedBy})
-	}
-	for _, tag := range tags {
-		set.AddTag(tag.TemplateID, tag.Tag, int(tag.Version))
-	}
-	for _, d := range deps {
-		set.AddDeprecation(d.TemplateID, intPtr(d.Version), db.TemplateDeprecation{DeprecatedAt: d.DeprecatedAt.UTC(), DeprecatedBy: d.DeprecatedBy, Reason: d.Reason})
-	}
-	return set, nil
+	return f, nil
 }
 
 func (t templateTx) TemplateListNewest(ctx context.Context) ([]db.TemplateVersion, error) {

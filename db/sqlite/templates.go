@@ -2,17 +2,12 @@ package sqlite
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/faucet-dev/faucet/db"
 	"github.com/faucet-dev/faucet/db/sqlite/internal/dbsqlc"
 )
-
-// TemplateRead reads in one read-only transaction of the read pool, so its
-// statements see one snapshot.
-func (d *driver) TemplateRead(ctx context.Context, fn func(ctx context.Context, r db.TemplateReader) error) error {
-	return d.read(ctx, func(q *dbsqlc.Queries) error { return fn(ctx, templateTx{q}) })
-}
 
 // TemplateWrite writes in one write of the writer connection: an IMMEDIATE
 // transaction (or a savepoint of one), which holds SQLite's write lock from
@@ -20,6 +15,24 @@ func (d *driver) TemplateRead(ctx context.Context, fn func(ctx context.Context, 
 // processes.
 func (d *driver) TemplateWrite(ctx context.Context, fn func(ctx context.Context, w db.TemplateWriter) error) error {
 	return d.write(ctx, func(ctx context.Context, q *dbsqlc.Queries) error { return fn(ctx, templateTx{q}) })
+}
+
+// The reads run on the read pool, outside any transaction.
+
+func (d *driver) TemplateVersionGet(ctx context.Context, id string, version int) (db.TemplateVersion, error) {
+	return templateTx{d.rq}.TemplateVersionGet(ctx, id, version)
+}
+
+func (d *driver) TemplateFacts(ctx context.Context, id string) (db.TemplateFacts, error) {
+	return templateTx{d.rq}.TemplateFacts(ctx, id)
+}
+
+func (d *driver) TemplateFactsAll(ctx context.Context) (map[string]db.TemplateFacts, error) {
+	return templateTx{d.rq}.TemplateFactsAll(ctx)
+}
+
+func (d *driver) TemplateListNewest(ctx context.Context) ([]db.TemplateVersion, error) {
+	return templateTx{d.rq}.TemplateListNewest(ctx)
 }
 
 // templateTx runs the template statements of one transaction.
@@ -39,69 +52,38 @@ func (t templateTx) TemplateVersionGet(ctx context.Context, id string, version i
 }
 
 func (t templateTx) TemplateFacts(ctx context.Context, id string) (db.TemplateFacts, error) {
-	set, err := t.facts(ctx, &id)
-	return set.Facts(id), err
+	r, err := t.q.TemplateFacts(ctx, id)
+	if err != nil {
+		return db.TemplateFacts{}, interpretError(err)
+	}
+	return decodeFacts(r.Versions, r.Launches, r.Tags, r.Deprecations)
 }
 
 func (t templateTx) TemplateFactsAll(ctx context.Context) (map[string]db.TemplateFacts, error) {
-	set, err := t.facts(ctx, nil)
-	return set.All(), err
+	rows, err := t.q.TemplateFactsAll(ctx)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	out := make(map[string]db.TemplateFacts, len(rows))
+	for _, r := range rows {
+		if out[r.TemplateID], err = decodeFacts(r.Versions, r.Launches, r.Tags, r.Deprecations); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
-// facts reads the facts of template id through its primary keys, or of
-// every template when id is nil.
-func (t templateTx) facts(ctx context.Context, id *string) (db.TemplateFactsSet, error) {
-	set := db.TemplateFactsSet{}
-	var (
-		launches []dbsqlc.FaucetTemplateLaunch
-		tags     []dbsqlc.FaucetTemplateTag
-		deps     []dbsqlc.FaucetTemplateDeprecation
-		err      error
-	)
-	if id == nil {
-		var versions []dbsqlc.TemplateVersionListAllRow
-		if versions, err = t.q.TemplateVersionListAll(ctx); err != nil {
-			return set, interpretError(err)
-		}
-		for _, v := range versions {
-			set.AddVersion(v.TemplateID, int(v.Version))
-		}
-		launches, err = t.q.TemplateLaunchListAll(ctx)
-		if err == nil {
-			tags, err = t.q.TemplateTagListAll(ctx)
-		}
-		if err == nil {
-			deps, err = t.q.TemplateDeprecationListAll(ctx)
-		}
-	} else {
-		var versions []dbsqlc.TemplateVersionListRow
-		if versions, err = t.q.TemplateVersionList(ctx, *id); err != nil {
-			return set, interpretError(err)
-		}
-		for _, v := range versions {
-			set.AddVersion(v.TemplateID, int(v.Version))
-		}
-		launches, err = t.q.TemplateLaunchList(ctx, *id)
-		if err == nil {
-			tags, err = t.q.TemplateTagList(ctx, *id)
-		}
-		if err == nil {
-			deps, err = t.q.TemplateDeprecationList(ctx, *id)
-		}
-	}
+// decodeFacts reads the facts' JSON, whose times are microseconds.
+func decodeFacts(versions, launches, tags, deprecations string) (db.TemplateFacts, error) {
+	f, err := db.DecodeTemplateFacts([]byte(versions), []byte(launches), []byte(tags), []byte(deprecations), func(raw json.RawMessage) (time.Time, error) {
+		var us int64
+		err := json.Unmarshal(raw, &us)
+		return fromMicros(us), err
+	})
 	if err != nil {
-		return set, interpretError(err)
+		return f, &db.Error{Transience: db.Permanent, Err: err}
 	}
-	for _, l := range launches {
-		set.AddLaunch(l.TemplateID, db.TemplateLaunch{Seq: int(l.Seq), Version: int(l.Version), LaunchedAt: fromMicros(l.LaunchedAt), LaunchedBy: l.LaunchedBy})
-	}
-	for _, tag := range tags {
-		set.AddTag(tag.TemplateID, tag.Tag, int(tag.Version))
-	}
-	for _, d := range deps {
-		set.AddDeprecation(d.TemplateID, intPtr(d.Version), db.TemplateDeprecation{DeprecatedAt: fromMicros(d.DeprecatedAt), DeprecatedBy: d.DeprecatedBy, Reason: d.Reason})
-	}
-	return set, nil
+	return f, nil
 }
 
 func (t templateTx) TemplateListNewest(ctx context.Context) ([]db.TemplateVersion, error) {

@@ -26,12 +26,6 @@ SELECT * FROM faucet_templates WHERE template_id = @template_id AND version = @v
 -- cascade.
 DELETE FROM faucet_templates WHERE template_id = @template_id AND version = @version;
 
--- name: TemplateVersionList :many
-SELECT template_id, version FROM faucet_templates WHERE template_id = @template_id ORDER BY version DESC;
-
--- name: TemplateVersionListAll :many
-SELECT template_id, version FROM faucet_templates ORDER BY template_id, version DESC;
-
 -- name: TemplateListNewest :many
 -- The newest version of each template, without its body.
 SELECT DISTINCT ON (template_id) template_id, version, name, description, format, params, created_at, created_by
@@ -43,12 +37,6 @@ INSERT INTO faucet_template_tags (template_id, tag, version, updated_at, updated
 VALUES (@template_id, @tag, @version, @updated_at, sqlc.narg(updated_by))
 ON CONFLICT (template_id, tag) DO UPDATE SET
     version = excluded.version, updated_at = excluded.updated_at, updated_by = excluded.updated_by;
-
--- name: TemplateTagList :many
-SELECT * FROM faucet_template_tags WHERE template_id = @template_id;
-
--- name: TemplateTagListAll :many
-SELECT * FROM faucet_template_tags;
 
 -- name: TemplateLaunchAppend :one
 -- Appends a launch numbered by the template's launch counter, in one
@@ -65,12 +53,6 @@ RETURNING seq;
 -- name: TemplateLaunchTrim :exec
 DELETE FROM faucet_template_launches WHERE template_id = @template_id AND seq < @seq;
 
--- name: TemplateLaunchList :many
-SELECT * FROM faucet_template_launches WHERE template_id = @template_id ORDER BY seq DESC;
-
--- name: TemplateLaunchListAll :many
-SELECT * FROM faucet_template_launches ORDER BY template_id, seq DESC;
-
 -- name: TemplateDeprecationClear :exec
 DELETE FROM faucet_template_deprecations
 WHERE template_id = @template_id AND coalesce(version, 0) = coalesce(sqlc.narg(version)::integer, 0);
@@ -79,8 +61,42 @@ WHERE template_id = @template_id AND coalesce(version, 0) = coalesce(sqlc.narg(v
 INSERT INTO faucet_template_deprecations (template_id, version, deprecated_at, deprecated_by, reason)
 VALUES (@template_id, sqlc.narg(version), @deprecated_at, sqlc.narg(deprecated_by), sqlc.narg(reason));
 
--- name: TemplateDeprecationList :many
-SELECT * FROM faucet_template_deprecations WHERE template_id = @template_id;
 
--- name: TemplateDeprecationListAll :many
-SELECT * FROM faucet_template_deprecations;
+-- name: TemplateFacts :one
+-- Every fact of one template in one statement, so in one snapshot: each
+-- kind as a JSON array, in no particular order.
+SELECT
+    coalesce((SELECT jsonb_agg(t.version) FROM faucet_templates t
+              WHERE t.template_id = @template_id), '[]')::jsonb AS versions,
+    coalesce((SELECT jsonb_agg(jsonb_build_object('seq', l.seq, 'version', l.version, 'at', l.launched_at, 'by', l.launched_by))
+              FROM faucet_template_launches l WHERE l.template_id = @template_id), '[]')::jsonb AS launches,
+    coalesce((SELECT jsonb_agg(jsonb_build_object('tag', g.tag, 'version', g.version)) FROM faucet_template_tags g
+              WHERE g.template_id = @template_id), '[]')::jsonb AS tags,
+    coalesce((SELECT jsonb_agg(jsonb_build_object('version', d.version, 'at', d.deprecated_at, 'by', d.deprecated_by, 'reason', d.reason))
+              FROM faucet_template_deprecations d WHERE d.template_id = @template_id), '[]')::jsonb AS deprecations;
+
+-- name: TemplateFactsAll :many
+-- TemplateFacts of every template, in one statement that reads each table
+-- once, whatever its size or statistics.
+WITH v AS (
+    SELECT t.template_id, jsonb_agg(t.version) AS versions FROM faucet_templates t GROUP BY t.template_id
+), l AS (
+    SELECT l.template_id, jsonb_agg(jsonb_build_object('seq', l.seq, 'version', l.version, 'at', l.launched_at, 'by', l.launched_by)) AS launches
+    FROM faucet_template_launches l GROUP BY l.template_id
+), g AS (
+    SELECT g.template_id, jsonb_agg(jsonb_build_object('tag', g.tag, 'version', g.version)) AS tags
+    FROM faucet_template_tags g GROUP BY g.template_id
+), d AS (
+    SELECT d.template_id, jsonb_agg(jsonb_build_object('version', d.version, 'at', d.deprecated_at, 'by', d.deprecated_by, 'reason', d.reason)) AS deprecations
+    FROM faucet_template_deprecations d GROUP BY d.template_id
+)
+SELECT h.template_id,
+    coalesce(v.versions, '[]')::jsonb AS versions,
+    coalesce(l.launches, '[]')::jsonb AS launches,
+    coalesce(g.tags, '[]')::jsonb AS tags,
+    coalesce(d.deprecations, '[]')::jsonb AS deprecations
+FROM faucet_template_heads h
+LEFT JOIN v ON v.template_id = h.template_id
+LEFT JOIN l ON l.template_id = h.template_id
+LEFT JOIN g ON g.template_id = h.template_id
+LEFT JOIN d ON d.template_id = h.template_id;

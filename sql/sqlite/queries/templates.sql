@@ -29,12 +29,6 @@ SELECT * FROM faucet_templates WHERE template_id = sqlc.arg(template_id) AND ver
 -- cascade.
 DELETE FROM faucet_templates WHERE template_id = sqlc.arg(template_id) AND version = sqlc.arg(version);
 
--- name: TemplateVersionList :many
-SELECT template_id, version FROM faucet_templates WHERE template_id = sqlc.arg(template_id) ORDER BY version DESC;
-
--- name: TemplateVersionListAll :many
-SELECT template_id, version FROM faucet_templates ORDER BY template_id, version DESC;
-
 -- name: TemplateListNewest :many
 -- The newest version of each template, without its body (the primary key
 -- answers the max).
@@ -47,12 +41,6 @@ INSERT INTO faucet_template_tags (template_id, tag, version, updated_at, updated
 VALUES (sqlc.arg(template_id), sqlc.arg(tag), sqlc.arg(version), sqlc.arg(updated_at), sqlc.narg(updated_by))
 ON CONFLICT (template_id, tag) DO UPDATE SET
     version = excluded.version, updated_at = excluded.updated_at, updated_by = excluded.updated_by;
-
--- name: TemplateTagList :many
-SELECT * FROM faucet_template_tags WHERE template_id = sqlc.arg(template_id);
-
--- name: TemplateTagListAll :many
-SELECT * FROM faucet_template_tags;
 
 -- name: TemplateLaunchAppend :one
 -- Appends a launch numbered by the template's launch counter
@@ -68,12 +56,6 @@ UPDATE faucet_template_heads SET last_launch_seq = sqlc.arg(seq) WHERE template_
 -- name: TemplateLaunchTrim :exec
 DELETE FROM faucet_template_launches WHERE template_id = sqlc.arg(template_id) AND seq < sqlc.arg(seq);
 
--- name: TemplateLaunchList :many
-SELECT * FROM faucet_template_launches WHERE template_id = sqlc.arg(template_id) ORDER BY seq DESC;
-
--- name: TemplateLaunchListAll :many
-SELECT * FROM faucet_template_launches ORDER BY template_id, seq DESC;
-
 -- name: TemplateDeprecationClear :exec
 DELETE FROM faucet_template_deprecations
 WHERE template_id = sqlc.arg(template_id) AND coalesce(version, 0) = coalesce(CAST(sqlc.narg(version) AS INTEGER), 0);
@@ -82,8 +64,42 @@ WHERE template_id = sqlc.arg(template_id) AND coalesce(version, 0) = coalesce(CA
 INSERT INTO faucet_template_deprecations (template_id, version, deprecated_at, deprecated_by, reason)
 VALUES (sqlc.arg(template_id), sqlc.narg(version), sqlc.arg(deprecated_at), sqlc.narg(deprecated_by), sqlc.narg(reason));
 
--- name: TemplateDeprecationList :many
-SELECT * FROM faucet_template_deprecations WHERE template_id = sqlc.arg(template_id);
 
--- name: TemplateDeprecationListAll :many
-SELECT * FROM faucet_template_deprecations;
+-- name: TemplateFacts :one
+-- Every fact of one template in one statement, so in one snapshot: each
+-- kind as a JSON array, in no particular order.
+SELECT
+    CAST((SELECT json_group_array(t.version) FROM faucet_templates t
+     WHERE t.template_id = sqlc.arg(template_id)) AS TEXT) AS versions,
+    CAST((SELECT json_group_array(json_object('seq', l.seq, 'version', l.version, 'at', l.launched_at, 'by', l.launched_by))
+     FROM faucet_template_launches l WHERE l.template_id = sqlc.arg(template_id)) AS TEXT) AS launches,
+    CAST((SELECT json_group_array(json_object('tag', g.tag, 'version', g.version)) FROM faucet_template_tags g
+     WHERE g.template_id = sqlc.arg(template_id)) AS TEXT) AS tags,
+    CAST((SELECT json_group_array(json_object('version', d.version, 'at', d.deprecated_at, 'by', d.deprecated_by, 'reason', d.reason))
+     FROM faucet_template_deprecations d WHERE d.template_id = sqlc.arg(template_id)) AS TEXT) AS deprecations;
+
+-- name: TemplateFactsAll :many
+-- TemplateFacts of every template, in one statement that reads each table
+-- once.
+WITH v AS (
+    SELECT t.template_id, json_group_array(t.version) AS versions FROM faucet_templates t GROUP BY t.template_id
+), l AS (
+    SELECT l.template_id, json_group_array(json_object('seq', l.seq, 'version', l.version, 'at', l.launched_at, 'by', l.launched_by)) AS launches
+    FROM faucet_template_launches l GROUP BY l.template_id
+), g AS (
+    SELECT g.template_id, json_group_array(json_object('tag', g.tag, 'version', g.version)) AS tags
+    FROM faucet_template_tags g GROUP BY g.template_id
+), d AS (
+    SELECT d.template_id, json_group_array(json_object('version', d.version, 'at', d.deprecated_at, 'by', d.deprecated_by, 'reason', d.reason)) AS deprecations
+    FROM faucet_template_deprecations d GROUP BY d.template_id
+)
+SELECT h.template_id,
+    CAST(coalesce(v.versions, '[]') AS TEXT) AS versions,
+    CAST(coalesce(l.launches, '[]') AS TEXT) AS launches,
+    CAST(coalesce(g.tags, '[]') AS TEXT) AS tags,
+    CAST(coalesce(d.deprecations, '[]') AS TEXT) AS deprecations
+FROM faucet_template_heads h
+LEFT JOIN v ON v.template_id = h.template_id
+LEFT JOIN l ON l.template_id = h.template_id
+LEFT JOIN g ON g.template_id = h.template_id
+LEFT JOIN d ON d.template_id = h.template_id;

@@ -58,58 +58,89 @@ func (q *Queries) TemplateDeprecationInsert(ctx context.Context, arg TemplateDep
 	return err
 }
 
-const templateDeprecationList = `-- name: TemplateDeprecationList :many
-SELECT template_id, version, deprecated_at, deprecated_by, reason FROM faucet_template_deprecations WHERE template_id = ?1
+const templateFacts = `-- name: TemplateFacts :one
+SELECT
+    CAST((SELECT json_group_array(t.version) FROM faucet_templates t
+     WHERE t.template_id = ?1) AS TEXT) AS versions,
+    CAST((SELECT json_group_array(json_object('seq', l.seq, 'version', l.version, 'at', l.launched_at, 'by', l.launched_by))
+     FROM faucet_template_launches l WHERE l.template_id = ?1) AS TEXT) AS launches,
+    CAST((SELECT json_group_array(json_object('tag', g.tag, 'version', g.version)) FROM faucet_template_tags g
+     WHERE g.template_id = ?1) AS TEXT) AS tags,
+    CAST((SELECT json_group_array(json_object('version', d.version, 'at', d.deprecated_at, 'by', d.deprecated_by, 'reason', d.reason))
+     FROM faucet_template_deprecations d WHERE d.template_id = ?1) AS TEXT) AS deprecations
 `
 
-func (q *Queries) TemplateDeprecationList(ctx context.Context, templateID string) ([]FaucetTemplateDeprecation, error) {
-	rows, err := q.db.QueryContext(ctx, templateDeprecationList, templateID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []FaucetTemplateDeprecation
-	for rows.Next() {
-		var i FaucetTemplateDeprecation
-		if err := rows.Scan(
-			&i.TemplateID,
-			&i.Version,
-			&i.DeprecatedAt,
-			&i.DeprecatedBy,
-			&i.Reason,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
+type TemplateFactsRow struct {
+	Versions     string
+	Launches     string
+	Tags         string
+	Deprecations string
 }
 
-const templateDeprecationListAll = `-- name: TemplateDeprecationListAll :many
-SELECT template_id, version, deprecated_at, deprecated_by, reason FROM faucet_template_deprecations
+// Every fact of one template in one statement, so in one snapshot: each
+// kind as a JSON array, in no particular order.
+func (q *Queries) TemplateFacts(ctx context.Context, templateID string) (TemplateFactsRow, error) {
+	row := q.db.QueryRowContext(ctx, templateFacts, templateID)
+	var i TemplateFactsRow
+	err := row.Scan(
+		&i.Versions,
+		&i.Launches,
+		&i.Tags,
+		&i.Deprecations,
+	)
+	return i, err
+}
+
+const templateFactsAll = `-- name: TemplateFactsAll :many
+WITH v AS (
+    SELECT t.template_id, json_group_array(t.version) AS versions FROM faucet_templates t GROUP BY t.template_id
+), l AS (
+    SELECT l.template_id, json_group_array(json_object('seq', l.seq, 'version', l.version, 'at', l.launched_at, 'by', l.launched_by)) AS launches
+    FROM faucet_template_launches l GROUP BY l.template_id
+), g AS (
+    SELECT g.template_id, json_group_array(json_object('tag', g.tag, 'version', g.version)) AS tags
+    FROM faucet_template_tags g GROUP BY g.template_id
+), d AS (
+    SELECT d.template_id, json_group_array(json_object('version', d.version, 'at', d.deprecated_at, 'by', d.deprecated_by, 'reason', d.reason)) AS deprecations
+    FROM faucet_template_deprecations d GROUP BY d.template_id
+)
+SELECT h.template_id,
+    CAST(coalesce(v.versions, '[]') AS TEXT) AS versions,
+    CAST(coalesce(l.launches, '[]') AS TEXT) AS launches,
+    CAST(coalesce(g.tags, '[]') AS TEXT) AS tags,
+    CAST(coalesce(d.deprecations, '[]') AS TEXT) AS deprecations
+FROM faucet_template_heads h
+LEFT JOIN v ON v.template_id = h.template_id
+LEFT JOIN l ON l.template_id = h.template_id
+LEFT JOIN g ON g.template_id = h.template_id
+LEFT JOIN d ON d.template_id = h.template_id
 `
 
-func (q *Queries) TemplateDeprecationListAll(ctx context.Context) ([]FaucetTemplateDeprecation, error) {
-	rows, err := q.db.QueryContext(ctx, templateDeprecationListAll)
+type TemplateFactsAllRow struct {
+	TemplateID   string
+	Versions     string
+	Launches     string
+	Tags         string
+	Deprecations string
+}
+
+// TemplateFacts of every template, in one statement that reads each table
+// once.
+func (q *Queries) TemplateFactsAll(ctx context.Context) ([]TemplateFactsAllRow, error) {
+	rows, err := q.db.QueryContext(ctx, templateFactsAll)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []FaucetTemplateDeprecation
+	var items []TemplateFactsAllRow
 	for rows.Next() {
-		var i FaucetTemplateDeprecation
+		var i TemplateFactsAllRow
 		if err := rows.Scan(
 			&i.TemplateID,
-			&i.Version,
-			&i.DeprecatedAt,
-			&i.DeprecatedBy,
-			&i.Reason,
+			&i.Versions,
+			&i.Launches,
+			&i.Tags,
+			&i.Deprecations,
 		); err != nil {
 			return nil, err
 		}
@@ -164,72 +195,6 @@ type TemplateLaunchCountParams struct {
 func (q *Queries) TemplateLaunchCount(ctx context.Context, arg TemplateLaunchCountParams) error {
 	_, err := q.db.ExecContext(ctx, templateLaunchCount, arg.Seq, arg.TemplateID)
 	return err
-}
-
-const templateLaunchList = `-- name: TemplateLaunchList :many
-SELECT template_id, seq, version, launched_at, launched_by FROM faucet_template_launches WHERE template_id = ?1 ORDER BY seq DESC
-`
-
-func (q *Queries) TemplateLaunchList(ctx context.Context, templateID string) ([]FaucetTemplateLaunch, error) {
-	rows, err := q.db.QueryContext(ctx, templateLaunchList, templateID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []FaucetTemplateLaunch
-	for rows.Next() {
-		var i FaucetTemplateLaunch
-		if err := rows.Scan(
-			&i.TemplateID,
-			&i.Seq,
-			&i.Version,
-			&i.LaunchedAt,
-			&i.LaunchedBy,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const templateLaunchListAll = `-- name: TemplateLaunchListAll :many
-SELECT template_id, seq, version, launched_at, launched_by FROM faucet_template_launches ORDER BY template_id, seq DESC
-`
-
-func (q *Queries) TemplateLaunchListAll(ctx context.Context) ([]FaucetTemplateLaunch, error) {
-	rows, err := q.db.QueryContext(ctx, templateLaunchListAll)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []FaucetTemplateLaunch
-	for rows.Next() {
-		var i FaucetTemplateLaunch
-		if err := rows.Scan(
-			&i.TemplateID,
-			&i.Seq,
-			&i.Version,
-			&i.LaunchedAt,
-			&i.LaunchedBy,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
 }
 
 const templateLaunchTrim = `-- name: TemplateLaunchTrim :exec
@@ -332,72 +297,6 @@ func (q *Queries) TemplateNextVersion(ctx context.Context, arg TemplateNextVersi
 	return last_version, err
 }
 
-const templateTagList = `-- name: TemplateTagList :many
-SELECT template_id, tag, version, updated_at, updated_by FROM faucet_template_tags WHERE template_id = ?1
-`
-
-func (q *Queries) TemplateTagList(ctx context.Context, templateID string) ([]FaucetTemplateTag, error) {
-	rows, err := q.db.QueryContext(ctx, templateTagList, templateID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []FaucetTemplateTag
-	for rows.Next() {
-		var i FaucetTemplateTag
-		if err := rows.Scan(
-			&i.TemplateID,
-			&i.Tag,
-			&i.Version,
-			&i.UpdatedAt,
-			&i.UpdatedBy,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const templateTagListAll = `-- name: TemplateTagListAll :many
-SELECT template_id, tag, version, updated_at, updated_by FROM faucet_template_tags
-`
-
-func (q *Queries) TemplateTagListAll(ctx context.Context) ([]FaucetTemplateTag, error) {
-	rows, err := q.db.QueryContext(ctx, templateTagListAll)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []FaucetTemplateTag
-	for rows.Next() {
-		var i FaucetTemplateTag
-		if err := rows.Scan(
-			&i.TemplateID,
-			&i.Tag,
-			&i.Version,
-			&i.UpdatedAt,
-			&i.UpdatedBy,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const templateTagSet = `-- name: TemplateTagSet :exec
 INSERT INTO faucet_template_tags (template_id, tag, version, updated_at, updated_by)
 VALUES (?1, ?2, ?3, ?4, ?5)
@@ -497,68 +396,4 @@ func (q *Queries) TemplateVersionInsert(ctx context.Context, arg TemplateVersion
 		arg.CreatedBy,
 	)
 	return err
-}
-
-const templateVersionList = `-- name: TemplateVersionList :many
-SELECT template_id, version FROM faucet_templates WHERE template_id = ?1 ORDER BY version DESC
-`
-
-type TemplateVersionListRow struct {
-	TemplateID string
-	Version    int64
-}
-
-func (q *Queries) TemplateVersionList(ctx context.Context, templateID string) ([]TemplateVersionListRow, error) {
-	rows, err := q.db.QueryContext(ctx, templateVersionList, templateID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []TemplateVersionListRow
-	for rows.Next() {
-		var i TemplateVersionListRow
-		if err := rows.Scan(&i.TemplateID, &i.Version); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const templateVersionListAll = `-- name: TemplateVersionListAll :many
-SELECT template_id, version FROM faucet_templates ORDER BY template_id, version DESC
-`
-
-type TemplateVersionListAllRow struct {
-	TemplateID string
-	Version    int64
-}
-
-func (q *Queries) TemplateVersionListAll(ctx context.Context) ([]TemplateVersionListAllRow, error) {
-	rows, err := q.db.QueryContext(ctx, templateVersionListAll)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []TemplateVersionListAllRow
-	for rows.Next() {
-		var i TemplateVersionListAllRow
-		if err := rows.Scan(&i.TemplateID, &i.Version); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
 }
