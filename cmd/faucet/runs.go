@@ -58,19 +58,11 @@ unless it completed.`,
 			if format != "yaml" && format != "json" {
 				return usageErrorf("--format %q: want yaml or json", format)
 			}
-			if len(labels) > 0 {
-				m := map[string]string{}
-				for _, l := range labels {
-					k, v, ok := strings.Cut(l, "=")
-					if !ok || k == "" {
-						return usageErrorf("--label %q: want key=value", l)
-					}
-					m[k] = v
-				}
-				body.Labels = &m
+			var err error
+			if body.Labels, err = labelFlags(labels); err != nil {
+				return err
 			}
 			var data []byte
-			var err error
 			if args[0] == "-" {
 				data, err = io.ReadAll(cmd.InOrStdin())
 			} else {
@@ -144,6 +136,22 @@ unless it completed.`,
 	cmd.Flags().BoolVar(&doctor, "doctor-first", false, "probe every connector before queueing the run")
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait for the run to finish; exit non-zero unless it completed")
 	return cmd
+}
+
+// labelFlags reads --label key=value flags; none is nil.
+func labelFlags(labels []string) (*map[string]string, error) {
+	if len(labels) == 0 {
+		return nil, nil
+	}
+	m := map[string]string{}
+	for _, l := range labels {
+		k, v, ok := strings.Cut(l, "=")
+		if !ok || k == "" {
+			return nil, usageErrorf("--label %q: want key=value", l)
+		}
+		m[k] = v
+	}
+	return &m, nil
 }
 
 func derefSlice[T any](p *[]T) []T {

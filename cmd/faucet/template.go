@@ -327,53 +327,52 @@ func launched(cmd *cobra.Command, format outputFormat, l *client.LaunchResponse)
 }
 
 func (sf *serverFlags) templateLaunchCmd() *cobra.Command {
-	var out *outputFormat
-	cmd := &cobra.Command{
-		Use:   "launch ID [VERSION]",
-		Short: "Make a template version the live one (default: the newest)",
-		Args:  cobra.RangeArgs(1, 2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := sf.connect(cmd)
-			if err != nil {
-				return err
-			}
+	return sf.launchCmd("launch ID [VERSION]", "Make a template version the live one (default: the newest)", cobra.RangeArgs(1, 2),
+		func(cmd *cobra.Command, c *client.ClientWithResponses, args []string) (*client.LaunchResponse, *http.Response, []byte, error) {
 			body := client.LaunchTemplateRequest{}
 			if len(args) == 2 {
 				body.Version = selector(args[1])
 			}
 			resp, err := c.LaunchTemplateWithResponse(cmd.Context(), args[0], body)
 			if err != nil {
-				return err
+				return nil, nil, nil, err
 			}
-			if resp.JSON200 == nil {
-				return sf.apiError(resp.HTTPResponse, resp.Body)
-			}
-			return launched(cmd, *out, resp.JSON200)
-		},
-	}
-	out = addOutputFlags(cmd)
-	return cmd
+			return resp.JSON200, resp.HTTPResponse, resp.Body, nil
+		})
 }
 
 func (sf *serverFlags) templateRollbackCmd() *cobra.Command {
+	return sf.launchCmd("rollback ID", "Launch the version that was live before the current one", cobra.ExactArgs(1),
+		func(cmd *cobra.Command, c *client.ClientWithResponses, args []string) (*client.LaunchResponse, *http.Response, []byte, error) {
+			resp, err := c.RollbackTemplateWithResponse(cmd.Context(), args[0])
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			return resp.JSON200, resp.HTTPResponse, resp.Body, nil
+		})
+}
+
+// launchCmd is a command whose call launches a version (launch, rollback)
+// and prints the outcome.
+func (sf *serverFlags) launchCmd(use, short string, args cobra.PositionalArgs,
+	call func(*cobra.Command, *client.ClientWithResponses, []string) (*client.LaunchResponse, *http.Response, []byte, error),
+) *cobra.Command {
 	var out *outputFormat
 	cmd := &cobra.Command{
-		Use:   "rollback ID",
-		Short: "Launch the version that was live before the current one",
-		Args:  cobra.ExactArgs(1),
+		Use: use, Short: short, Args: args,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := sf.connect(cmd)
 			if err != nil {
 				return err
 			}
-			resp, err := c.RollbackTemplateWithResponse(cmd.Context(), args[0])
+			l, resp, body, err := call(cmd, c, args)
 			if err != nil {
 				return err
 			}
-			if resp.JSON200 == nil {
-				return sf.apiError(resp.HTTPResponse, resp.Body)
+			if l == nil {
+				return sf.apiError(resp, body)
 			}
-			return launched(cmd, *out, resp.JSON200)
+			return launched(cmd, *out, l)
 		},
 	}
 	out = addOutputFlags(cmd)
@@ -498,16 +497,9 @@ follows the run to its end and exits non-zero unless it completed.`,
 				}
 				body.Params = &m
 			}
-			if len(labels) > 0 {
-				m := map[string]string{}
-				for _, l := range labels {
-					k, v, ok := strings.Cut(l, "=")
-					if !ok || k == "" {
-						return usageErrorf("--label %q: want key=value", l)
-					}
-					m[k] = v
-				}
-				body.Labels = &m
+			var err error
+			if body.Labels, err = labelFlags(labels); err != nil {
+				return err
 			}
 			if version != "" {
 				body.Version = selector(version)
