@@ -34,7 +34,8 @@ func (d *driver) TemplateListNewest(ctx context.Context) ([]db.TemplateVersion, 
 	return templateTx{d.q}.TemplateListNewest(ctx)
 }
 
-// templateTx runs the template statements of one transaction.
+// templateTx runs the template statements on q: the pool's, or a
+// transaction's.
 type templateTx struct{ q *dbsqlc.Queries }
 
 var _ db.TemplateWriter = templateTx{}
