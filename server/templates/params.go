@@ -17,12 +17,16 @@ const ParamsKey = "params"
 
 // Bounds of the params a template declares and a trigger supplies.
 const (
-	MaxParams               = 64
-	MaxParamNameLen         = 64
-	MaxParamDescriptionLen  = 1024
-	MaxParamValueBytes      = 64 << 10
-	paramPlaceholderInteger = 1
+	MaxParams              = 64
+	MaxParamNameLen        = 64
+	MaxParamDescriptionLen = 1024
+	MaxParamValueBytes     = 64 << 10
 )
+
+// placeholderNumber stands for a number param at registration: 1 rather
+// than 0, since a count or a size is more often bounded below by 1 than
+// above.
+const placeholderNumber = "1"
 
 // The param types.
 const (
@@ -383,7 +387,7 @@ func (ps Params) bind(supplied map[string]any, placeholders bool) (Bound, error)
 func placeholder(name, typ string) any {
 	switch typ {
 	case TypeInt, TypeFloat:
-		return json.Number(strconv.Itoa(paramPlaceholderInteger))
+		return json.Number(placeholderNumber)
 	case TypeBool:
 		return false
 	}
