@@ -250,6 +250,9 @@ func testTemplates(t *testing.T, h history) {
 		bad(map[string]any{"params": map[string]any{"tenant": "a", "count": "many"}}, "count")
 		bad(map[string]any{"params": map[string]any{"tenant": "${env:HOME}"}}, "tenant")
 		bad(map[string]any{"params": map[string]any{"tenant": "a", "token": []string{templateSecret}}}, "token")
+		// A value the pipeline refuses is placed in the template's text.
+		wantTemplateProblem(t, s, operator, http.MethodPost, "/v1/templates/tenant-sync/runs", map[string]any{"params": map[string]any{"tenant": "a", "count": -1}},
+			http.StatusBadRequest, "bad_config", "line 8, column", "pipeline.source.config.count")
 		wantTemplateProblem(t, s, operator, http.MethodPost, "/v1/templates/tenant-sync/runs", map[string]any{"params": map[string]any{"tenant": "a"}, "labels": map[string]string{"template": "x"}},
 			http.StatusBadRequest, "bad_config", "labels.template")
 		wantTemplateProblem(t, s, operator, http.MethodPost, "/v1/templates/tenant-sync/runs", map[string]any{"params": map[string]any{"tenant": "a"}, "env": map[string]string{"A": "b"}},

@@ -512,6 +512,9 @@ func (s *Service) Trigger(ctx context.Context, id string, req TriggerRequest) (T
 		Concurrency: req.Concurrency, Audit: req.Audit,
 	})
 	if err != nil {
+		// A value a param gave the pipeline is wrong: say where the
+		// template's text has it, not where the bound JSON does.
+		doc.Place(pipeline.ConfigProblems(err))
 		return Triggered{}, err
 	}
 	s.log.Info("template run submitted", "template", id, "version", v, "run_id", acc.RunID, "replayed", acc.Replayed)
