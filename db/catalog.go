@@ -357,11 +357,18 @@ func (s *store) CatalogDatasetGet(ctx context.Context, id string) (*CatalogDatas
 	if out.Stats, err = s.d.CatalogStats(ctx, id, DetailStats); err != nil {
 		return nil, fail(ctx, op, err)
 	}
-	if out.Upstream, err = s.d.CatalogEdgesTo(ctx, id, DetailEdges); err != nil {
+	edges, err := s.d.CatalogEdgesTouching(ctx, []string{id}, 2*DetailEdges)
+	if err != nil {
 		return nil, fail(ctx, op, err)
 	}
-	if out.Downstream, err = s.d.CatalogEdgesFrom(ctx, id, DetailEdges); err != nil {
-		return nil, fail(ctx, op, err)
+	out.Upstream, out.Downstream = []CatalogEdge{}, []CatalogEdge{}
+	for _, e := range edges {
+		if e.DstID == id && len(out.Upstream) < DetailEdges {
+			out.Upstream = append(out.Upstream, e)
+		}
+		if e.SrcID == id && len(out.Downstream) < DetailEdges {
+			out.Downstream = append(out.Downstream, e)
+		}
 	}
 	return out, nil
 }

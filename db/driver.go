@@ -201,12 +201,9 @@ type CatalogDriver interface {
 	// CatalogStats returns a dataset's newest limit volume points, newest
 	// first.
 	CatalogStats(ctx context.Context, id string, limit int) ([]CatalogStat, error)
-	// CatalogEdgesTo and CatalogEdgesFrom return the newest limit edges
-	// into and out of a dataset; CatalogEdges the newest limit of all;
-	// CatalogEdgesTouching the newest limit from or to any of ids. All are
-	// ordered by last_seen descending, then their ids.
-	CatalogEdgesTo(ctx context.Context, id string, limit int) ([]CatalogEdge, error)
-	CatalogEdgesFrom(ctx context.Context, id string, limit int) ([]CatalogEdge, error)
+	// CatalogEdges returns the newest limit edges, CatalogEdgesTouching the
+	// newest limit from or to any of ids; both ordered by last_seen
+	// descending, then their ids.
 	CatalogEdges(ctx context.Context, limit int) ([]CatalogEdge, error)
 	CatalogEdgesTouching(ctx context.Context, ids []string, limit int) ([]CatalogEdge, error)
 	// ConfigSnapshotGet returns a pipeline's snapshots or ErrNotFound.

@@ -277,8 +277,8 @@ type CatalogStore interface {
 	CatalogDatasetList(ctx context.Context, f CatalogFilter) (CatalogPage, error)
 	// CatalogDatasetGet returns a dataset with its newest DetailTimeline
 	// schema versions (oldest first, each with its diff), its newest
-	// DetailStats volume points and up to DetailEdges edges each way; an
-	// unknown id is ErrNotFound.
+	// DetailStats volume points and its newest edges, up to DetailEdges
+	// each way; an unknown id is ErrNotFound.
 	CatalogDatasetGet(ctx context.Context, id string) (*CatalogDatasetDetail, error)
 	// CatalogLineage returns the edges within depth hops of root, in either
 	// direction (breadth-first; depth is clamped to 1..MaxLineageDepth), or

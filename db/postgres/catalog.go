@@ -181,20 +181,6 @@ func edges[R any](rows []R, err error, of func(R) (dbsqlc.FaucetCatalogEdge, str
 	return out, nil
 }
 
-func (d *driver) CatalogEdgesTo(ctx context.Context, id string, limit int) ([]db.CatalogEdge, error) {
-	rows, err := d.q.CatalogEdgeListTo(ctx, dbsqlc.CatalogEdgeListToParams{DatasetID: id, PageLimit: int32(limit)})
-	return edges(rows, err, func(r dbsqlc.CatalogEdgeListToRow) (dbsqlc.FaucetCatalogEdge, string, string) {
-		return r.FaucetCatalogEdge, r.SrcUri, r.DstUri
-	})
-}
-
-func (d *driver) CatalogEdgesFrom(ctx context.Context, id string, limit int) ([]db.CatalogEdge, error) {
-	rows, err := d.q.CatalogEdgeListFrom(ctx, dbsqlc.CatalogEdgeListFromParams{DatasetID: id, PageLimit: int32(limit)})
-	return edges(rows, err, func(r dbsqlc.CatalogEdgeListFromRow) (dbsqlc.FaucetCatalogEdge, string, string) {
-		return r.FaucetCatalogEdge, r.SrcUri, r.DstUri
-	})
-}
-
 func (d *driver) CatalogEdges(ctx context.Context, limit int) ([]db.CatalogEdge, error) {
 	rows, err := d.q.CatalogEdgeList(ctx, int32(limit))
 	return edges(rows, err, func(r dbsqlc.CatalogEdgeListRow) (dbsqlc.FaucetCatalogEdge, string, string) {

@@ -111,24 +111,6 @@ WHERE dataset_id = @dataset_id
 ORDER BY seq DESC
 LIMIT @page_limit;
 
--- name: CatalogEdgeListTo :many
-SELECT sqlc.embed(e), s.uri AS src_uri, d.uri AS dst_uri
-FROM faucet_catalog_edges e
-JOIN faucet_catalog_datasets s ON s.id = e.src_id
-JOIN faucet_catalog_datasets d ON d.id = e.dst_id
-WHERE e.dst_id = @dataset_id
-ORDER BY e.last_seen DESC, e.src_id
-LIMIT @page_limit;
-
--- name: CatalogEdgeListFrom :many
-SELECT sqlc.embed(e), s.uri AS src_uri, d.uri AS dst_uri
-FROM faucet_catalog_edges e
-JOIN faucet_catalog_datasets s ON s.id = e.src_id
-JOIN faucet_catalog_datasets d ON d.id = e.dst_id
-WHERE e.src_id = @dataset_id
-ORDER BY e.last_seen DESC, e.dst_id
-LIMIT @page_limit;
-
 -- name: CatalogEdgeList :many
 SELECT sqlc.embed(e), s.uri AS src_uri, d.uri AS dst_uri
 FROM faucet_catalog_edges e
