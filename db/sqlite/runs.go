@@ -141,9 +141,9 @@ func (d *driver) RunDelete(ctx context.Context, runID string) (bool, error) {
 	return deleted, err
 }
 
-func (d *driver) RunRenewLeases(ctx context.Context, p *db.LeaseParams) (int, error) {
+func (d *driver) RunRenewLeases(ctx context.Context, p *db.LeaseParams) ([]string, error) {
 	arg := dbsqlc.RunRenewLeasesParams{LeaseExpiresAt: ptr(micros(p.LeaseExpiresAt)), Owner: &p.Owner}
-	return count(writeValue(ctx, d, func(ctx context.Context, q *dbsqlc.Queries) (int64, error) { return q.RunRenewLeases(ctx, arg) }))
+	return writeValue(ctx, d, func(ctx context.Context, q *dbsqlc.Queries) ([]string, error) { return q.RunRenewLeases(ctx, arg) })
 }
 
 func (d *driver) RunFailLapsed(ctx context.Context, p *db.RunFailParams) (int, error) {

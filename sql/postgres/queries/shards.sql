@@ -25,9 +25,10 @@ RETURNING s.run_id, s.shard_id, s.descriptor, s.size_estimate, s.attempt,
     r.name, r.labels, r.status, r.submitted_at, r.started_at, r.finished_at, r.idempotency_key,
     r.attempt AS run_attempt, r.records_written, r.error, r.submission, r.invocations;
 
--- name: ShardRenewLeases :execrows
+-- name: ShardRenewLeases :many
 UPDATE faucet_shards SET lease_expires_at = @lease_expires_at::timestamptz
-WHERE owner = @owner::text AND status = 'running';
+WHERE owner = @owner::text AND status = 'running'
+RETURNING run_id, shard_id;
 
 -- name: ShardPoisonLapsed :execrows
 -- error_format gets the row's attempt+1 and attempt (db.PoisonErrorFormat).

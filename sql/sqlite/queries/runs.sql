@@ -93,9 +93,10 @@ SELECT status FROM faucet_runs WHERE run_id = sqlc.arg(run_id);
 DELETE FROM faucet_runs
 WHERE run_id = sqlc.arg(run_id) AND status IN ('completed', 'failed', 'cancelled');
 
--- name: RunRenewLeases :execrows
+-- name: RunRenewLeases :many
 UPDATE faucet_runs SET lease_expires_at = sqlc.arg(lease_expires_at)
-WHERE owner = sqlc.arg(owner) AND status IN ('pending', 'queued', 'running', 'sharded');
+WHERE owner = sqlc.arg(owner) AND status IN ('pending', 'queued', 'running', 'sharded')
+RETURNING run_id;
 
 -- name: RunFailLapsed :execrows
 UPDATE faucet_runs

@@ -699,9 +699,10 @@ func (q *Queries) RunRelease(ctx context.Context, arg RunReleaseParams) (int64, 
 	return result.RowsAffected()
 }
 
-const runRenewLeases = `-- name: RunRenewLeases :execrows
+const runRenewLeases = `-- name: RunRenewLeases :many
 UPDATE faucet_runs SET lease_expires_at = ?1
 WHERE owner = ?2 AND status IN ('pending', 'queued', 'running', 'sharded')
+RETURNING run_id
 `
 
 type RunRenewLeasesParams struct {
@@ -709,12 +710,27 @@ type RunRenewLeasesParams struct {
 	Owner          *string
 }
 
-func (q *Queries) RunRenewLeases(ctx context.Context, arg RunRenewLeasesParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, runRenewLeases, arg.LeaseExpiresAt, arg.Owner)
+func (q *Queries) RunRenewLeases(ctx context.Context, arg RunRenewLeasesParams) ([]string, error) {
+	rows, err := q.db.QueryContext(ctx, runRenewLeases, arg.LeaseExpiresAt, arg.Owner)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return result.RowsAffected()
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var run_id string
+		if err := rows.Scan(&run_id); err != nil {
+			return nil, err
+		}
+		items = append(items, run_id)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const runRequestCancel = `-- name: RunRequestCancel :one
