@@ -75,7 +75,9 @@ func (s *store) ShardRenewLeases(ctx context.Context) ([]ShardKey, error) {
 	if err != nil {
 		return nil, fail(ctx, "shard renew leases", err)
 	}
-	slices.SortFunc(keys, func(a, b ShardKey) int { return cmp.Or(cmp.Compare(a.RunID, b.RunID), cmp.Compare(a.ShardID, b.ShardID)) })
+	slices.SortFunc(keys, func(a, b ShardKey) int {
+		return cmp.Or(cmp.Compare(a.RunID, b.RunID), cmp.Compare(a.ShardID, b.ShardID))
+	})
 	return keys, nil
 }
 
