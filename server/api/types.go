@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/faucet-dev/faucet/db"
-	"github.com/faucet-dev/faucet/server/redact"
-	"github.com/faucet-dev/faucet/server/runner"
+	"github.com/faucet-dev/faucet/internal/redact"
+	"github.com/faucet-dev/faucet/server/admission"
 )
 
 // SubmitRequest is the body of POST /v1/runs.
@@ -126,12 +126,12 @@ type DoctorCheck struct {
 	DurationMS int64  `json:"duration_ms"`
 }
 
-func toDoctorReport(r runner.DoctorReport) DoctorReport {
+func toDoctorReport(r admission.DoctorReport) DoctorReport {
 	out := DoctorReport{OK: r.OK, Invocations: make([]DoctorInvocation, len(r.Invocations))}
 	for i, inv := range r.Invocations {
 		checks := make([]DoctorCheck, len(inv.Checks))
 		for j, c := range inv.Checks {
-			checks[j] = DoctorCheck{Role: c.Role, Connector: c.Connector, Name: c.Name, OK: c.OK, Message: c.Message, DurationMS: c.DurationMS}
+			checks[j] = DoctorCheck{Role: string(c.Role), Connector: c.Connector, Name: c.Name, OK: c.OK, Message: c.Message, DurationMS: c.DurationMS}
 		}
 		out.Invocations[i] = DoctorInvocation{RowID: inv.RowID, Checks: checks}
 	}
@@ -228,7 +228,7 @@ func toRunRecord(r *db.RunRecord) RunRecord {
 		}
 	}
 	if len(r.DoctorReport) > 0 {
-		var rep runner.DoctorReport
+		var rep admission.DoctorReport
 		if json.Unmarshal(r.DoctorReport, &rep) == nil {
 			wire := toDoctorReport(rep)
 			out.DoctorReport = &wire
