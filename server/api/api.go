@@ -10,6 +10,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"reflect"
 	"strconv"
 	"time"
 
@@ -95,6 +96,7 @@ func Config() huma.Config {
 		cfg.Formats[ct] = yamlConfigBody
 	}
 	cfg.Transformers = append(cfg.Transformers, fillInstance)
+	cfg.Components.Schemas.RegisterTypeAlias(reflect.TypeFor[auth.Role](), reflect.TypeFor[roleSchema]())
 	return cfg
 }
 

@@ -661,7 +661,7 @@ type whoamiOutput struct {
 
 func (d *Deps) whoami(ctx context.Context, _ *struct{}) (*whoamiOutput, error) {
 	p := principalFrom(ctx)
-	return &whoamiOutput{Body: Whoami{Name: p.Name, Role: Role(p.Role.String()), AuthEnabled: d.Auth.Enabled()}}, nil
+	return &whoamiOutput{Body: Whoami{Name: p.Name, Role: p.Role, AuthEnabled: d.Auth.Enabled()}}, nil
 }
 
 // The states of the history database in ReadyStatus.History.

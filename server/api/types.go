@@ -7,6 +7,7 @@ import (
 	"github.com/faucet-dev/faucet/db"
 	"github.com/faucet-dev/faucet/internal/redact"
 	"github.com/faucet-dev/faucet/server/admission"
+	"github.com/faucet-dev/faucet/server/auth"
 )
 
 // SubmitRequest is the body of POST /v1/runs.
@@ -83,7 +84,7 @@ type AuditEntry struct {
 	ID                string    `json:"id" doc:"Time-ordered UUIDv7."`
 	Timestamp         time.Time `json:"timestamp"`
 	Principal         string    `json:"principal"`
-	Role              Role      `json:"role"`
+	Role              auth.Role `json:"role"`
 	Action            string    `json:"action" doc:"run.submit, run.cancel, run.delete, or the denied operation."`
 	RunID             *string   `json:"run_id" nullable:"true"`
 	ConfigFingerprint *string   `json:"config_fingerprint" nullable:"true" doc:"sha256 of the submitted config (submit actions)."`
@@ -195,9 +196,9 @@ type ClusterStatus struct {
 
 // Whoami is the calling principal.
 type Whoami struct {
-	Name        string `json:"name"`
-	Role        Role   `json:"role"`
-	AuthEnabled bool   `json:"auth_enabled" doc:"false when the server runs with --no-auth."`
+	Name        string    `json:"name"`
+	Role        auth.Role `json:"role"`
+	AuthEnabled bool      `json:"auth_enabled" doc:"false when the server runs with --no-auth."`
 }
 
 func toRunRecord(r *db.RunRecord) RunRecord {
@@ -259,7 +260,13 @@ func utcPtr(t *time.Time) *time.Time {
 
 func toAuditEntry(e db.AuditEntry) AuditEntry {
 	return AuditEntry{
-		ID: e.ID, Timestamp: e.Timestamp.UTC(), Principal: e.Principal, Role: Role(e.Role), Action: e.Action,
+		ID: e.ID, Timestamp: e.Timestamp.UTC(), Principal: e.Principal, Role: wireRole(e.Role), Action: e.Action,
 		RunID: e.RunID, ConfigFingerprint: e.ConfigFingerprint, SourceIP: e.SourceIP, Result: e.Result,
 	}
+}
+
+// wireRole is the role an audit entry stores by its wire name.
+func wireRole(name string) auth.Role {
+	role, _ := auth.ParseRole(name)
+	return role
 }

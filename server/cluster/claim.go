@@ -14,9 +14,6 @@ import (
 	"github.com/faucet-dev/faucet/server/execution"
 )
 
-// shardIDFormat names shard i of a run; the id sorts like the index.
-const shardIDFormat = "%05d"
-
 // claimLoop claims work whenever woken (a local submit, a freed slot, a
 // peer's wake-up) and at every poll, until ctx ends. Each poll also does the
 // duties every member does for itself: delivering the cancel requests made
@@ -225,7 +222,7 @@ func (m *Member) split(t *execution.Task, plan *pipeline.Plan, count int) (bool,
 	}
 	rows := make([]db.ShardInsert, len(shards))
 	for i, sh := range shards {
-		rows[i] = db.ShardInsert{ShardID: fmt.Sprintf(shardIDFormat, i), Descriptor: sh.Descriptor}
+		rows[i] = db.ShardInsert{ShardID: fmt.Sprintf(pipeline.ShardIDFormat, i), Descriptor: sh.Descriptor}
 		switch {
 		case sh.EstimatedRecords > 0:
 			rows[i].SizeEstimate = &sh.EstimatedRecords
