@@ -302,8 +302,10 @@ type WakeStore interface {
 	Wake(ctx context.Context, topic WakeTopic) error
 	// Listen calls wake for every wake-up sent by any member (this one
 	// included) until ctx ends, reconnecting after a lost connection, and
-	// then returns ctx's error. It returns ErrNoWakeups at once when the
-	// dialect has no notifications: the caller relies on its poll alone.
+	// then returns ctx's error. Each time it starts listening it calls wake
+	// with WakeWork too, since what was sent while it did not listen is
+	// lost. It returns ErrNoWakeups at once when the dialect has no
+	// notifications: the caller relies on its poll alone.
 	Listen(ctx context.Context, wake func(WakeTopic)) error
 }
 

@@ -38,6 +38,8 @@ func (d *driver) WakeListen(ctx context.Context, wake func(string)) error {
 	if err := dbsqlc.New(conn).WakeListen(ctx); err != nil {
 		return interpretError(err)
 	}
+	// Wake-ups sent while no connection listened are lost: look for work.
+	wake(string(db.WakeWork))
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {

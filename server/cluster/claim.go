@@ -15,15 +15,19 @@ import (
 )
 
 // claimLoop claims work whenever woken (a local submit, a freed slot, a
-// peer's wake-up) and at every poll, until ctx ends. Each poll also does the
-// duties every member does for itself: delivering the cancel requests made
-// on peers for the work it runs, and counting the cluster's shards.
+// peer's wake-up) and at every poll, until ctx ends; a claim that failed is
+// tried again soon, with backoff, rather than at the next poll. Each poll
+// also does the duties every member does for itself: delivering the cancel
+// requests made on peers for the work it runs, and counting the cluster's
+// shards.
 func (m *Member) claimLoop(ctx context.Context) {
 	poll := time.NewTicker(m.cfg.Poll)
 	defer poll.Stop()
 	claims := &storeTrouble{log: m.cfg.Logger, duty: "claim"}
 	duties := &storeTrouble{log: m.cfg.Logger, duty: "cancel delivery"}
 	duties.report(m.memberDuties(ctx))
+	var retry <-chan time.Time
+	backoff := claimRetryFirst
 	for {
 		polled := false
 		select {
@@ -36,12 +40,25 @@ func (m *Member) claimLoop(ctx context.Context) {
 			duties.report(m.deliverCancels(ctx))
 			continue
 		case <-m.wake:
+		case <-retry:
 		}
-		if err := m.claimWork(ctx, polled); ctx.Err() == nil {
-			claims.report(err)
+		err := m.claimWork(ctx, polled)
+		if ctx.Err() != nil {
+			return
+		}
+		claims.report(err)
+		retry = nil
+		if err != nil {
+			retry = time.After(backoff)
+			backoff = min(2*backoff, m.cfg.Poll)
+		} else {
+			backoff = claimRetryFirst
 		}
 	}
 }
+
+// claimRetryFirst is the first wait before a failed claim is tried again.
+const claimRetryFirst = 100 * time.Millisecond
 
 // memberDuties delivers cancel requests and refreshes the shard gauge.
 func (m *Member) memberDuties(ctx context.Context) error {

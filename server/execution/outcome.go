@@ -18,17 +18,13 @@ const (
 	ReasonCancelled = "cancelled"
 	ReasonTimeout   = "timeout"
 	ReasonShutdown  = "server_shutdown"
-	ReasonRecovered = "recovered"
 	// ReasonLost ends an execution whose lease this member lost: another
 	// member owns the run (or the shard) now, so nothing is written.
 	ReasonLost = "lost"
 )
 
-// Error messages of runs the server ended.
-const (
-	MsgShutdown  = "server shutdown before the run finished"
-	MsgRecovered = "faucet serve stopped before the run finished (recovered as failed at the next start)"
-)
+// MsgShutdown is the error of a run a shutdown ended.
+const MsgShutdown = "server shutdown before the run finished"
 
 // Outcome is how an execution ended.
 type Outcome struct {

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/faucet-dev/faucet/db"
-	"github.com/faucet-dev/faucet/server/execution"
 	"github.com/faucet-dev/faucet/server/metrics"
 )
 
@@ -163,6 +162,13 @@ func (l *Leases) Start(ctx context.Context) error {
 	})
 }
 
+// Crash recovery's terminal reason (the reason label of
+// faucet_runs_finished_total) and the error of the runs it fails.
+const (
+	ReasonRecovered = "recovered"
+	MsgRecovered    = "faucet serve stopped before the run finished (recovered as failed at the next start)"
+)
+
 // Recover fails the runs a crashed server left queued or running: it is the
 // one place crash recovery makes runs terminal. Runs whose lease lapsed are
 // failed whatever their owner. When exclusive is true this process is known
@@ -180,14 +186,14 @@ func Recover(ctx context.Context, store db.RunStore, exclusive bool, m *metrics.
 	}
 	recovered := func(k int) {
 		if k > 0 && m != nil {
-			m.RunsFinished.WithLabelValues(string(db.StatusFailed), execution.ReasonRecovered).Add(float64(k))
+			m.RunsFinished.WithLabelValues(string(db.StatusFailed), ReasonRecovered).Add(float64(k))
 		}
 	}
 	recovered(n)
 	if !exclusive {
 		return n, nil
 	}
-	ids, err := store.RunFailUnfinished(ctx, execution.MsgRecovered)
+	ids, err := store.RunFailUnfinished(ctx, MsgRecovered)
 	if err != nil {
 		return n, fmt.Errorf("fail interrupted runs: %w", err)
 	}

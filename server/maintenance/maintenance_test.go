@@ -109,7 +109,7 @@ func TestRecoverFailsTheRunsACrashLeft(t *testing.T) {
 	if n, err := maintenance.Recover(context.Background(), next, true, nil, nil); err != nil || n != 1 {
 		t.Fatalf("exclusive recovery failed %d runs (%v), want the live one too", n, err)
 	}
-	if rec, _ := next.RunGet(context.Background(), "live"); rec.Status != db.StatusFailed || rec.Error == nil || *rec.Error != execution.MsgRecovered {
+	if rec, _ := next.RunGet(context.Background(), "live"); rec.Status != db.StatusFailed || rec.Error == nil || *rec.Error != maintenance.MsgRecovered {
 		t.Fatalf("after exclusive recovery: %+v", rec)
 	}
 }
