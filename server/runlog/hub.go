@@ -154,7 +154,6 @@ func (h *Hub) OpenPart(key, runID string, part Part, r *redact.Redactor) *Run {
 		redact:  r,
 		ring:    make([]db.RunLogLine, 0, min(h.cfg.RingSize, 8)),
 		nextSeq: base,
-		changed: make(chan struct{}),
 	}
 	h.runs[key] = run
 	return run

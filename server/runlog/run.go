@@ -32,7 +32,9 @@ type Run struct {
 	// pendingSince is when the oldest pending line was appended.
 	pendingSince time.Time
 	done         bool
-	changed      chan struct{}
+	// changed is closed at the next line or the end; made only when a
+	// reader waits, so a run nobody follows allocates none per line.
+	changed chan struct{}
 
 	flushMu sync.Mutex
 }
@@ -70,8 +72,7 @@ func (r *Run) Append(level slog.Level, msg string) int64 {
 		r.pending = append(r.pending, line)
 		kick = len(r.pending) >= r.hub.cfg.FlushLines
 	}
-	close(r.changed)
-	r.changed = make(chan struct{})
+	r.signal()
 	r.mu.Unlock()
 	if first {
 		r.hub.markDirty(r)
@@ -109,7 +110,18 @@ func (r *Run) Since(after int64, limit int) (lines []db.RunLogLine, truncated, d
 func (r *Run) Changed() <-chan struct{} {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.changed == nil {
+		r.changed = make(chan struct{})
+	}
 	return r.changed
+}
+
+// signal wakes the readers waiting on changed; r.mu is held.
+func (r *Run) signal() {
+	if r.changed != nil {
+		close(r.changed)
+		r.changed = nil
+	}
 }
 
 // due reports whether the oldest pending line has waited a flush interval.
@@ -197,8 +209,7 @@ func (r *Run) Finish() {
 		return
 	}
 	r.done = true
-	close(r.changed)
-	r.changed = make(chan struct{})
+	r.signal()
 	r.mu.Unlock()
 	r.hub.drain(r)
 }
