@@ -166,17 +166,22 @@ func TestClusterStopsARunItLost(t *testing.T) {
 	if ownerRuns.Load() != 1 || peerRuns.Load() != 1 {
 		t.Fatalf("executions: owner %d, peer %d; want one each", ownerRuns.Load(), peerRuns.Load())
 	}
-	page, err := peer.Store.RunLogList(context.Background(), res.RunID, 0, 1000)
+	logSays(t, peer, res.RunID, "lost its lease on the run")
+}
+
+// logSays fails t unless a persisted log line of runID contains text.
+func logSays(t *testing.T, via *st.Stack, runID, text string) {
+	t.Helper()
+	page, err := via.Store.RunLogList(context.Background(), runID, 0, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var said bool
 	for _, l := range page.Lines {
-		said = said || strings.Contains(l.Line, "lost its lease on the run")
+		if strings.Contains(l.Line, text) {
+			return
+		}
 	}
-	if !said {
-		t.Fatalf("the run's log does not say the first owner stopped: %+v", page.Lines)
-	}
+	t.Fatalf("no log line of run %s says %q: %+v", runID, text, page.Lines)
 }
 
 // TestClusterStopsShardsItLost: the same for shards, which a peer took over
@@ -246,17 +251,7 @@ func TestClusterTakeoverEndsACancelledRunWithoutExecutingIt(t *testing.T) {
 	if n := ownerRuns.Load(); n != 1 {
 		t.Fatalf("the owner executed the run %d time(s), want 1", n)
 	}
-	page, err := peer.Store.RunLogList(context.Background(), res.RunID, 0, 1000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var said bool
-	for _, l := range page.Lines {
-		said = said || strings.Contains(l.Line, "does not execute again")
-	}
-	if !said {
-		t.Fatalf("the run's log does not say why the takeover did not execute it: %+v", page.Lines)
-	}
+	logSays(t, peer, res.RunID, "does not execute again")
 }
 
 func TestClusterCancelReachesThePeerThatRunsIt(t *testing.T) {

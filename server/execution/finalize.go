@@ -44,15 +44,26 @@ func (e *Executor) Finalize(t *Task, o Outcome) {
 // persisted first.
 func (e *Executor) Forget(t *Task) {
 	e.freeSlot(t)
+	e.end(t, func() { e.persistLines(t) })
+}
+
+// end runs write as t's one end (finalize, hand-back, lost, shard result,
+// forget): under t's end lock, only for the first end, and then t is
+// released. It reports whether write ran.
+func (e *Executor) end(t *Task, write func()) bool {
+	t.ending.Store(true)
 	t.endMu.Lock()
 	defer t.endMu.Unlock()
-	if t.ended {
-		return
+	if t.startTimer != nil {
+		t.startTimer.Stop()
 	}
-	t.ending.Store(true)
+	if t.ended {
+		return false
+	}
 	t.ended = true
-	e.persistLines(t)
-	e.release(t)
+	defer e.release(t)
+	write()
+	return true
 }
 
 // perform executes plan for t, racing completion against the cancel,
@@ -72,7 +83,7 @@ func (e *Executor) perform(t *Task, plan *pipeline.Plan, logger *slog.Logger) Ou
 	})
 
 	var timeout <-chan time.Time
-	if secs := t.rec.TimeoutSecs; secs != nil && *secs > 0 {
+	if secs := t.timeoutSecs; secs != nil && *secs > 0 {
 		tm := time.NewTimer(time.Duration(*secs) * time.Second)
 		defer tm.Stop()
 		timeout = tm.C
@@ -81,13 +92,13 @@ func (e *Executor) perform(t *Task, plan *pipeline.Plan, logger *slog.Logger) Ou
 	var trigger Outcome
 	select {
 	case res := <-done:
-		return classify(res.res, res.err, t.red)
+		return classify(res.res, res.err, t.redactor())
 	case <-t.cancel:
 		trigger = Cancelled(0)
 	case <-e.shutdown:
 		trigger = Failed(ReasonShutdown, MsgShutdown)
 	case <-timeout:
-		trigger = Failed(ReasonTimeout, fmt.Sprintf("run exceeded timeout_secs (%ds)", *t.rec.TimeoutSecs))
+		trigger = Failed(ReasonTimeout, fmt.Sprintf("run exceeded timeout_secs (%ds)", *t.timeoutSecs))
 	case <-t.lost:
 		trigger = Outcome{Reason: ReasonLost}
 	}
@@ -99,7 +110,7 @@ func (e *Executor) perform(t *Task, plan *pipeline.Plan, logger *slog.Logger) Ou
 	defer grace.Stop()
 	select {
 	case res := <-done:
-		o := classify(res.res, res.err, t.red)
+		o := classify(res.res, res.err, t.redactor())
 		if trigger.Reason != ReasonLost && o.Status == db.StatusFailed && o.Reason == ReasonError && !cancelled(res.err, res.res) {
 			// A flush that failed for a real reason stays failed.
 			return o
@@ -123,17 +134,11 @@ func (e *Executor) perform(t *Task, plan *pipeline.Plan, logger *slog.Logger) Ou
 // discarded. Transient write failures are retried until the write lands.
 // Once written, Config.Finalized is told.
 func (e *Executor) finalize(t *Task, o Outcome) {
-	t.ending.Store(true)
-	t.endMu.Lock()
-	defer t.endMu.Unlock()
-	if t.startTimer != nil {
-		t.startTimer.Stop()
-	}
-	if t.ended {
-		return
-	}
-	t.ended = true
-	defer e.release(t)
+	e.end(t, func() { e.writeTerminal(t, o) })
+}
+
+// writeTerminal is finalize's write, under t's end lock.
+func (e *Executor) writeTerminal(t *Task, o Outcome) {
 	rec := *t.rec
 	now := e.now()
 	rec.Status = o.Status
@@ -147,7 +152,7 @@ func (e *Executor) finalize(t *Task, o Outcome) {
 	if rec.Invocations == nil {
 		rec.Invocations = []db.InvocationRecord{}
 	}
-	rec.Error = t.red.Ptr(o.Err)
+	rec.Error = t.redactor().Ptr(o.Err)
 	t.rec = &rec
 
 	lr := t.log
@@ -186,14 +191,11 @@ func (e *Executor) finalize(t *Task, o Outcome) {
 // the cluster, pending for a peer, instead of failing it. When the write
 // cannot land, the run's lease lapses and a peer takes it over all the same.
 func (e *Executor) handBack(t *Task) {
-	t.ending.Store(true)
-	t.endMu.Lock()
-	defer t.endMu.Unlock()
-	if t.ended {
-		return
-	}
-	t.ended = true
-	defer e.release(t)
+	e.end(t, func() { e.giveBack(t) })
+}
+
+// giveBack is handBack's write, under t's end lock.
+func (e *Executor) giveBack(t *Task) {
 	kind, give := "run", func(ctx context.Context) (bool, error) { return e.store.RunRelease(ctx, t.runID) }
 	if t.shard != nil {
 		kind = "shard"
@@ -226,14 +228,11 @@ func (e *Executor) handBack(t *Task) {
 // lost ends a task this member no longer owns: its lines are persisted (they
 // are its attempt's own part of the log) and nothing else is written.
 func (e *Executor) lost(t *Task) {
-	t.ending.Store(true)
-	t.endMu.Lock()
-	defer t.endMu.Unlock()
-	if t.ended {
-		return
-	}
-	t.ended = true
-	defer e.release(t)
+	e.end(t, func() { e.dropLost(t) })
+}
+
+// dropLost is lost's end, under t's end lock.
+func (e *Executor) dropLost(t *Task) {
 	kind := "run"
 	if t.shard != nil {
 		kind = "shard"
@@ -297,14 +296,14 @@ func (e *Executor) endShard(t *Task, o Outcome, logger *slog.Logger) ShardEnd {
 		e.handBack(t)
 		return ShardLeft
 	}
-	t.ending.Store(true)
-	t.endMu.Lock()
-	defer t.endMu.Unlock()
-	if t.ended {
+	if !e.end(t, func() { e.writeShard(t, o, logger) }) {
 		return ShardLeft
 	}
-	t.ended = true
-	defer e.release(t)
+	return ShardWritten
+}
+
+// writeShard is endShard's write, under t's end lock.
+func (e *Executor) writeShard(t *Task, o Outcome, logger *slog.Logger) {
 	status := db.ShardCompleted
 	switch o.Status {
 	case db.StatusFailed:
@@ -312,7 +311,7 @@ func (e *Executor) endShard(t *Task, o Outcome, logger *slog.Logger) ShardEnd {
 	case db.StatusCancelled:
 		status = db.ShardCancelled
 	}
-	res := db.ShardResult{Status: status, RecordsWritten: o.Records, Error: t.red.Ptr(o.Err)}
+	res := db.ShardResult{Status: status, RecordsWritten: o.Records, Error: t.redactor().Ptr(o.Err)}
 	if o.Err != nil {
 		logger.Error("shard "+string(status), "records_written", o.Records, "error", *res.Error)
 	} else {
@@ -341,5 +340,4 @@ func (e *Executor) endShard(t *Task, o Outcome, logger *slog.Logger) ShardEnd {
 			e.cfg.Metrics.ShardsFinished.WithLabelValues(string(status)).Inc()
 		}
 	}
-	return ShardWritten
 }

@@ -20,7 +20,10 @@ type Task struct {
 	// fenced on this member still owning it, and a peer may take it over.
 	owned bool
 	log   *runlog.Run
-	red   *redact.Redactor
+	// red masks the secrets of the task's plan, once it is known.
+	red atomic.Pointer[redact.Redactor]
+	// timeoutSecs is the run's timeout_secs, which never changes.
+	timeoutSecs *int64
 	// records is the count the sinks acknowledged so far.
 	records atomic.Int64
 
@@ -44,10 +47,12 @@ type Task struct {
 }
 
 func (e *Executor) newTask(rec *db.RunRecord, owned bool, shard *db.ClaimedShard, log *runlog.Run, red *redact.Redactor) *Task {
-	return &Task{
-		runID: rec.RunID, shard: shard, owned: owned, log: log, red: red, rec: rec,
+	t := &Task{
+		runID: rec.RunID, shard: shard, owned: owned, log: log, rec: rec, timeoutSecs: rec.TimeoutSecs,
 		cancel: make(chan struct{}), lost: make(chan struct{}),
 	}
+	t.red.Store(red)
+	return t
 }
 
 // RunID is the run the task executes (or executes a shard of).
@@ -69,7 +74,10 @@ func (t *Task) Log() *runlog.Run { return t.log }
 
 // SetRedactor replaces the task's redactor once its plan, and so its
 // secrets, are known.
-func (t *Task) SetRedactor(red *redact.Redactor) { t.red = red }
+func (t *Task) SetRedactor(red *redact.Redactor) { t.red.Store(red) }
+
+// redactor is the task's redactor now.
+func (t *Task) redactor() *redact.Redactor { return t.red.Load() }
 
 // requestCancel asks the task to stop as cancelled.
 func (t *Task) requestCancel() { t.cancelOnce.Do(func() { close(t.cancel) }) }
