@@ -283,7 +283,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 	mux := http.NewServeMux()
 	api.New(mux, &api.Deps{
 		Admission: svc.admission, Runs: svc.exec, Cluster: svc.membership(), Audit: svc.audit,
-		Store: store, Logs: svc.logs, Auth: authn, Catalog: pipes.Catalog(),
+		Store: store, Logs: svc.logs, Auth: authn, Catalog: pipes.Catalog(), Templates: svc.templates,
 		Follow:  follow.New(store, follow.Options{MaxPerRun: cfg.MaxLogFollowersPerRun, MaxTotal: cfg.MaxLogFollowers, Metrics: m}),
 		Metrics: m, Log: log, BodyLimit: cfg.BodyLimitBytes,
 	})

@@ -15,6 +15,7 @@ import (
 	"github.com/faucet-dev/faucet/server/maintenance"
 	"github.com/faucet-dev/faucet/server/metrics"
 	"github.com/faucet-dev/faucet/server/runlog"
+	"github.com/faucet-dev/faucet/server/templates"
 )
 
 // services are the run lifecycle's services of one server, wired together.
@@ -30,6 +31,9 @@ type services struct {
 	member *cluster.Member
 	leases *maintenance.Leases
 	purger *maintenance.Purger
+	// templates is the template registry, whose triggered runs admission
+	// admits.
+	templates *templates.Service
 }
 
 // newServices builds the services of a server over store.
@@ -75,6 +79,9 @@ func newServices(cfg Config, store db.Store, pipes *pipelineHost, authn *auth.Au
 		MaxQueued: cfg.MaxQueuedRuns, IdempotencyRetention: cfg.IdempotencyRetention, ProbeTimeout: cfg.ProbeTimeout,
 		Secrets: authn.Secrets(), Cluster: cfg.Cluster, Logger: log, Metrics: m,
 	}, store, pipes, dispatch, s.audit)
+	s.templates = templates.New(templates.Config{
+		Store: store, Loader: pipes, Clustered: cfg.Cluster, Log: log, Submitter: templates.SubmitFunc(s.submitTemplateRun),
+	})
 	return s
 }
 

@@ -119,6 +119,23 @@ type Request struct {
 	// Actor, when set, is who submits: the submission is audited in the
 	// run's own write (and a replay on its own).
 	Actor *audit.Actor
+
+	// Template, when set, is the template version the config was
+	// materialized from; the run record keeps it.
+	Template *TemplateRef
+	// Secrets are values the config holds that no record, log or error may
+	// show (a template's secret params): masked like the plan's own.
+	Secrets []string
+	// Fingerprint, when set, stands for the config in the audit entry and
+	// the idempotency fingerprint, for a config that holds Secrets, which
+	// nothing stored may be derived from.
+	Fingerprint string
+}
+
+// TemplateRef names one version of a template.
+type TemplateRef struct {
+	ID      string
+	Version int
 }
 
 // Result describes the accepted (or replayed) run.
@@ -213,10 +230,11 @@ func (s *Service) Submit(ctx context.Context, req Request) (Result, error) {
 		clock := t.UTC().Format(time.RFC3339Nano)
 		req.Clock = &clock
 	}
-	plan, err := LoadPlan(s.pipes, req.Config, req.ConfigFormat, req.Concurrency)
+	plan, err := loadMasked(s.pipes, req)
 	if err != nil {
 		return Result{}, err
 	}
+	plan.Secrets = append(plan.Secrets, req.Secrets...)
 	red := s.redactor(plan)
 
 	// Reserve first: everything below (probes, claims) is bounded by the
@@ -236,6 +254,9 @@ func (s *Service) Submit(ctx context.Context, req Request) (Result, error) {
 
 	runID := uuid.Must(uuid.NewV7()).String()
 	configFP := plan.Fingerprint
+	if req.Fingerprint != "" {
+		configFP = req.Fingerprint
+	}
 	if configFP == "" {
 		configFP = sha256Hex([]byte(req.Config))
 	}
@@ -308,6 +329,9 @@ func (s *Service) record(runID string, req Request, plan *pipeline.Plan, report 
 		Invocations:    []db.InvocationRecord{},
 		IdempotencyKey: req.IdempotencyKey, DoctorReport: report, TimeoutSecs: req.TimeoutSecs,
 		Clock: req.Clock, Concurrency: req.Concurrency, Callback: req.Callback, ConfigFormat: &format,
+	}
+	if t := req.Template; t != nil {
+		rec.TemplateID, rec.TemplateVersion = &t.ID, &t.Version
 	}
 	if rec.Name == nil && plan.Name != "" {
 		name := plan.Name

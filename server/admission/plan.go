@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/faucet-dev/faucet/internal/redact"
 	"github.com/faucet-dev/faucet/pipeline"
 )
 
@@ -43,6 +44,20 @@ func LoadPlan(p Pipelines, config, format string, concurrency *int) (*pipeline.P
 		plan.Execution.MaxConcurrent = *concurrency
 	}
 	return plan, nil
+}
+
+// loadMasked is LoadPlan for a submission: the problems of a config that
+// holds secrets (a template's secret params) are masked, as pipeline masks
+// the values it resolves itself.
+func loadMasked(p Pipelines, req Request) (*pipeline.Plan, error) {
+	plan, err := LoadPlan(p, req.Config, req.ConfigFormat, req.Concurrency)
+	if err != nil && len(req.Secrets) > 0 {
+		red := redact.New(req.Secrets)
+		for _, prob := range pipeline.ConfigProblems(err) {
+			prob.Message = red.String(prob.Message)
+		}
+	}
+	return plan, err
 }
 
 // ShardCount is how many shards a plan's run is split into in cluster Mode

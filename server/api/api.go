@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"reflect"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -26,6 +27,7 @@ import (
 	"github.com/faucet-dev/faucet/server/follow"
 	"github.com/faucet-dev/faucet/server/metrics"
 	"github.com/faucet-dev/faucet/server/runlog"
+	"github.com/faucet-dev/faucet/server/templates"
 )
 
 // Title and Version of the OpenAPI document. Version is the wire format's,
@@ -51,8 +53,10 @@ type Deps struct {
 	Follow  *follow.Hub
 	Auth    *auth.Authenticator
 	Catalog pipeline.Catalog
-	Metrics *metrics.Metrics
-	Log     *slog.Logger
+	// Templates is the pipeline template registry.
+	Templates *templates.Service
+	Metrics   *metrics.Metrics
+	Log       *slog.Logger
 	// BodyLimit caps request bodies in bytes; zero means DefaultBodyLimit.
 	BodyLimit int64
 
@@ -140,9 +144,10 @@ func actor(ctx context.Context, p auth.Principal) audit.Actor {
 	return audit.Actor{Principal: p.Name, Role: p.Role.String(), SourceIP: sourceIPFrom(ctx)}
 }
 
-// audit records an action of the caller on runID (nil: on no run).
-func (d *Deps) audit(ctx context.Context, p auth.Principal, action string, runID *string, result string) {
-	d.recorder().Record(ctx, actor(ctx, p), audit.Action{Name: action, RunID: runID, Result: result})
+// audit records an action of the caller on runID (nil: on no run), with
+// the fingerprint of the config it concerns (nil: none).
+func (d *Deps) audit(ctx context.Context, p auth.Principal, action string, runID, fingerprint *string, result string) {
+	d.recorder().Record(ctx, actor(ctx, p), audit.Action{Name: action, RunID: runID, Fingerprint: fingerprint, Result: result})
 }
 
 func (d *Deps) recorder() *audit.Recorder {
@@ -192,7 +197,7 @@ func (d *Deps) authorize(a huma.API) func(huma.Context, func(huma.Context)) {
 			}
 			if d.unauthorized.allow(source) {
 				// The wire format's roles and results: the lowest role, denied.
-				d.audit(ctx.Context(), auth.Principal{Name: "anonymous", Role: auth.Viewer}, action, nil, audit.ResultDenied)
+				d.audit(ctx.Context(), auth.Principal{Name: "anonymous", Role: auth.Viewer}, action, nil, nil, audit.ResultDenied)
 			}
 			ctx.SetHeader("WWW-Authenticate", `Bearer realm="faucet"`)
 			_ = huma.WriteErr(a, ctx, http.StatusUnauthorized, "missing or invalid bearer token")
@@ -200,10 +205,10 @@ func (d *Deps) authorize(a huma.API) func(huma.Context, func(huma.Context)) {
 		}
 		if !p.Role.Allows(need) {
 			var runID *string
-			if id := ctx.Param("id"); id != "" {
+			if id := ctx.Param("id"); id != "" && strings.HasPrefix(op.Path, "/v1/runs/") {
 				runID = &id
 			}
-			d.audit(ctx.Context(), p, action, runID, audit.ResultDenied)
+			d.audit(ctx.Context(), p, action, runID, nil, audit.ResultDenied)
 			_ = huma.WriteErr(a, ctx, http.StatusForbidden,
 				"principal "+p.Name+" has role "+p.Role.String()+"; this operation needs "+need.String())
 			return

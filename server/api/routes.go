@@ -181,6 +181,8 @@ func Register(a huma.API, d *Deps) {
 		Metadata: map[string]any{metaRole: auth.Operator, metaAction: "doctor"},
 	}, d.runDoctor)
 
+	d.registerTemplates(g, maxBody)
+
 	huma.Register(g.v1, huma.Operation{
 		OperationID: "whoami", Method: http.MethodGet, Path: "/whoami",
 		Summary: "Show the calling principal", Tags: []string{"auth"},
@@ -428,12 +430,13 @@ func (d *Deps) serviceError(err error) error {
 }
 
 type listRunsInput struct {
-	Status []RunStatus `query:"status,explode" doc:"Only runs in these statuses (repeatable)."`
-	Name   string      `query:"name" doc:"Only runs with this name."`
-	Since  time.Time   `query:"since" doc:"Only runs submitted at or after this time (RFC 3339)."`
-	Until  time.Time   `query:"until" doc:"Only runs submitted before this time (RFC 3339)."`
-	Limit  int         `query:"limit" default:"50" minimum:"1" maximum:"500" doc:"Page size."`
-	Cursor string      `query:"cursor" maxLength:"256" doc:"next_cursor of the previous page (the id of its last run)."`
+	Status   []RunStatus `query:"status,explode" doc:"Only runs in these statuses (repeatable)."`
+	Name     string      `query:"name" doc:"Only runs with this name."`
+	Template string      `query:"template" maxLength:"64" doc:"Only runs triggered from this template (by id)."`
+	Since    time.Time   `query:"since" doc:"Only runs submitted at or after this time (RFC 3339)."`
+	Until    time.Time   `query:"until" doc:"Only runs submitted before this time (RFC 3339)."`
+	Limit    int         `query:"limit" default:"50" minimum:"1" maximum:"500" doc:"Page size."`
+	Cursor   string      `query:"cursor" maxLength:"256" doc:"next_cursor of the previous page (the id of its last run)."`
 }
 
 // Resolve answers a malformed since or until with 400, as for any bad input.
@@ -474,7 +477,7 @@ func (d *Deps) listRuns(ctx context.Context, in *listRunsInput) (*listRunsOutput
 		}
 		f.Statuses = append(f.Statuses, st)
 	}
-	f.Name, f.Since, f.Until = optString(in.Name), optTime(in.Since), optTime(in.Until)
+	f.Name, f.Template, f.Since, f.Until = optString(in.Name), optString(in.Template), optTime(in.Since), optTime(in.Until)
 	page, err := d.Runs.List(ctx, f)
 	if err != nil {
 		return nil, d.serviceError(err)
@@ -522,7 +525,7 @@ func (d *Deps) deleteRun(ctx context.Context, in *runIDInput) (*struct{}, error)
 	if err := d.Runs.Delete(ctx, in.ID); err != nil {
 		return nil, d.serviceError(err)
 	}
-	d.audit(ctx, principalFrom(ctx), "run.delete", &in.ID, audit.ResultOK)
+	d.audit(ctx, principalFrom(ctx), "run.delete", &in.ID, nil, audit.ResultOK)
 	return nil, nil
 }
 
@@ -535,7 +538,7 @@ func (d *Deps) cancelRun(ctx context.Context, in *runIDInput) (*cancelOutput, er
 	if err != nil {
 		return nil, d.serviceError(err)
 	}
-	d.audit(ctx, principalFrom(ctx), "run.cancel", &in.ID, audit.ResultOK)
+	d.audit(ctx, principalFrom(ctx), "run.cancel", &in.ID, nil, audit.ResultOK)
 	if out == execution.AlreadyTerminal {
 		return &cancelOutput{Status: http.StatusOK}, nil
 	}
@@ -644,7 +647,7 @@ type doctorOutput struct {
 func (d *Deps) runDoctor(ctx context.Context, in *doctorInput) (*doctorOutput, error) {
 	// Audited whatever the report says: a probe reaches out to the
 	// connectors' systems.
-	d.audit(ctx, principalFrom(ctx), "doctor", nil, audit.ResultOK)
+	d.audit(ctx, principalFrom(ctx), "doctor", nil, nil, audit.ResultOK)
 	rep, err := d.Admission.Doctor(ctx, in.Body.Config, in.Body.ConfigFormat.orYAML())
 	if err != nil {
 		return nil, d.serviceError(err)
