@@ -158,5 +158,5 @@ func (d *Deps) catalogError(err error) error {
 	if errors.Is(err, db.ErrUnknownCursor) {
 		return errBadConfig("query parameter cursor names no dataset: it is not a next_cursor; list again from the first page", nil)
 	}
-	return d.runnerError(err)
+	return d.serviceError(err)
 }

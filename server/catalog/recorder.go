@@ -21,11 +21,11 @@ import (
 	"time"
 
 	"github.com/faucet-dev/faucet/db"
+	"github.com/faucet-dev/faucet/internal/redact"
 	"github.com/faucet-dev/faucet/pipeline"
 	"github.com/faucet-dev/faucet/pipeline/snapshot"
 	"github.com/faucet-dev/faucet/plugins/sdk"
 	"github.com/faucet-dev/faucet/server/metrics"
-	"github.com/faucet-dev/faucet/server/redact"
 )
 
 // Store is what the recorder writes to and reads back of a sharded run.
@@ -109,12 +109,17 @@ func New(cfg Config) *Recorder {
 
 // Start starts writing what Record queues.
 func (r *Recorder) Start() {
-	go r.loop()
+	if r != nil {
+		go r.loop()
+	}
 }
 
 // Stop writes what is queued, within ctx, and stops. What it cannot write
 // in time is left out, and counted failed.
 func (r *Recorder) Stop(ctx context.Context) {
+	if r == nil {
+		return
+	}
 	r.once.Do(func() { close(r.stop) })
 	select {
 	case <-r.done:

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/faucet-dev/faucet/db"
+	"github.com/faucet-dev/faucet/internal/redact"
 	"github.com/faucet-dev/faucet/pipeline"
-	"github.com/faucet-dev/faucet/server/redact"
 )
 
 // shardDoc is what a completed shard keeps of its lineage with its result
