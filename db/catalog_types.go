@@ -6,8 +6,7 @@ import (
 )
 
 // CatalogBatch is what a recorder writes at once, in one transaction: the
-// invocations and config snapshots of the runs that finished while it
-// wrote the previous batch.
+// invocations and config snapshots of runs that finished close together.
 type CatalogBatch struct {
 	Invocations []CatalogInvocation
 	Snapshots   []ConfigSnapshot

@@ -1,6 +1,10 @@
 package pipeline
 
-import "context"
+import (
+	"context"
+
+	"github.com/faucet-dev/faucet/plugins/connector"
+)
 
 // Dataset is one thing a connector session read or wrote (a file, a table,
 // a query's result), as the connector reported it at the session's end.
@@ -15,22 +19,12 @@ type Dataset struct {
 	Schema *Schema
 }
 
-// Schema is the top-level shape of a dataset's records.
-type Schema struct {
-	Columns []Column
-}
-
-// Column is one top-level field of a dataset's records.
-type Column struct {
-	Name string
-	// Type is a JSON Schema type name (string, integer, number, boolean,
-	// object, array), or empty when the values have several.
-	Type string
-	// Nullable is set when the column may be null or missing.
-	Nullable bool
-	// DBType is the database's own name for the type, for a table.
-	DBType string
-}
+// Schema and Column are the shape of a dataset's records as a connector
+// observed it (plugins/connector).
+type (
+	Schema = connector.Schema
+	Column = connector.Column
+)
 
 // Observation is what one side of an invocation reported: the datasets it
 // touched and the records and bytes it moved (Bytes is 0 when unknown).

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/faucet-dev/faucet/plugins/connector"
 	connectorv1 "github.com/faucet-dev/faucet/plugins/proto/faucet/connector/v1"
 )
 
@@ -53,22 +54,13 @@ type Dataset struct {
 	Schema *Schema
 }
 
-// Schema is the top-level shape of a dataset's records.
-type Schema struct {
-	Columns []Column
-}
-
-// Column is one top-level field of the records.
-type Column struct {
-	Name string
-	// Type is a JSON Schema type name (the Type constants), or empty when
-	// the values have several.
-	Type string
-	// Nullable is set when the column may be null or missing.
-	Nullable bool
-	// DBType is the database's own name for the column's type, for a table.
-	DBType string
-}
+// Schema is the top-level shape of a dataset's records, and Column one of
+// its fields; a Column's Type is one of the Type constants, or empty when
+// the values have several.
+type (
+	Schema = connector.Schema
+	Column = connector.Column
+)
 
 // The JSON Schema type names a Column's Type takes.
 const (
@@ -152,7 +144,6 @@ func describe(ctx context.Context, c Connector, req DatasetsRequest) []*connecto
 		slog.Warn("describe the session's datasets; the catalog leaves them out", "role", string(req.Role), "error", err)
 		return nil
 	}
-	kind := c.Spec().Name
 	var out []*connectorv1.Dataset
 	for _, ds := range sets {
 		if len(out) == maxReportedDatasets {
@@ -166,7 +157,8 @@ func describe(ctx context.Context, c Connector, req DatasetsRequest) []*connecto
 		}
 		pd := &connectorv1.Dataset{Kind: ds.Kind, Uri: uri}
 		if pd.Kind == "" {
-			pd.Kind = kind
+			// Spec builds the connector's whole description: only when needed.
+			pd.Kind = c.Spec().Name
 		}
 		schema := ds.Schema
 		if schema == nil {

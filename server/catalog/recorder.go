@@ -5,9 +5,9 @@
 // catalog write that fails is logged and counted
 // (faucet_catalog_writes_total), and the run stays what it was.
 //
-// The records of runs that finish while one is written are written
-// together, in one transaction, so that a server finishing hundreds of
-// small runs a second pays for one catalog write per batch, not per run.
+// The records of runs that finish close together are written together, in
+// one transaction, so that a server finishing hundreds of small runs a
+// second pays for one catalog write per batch, not per run.
 package catalog
 
 import (
@@ -50,6 +50,10 @@ type Config struct {
 	// is dropped (and counted failed) rather than held. Zero means
 	// DefaultQueue.
 	Queue int
+	// Linger bounds how long a batch waits for more records after its
+	// first while they keep coming (each within lingerGap of the last);
+	// zero means DefaultLinger.
+	Linger time.Duration
 }
 
 // Defaults of Config.
@@ -58,7 +62,16 @@ const (
 	// does not answer within it costs the catalog that batch, never a run.
 	DefaultBudget = 10 * time.Second
 	DefaultQueue  = 10000
+	// DefaultLinger keeps a catalog a moment behind its runs under load,
+	// and the batches of a busy server large enough that their fixed cost
+	// (a dataset, an edge, a snapshot and a stats trim each) is shared by
+	// tens of runs.
+	DefaultLinger = 50 * time.Millisecond
 )
+
+// lingerGap ends a batch when no record came for that long: a lone run, or
+// the last of a burst, is written at once.
+const lingerGap = 5 * time.Millisecond
 
 // maxBatch bounds the records one transaction writes.
 const maxBatch = 500
@@ -97,6 +110,9 @@ func New(cfg Config) *Recorder {
 	}
 	if cfg.Queue <= 0 {
 		cfg.Queue = DefaultQueue
+	}
+	if cfg.Linger <= 0 {
+		cfg.Linger = DefaultLinger
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
@@ -164,8 +180,8 @@ func (r *Recorder) enqueue(p pending) {
 	}
 }
 
-// loop writes batches: whatever is queued when a write ends is the next
-// batch, so a lone run is written at once and a burst shares writes.
+// loop writes batches: a record and those that follow it closely, so a
+// lone run is written at once and a burst shares writes.
 func (r *Recorder) loop() {
 	defer close(r.done)
 	for {
@@ -187,14 +203,22 @@ func (r *Recorder) loop() {
 	}
 }
 
-// collect is a batch: first and what else is queued, up to maxBatch.
+// collect is a batch: first and what follows it, up to maxBatch, until
+// none comes within lingerGap or the batch has waited Linger.
 func (r *Recorder) collect(first pending) []pending {
 	batch := []pending{first}
+	deadline := time.NewTimer(r.cfg.Linger)
+	defer deadline.Stop()
+	gap := time.NewTimer(lingerGap)
+	defer gap.Stop()
 	for len(batch) < maxBatch {
 		select {
 		case p := <-r.queue:
 			batch = append(batch, p)
-		default:
+			gap.Reset(lingerGap)
+		case <-gap.C:
+			return batch
+		case <-deadline.C:
 			return batch
 		}
 	}
