@@ -183,7 +183,9 @@ func (e *Executor) writeTerminal(t *Task, o Outcome) {
 		e.cfg.Metrics.RunFinished(string(o.Status), o.Reason, elapsed, o.Records)
 	}
 	e.cfg.Logger.Info("run finished", "run_id", rec.RunID, "status", rec.Status, "records_written", rec.RecordsWritten)
-	if e.cfg.Finalized != nil {
+	if e.cfg.Finalized != nil && err == nil {
+		// Only a record that landed: what follows an end must not stand
+		// for one the history does not hold (recovery fails that run later).
 		e.cfg.Finalized(e.writes, Final{Record: rec, Reason: o.Reason, Plan: o.plan, Results: o.results})
 	}
 }
