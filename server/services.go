@@ -150,7 +150,9 @@ func (s *services) stop(ctx context.Context, grace time.Duration) {
 		s.leases.Stop()
 		s.purger.Stop()
 	}
-	// What the runs queued for the catalog as they ended, last.
-	s.catalog.Stop(teardown)
 	s.logs.Stop(teardown)
+	// What the runs queued for the catalog as they ended, in what is left
+	// of the teardown: a catalog that does not answer costs its records,
+	// never the logs' flush.
+	s.catalog.Stop(teardown)
 }

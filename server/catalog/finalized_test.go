@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -84,5 +85,30 @@ func TestACatalogThatHangsThenFailsLeavesRunsAlone(t *testing.T) {
 		if rec := servicetest.Await(t, st.Store, id, db.StatusCompleted); rec.Error != nil {
 			t.Errorf("run %s carries an error after the catalog failed: %s", id, *rec.Error)
 		}
+	}
+}
+
+// TestStopCutsOffAHungWrite: at shutdown, a catalog write that hangs is
+// cancelled once Stop's deadline passes; Stop returns, and every record
+// still unwritten is counted failed by then.
+func TestStopCutsOffAHungWrite(t *testing.T) {
+	broken := &brokenCatalog{release: make(chan struct{})}
+	m := metrics.New()
+	r := New(Config{Store: broken, Metrics: m, Budget: time.Hour})
+	r.Start()
+	for i := range 3 {
+		r.Record(context.Background(), finished(fmt.Sprintf("r%d", i), "people"), planOf("pw"), nil)
+	}
+	testwait.Until(t, 30*time.Second, func() error {
+		if broken.calls.Load() == 0 {
+			return errors.New("the recorder has not tried the catalog yet")
+		}
+		return nil
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	r.Stop(ctx)
+	if got := testutil.ToFloat64(m.CatalogWrites.WithLabelValues("snapshot", "failed")); got != 3 {
+		t.Errorf("failed snapshot writes counted %v when Stop returned, want 3", got)
 	}
 }

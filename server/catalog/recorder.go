@@ -85,6 +85,9 @@ type Recorder struct {
 	stop  chan struct{}
 	done  chan struct{}
 	once  sync.Once
+	// writes bounds every write; Stop ends it once its own deadline passes.
+	writes    context.Context
+	endWrites context.CancelFunc
 	// snapshots caches the encoded snapshot of each pipeline's last run:
 	// the runs of one config, a thousand a minute, encode it once.
 	snapMu    sync.Mutex
@@ -117,9 +120,10 @@ func New(cfg Config) *Recorder {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
+	writes, endWrites := context.WithCancel(context.Background())
 	return &Recorder{
 		cfg: cfg, queue: make(chan pending, cfg.Queue), stop: make(chan struct{}), done: make(chan struct{}),
-		snapshots: map[string]cachedSnapshot{},
+		writes: writes, endWrites: endWrites, snapshots: map[string]cachedSnapshot{},
 	}
 }
 
@@ -131,7 +135,9 @@ func (r *Recorder) Start() {
 }
 
 // Stop writes what is queued, within ctx, and stops. What it cannot write
-// in time is left out, and counted failed.
+// in time is left out, and counted failed: once ctx ends, the write under
+// way is cancelled and the rest fail at once, so Stop returns promptly and
+// nothing writes after it.
 func (r *Recorder) Stop(ctx context.Context) {
 	if r == nil {
 		return
@@ -141,7 +147,10 @@ func (r *Recorder) Stop(ctx context.Context) {
 	case <-r.done:
 	case <-ctx.Done():
 		r.cfg.Log.Warn("catalog records still queued at shutdown are left out", "queued", len(r.queue))
+		r.endWrites()
+		<-r.done
 	}
+	r.endWrites()
 }
 
 // Record queues what a run that executed plan read and wrote for its
@@ -235,7 +244,7 @@ func (r *Recorder) flush(batch []pending) {
 			b.Snapshots = append(b.Snapshots, *p.snapshot)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.Budget)
+	ctx, cancel := context.WithTimeout(r.writes, r.cfg.Budget)
 	defer cancel()
 	err := r.attempt(ctx, func(ctx context.Context) error { return r.cfg.Store.CatalogRecord(ctx, b) })
 	outcome := "ok"
