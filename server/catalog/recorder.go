@@ -99,6 +99,9 @@ type pending struct {
 	runID       string
 	invocations []db.CatalogInvocation
 	snapshot    *db.ConfigSnapshot
+	// sharded is a sharded run whose one invocation the writer makes from
+	// its shards' kept lineage, read with the batch.
+	sharded *shardedRun
 }
 
 type cachedSnapshot struct {
@@ -178,7 +181,7 @@ func (r *Recorder) Record(_ context.Context, run *db.RunRecord, plan *pipeline.P
 // queue is full: a catalog that cannot keep up loses records, never holds
 // up a run.
 func (r *Recorder) enqueue(p pending) {
-	if len(p.invocations) == 0 && p.snapshot == nil {
+	if len(p.invocations) == 0 && p.snapshot == nil && p.sharded == nil {
 		return
 	}
 	select {
@@ -237,6 +240,13 @@ func (r *Recorder) collect(first pending) []pending {
 // flush writes a batch in one transaction, retrying a transient failure
 // within the budget, and logs and counts its outcome.
 func (r *Recorder) flush(batch []pending) {
+	ctx, cancel := context.WithTimeout(r.writes, r.cfg.Budget)
+	defer cancel()
+	for i := range batch {
+		if sh := batch[i].sharded; sh != nil {
+			batch[i].invocations = r.shardedInvocations(ctx, sh)
+		}
+	}
 	var b db.CatalogBatch
 	for _, p := range batch {
 		b.Invocations = append(b.Invocations, p.invocations...)
@@ -244,8 +254,6 @@ func (r *Recorder) flush(batch []pending) {
 			b.Snapshots = append(b.Snapshots, *p.snapshot)
 		}
 	}
-	ctx, cancel := context.WithTimeout(r.writes, r.cfg.Budget)
-	defer cancel()
 	err := r.attempt(ctx, func(ctx context.Context) error { return r.cfg.Store.CatalogRecord(ctx, b) })
 	outcome := "ok"
 	if err != nil {

@@ -65,45 +65,58 @@ func toSide(o pipeline.Observation) side {
 
 // RecordSharded queues the record of a sharded run, made once, as one
 // invocation of its single row: the datasets its completed shards
-// reported (read back from the store), their counts summed, their schemas
-// merged; and the config it executed. A nil Recorder records nothing.
-func (r *Recorder) RecordSharded(ctx context.Context, run *db.RunRecord, plan *pipeline.Plan) {
+// reported (read back from the store by the writer, so the caller never
+// waits on the database), their counts summed, their schemas merged; and
+// the config it executed. A nil Recorder records nothing.
+func (r *Recorder) RecordSharded(_ context.Context, run *db.RunRecord, plan *pipeline.Plan) {
 	if r == nil || run == nil || plan == nil || len(plan.Invocations) != 1 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.Budget)
-	defer cancel()
-	p := pending{runID: run.RunID, snapshot: r.snapshot(run, plan)}
+	r.enqueue(pending{runID: run.RunID, snapshot: r.snapshot(run, plan), sharded: &shardedRun{run: run, plan: plan}})
+}
+
+// shardedRun is a sharded run waiting for its record.
+type shardedRun struct {
+	run  *db.RunRecord
+	plan *pipeline.Plan
+}
+
+// shardedInvocations is a sharded run's one invocation, from what its
+// completed shards kept; none when they kept nothing or it cannot be read
+// (which is logged and counted).
+func (r *Recorder) shardedInvocations(ctx context.Context, sh *shardedRun) []db.CatalogInvocation {
 	var docs []json.RawMessage
 	err := r.attempt(ctx, func(ctx context.Context) error {
 		var err error
-		docs, err = r.cfg.Store.ShardLineages(ctx, run.RunID)
+		docs, err = r.cfg.Store.ShardLineages(ctx, sh.run.RunID)
 		return err
 	})
 	if err != nil {
-		r.cfg.Log.Warn("read the lineage of a sharded run's shards; its datasets are left out", "run_id", run.RunID, "error", err)
+		r.cfg.Log.Warn("read the lineage of a sharded run's shards; its datasets are left out", "run_id", sh.run.RunID, "error", err)
 		if r.cfg.Metrics != nil {
 			r.cfg.Metrics.CatalogWrites.WithLabelValues("lineage", "failed").Inc()
 		}
+		return nil
 	}
 	var merged pipeline.Lineage
 	for _, raw := range docs {
 		var doc shardDoc
 		if err := json.Unmarshal(raw, &doc); err != nil {
-			r.cfg.Log.Warn("a shard's lineage does not decode; the catalog leaves it out", "run_id", run.RunID, "error", err)
+			r.cfg.Log.Warn("a shard's lineage does not decode; the catalog leaves it out", "run_id", sh.run.RunID, "error", err)
 			continue
 		}
 		merged.Source = mergeSide(merged.Source, doc.Source)
 		merged.Sink = mergeSide(merged.Sink, doc.Sink)
 	}
 	var took time.Duration
-	if run.StartedAt != nil && run.FinishedAt != nil {
-		took = run.FinishedAt.Sub(*run.StartedAt)
+	if sh.run.StartedAt != nil && sh.run.FinishedAt != nil {
+		took = sh.run.FinishedAt.Sub(*sh.run.StartedAt)
 	}
-	if inv, ok := invocation(run, plan, plan.Invocations[0].RowID, took, merged, redact.New(plan.Secrets, r.cfg.Secrets)); ok {
-		p.invocations = append(p.invocations, inv)
+	inv, ok := invocation(sh.run, sh.plan, sh.plan.Invocations[0].RowID, took, merged, redact.New(sh.plan.Secrets, r.cfg.Secrets))
+	if !ok {
+		return nil
 	}
-	r.enqueue(p)
+	return []db.CatalogInvocation{inv}
 }
 
 // mergeSide adds a shard's side to the run's: counts summed, each dataset
