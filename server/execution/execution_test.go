@@ -166,12 +166,19 @@ func TestShutdownFinalizesAHungRunBeforeItsDeadline(t *testing.T) {
 
 // TestFinalizedGetsWhatTheRunExecuted: the hook that follows a run's end
 // (the catalog's) is told the plan the run executed and the engine's
-// results, for a run that completed and for one cancelled mid-run, after
-// its terminal record is written.
+// results, for a run that completed and for one cancelled mid-run, once
+// the run has ended for everyone: a cancel made from the hook answers that
+// it already ended.
 func TestFinalizedGetsWhatTheRunExecuted(t *testing.T) {
 	t.Parallel()
 	finals := make(chan execution.Final, 2)
-	s := st.Start(t, st.Options{Exec: execution.Config{Finalized: func(_ context.Context, f execution.Final) { finals <- f }}})
+	var s *st.Stack
+	s = st.Start(t, st.Options{Exec: execution.Config{Finalized: func(ctx context.Context, f execution.Final) {
+		if out, err := s.Exec.Cancel(ctx, f.Record.RunID); err != nil || out != execution.AlreadyTerminal {
+			t.Errorf("cancel of run %s from its Finalized hook: %v %v, want it already ended", f.Record.RunID, out, err)
+		}
+		finals <- f
+	}}})
 	done := s.Submit(t, "7").RunID
 	f := <-finals
 	if f.Record.RunID != done || f.Record.Status != db.StatusCompleted || f.Plan == nil || len(f.Plan.Invocations) != 1 ||

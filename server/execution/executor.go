@@ -53,8 +53,9 @@ type Config struct {
 	Logger  *slog.Logger
 	Metrics *metrics.Metrics
 	// Finalized, when set, is told of every run this process finalized,
-	// after its terminal record was written: the seam for what follows a
-	// run's end (recording what it wrote, completion callbacks).
+	// after its terminal record was written and the run let go (a cancel
+	// of it answers that it ended): the seam for what follows a run's end
+	// (recording what it wrote, completion callbacks).
 	Finalized func(ctx context.Context, f Final)
 	// ShardLineage, when set, is what a shard that completed keeps of its
 	// engine results with its result (db.ShardResult.Lineage), so the run's

@@ -133,13 +133,22 @@ func (e *Executor) perform(t *Task, plan *pipeline.Plan, logger *slog.Logger) Ou
 // with a terminal run. A claimed run's write is fenced on this instance
 // still owning it: when a peer reclaimed it meanwhile, the result is
 // discarded. Transient write failures are retried until the write lands.
-// Once written, Config.Finalized is told.
+// Once written, and the run no longer held here (so a cancel or a read of
+// it answers from the history, as for any run that ended), Config.Finalized
+// is told.
 func (e *Executor) finalize(t *Task, o Outcome) {
-	e.end(t, func() { e.writeTerminal(t, o) })
+	var final *Final
+	e.end(t, func() { final = e.writeTerminal(t, o) })
+	if final != nil && e.cfg.Finalized != nil {
+		e.cfg.Finalized(e.writes, *final)
+	}
 }
 
-// writeTerminal is finalize's write, under t's end lock.
-func (e *Executor) writeTerminal(t *Task, o Outcome) {
+// writeTerminal is finalize's write, under t's end lock. It returns what
+// Config.Finalized is told, nil when the record did not land: what follows
+// an end must not stand for one the history does not hold (recovery fails
+// that run later).
+func (e *Executor) writeTerminal(t *Task, o Outcome) *Final {
 	rec := *t.rec
 	now := e.now()
 	rec.Status = o.Status
@@ -177,17 +186,16 @@ func (e *Executor) writeTerminal(t *Task, o Outcome) {
 	case !won:
 		e.cfg.Logger.Warn("run was reclaimed by another instance while it ran here; discarding this result",
 			"run_id", rec.RunID, "status", rec.Status, "records_written", rec.RecordsWritten)
-		return
+		return nil
 	}
 	if e.cfg.Metrics != nil {
 		e.cfg.Metrics.RunFinished(string(o.Status), o.Reason, elapsed, o.Records)
 	}
 	e.cfg.Logger.Info("run finished", "run_id", rec.RunID, "status", rec.Status, "records_written", rec.RecordsWritten)
-	if e.cfg.Finalized != nil && err == nil {
-		// Only a record that landed: what follows an end must not stand
-		// for one the history does not hold (recovery fails that run later).
-		e.cfg.Finalized(e.writes, Final{Record: rec, Reason: o.Reason, Plan: o.plan, Results: o.results})
+	if err != nil {
+		return nil
 	}
+	return &Final{Record: rec, Reason: o.Reason, Plan: o.plan, Results: o.results}
 }
 
 // handBack gives a claimed run this member stopped for its shutdown back to
