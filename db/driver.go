@@ -35,6 +35,7 @@ type Driver interface {
 	LogDriver
 	RetentionDriver
 	TemplateDriver
+	CallbackDriver
 }
 
 // IdempotencyDriver stores idempotency claims.
