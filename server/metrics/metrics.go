@@ -36,6 +36,12 @@ type Metrics struct {
 	// Log streams.
 	LogFollowers prometheus.Gauge
 	LogFeeds     prometheus.Gauge
+
+	// Completion callbacks.
+	CallbackDeliveries *prometheus.CounterVec
+	CallbackAttempt    prometheus.Histogram
+	CallbackLatency    prometheus.Histogram
+	CallbacksInFlight  prometheus.Gauge
 }
 
 // New registers every instrument, plus the Go runtime and process collectors.
@@ -50,6 +56,24 @@ func New() *Metrics {
 		LogFeeds: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "faucet_log_feeds",
 			Help: "Runs executed elsewhere whose persisted log one shared poller reads for this server's followers.",
+		}),
+		CallbackDeliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "faucet_callback_deliveries_total",
+			Help: "Completion callback attempts this instance made, by result: delivered, retried (it will try again), failed (it gave up: the target refused it, or the attempts ran out).",
+		}, []string{"result"}),
+		CallbackAttempt: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "faucet_callback_attempt_duration_seconds",
+			Help:    "Duration of completion callback attempts, from connect to the target's answer.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}),
+		CallbackLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "faucet_callback_delivery_latency_seconds",
+			Help:    "Time from a run's terminal record to its callback's delivery, retries included.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 1800},
+		}),
+		CallbacksInFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "faucet_callbacks_in_flight",
+			Help: "Completion callback attempts in progress on this instance.",
 		}),
 		RunsSubmitted: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "faucet_runs_submitted_total",
@@ -119,6 +143,7 @@ func New() *Metrics {
 		m.IdempotencyReplays, m.QueueDepth, m.InFlight, m.HTTPDuration,
 		m.ClusterClaims, m.ClusterReclaims, m.ClusterPoisoned, m.ClusterMembers,
 		m.ShardsInFlight, m.ShardsFinished, m.ClusterShards, m.LogFollowers, m.LogFeeds,
+		m.CallbackDeliveries, m.CallbackAttempt, m.CallbackLatency, m.CallbacksInFlight,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
