@@ -141,7 +141,9 @@ func TestDeliversSignedAtLeastOnce(t *testing.T) {
 	secret := []byte("shh")
 	start(t, callbacks.Config{
 		Policy: loopback, Secret: secret, Metrics: m, Version: "test",
-		Env: func(k string) (string, bool) { return map[string]string{"HOOK_TOKEN": "Bearer tok"}[k], k == "HOOK_TOKEN" },
+		Env: func(k string) (string, bool) {
+			return map[string]string{"HOOK_TOKEN": "Bearer tok"}[k], k == "HOOK_TOKEN"
+		},
 	}, s)
 	finished(t, s, "r1", db.StatusCompleted, callbacks.Spec{
 		URL: rcv.URL + "/hook?key=abc", Method: "POST",

@@ -68,12 +68,12 @@ func guardedClient(p Policy, resolver Resolver, connectTimeout time.Duration) *h
 	}
 	return &http.Client{
 		Transport: &http.Transport{
-			Proxy:                 nil,
-			DialContext:           dial,
-			ForceAttemptHTTP2:     true,
-			MaxIdleConnsPerHost:   4,
-			IdleConnTimeout:       30 * time.Second,
-			TLSHandshakeTimeout:   connectTimeout,
+			Proxy:               nil,
+			DialContext:         dial,
+			ForceAttemptHTTP2:   true,
+			MaxIdleConnsPerHost: 4,
+			IdleConnTimeout:     30 * time.Second,
+			TLSHandshakeTimeout: connectTimeout,
 		},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
