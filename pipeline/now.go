@@ -12,7 +12,7 @@ import (
 // it was submitted, so every execution of it, on any member, interpolates
 // the same values. The grammar:
 //
-//	${now}                 the clock in RFC 3339 (2026-03-08T14:05:09Z)
+//	${now}                 the clock in RFC 3339 (2026-03-08T14:05:09+00:00)
 //	${now.FIELD}           date (2026-03-08), datetime and iso (as ${now}),
 //	                       year, month, day, hour, minute, second (zero-padded),
 //	                       unix (seconds since the epoch)
@@ -24,6 +24,24 @@ import (
 //	                       in ${now-1d.date} or ${now-1d:%Y%m%d}
 //
 // The clock keeps the offset it was given, and every field renders in it.
+
+// Timestamp renders t in RFC 3339 as ${now} does, in t's offset, written
+// +00:00 rather than Z and with fractional seconds only when t has them (3,
+// 6 or 9 digits): the form the Rust faucet renders, so the configs and
+// queries written for it see the same text.
+func Timestamp(t time.Time) string {
+	layout := "2006-01-02T15:04:05"
+	switch ns := t.Nanosecond(); {
+	case ns == 0:
+	case ns%1e6 == 0:
+		layout += ".000"
+	case ns%1e3 == 0:
+		layout += ".000000"
+	default:
+		layout += ".000000000"
+	}
+	return t.Format(layout + "-07:00")
+}
 
 // nowFields are the names ${now.FIELD} takes, in the order messages list
 // them.
@@ -49,7 +67,7 @@ func expandNow(ref string, t time.Time) (string, error) {
 	}
 	switch {
 	case rest == "":
-		return t.Format(time.RFC3339), nil
+		return Timestamp(t), nil
 	case strings.HasPrefix(rest, ":"):
 		return strftime(ref, rest[1:], t)
 	case strings.HasPrefix(rest, ".strftime."):
@@ -107,7 +125,7 @@ func nowField(ref, field string, t time.Time) (string, error) {
 	case "date":
 		return t.Format(time.DateOnly), nil
 	case "datetime", "iso":
-		return t.Format(time.RFC3339), nil
+		return Timestamp(t), nil
 	case "year":
 		return fmt.Sprintf("%04d", t.Year()), nil
 	case "month":

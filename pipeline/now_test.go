@@ -10,6 +10,10 @@ func TestNowReferences(t *testing.T) {
 	// 2026-03-08 14:05:09 at +01:00, a Sunday, the 67th day of the year.
 	clock := time.Date(2026, 3, 8, 14, 5, 9, 0, time.FixedZone("", 3600))
 	r := &resolver{env: noEnv, secret: func(string) {}, now: clock}
+	utc := &resolver{env: noEnv, secret: func(string) {}, now: time.Date(2026, 3, 8, 14, 5, 9, 5e8, time.UTC)}
+	if got, err := utc.expand("${now}"); err != nil || got != "2026-03-08T14:05:09.500+00:00" {
+		t.Errorf("${now} in UTC with a fraction = %q, %v", got, err)
+	}
 	cases := []struct{ in, want string }{
 		{"${now}", "2026-03-08T14:05:09+01:00"},
 		{"${now.iso}", "2026-03-08T14:05:09+01:00"},
