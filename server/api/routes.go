@@ -239,10 +239,14 @@ func (d *Deps) readyz(ctx context.Context, _ *struct{}) (*readyzOutput, error) {
 	return out, nil
 }
 
-func (d *Deps) metrics(context.Context, *struct{}) (*huma.StreamResponse, error) {
+func (d *Deps) metrics(ctx context.Context, _ *struct{}) (*huma.StreamResponse, error) {
 	if d.Metrics == nil {
 		return nil, errUnavailable("this process keeps no metrics")
 	}
+	pctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	d.Metrics.SetHistoryDown(d.Store.Ping(pctx) != nil)
+	d.Metrics.SetCluster(d.Runner.Config().Cluster)
 	return &huma.StreamResponse{Body: func(ctx huma.Context) {
 		r, w := humago.Unwrap(ctx)
 		d.Metrics.Handler().ServeHTTP(w, r)

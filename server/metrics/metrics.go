@@ -42,13 +42,22 @@ type Metrics struct {
 	CallbackAttempt    prometheus.Histogram
 	CallbackLatency    prometheus.Histogram
 	CallbacksInFlight  prometheus.Gauge
+
+	// The Rust faucet's names of these counts (rust.go); the two gauges are
+	// exported under those names only.
+	rust           rustHTTP
+	clusterEnabled prometheus.Gauge
+	historyDown    prometheus.Gauge
 }
 
 // New registers every instrument, plus the Go runtime and process collectors.
 func New() *Metrics {
 	reg := prometheus.NewRegistry()
 	m := &Metrics{
-		reg: reg,
+		reg:            reg,
+		rust:           newRustHTTP(),
+		clusterEnabled: prometheus.NewGauge(prometheus.GaugeOpts{Name: "faucet_cluster_enabled"}),
+		historyDown:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "faucet_history_down"}),
 		LogFollowers: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "faucet_log_followers",
 			Help: "Clients following a run's log stream (SSE) now.",
@@ -144,6 +153,7 @@ func New() *Metrics {
 		m.ClusterClaims, m.ClusterReclaims, m.ClusterPoisoned, m.ClusterMembers,
 		m.ShardsInFlight, m.ShardsFinished, m.ClusterShards, m.LogFollowers, m.LogFeeds,
 		m.CallbackDeliveries, m.CallbackAttempt, m.CallbackLatency, m.CallbacksInFlight,
+		m.rust.requests, m.rust.duration, rustCollector{families: m.rustFamilies()},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -155,9 +165,12 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
-// ObserveHTTP records one request.
-func (m *Metrics) ObserveHTTP(operation, method, code string, d time.Duration) {
+// ObserveHTTP records one request of an operation served at the route
+// template path.
+func (m *Metrics) ObserveHTTP(operation, path, method, code string, d time.Duration) {
 	m.HTTPDuration.WithLabelValues(operation, method, code).Observe(d.Seconds())
+	m.rust.requests.WithLabelValues(method, path, code).Inc()
+	m.rust.duration.WithLabelValues(method, path).Observe(d.Seconds())
 }
 
 // RunFinished records a terminal run.
