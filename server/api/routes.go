@@ -438,7 +438,7 @@ type listRunsInput struct {
 	Template string      `query:"template" maxLength:"64" doc:"Only runs triggered from this template (by id)."`
 	Since    time.Time   `query:"since" doc:"Only runs submitted at or after this time (RFC 3339)."`
 	Until    time.Time   `query:"until" doc:"Only runs submitted before this time (RFC 3339)."`
-	Limit    int         `query:"limit" default:"50" minimum:"1" maximum:"500" doc:"Page size."`
+	Limit    int         `query:"limit" default:"50" minimum:"1" doc:"Page size, at most 500: a larger one is read as 500, as the Rust faucet does."`
 	Cursor   string      `query:"cursor" maxLength:"256" doc:"next_cursor of the previous page (the id of its last run)."`
 }
 
@@ -471,8 +471,11 @@ type listRunsOutput struct {
 	Body ListResponse
 }
 
+// MaxListLimit is the largest page of GET /v1/runs.
+const MaxListLimit = 500
+
 func (d *Deps) listRuns(ctx context.Context, in *listRunsInput) (*listRunsOutput, error) {
-	f := db.ListFilter{Limit: in.Limit, Cursor: in.Cursor}
+	f := db.ListFilter{Limit: min(in.Limit, MaxListLimit), Cursor: in.Cursor}
 	for _, s := range in.Status {
 		st, err := db.ParseRunStatus(string(s))
 		if err != nil {
