@@ -524,7 +524,18 @@ func (d *Deps) getRun(ctx context.Context, in *runIDInput) (*getRunOutput, error
 	if err != nil {
 		return nil, d.runnerError(err)
 	}
-	return &getRunOutput{Body: toRunRecord(rec)}, nil
+	out := &getRunOutput{Body: toRunRecord(rec)}
+	if len(rec.Callback) > 0 && rec.Status.Terminal() {
+		ds, err := d.Store.CallbackList(ctx, in.ID)
+		if err != nil {
+			if db.Retriable(err) {
+				return nil, errUnavailable("the run history did not answer; retry")
+			}
+			return nil, fmt.Errorf("read the callback deliveries of run %s: %w", in.ID, err)
+		}
+		out.Body.CallbackDeliveries = toCallbackDeliveries(ds)
+	}
+	return out, nil
 }
 
 func (d *Deps) deleteRun(ctx context.Context, in *runIDInput) (*struct{}, error) {
