@@ -180,6 +180,7 @@ func Register(a huma.API, d *Deps) {
 	}, d.runDoctor)
 
 	d.registerTemplates(g, maxBody)
+	d.registerBackfill(g, maxBody)
 
 	huma.Register(g.v1, huma.Operation{
 		OperationID: "whoami", Method: http.MethodGet, Path: "/whoami",
