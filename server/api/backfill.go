@@ -8,11 +8,10 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 
-	"github.com/faucet-dev/faucet/db"
 	"github.com/faucet-dev/faucet/pipeline"
+	"github.com/faucet-dev/faucet/server/admission"
 	"github.com/faucet-dev/faucet/server/auth"
 	"github.com/faucet-dev/faucet/server/backfill"
-	"github.com/faucet-dev/faucet/server/runner"
 )
 
 // BackfillRequest is the body of POST /v1/backfill.
@@ -97,13 +96,13 @@ func (d *Deps) submitBackfill(ctx context.Context, in *backfillInput) (*backfill
 		return nil, errBadConfig(err.Error(), nil)
 	}
 	p := principalFrom(ctx)
+	who := actor(ctx, p)
 	res, err := plan.Submit(ctx, func(ctx context.Context, r backfill.Run) (backfill.Accepted, error) {
-		out, err := d.Runner.Submit(ctx, runner.SubmitRequest{
+		out, err := d.Admission.Submit(ctx, admission.Request{
 			Config: r.Config, ConfigFormat: "json", Name: &r.Name, Labels: r.Labels, TimeoutSecs: r.TimeoutSecs,
-			IdempotencyKey: &r.IdempotencyKey, Clock: &r.Clock,
-			Audit: &db.AuditEntry{Principal: p.Name, Role: p.Role.String(), Action: "run.submit", SourceIP: sourceIPFrom(ctx)},
+			IdempotencyKey: &r.IdempotencyKey, Clock: &r.Clock, Actor: &who,
 		})
-		if errors.Is(err, runner.ErrQueueFull) {
+		if errors.Is(err, admission.ErrQueueFull) {
 			return backfill.Accepted{}, fmt.Errorf("the run queue is full; post the same backfill again to submit the rest: %w", err)
 		}
 		if err != nil {
@@ -112,7 +111,7 @@ func (d *Deps) submitBackfill(ctx context.Context, in *backfillInput) (*backfill
 		return backfill.Accepted{RunID: out.RunID, Status: string(out.Status), Replayed: out.Replay}, nil
 	})
 	if err != nil {
-		return nil, d.runnerError(err)
+		return nil, d.serviceError(err)
 	}
 	d.audit(ctx, p, "backfill.submit", nil, &res.Hash, "ok")
 	out := BackfillResponse{Backfill: res.Hash, Descriptor: res.Descriptor, Planned: len(res.Units), Units: make([]BackfillUnit, len(res.Units))}
