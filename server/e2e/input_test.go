@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -116,6 +117,22 @@ func TestBadInputIsOneStatusPerKind(t *testing.T) {
 		// Query fields belong to a YAML body; a JSON body carries its own.
 		st, hd, b = s.rawRequest(http.MethodPost, "/v1/runs?name=x", "application/json", `{"config": "version: 1"}`)
 		wantProblem(t, "JSON body with ?name", st, hd, b, http.StatusBadRequest, "bad_config")
+
+		// A callback the egress policy refuses is 422 naming why.
+		for callback, why := range map[string]string{
+			`{"url": "http://169.254.169.254/latest/meta-data/"}`:                        "link-local",
+			`{"url": "http://metadata.google.internal/"}`:                                "metadata",
+			`{"url": "http://127.0.0.1:8080/v1/runs"}`:                                   "loopback",
+			`{"url": "file:///etc/passwd"}`:                                              `scheme "file"`,
+			`{"url": "https://hooks.example/", "extra_fields": {"status": "completed"}}`: "callback.extra_fields.status",
+			`{"url": "https://hooks.example/", "headers": {"Faucet-Delivery-Id": "x"}}`:  "callback.headers.Faucet-Delivery-Id",
+		} {
+			body := fmt.Sprintf(`{"config": %q, "callback": %s}`, generateToFile(1, out), callback)
+			st, hd, b = s.rawRequest(http.MethodPost, "/v1/runs", "application/json", body)
+			if p := wantProblem(t, "callback "+callback, st, hd, b, http.StatusUnprocessableEntity, "unprocessable"); !strings.Contains(p.Detail, why) {
+				t.Errorf("callback %s: %q does not name %q", callback, p.Detail, why)
+			}
+		}
 
 		list, err := s.admin().ListRunsWithResponse(context.Background(), nil)
 		if err != nil || list.JSON200 == nil || len(list.JSON200.Runs) != 0 {
