@@ -51,7 +51,8 @@ func newServices(cfg Config, store db.Store, pipes *pipelineHost, authn *auth.Au
 	s.audit = audit.New(audit.Config{Store: store, Logger: log})
 	policy := callbacks.Policy{AllowHosts: cfg.CallbackAllowHosts, Cluster: cfg.Cluster}
 	s.callbacks = callbacks.New(callbacks.Config{
-		Policy: policy, Secret: []byte(cfg.CallbackSecret), Version: api.Version, Logger: log, Metrics: m,
+		Policy: policy, Secret: []byte(cfg.CallbackSecret), MaxAttempts: cfg.CallbackMaxAttempts,
+		AttemptTimeout: cfg.CallbackTimeout, MaxConcurrent: cfg.CallbackMaxConcurrent, Version: api.Version, Logger: log, Metrics: m,
 	}, store)
 	// A run finalized here has its delivery due now: deliver it without
 	// waiting for the poll.

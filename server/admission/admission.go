@@ -224,16 +224,20 @@ func (s *Service) Submit(ctx context.Context, req Request) (Result, error) {
 	if s.Closing() {
 		return Result{}, ErrShuttingDown
 	}
+	// The run's clock: the submit instant (the store keeps microseconds,
+	// so the response says what a read returns), or the submission's.
+	submittedAt := s.cfg.Clock().UTC().Truncate(time.Microsecond)
+	now := submittedAt
 	if req.Clock != nil {
-		// Normalized, so equal instants written differently fingerprint
-		// equally.
-	// The offset is kept: ${now.date} renders the date there.
 		t, err := time.Parse(time.RFC3339, *req.Clock)
 		if err != nil {
 			return Result{}, &ConfigError{Err: fmt.Errorf("clock %q is not an RFC 3339 time", *req.Clock)}
 		}
+		// Normalized, so equal clocks written differently fingerprint
+		// equally; the offset is kept, since ${now.date} renders the date
+		// there.
 		clock := t.Format(time.RFC3339Nano)
-		req.Clock = &clock
+		now, req.Clock = t, &clock
 	}
 	if len(req.Callback) > 0 {
 		if s.cfg.CheckCallback == nil {
@@ -244,12 +248,6 @@ func (s *Service) Submit(ctx context.Context, req Request) (Result, error) {
 			return Result{}, &CallbackError{Err: err}
 		}
 		req.Callback = cb
-	}
-	// The store keeps microseconds: the response says what a read returns.
-	submittedAt := s.cfg.Clock().UTC().Truncate(time.Microsecond)
-	now := submittedAt
-	if req.Clock != nil {
-		now, _ = time.Parse(time.RFC3339Nano, *req.Clock)
 	}
 	plan, err := loadMasked(s.pipes, req, now)
 	if err != nil {

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"time"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/faucet-dev/faucet/db"
 	"github.com/faucet-dev/faucet/server/admission"
