@@ -1,6 +1,7 @@
 package callbacks_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -36,6 +37,32 @@ func BenchmarkDeliveries(b *testing.B) {
 	}{{"burst", 0}, {"paced", 5 * time.Millisecond}} {
 		b.Run(mode.name, func(b *testing.B) { benchDeliveries(b, mode.gap) })
 	}
+}
+
+// directPosts is the reference of a run: n posts of a callback-sized body
+// to the same receiver, straight from writers goroutines with the same gap
+// (no history, no outbox), as posts per second. x-direct is the outbox's
+// rate over it: what durability costs against calling the target inline.
+func directPosts(b *testing.B, url string, n, writers int, gap time.Duration) float64 {
+	body := []byte(`{"event":"run.completed","run_id":"run-0","status":"completed","finished_at":"` + time.Now().UTC().Format(time.RFC3339Nano) + `"}`)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := w; i < n; i += writers {
+				resp, err := http.Post(url, "application/json", bytes.NewReader(body))
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				_ = resp.Body.Close()
+				time.Sleep(gap)
+			}
+		})
+	}
+	wg.Wait()
+	return float64(n) / time.Since(start).Seconds()
 }
 
 // benchDeliveries runs BenchmarkDeliveries with gap between a writer's
@@ -110,12 +137,14 @@ func benchDeliveries(b *testing.B, gap time.Duration) {
 				b.Fatalf("only %d of %d callbacks arrived", len(lat), b.N)
 			}
 			b.StopTimer()
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "deliveries/s")
+			rate := float64(b.N) / b.Elapsed().Seconds()
+			b.ReportMetric(rate, "deliveries/s")
 			mu.Lock()
 			slices.Sort(lat)
 			b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 			b.ReportMetric(float64(lat[min(len(lat)-1, len(lat)*99/100)].Microseconds())/1000, "p99-ms")
 			mu.Unlock()
+			b.ReportMetric(rate/directPosts(b, rcv.URL+"/hook", b.N, writers, gap), "x-direct")
 		})
 	}
 }
