@@ -345,3 +345,36 @@ func TestBackfillSubmitsOneRunPerUnitAtItsClock(t *testing.T) {
 		}
 	})
 }
+
+// A clustered server stores a run for whichever member delivers its
+// callback, so it refuses a literal header value (it would be stored in
+// clear text) and resolves ${env:NAME} from the delivering member's
+// environment.
+func TestClusteredCallbackHeadersComeFromTheEnvironment(t *testing.T) {
+	t.Parallel()
+	rcv := newReceiver(t)
+	rcv.up()
+	s := start(t, serverOpts{
+		history: "sqlite:" + filepath.Join(t.TempDir(), "history.db"), bin: fastBin,
+		args: []string{"--cluster", "--callback-allow-host", "127.0.0.1"},
+		env:  []string{"HOOK_TOKEN=Bearer from-the-environment"},
+	})
+	config := generateToFile(1, filepath.Join(t.TempDir(), "out.jsonl"))
+	for value, why := range map[string]string{
+		"Bearer literal":     "${env:NAME}",
+		"${env:UNSET_TOKEN}": "UNSET_TOKEN is not set",
+	} {
+		body, _ := json.Marshal(client.SubmitRequest{Config: config, Callback: &client.CallbackSpec{Url: rcv.url("/c"), Headers: &map[string]string{"Authorization": value}}})
+		st, hd, b := s.rawRequest(http.MethodPost, "/v1/runs", "application/json", string(body))
+		if p := wantProblem(t, "header "+value, st, hd, b, http.StatusUnprocessableEntity, "unprocessable"); !strings.Contains(p.Detail, why) {
+			t.Errorf("header %q: %q does not say %q", value, p.Detail, why)
+		}
+	}
+	id := s.submit(client.SubmitRequest{Config: config, Callback: &client.CallbackSpec{
+		Url: rcv.url("/c"), Headers: &map[string]string{"Authorization": "${env:HOOK_TOKEN}"},
+	}}).RunId
+	s.await(id, client.RunStatusCompleted)
+	if got := rcv.await(s, id); got.header.Get("Authorization") != "Bearer from-the-environment" {
+		t.Errorf("Authorization = %q", got.header.Get("Authorization"))
+	}
+}
