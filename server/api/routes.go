@@ -377,11 +377,8 @@ func (d *Deps) submitRun(ctx context.Context, in *submitInput) (*submitOutput, e
 		Clock: b.Clock, Concurrency: b.Concurrency, Actor: &who,
 	}
 	if b.Callback != nil {
-		cb := *b.Callback
-		if cb.Method == "" {
-			cb.Method = http.MethodPost
-		}
-		enc, err := json.Marshal(cb)
+		// Admission checks it against the egress policy and normalizes it.
+		enc, err := json.Marshal(b.Callback)
 		if err != nil {
 			return nil, errBadConfig("callback: "+err.Error(), nil)
 		}
