@@ -96,7 +96,7 @@ variable set to the empty string counts as unset.`,
 	f.IntVar(&cfg.CallbackMaxAttempts, "callback-max-attempts", callbacks.DefaultMaxAttempts, "attempts of a completion callback's delivery before it is failed; every member of a cluster must use the same")
 	f.Int64Var(&callbackSecs, "callback-timeout-secs", int64(callbacks.DefaultAttemptTimeout/time.Second), "limit of one callback attempt, from resolving the target to its answer")
 	f.IntVar(&cfg.CallbackMaxConcurrent, "callback-max-concurrent", callbacks.DefaultMaxConcurrent, "callback attempts in flight on this server")
-	f.StringArrayVar(&cfg.CallbackAllowHosts, "callback-allow-host", nil, "the only hosts completion callbacks may call (repeatable); a host named here may be loopback or link-local")
+	f.StringSliceVar(&cfg.CallbackAllowHosts, "callback-allow-host", nil, "the only hosts completion callbacks may call (repeatable, or comma-separated); a host named here may be loopback or link-local")
 	f.Int64Var(&logSecs, "log-retention-secs", int64(server.DefaultLogRetention/time.Second), "keep persisted run logs this long (0: do not persist run logs)")
 	f.IntVar(&cfg.LogMaxLinesPerRun, "log-max-lines-per-run", server.DefaultLogMaxLinesPerRun, "persist at most this many of a run's newest log lines")
 	f.Int64Var(&probeSecs, "probe-timeout-secs", int64(server.DefaultProbeTimeout/time.Second), "time limit of doctor probes")

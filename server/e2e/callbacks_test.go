@@ -229,8 +229,9 @@ func TestCallbacksSurviveAKill9(t *testing.T) {
 	eachHistory(t, func(t *testing.T, h history) {
 		rcv := newReceiver(t)
 		dataDir, hist := t.TempDir(), h.url(t)
-		args := []string{"--callback-allow-host", "127.0.0.1", "--callback-secret", callbackSecret}
-		s := start(t, serverOpts{history: hist, dataDir: dataDir, args: args})
+		// Through the environment, as the README advises for the secret.
+		env := []string{"FAUCET_CALLBACK_ALLOW_HOST=127.0.0.1,localhost", "FAUCET_CALLBACK_SECRET=" + callbackSecret}
+		s := start(t, serverOpts{history: hist, dataDir: dataDir, env: env})
 		dir := t.TempDir()
 		spec := client.CallbackSpec{Url: rcv.url("/hook")}
 
@@ -245,7 +246,7 @@ func TestCallbacksSurviveAKill9(t *testing.T) {
 		<-s.exited
 
 		rcv.up()
-		s2 := start(t, serverOpts{history: hist, dataDir: dataDir, args: args})
+		s2 := start(t, serverOpts{history: hist, dataDir: dataDir, env: env})
 		checkSent(t, rcv.await(s2, done), pending, done, client.RunStatusCompleted)
 		recovered := rcv.await(s2, held)
 		checkSent(t, recovered, delivery(t, s2, held), held, client.RunStatusFailed)
