@@ -39,6 +39,7 @@ type Driver interface {
 	LeaderDriver
 	WakeDriver
 	TemplateDriver
+	CallbackDriver
 }
 
 // IdempotencyDriver stores idempotency claims.

@@ -12,6 +12,7 @@ import (
 	"github.com/faucet-dev/faucet/server/audit"
 	"github.com/faucet-dev/faucet/server/auth"
 	"github.com/faucet-dev/faucet/server/catalog"
+	"github.com/faucet-dev/faucet/server/callbacks"
 	"github.com/faucet-dev/faucet/server/cluster"
 	"github.com/faucet-dev/faucet/server/execution"
 	"github.com/faucet-dev/faucet/server/maintenance"
@@ -39,6 +40,9 @@ type services struct {
 	// catalog records what finished runs read and wrote; nil with
 	// --no-catalog.
 	catalog *catalog.Recorder
+	// callbacks delivers the outbox of completion callbacks the history
+	// writes with every terminal transition, on any member.
+	callbacks *callbacks.Dispatcher
 }
 
 // newServices builds the services of a server over store.
@@ -50,15 +54,29 @@ func newServices(cfg Config, store db.Store, pipes *pipelineHost, authn *auth.Au
 	}
 	s.logs = runlog.New(logCfg)
 	s.audit = audit.New(audit.Config{Store: store, Logger: log})
-	execCfg := execution.Config{MaxConcurrent: cfg.MaxConcurrentRuns, Logger: log, Metrics: m}
+	policy := callbacks.Policy{AllowHosts: cfg.CallbackAllowHosts, Cluster: cfg.Cluster}
+	s.callbacks = callbacks.New(callbacks.Config{
+		Policy: policy, Secret: []byte(cfg.CallbackSecret), MaxAttempts: cfg.CallbackMaxAttempts,
+		AttemptTimeout: cfg.CallbackTimeout, MaxConcurrent: cfg.CallbackMaxConcurrent, Version: api.Version, Logger: log, Metrics: m,
+	}, store)
 	var parentFinalized func(context.Context, *db.RunRecord, *pipeline.Plan)
 	if !cfg.NoCatalog {
-		// Recording only queues: the terminal write is done by then, and
-		// nothing the catalog does can fail or delay it.
 		s.catalog = catalog.New(catalog.Config{Store: store, Metrics: m, Log: log, Secrets: authn.Secrets()})
-		execCfg.Finalized = func(ctx context.Context, f execution.Final) { s.catalog.Record(ctx, &f.Record, f.Plan, f.Results) }
-		execCfg.ShardLineage = s.catalog.ShardLineage
 		parentFinalized = s.catalog.RecordSharded
+	}
+	execCfg := execution.Config{
+		MaxConcurrent: cfg.MaxConcurrentRuns, Logger: log, Metrics: m,
+		// A run finalized here has its delivery due now: deliver it without
+		// waiting for the poll. Recording it in the catalog only queues: the
+		// terminal write is done by then, and nothing the catalog does can
+		// fail or delay it.
+		Finalized: func(ctx context.Context, f execution.Final) {
+			s.callbacks.Wake()
+			s.catalog.Record(ctx, &f.Record, f.Plan, f.Results)
+		},
+	}
+	if s.catalog != nil {
+		execCfg.ShardLineage = s.catalog.ShardLineage
 	}
 	maintCfg := maintenance.Config{
 		Retention: maintenance.Retention{
@@ -91,7 +109,7 @@ func newServices(cfg Config, store db.Store, pipes *pipelineHost, authn *auth.Au
 	}
 	s.admission = admission.New(admission.Config{
 		MaxQueued: cfg.MaxQueuedRuns, IdempotencyRetention: cfg.IdempotencyRetention, ProbeTimeout: cfg.ProbeTimeout,
-		Secrets: authn.Secrets(), Cluster: cfg.Cluster, Logger: log, Metrics: m,
+		Secrets: authn.Secrets(), Cluster: cfg.Cluster, CheckCallback: policy.CheckJSON, Logger: log, Metrics: m,
 	}, store, pipes, dispatch, s.audit)
 	s.templates = templates.New(templates.Config{
 		Store: store, Loader: pipes, Clustered: cfg.Cluster, Log: log, Submitter: templates.SubmitFunc(s.submitTemplateRun),
@@ -114,7 +132,7 @@ func (s *services) membership() api.Membership {
 func (s *services) start(ctx context.Context) error {
 	bg := context.WithoutCancel(ctx)
 	s.catalog.Start()
-	for _, start := range []func(context.Context) error{s.logs.Start, s.exec.Start, s.admission.Start} {
+	for _, start := range []func(context.Context) error{s.logs.Start, s.exec.Start, s.admission.Start, s.callbacks.Start} {
 		if err := start(bg); err != nil {
 			return err
 		}
@@ -142,6 +160,9 @@ func (s *services) stop(ctx context.Context, grace time.Duration) {
 		s.log.Warn("shutdown", "error", err)
 	}
 	cancel()
+	// The runs' ends are in the outbox: what is not delivered yet is given
+	// back, due, for a peer or the next start.
+	s.callbacks.Stop()
 	teardown, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if s.member != nil {
