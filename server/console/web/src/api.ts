@@ -1,0 +1,157 @@
+// The console's access to the API: one typed client (the repository's
+// TypeScript client over the generated types) whose bearer token lives in
+// session storage only, so it is forgotten with the tab and never reaches a
+// URL or local storage.
+import {
+  createFaucetClient,
+  faucetError,
+  FaucetError,
+  type FaucetClient,
+  type components,
+} from "@faucet-dev/faucet-client";
+
+export { FaucetError };
+export type Schemas = components["schemas"];
+export type RunRecord = Schemas["RunRecord"];
+export type RunStatus = Schemas["RunStatus"];
+export type Whoami = Schemas["Whoami"];
+export type Role = Schemas["Role"];
+export type Problem = Schemas["Problem"];
+export type DoctorReport = Schemas["DoctorReport"];
+export type LogLine = Schemas["LogLine"];
+
+const tokenKey = "faucet.console.token";
+
+/** The bearer token of this tab, if one was entered. */
+export function storedToken(): string | null {
+  try {
+    return sessionStorage.getItem(tokenKey);
+  } catch {
+    return null;
+  }
+}
+
+function storeToken(token: string | null): void {
+  try {
+    if (token === null) {
+      sessionStorage.removeItem(tokenKey);
+    } else {
+      sessionStorage.setItem(tokenKey, token);
+    }
+  } catch {
+    // Storage refused (a private window's quota): the token lasts as long
+    // as the page instead.
+  }
+}
+
+let token: string | null = storedToken();
+let client: FaucetClient = makeClient();
+const unauthorized = new Set<() => void>();
+
+function makeClient(): FaucetClient {
+  const c = createFaucetClient({ baseUrl: location.origin, ...(token === null ? {} : { token }) });
+  c.use({
+    onResponse({ response }) {
+      if (response.status === 401) {
+        for (const f of unauthorized) f();
+      }
+      return undefined;
+    },
+  });
+  return c;
+}
+
+/** The client, carrying the current token. */
+export function api(): FaucetClient {
+  return client;
+}
+
+/** Uses token (null: none) for every request from now on. */
+export function setToken(t: string | null): void {
+  token = t;
+  storeToken(t);
+  client = makeClient();
+}
+
+/** Calls f whenever the server refuses the token; returns the unsubscribe. */
+export function onUnauthorized(f: () => void): () => void {
+  unauthorized.add(f);
+  return () => unauthorized.delete(f);
+}
+
+/** The answer of one openapi-fetch call. */
+interface Answer<T> {
+  data?: T;
+  error?: unknown;
+  response: Response;
+}
+
+/** The data of a successful call; an error answer throws a FaucetError. */
+export async function ok<T>(call: Promise<Answer<T>>): Promise<T> {
+  const { data, error, response } = await call;
+  if (!response.ok) {
+    throw faucetError(response, error);
+  }
+  return data as T;
+}
+
+/**
+ * Calls a route the generated types do not describe yet (the reference's
+ * /v1/templates and /v1/catalog families), with the same token and the same
+ * errors as the typed client.
+ */
+export async function request<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const headers: Record<string, string> = { Accept: "application/json" };
+  if (token !== null) headers.Authorization = `Bearer ${token}`;
+  const init: RequestInit = { method, headers };
+  if (body !== undefined) {
+    headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  const response = await fetch(path, init);
+  if (response.status === 401) {
+    for (const f of unauthorized) f();
+  }
+  const text = await response.text();
+  let parsed: unknown = undefined;
+  if (text !== "") {
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      parsed = undefined;
+    }
+  }
+  if (!response.ok) {
+    throw faucetError(response, parsed);
+  }
+  return parsed as T;
+}
+
+/** A human sentence for any error a call threw. */
+export function describe(e: unknown): string {
+  if (e instanceof FaucetError) {
+    return e.problem ? e.problem.detail : e.message;
+  }
+  if (e instanceof Error) return e.message;
+  return String(e);
+}
+
+/** Whether the error is the API's answer that a route does not exist. */
+export function isMissingRoute(e: unknown): boolean {
+  return e instanceof FaucetError && e.status === 404 && (e.problem?.detail ?? "").startsWith("no route for ");
+}
+
+/** Roles in order of power. */
+const ranks: Record<Role, number> = { viewer: 1, operator: 2, admin: 3 };
+
+/** Whether a principal of role r may do what needs role need. */
+export function allows(r: Role | undefined, need: Role): boolean {
+  return r !== undefined && ranks[r] >= ranks[need];
+}
+
+export const terminal: readonly RunStatus[] = ["completed", "failed", "cancelled"];
+
+/** Whether a run in status s has finished. */
+export function isTerminal(s: RunStatus): boolean {
+  return terminal.includes(s);
+}

@@ -1,0 +1,124 @@
+// The data catalog: every dataset the server's pipelines read or wrote,
+// searchable by URI and filterable by connector kind, newest activity first.
+import { useEffect, useState } from "preact/hooks";
+import { isMissingRoute, request } from "../api";
+import { count } from "../format";
+import type { PageProps } from "../lazy";
+import { Link, navigate, withQuery } from "../router";
+import { ErrorNotice, Loading, Notice, PageHeader, Time, useLoad } from "../ui";
+import type { DatasetPage } from "../wire";
+import { PageLink } from "./runs";
+
+/** Shown where the server has no catalog routes. */
+export function NoCatalog() {
+  return <Notice kind="warn">This server keeps no data catalog: it has no /v1/catalog routes.</Notice>;
+}
+
+export default function Datasets({ query }: PageProps) {
+  const q = query.get("q") ?? "";
+  const kind = query.get("kind") ?? "";
+  const cursor = query.get("cursor") ?? "";
+  const from = (query.get("from") ?? "").split(",").filter((c) => c !== "");
+  const page = useLoad(
+    () => request<DatasetPage>("GET", withQuery("/v1/catalog/datasets", { q, kind, cursor, limit: "50" })),
+    [q, kind, cursor],
+  );
+  const [text, setText] = useState(q);
+  const [k, setK] = useState(kind);
+  useEffect(() => {
+    setText(q);
+    setK(kind);
+  }, [q, kind]);
+  const here = (c?: string, f?: string[]) => withQuery("/datasets", { q, kind, cursor: c, from: f && f.length > 0 ? f.join(",") : undefined });
+
+  return (
+    <section>
+      <PageHeader title="Datasets" sub="What this server's pipelines read and wrote, run over run.">
+        <Link class="button" href="/lineage">
+          Lineage graph
+        </Link>
+      </PageHeader>
+      <form
+        class="filters"
+        role="search"
+        aria-label="Search datasets"
+        onSubmit={(e) => {
+          e.preventDefault();
+          navigate(withQuery("/datasets", { q: text.trim(), kind: k.trim() }));
+        }}
+      >
+        <div class="field grow">
+          <label for="d-q">URI contains</label>
+          <input id="d-q" type="search" value={text} onInput={(e) => setText(e.currentTarget.value)} />
+        </div>
+        <div class="field">
+          <label for="d-kind">Connector kind</label>
+          <input id="d-kind" value={k} placeholder="csv, postgres, …" onInput={(e) => setK(e.currentTarget.value)} />
+        </div>
+        <div class="filter-actions">
+          <button type="submit" class="primary">
+            Search
+          </button>
+          <Link class="button" href="/datasets">
+            Clear
+          </Link>
+        </div>
+      </form>
+      {page.error !== undefined && (isMissingRoute(page.error) ? <NoCatalog /> : <ErrorNotice error={page.error} retry={page.reload} />)}
+      {page.data === undefined && page.loading && <Loading what="datasets" />}
+      {page.data && (
+        <>
+          <table class="table">
+            <caption class="visually-hidden">Datasets</caption>
+            <thead>
+              <tr>
+                <th scope="col">Dataset</th>
+                <th scope="col">Kind</th>
+                <th scope="col">Role</th>
+                <th scope="col">Pipeline</th>
+                <th scope="col" class="num">
+                  Runs
+                </th>
+                <th scope="col" class="num">
+                  Last records
+                </th>
+                <th scope="col" class="num">
+                  Schema versions
+                </th>
+                <th scope="col">Last success</th>
+              </tr>
+            </thead>
+            <tbody>
+              {page.data.datasets.map((d) => (
+                <tr key={d.id}>
+                  <td class="mono wrap">
+                    <Link href={`/datasets/${encodeURIComponent(d.id)}`}>{d.uri}</Link>
+                  </td>
+                  <td>{d.kind}</td>
+                  <td>{d.roles.join(", ")}</td>
+                  <td>{d.pipeline}</td>
+                  <td class="num">{count(d.runs)}</td>
+                  <td class="num">{count(d.last_records)}</td>
+                  <td class="num">{d.schema_versions}</td>
+                  <td>
+                    <Time iso={d.last_success} />
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+          {page.data.datasets.length === 0 && (
+            <p class="empty">{q || kind ? "No dataset matches." : "No dataset catalogued yet: run a pipeline first."}</p>
+          )}
+          <nav class="pager" aria-label="Pages of datasets">
+            <PageLink href={cursor ? here() : undefined}>First</PageLink>
+            <PageLink href={cursor ? here(from[from.length - 1], from.slice(0, -1)) : undefined}>← Previous</PageLink>
+            <PageLink href={page.data.next_cursor ? here(page.data.next_cursor, cursor ? [...from, cursor] : from) : undefined}>
+              Next →
+            </PageLink>
+          </nav>
+        </>
+      )}
+    </section>
+  );
+}

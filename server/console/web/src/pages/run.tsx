@@ -1,0 +1,275 @@
+// One run: its fields, invocations, callback target, doctor report, shards
+// and logs, refreshed while it is in flight; cancel and delete after a
+// confirmation.
+import type { ComponentChildren } from "preact";
+import { useState } from "preact/hooks";
+import { allows, api, describe, isTerminal, ok, type RunRecord, type Schemas } from "../api";
+import { count, duration } from "../format";
+import type { PageProps } from "../lazy";
+import { DoctorReport } from "../parts/doctor";
+import { Logs } from "../parts/logs";
+import { Link, navigate } from "../router";
+import { ErrorNotice, Fields, Loading, Notice, PageHeader, Status, Time, toast, useConfirm, useLoad } from "../ui";
+
+type Shard = Schemas["ShardRecord"];
+
+export default function Run({ params, me }: PageProps) {
+  const id = params.id ?? "";
+  const run = useLoad(() => ok(api().GET("/v1/runs/{id}", { params: { path: { id } } })), [id], (r) =>
+    r === undefined || !isTerminal(r.status) ? 1000 : undefined,
+  );
+  const [dialog, ask] = useConfirm();
+  const [busy, setBusy] = useState(false);
+
+  if (run.data === undefined) {
+    return (
+      <section>
+        <PageHeader title="Run" sub={<span class="mono">{id}</span>} />
+        {run.error !== undefined ? <ErrorNotice error={run.error} retry={run.reload} /> : <Loading what="the run" />}
+      </section>
+    );
+  }
+  const r = run.data;
+  const done = isTerminal(r.status);
+  const operator = allows(me.role, "operator");
+
+  const cancel = async () => {
+    const yes = await ask({
+      title: "Cancel this run?",
+      body: (
+        <p>
+          <strong>{r.name ?? r.run_id}</strong> stops at its next batch boundary; a sink that appends keeps what it
+          acknowledged, one that overwrites keeps its previous contents.
+        </p>
+      ),
+      confirm: "Cancel the run",
+      danger: true,
+    });
+    if (!yes) return;
+    setBusy(true);
+    try {
+      await ok(api().POST("/v1/runs/{id}/cancel", { params: { path: { id } } }));
+      toast("Cancellation requested.");
+      run.reload();
+    } catch (e) {
+      toast(describe(e), "error");
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const remove = async () => {
+    const yes = await ask({
+      title: "Delete this run?",
+      body: (
+        <p>
+          <strong>{r.name ?? r.run_id}</strong>, its logs and its idempotency key leave the history for good.
+        </p>
+      ),
+      confirm: "Delete the run",
+      danger: true,
+    });
+    if (!yes) return;
+    setBusy(true);
+    try {
+      await ok(api().DELETE("/v1/runs/{id}", { params: { path: { id } } }));
+      toast("Run deleted.");
+      navigate("/runs");
+    } catch (e) {
+      toast(describe(e), "error");
+      setBusy(false);
+    }
+  };
+
+  return (
+    <section>
+      <PageHeader
+        title={
+          <>
+            {r.name ?? "Run"} <Status value={r.status} />
+          </>
+        }
+        sub={<span class="mono">{r.run_id}</span>}
+      >
+        {operator && !done && (
+          <button type="button" class="danger" disabled={busy} onClick={cancel}>
+            Cancel run
+          </button>
+        )}
+        {operator && done && (
+          <button type="button" class="danger" disabled={busy} onClick={remove}>
+            Delete run
+          </button>
+        )}
+      </PageHeader>
+      {dialog}
+      {run.error !== undefined && <ErrorNotice error={run.error} retry={run.reload} />}
+      {r.error && (
+        <div class="notice notice-error">
+          <p>
+            <strong>Error:</strong> <span class="pre">{r.error}</span>
+          </p>
+        </div>
+      )}
+      <RunFields r={r} />
+      <h2>Invocations</h2>
+      <Invocations r={r} />
+      <h2>Completion callback</h2>
+      <Callback callback={r.callback} />
+      {r.doctor_report && (
+        <>
+          <h2>Doctor report</h2>
+          <DoctorReport report={r.doctor_report} />
+        </>
+      )}
+      <Shards id={r.run_id} live={!done} />
+      <h2>Logs</h2>
+      <Logs key={r.run_id} runId={r.run_id} live={!done} />
+    </section>
+  );
+}
+
+function RunFields({ r }: { r: RunRecord }) {
+  const labels = Object.entries(r.labels);
+  const items: [string, ComponentChildren][] = [
+    ["Status", <Status value={r.status} />],
+    ["Submitted", <Time iso={r.submitted_at} />],
+    ["Started", <Time iso={r.started_at} />],
+    ["Finished", <Time iso={r.finished_at} />],
+    ["Elapsed", duration(r.elapsed_secs)],
+    ["Records written", count(r.records_written)],
+    ["Attempt", String(r.attempt)],
+    ["Idempotency key", r.idempotency_key ? <span class="mono">{r.idempotency_key}</span> : null],
+    [
+      "Labels",
+      labels.length === 0 ? null : (
+        <ul class="chips">
+          {labels.map(([k, v]) => (
+            <li key={k}>
+              <span class="mono">{k}</span>={v}
+            </li>
+          ))}
+        </ul>
+      ),
+    ],
+  ];
+  if (r.timeout_secs) items.push(["Timeout", duration(r.timeout_secs)]);
+  if (r.clock) items.push(["Clock", <span class="mono">{r.clock}</span>]);
+  if (r.labels.template) {
+    items.push(["Template", <Link href={`/templates/${encodeURIComponent(r.labels.template)}`}>{r.labels.template}</Link>]);
+  }
+  return <Fields items={items} />;
+}
+
+function Invocations({ r }: { r: RunRecord }) {
+  if (r.invocations.length === 0) {
+    return <p class="muted">{isTerminal(r.status) ? "The run recorded no invocation." : "Recorded when the run finishes."}</p>;
+  }
+  return (
+    <table class="table">
+      <caption class="visually-hidden">Invocations</caption>
+      <thead>
+        <tr>
+          <th scope="col">Row</th>
+          <th scope="col" class="num">
+            Records
+          </th>
+          <th scope="col" class="num">
+            Duration
+          </th>
+          <th scope="col">Error</th>
+          <th scope="col">Parent record</th>
+        </tr>
+      </thead>
+      <tbody>
+        {r.invocations.map((inv, i) => (
+          <tr key={`${inv.row_id}-${i}`}>
+            <td class="mono">{inv.row_id}</td>
+            <td class="num">{count(inv.records_written)}</td>
+            <td class="num">{duration(inv.duration_ms / 1000)}</td>
+            <td>{inv.error ? <span class="error-text pre">{inv.error}</span> : <span class="muted">—</span>}</td>
+            <td class="mono">{inv.parent_record_key ?? <span class="muted">—</span>}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+function Callback({ callback }: { callback: RunRecord["callback"] }) {
+  if (!callback) return <p class="muted">No callback: the run was submitted without one.</p>;
+  const headers = Object.entries(callback.headers ?? {});
+  return (
+    <Fields
+      items={[
+        ["Target", <span class="mono">{`${callback.method ?? "POST"} ${callback.url}`}</span>],
+        ["Fires on", callback.on && callback.on.length > 0 ? callback.on.join(", ") : "every terminal status"],
+        [
+          "Headers",
+          headers.length === 0 ? null : (
+            <ul class="plain">
+              {headers.map(([k, v]) => (
+                <li key={k} class="mono">
+                  {k}: {v}
+                </li>
+              ))}
+            </ul>
+          ),
+        ],
+      ]}
+    />
+  );
+}
+
+function Shards({ id, live }: { id: string; live: boolean }) {
+  const shards = useLoad(() => ok(api().GET("/v1/runs/{id}/shards", { params: { path: { id } } })), [id], live ? 2000 : undefined);
+  return (
+    <>
+      <h2>Shards</h2>
+      {shards.error !== undefined && <ErrorNotice error={shards.error} retry={shards.reload} />}
+      {shards.data && <ShardTable shards={shards.data.shards} />}
+    </>
+  );
+}
+
+/** The shards of a sharded run. */
+export function ShardTable({ shards }: { shards: Shard[] }) {
+  if (shards.length === 0) return <Notice>The run has not been split into shards yet.</Notice>;
+  return (
+    <table class="table">
+      <caption class="visually-hidden">Shards</caption>
+      <thead>
+        <tr>
+          <th scope="col">Shard</th>
+          <th scope="col">Status</th>
+          <th scope="col">Member</th>
+          <th scope="col" class="num">
+            Attempt
+          </th>
+          <th scope="col" class="num">
+            Records
+          </th>
+          <th scope="col">Finished</th>
+          <th scope="col">Error</th>
+        </tr>
+      </thead>
+      <tbody>
+        {shards.map((s) => (
+          <tr key={s.shard_id}>
+            <td class="mono">{s.shard_id}</td>
+            <td>
+              <Status value={s.status} />
+            </td>
+            <td class="mono">{s.owner ?? <span class="muted">—</span>}</td>
+            <td class="num">{s.attempt}</td>
+            <td class="num">{count(s.records_written)}</td>
+            <td>
+              <Time iso={s.finished_at} />
+            </td>
+            <td>{s.error ? <span class="error-text">{s.error}</span> : <span class="muted">—</span>}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}

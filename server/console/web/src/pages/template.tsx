@@ -1,0 +1,485 @@
+// One template: its versions and the channels that point at them, the
+// launch log and its deprecation, the release actions (launch, roll back,
+// point a channel, deprecate or revive, delete), and a run triggered with
+// params.
+import type { ComponentChildren } from "preact";
+import { useState } from "preact/hooks";
+import { allows, describe, isMissingRoute, request } from "../api";
+import type { PageProps } from "../lazy";
+import { Link, navigate, withQuery } from "../router";
+import { ErrorNotice, Fields, Loading, Notice, PageHeader, Status, Time, toast, useConfirm, useLoad } from "../ui";
+import { assignableChannels, type LaunchResponse, type ParamSpec, type TemplateDetail, type TriggerTemplateResponse } from "../wire";
+import { NoTemplates } from "./templates";
+
+const path = (id: string, rest = "") => `/v1/templates/${encodeURIComponent(id)}${rest}`;
+
+export default function Template({ params, query, me }: PageProps) {
+  const id = params.id ?? "";
+  const version = query.get("version") ?? "";
+  const t = useLoad(async () => {
+    // A draft has no stable version: open its newest one instead.
+    try {
+      return await request<TemplateDetail>("GET", withQuery(path(id), { version }));
+    } catch (e) {
+      if (version === "") return await request<TemplateDetail>("GET", withQuery(path(id), { version: "newest" }));
+      throw e;
+    }
+  }, [id, version]);
+  const [dialog, ask] = useConfirm();
+  const [busy, setBusy] = useState(false);
+  const operator = allows(me.role, "operator");
+
+  if (t.data === undefined) {
+    return (
+      <section>
+        <PageHeader title="Template" sub={<span class="mono">{id}</span>} />
+        {t.error !== undefined ? (
+          isMissingRoute(t.error) ? <NoTemplates /> : <ErrorNotice error={t.error} retry={t.reload} />
+        ) : (
+          <Loading what="the template" />
+        )}
+      </section>
+    );
+  }
+  const d = t.data;
+
+  const act = async (what: string, f: () => Promise<string>) => {
+    setBusy(true);
+    try {
+      toast(await f());
+      t.reload();
+    } catch (e) {
+      toast(`${what}: ${describe(e)}`, "error");
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const launch = (v: number) =>
+    act("Launch", async () => {
+      const r = await request<LaunchResponse>("POST", path(id, "/launch"), { version: v });
+      return r.already_launched ? `v${r.version} was already live.` : `v${r.version} is live${r.replaced ? ` (it replaced v${r.replaced})` : ""}.`;
+    });
+
+  const rollback = async () => {
+    const yes = await ask({
+      title: `Roll ${id} back?`,
+      body: <p>v{d.previous} becomes live again in place of v{d.stable}; unpinned runs use it from now on.</p>,
+      confirm: "Roll back",
+    });
+    if (yes) void act("Roll back", async () => `v${(await request<LaunchResponse>("POST", path(id, "/rollback"))).version} is live again.`);
+  };
+
+  const deprecate = async (undo: boolean) => {
+    if (undo) {
+      void act("Revive", async () => {
+        await request("POST", path(id, "/deprecate"), { undo: true });
+        return `${id} is no longer deprecated.`;
+      });
+      return;
+    }
+    let reason = "";
+    const yes = await ask({
+      title: `Deprecate ${id}?`,
+      body: (
+        <>
+          <p>Runs keep working, but every trigger is told the template is retired, and it cannot be launched until revived.</p>
+          <div class="field">
+            <label for="dep-reason">Reason (shown to those who trigger it)</label>
+            <input id="dep-reason" onInput={(e) => (reason = e.currentTarget.value)} />
+          </div>
+        </>
+      ),
+      confirm: "Deprecate",
+      danger: true,
+    });
+    if (yes)
+      void act("Deprecate", async () => {
+        await request("POST", path(id, "/deprecate"), reason.trim() ? { reason: reason.trim() } : {});
+        return `${id} is deprecated.`;
+      });
+  };
+
+  const remove = async (v?: number) => {
+    const yes = await ask({
+      title: v === undefined ? `Delete ${id}?` : `Delete v${v} of ${id}?`,
+      body: (
+        <p>
+          {v === undefined ? "Every version, channel and launch record of the template goes." : "The version, the channels that point at it and its launch records go."}{" "}
+          Runs it produced stay.
+        </p>
+      ),
+      confirm: "Delete",
+      danger: true,
+    });
+    if (!yes) return;
+    setBusy(true);
+    try {
+      await request("DELETE", withQuery(path(id), { version: v === undefined ? undefined : String(v) }));
+      toast(v === undefined ? `${id} deleted.` : `v${v} deleted.`);
+      if (v === undefined || d.versions.length === 1) navigate("/templates");
+      else navigate(`/templates/${encodeURIComponent(id)}`);
+    } catch (e) {
+      toast(describe(e), "error");
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const channelsOf = (v: number) => [
+    ...(d.stable === v ? ["stable"] : []),
+    ...(d.previous === v ? ["previous"] : []),
+    ...(d.newest === v ? ["newest"] : []),
+    ...Object.entries(d.tags)
+      .filter(([, x]) => x === v)
+      .map(([c]) => c),
+  ];
+
+  return (
+    <section>
+      <PageHeader
+        title={
+          <>
+            <span class="mono">{d.id}</span> <Status value={d.status} />
+          </>
+        }
+        sub={d.description ?? d.name ?? undefined}
+      >
+        {operator && d.previous != null && (
+          <button type="button" disabled={busy} onClick={() => void rollback()}>
+            Roll back to v{d.previous}
+          </button>
+        )}
+        {operator && (
+          <button type="button" disabled={busy} onClick={() => void deprecate(d.status === "deprecated")}>
+            {d.status === "deprecated" ? "Revive" : "Deprecate"}
+          </button>
+        )}
+        {operator && (
+          <button type="button" class="danger" disabled={busy} onClick={() => void remove()}>
+            Delete template
+          </button>
+        )}
+      </PageHeader>
+      {dialog}
+      {t.error !== undefined && <ErrorNotice error={t.error} retry={t.reload} />}
+      {d.deprecation && (
+        <Notice kind="warn">
+          Deprecated <Time iso={d.deprecation.deprecated_at} />
+          {d.deprecation.deprecated_by ? ` by ${d.deprecation.deprecated_by}` : ""}
+          {d.deprecation.reason ? `: ${d.deprecation.reason}` : "."}
+        </Notice>
+      )}
+      {d.stable == null && <Notice>This template is a draft: no version is launched, so a run must name its version.</Notice>}
+      <Fields
+        items={[
+          ["Live (stable)", d.stable != null ? `v${d.stable}` : null],
+          ["Previous", d.previous != null ? `v${d.previous}` : null],
+          ["Newest", d.newest != null ? `v${d.newest}` : null],
+          ["Channels", Object.keys(d.tags).length === 0 ? null : Object.entries(d.tags).map(([c, v]) => `${c} → v${v}`).join(", ")],
+        ]}
+      />
+
+      <h2>Versions</h2>
+      <table class="table">
+        <caption class="visually-hidden">Versions</caption>
+        <thead>
+          <tr>
+            <th scope="col">Version</th>
+            <th scope="col">Channels</th>
+            <th scope="col">Actions</th>
+          </tr>
+        </thead>
+        <tbody>
+          {d.versions.map((v) => (
+            <tr key={v} class={v === d.version ? "current" : ""}>
+              <td>
+                <Link href={withQuery(`/templates/${encodeURIComponent(id)}`, { version: String(v) })} aria-current={v === d.version ? "true" : undefined}>
+                  v{v}
+                </Link>
+                {v === d.version && <span class="muted small"> (shown below)</span>}
+              </td>
+              <td>{channelsOf(v).join(", ") || <span class="muted">—</span>}</td>
+              <td class="row-actions">
+                {operator && d.stable !== v && d.status !== "deprecated" && (
+                  <button type="button" disabled={busy} onClick={() => void launch(v)}>
+                    Launch v{v}
+                  </button>
+                )}
+                {operator && (
+                  <button type="button" disabled={busy} onClick={() => void remove(v)}>
+                    Delete v{v}
+                  </button>
+                )}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {operator && <Promote id={id} versions={d.versions} onDone={t.reload} />}
+
+      <h2>Run it</h2>
+      {operator ? <Trigger d={d} /> : <p class="muted">Your role ({me.role}) may not trigger runs.</p>}
+
+      <h2>Launch log</h2>
+      {d.launches.length === 0 ? (
+        <p class="muted">Nothing launched yet.</p>
+      ) : (
+        <table class="table">
+          <caption class="visually-hidden">Launch log</caption>
+          <thead>
+            <tr>
+              <th scope="col" class="num">
+                #
+              </th>
+              <th scope="col">Version</th>
+              <th scope="col">Launched</th>
+              <th scope="col">By</th>
+            </tr>
+          </thead>
+          <tbody>
+            {d.launches.map((l) => (
+              <tr key={l.seq}>
+                <td class="num">{l.seq}</td>
+                <td>v{l.version}</td>
+                <td>
+                  <Time iso={l.launched_at} />
+                </td>
+                <td>{l.launched_by ?? <span class="muted">—</span>}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+
+      <h2>
+        Config of v{d.version} ({d.format})
+      </h2>
+      <ParamsTable params={d.params} />
+      <pre class="code">{d.body}</pre>
+    </section>
+  );
+}
+
+function Promote({ id, versions, onDone }: { id: string; versions: number[]; onDone: () => void }) {
+  const [tag, setTag] = useState<string>(assignableChannels[0]);
+  const [version, setVersion] = useState(String(versions[0] ?? ""));
+  const [busy, setBusy] = useState(false);
+  return (
+    <form
+      class="inline-form"
+      aria-label="Point a channel at a version"
+      onSubmit={async (e) => {
+        e.preventDefault();
+        setBusy(true);
+        try {
+          const r = await request<{ tag: string; version: number }>("POST", path(id, "/tags"), { tag, version: Number(version) });
+          toast(`${r.tag} now points at v${r.version}.`);
+          onDone();
+        } catch (err) {
+          toast(describe(err), "error");
+        } finally {
+          setBusy(false);
+        }
+      }}
+    >
+      <label for="p-tag">Point channel</label>
+      <select id="p-tag" value={tag} onChange={(e) => setTag(e.currentTarget.value)}>
+        {assignableChannels.map((c) => (
+          <option key={c} value={c}>
+            {c}
+          </option>
+        ))}
+      </select>
+      <label for="p-version">at</label>
+      <select id="p-version" value={version} onChange={(e) => setVersion(e.currentTarget.value)}>
+        {versions.map((v) => (
+          <option key={v} value={String(v)}>
+            v{v}
+          </option>
+        ))}
+      </select>
+      <button type="submit" disabled={busy}>
+        Point it
+      </button>
+    </form>
+  );
+}
+
+function ParamsTable({ params }: { params: Record<string, ParamSpec> }) {
+  const entries = Object.entries(params);
+  if (entries.length === 0) return <p class="muted">No params.</p>;
+  return (
+    <table class="table">
+      <caption class="visually-hidden">Params</caption>
+      <thead>
+        <tr>
+          <th scope="col">Param</th>
+          <th scope="col">Type</th>
+          <th scope="col">Required</th>
+          <th scope="col">Default</th>
+          <th scope="col">Description</th>
+        </tr>
+      </thead>
+      <tbody>
+        {entries.map(([name, p]) => (
+          <tr key={name}>
+            <td class="mono">
+              {name}
+              {p.secret && <span class="badge badge-secret">secret</span>}
+            </td>
+            <td>{p.type ?? "string"}</td>
+            <td>{p.required ? "yes" : "no"}</td>
+            <td class="mono">{p.default === undefined ? "—" : JSON.stringify(p.default)}</td>
+            <td>{p.description ?? ""}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+/** The trigger form: a typed input per declared param, and the run's options. */
+function Trigger({ d }: { d: TemplateDetail }) {
+  const params = Object.entries(d.params);
+  const [values, setValues] = useState<Record<string, string>>({});
+  const [pin, setPin] = useState<string>(d.stable != null ? "" : String(d.version));
+  const [name, setName] = useState("");
+  const [key, setKey] = useState("");
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+
+  const typed = (p: ParamSpec, raw: string): unknown => {
+    switch (p.type) {
+      case "int":
+      case "float":
+        return Number(raw);
+      case "bool":
+        return raw === "true";
+      default:
+        return raw;
+    }
+  };
+
+  const input = (n: string, p: ParamSpec): ComponentChildren => {
+    const common = { id: `tp-${n}`, "aria-describedby": p.description ? `tp-${n}-help` : undefined };
+    const v = values[n] ?? "";
+    const set = (x: string) => setValues({ ...values, [n]: x });
+    switch (p.type) {
+      case "bool":
+        return (
+          <select {...common} value={v} onChange={(e) => set(e.currentTarget.value)}>
+            <option value="">{p.default !== undefined ? `(default: ${String(p.default)})` : "(not set)"}</option>
+            <option value="true">true</option>
+            <option value="false">false</option>
+          </select>
+        );
+      case "int":
+      case "float":
+        return (
+          <input
+            {...common}
+            type="number"
+            step={p.type === "int" ? 1 : "any"}
+            required={p.required}
+            placeholder={p.default !== undefined ? String(p.default) : ""}
+            value={v}
+            onInput={(e) => set(e.currentTarget.value)}
+          />
+        );
+      default: {
+        const text = {
+          ...common,
+          autocomplete: "off",
+          required: p.required,
+          placeholder: p.default !== undefined ? String(p.default) : "",
+          value: v,
+          onInput: (e: { currentTarget: HTMLInputElement }) => set(e.currentTarget.value),
+        };
+        // A secret param is typed unseen.
+        return p.secret ? <input type="password" {...text} /> : <input type="text" {...text} />;
+      }
+    }
+  };
+
+  return (
+    <form
+      class="card trigger"
+      aria-label="Trigger a run"
+      onSubmit={async (e) => {
+        e.preventDefault();
+        setBusy(true);
+        setError(null);
+        const body: Record<string, unknown> = { params: {} };
+        for (const [n, p] of params) {
+          const raw = values[n] ?? "";
+          if (raw !== "") (body.params as Record<string, unknown>)[n] = typed(p, raw);
+        }
+        if (pin !== "") body.version = /^\d+$/.test(pin) ? Number(pin) : pin;
+        if (name.trim()) body.name = name.trim();
+        if (key.trim()) body.idempotency_key = key.trim();
+        try {
+          const r = await request<TriggerTemplateResponse>("POST", path(d.id, "/runs"), body);
+          toast(`Run of ${r.template_id} v${r.template_version} submitted.`);
+          if (r.deprecated) toast(`The template is deprecated: ${r.deprecated}`);
+          navigate(`/runs/${encodeURIComponent(r.run_id)}`);
+        } catch (err) {
+          setError(describe(err));
+          setBusy(false);
+        }
+      }}
+    >
+      {params.map(([n, p]) => (
+        <div class="field" key={n}>
+          <label for={`tp-${n}`}>
+            <code>{n}</code> {p.required && <span class="badge">required</span>}
+            <span class="badge badge-type">{p.type ?? "string"}</span>
+          </label>
+          {input(n, p)}
+          {p.description && (
+            <p id={`tp-${n}-help`} class="help">
+              {p.description}
+            </p>
+          )}
+        </div>
+      ))}
+      <div class="row">
+        <div class="field">
+          <label for="tp-version">Version</label>
+          <select id="tp-version" value={pin} onChange={(e) => setPin(e.currentTarget.value)}>
+            {d.stable != null && <option value="">stable (v{d.stable})</option>}
+            {d.previous != null && <option value="previous">previous (v{d.previous})</option>}
+            {Object.entries(d.tags).map(([c, v]) => (
+              <option key={c} value={c}>
+                {c} (v{v})
+              </option>
+            ))}
+            {d.versions.map((v) => (
+              <option key={v} value={String(v)}>
+                v{v}
+              </option>
+            ))}
+          </select>
+        </div>
+        <div class="field">
+          <label for="tp-name">Run name</label>
+          <input id="tp-name" value={name} onInput={(e) => setName(e.currentTarget.value)} />
+        </div>
+        <div class="field">
+          <label for="tp-key">Idempotency key</label>
+          <input id="tp-key" value={key} onInput={(e) => setKey(e.currentTarget.value)} />
+        </div>
+      </div>
+      {error && (
+        <p class="field-error" role="alert">
+          {error}
+        </p>
+      )}
+      <div class="form-actions">
+        <button type="submit" class="primary" disabled={busy}>
+          {busy ? "Submitting…" : "Trigger a run"}
+        </button>
+      </div>
+    </form>
+  );
+}

@@ -1,0 +1,52 @@
+// A doctor report: each invocation's connector probes, passed or failed.
+import type { DoctorReport as Report } from "../api";
+
+export function DoctorReport({ report }: { report: Report }) {
+  return (
+    <div class="doctor">
+      <p class={report.ok ? "ok-text" : "error-text"}>
+        {report.ok ? "Every probe passed." : "A probe failed: the run would not start."}
+      </p>
+      <table class="table">
+        <caption class="visually-hidden">Doctor probes</caption>
+        <thead>
+          <tr>
+            <th scope="col">Invocation</th>
+            <th scope="col">Role</th>
+            <th scope="col">Connector</th>
+            <th scope="col">Probe</th>
+            <th scope="col">Result</th>
+            <th scope="col">Message</th>
+            <th scope="col" class="num">
+              Took
+            </th>
+          </tr>
+        </thead>
+        <tbody>
+          {report.invocations.flatMap((inv) =>
+            inv.checks.map((c, i) => (
+              <tr key={`${inv.row_id}-${i}`}>
+                <td class="mono">{inv.row_id}</td>
+                <td>{c.role}</td>
+                <td>{c.connector}</td>
+                <td>{c.name}</td>
+                <td>
+                  <span class={`status status-${c.ok ? "completed" : "failed"}`}>{c.ok ? "passed" : "failed"}</span>
+                </td>
+                <td>{c.message}</td>
+                <td class="num">{c.duration_ms} ms</td>
+              </tr>
+            )),
+          )}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+/** The report a 422 carried in its problem's details, if it is one. */
+export function reportIn(details: unknown): Report | undefined {
+  if (typeof details !== "object" || details === null) return undefined;
+  const d = details as Partial<Report>;
+  return typeof d.ok === "boolean" && Array.isArray(d.invocations) ? (d as Report) : undefined;
+}
