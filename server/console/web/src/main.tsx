@@ -149,7 +149,7 @@ function App() {
           )}
         </div>
       </header>
-      <main id="main">
+      <main id="main" tabIndex={-1}>
         <Page loc={loc} me={me} />
       </main>
       <Toasts />

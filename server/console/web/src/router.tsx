@@ -16,8 +16,24 @@ function current(): Location {
 
 const changed = "faucet:navigate";
 
+let moved = false;
+
+/**
+ * Whether the console has gone to another page since it loaded: only then
+ * does a page move the focus to its heading (on the first page, focus
+ * starts where the browser puts it, before the skip link).
+ */
+export function navigatedSinceLoad(): boolean {
+  return moved;
+}
+
+window.addEventListener("popstate", () => {
+  moved = true;
+});
+
 /** Goes to href (a path with an optional query) without reloading. */
 export function navigate(href: string, options: { replace?: boolean } = {}): void {
+  moved = true;
   if (options.replace) {
     history.replaceState(null, "", href);
   } else {

@@ -6,6 +6,7 @@ import type { ComponentChildren } from "preact";
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import { describe } from "./api";
 import { ago, when } from "./format";
+import { navigatedSinceLoad } from "./router";
 
 /** A run, shard or template status as a labelled badge. */
 export function Status({ value }: { value: string }) {
@@ -55,7 +56,7 @@ export function Loading({ what }: { what: string }) {
 export function PageHeader({ title, sub, children }: { title: ComponentChildren; sub?: ComponentChildren; children?: ComponentChildren }) {
   const h = useRef<HTMLHeadingElement>(null);
   useEffect(() => {
-    h.current?.focus({ preventScroll: true });
+    if (navigatedSinceLoad()) h.current?.focus({ preventScroll: true });
   }, []);
   return (
     <header class="page-header">

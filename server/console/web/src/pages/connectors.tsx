@@ -110,7 +110,7 @@ function Connector({ kind, name }: { kind: string; name: string }) {
       {kind !== "transform" && (
         <>
           <h3>As config</h3>
-          <pre class="code" aria-label="Config snippet">{`${kind}:\n${snippet}`}</pre>
+          <pre class="code" tabIndex={0} aria-label="Config snippet">{`${kind}:\n${snippet}`}</pre>
           <button type="button" class="primary" onClick={() => openInSubmit(starterWith(kind, name, values))}>
             Start a pipeline with this {kind}
           </button>
@@ -118,7 +118,7 @@ function Connector({ kind, name }: { kind: string; name: string }) {
       )}
       <details>
         <summary>JSON Schema</summary>
-        <pre class="code">{JSON.stringify(s, null, 2)}</pre>
+        <pre class="code" tabIndex={0}>{JSON.stringify(s, null, 2)}</pre>
       </details>
     </article>
   );

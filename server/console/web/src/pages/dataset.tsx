@@ -98,7 +98,7 @@ function columns(schema: Record<string, unknown>): Column[] | null {
 
 function SchemaTable({ schema }: { schema: Record<string, unknown> }) {
   const cols = columns(schema);
-  if (!cols) return <pre class="code">{JSON.stringify(schema, null, 2)}</pre>;
+  if (!cols) return <pre class="code" tabIndex={0}>{JSON.stringify(schema, null, 2)}</pre>;
   return (
     <table class="table">
       <caption class="visually-hidden">Columns</caption>

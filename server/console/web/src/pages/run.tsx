@@ -122,7 +122,7 @@ export default function Run({ params, me }: PageProps) {
           <DoctorReport report={r.doctor_report} />
         </>
       )}
-      <Shards id={r.run_id} live={!done} />
+      <Shards id={r.run_id} live={!done} sharded={r.status === "sharded"} />
       <h2>Logs</h2>
       <Logs key={r.run_id} runId={r.run_id} live={!done} />
     </section>
@@ -221,8 +221,11 @@ function Callback({ callback }: { callback: RunRecord["callback"] }) {
   );
 }
 
-function Shards({ id, live }: { id: string; live: boolean }) {
-  const shards = useLoad(() => ok(api().GET("/v1/runs/{id}/shards", { params: { path: { id } } })), [id], live ? 2000 : undefined);
+/** The run's shards; nothing for a run that was never split. */
+function Shards({ id, live, sharded }: { id: string; live: boolean; sharded: boolean }) {
+  // Read again when the run ends, so the table shows the shards' last states.
+  const shards = useLoad(() => ok(api().GET("/v1/runs/{id}/shards", { params: { path: { id } } })), [id, live], live ? 2000 : undefined);
+  if (!sharded && shards.error === undefined && (shards.data?.shards.length ?? 0) === 0) return null;
   return (
     <>
       <h2>Shards</h2>

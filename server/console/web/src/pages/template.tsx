@@ -256,7 +256,7 @@ export default function Template({ params, query, me }: PageProps) {
         Config of v{d.version} ({d.format})
       </h2>
       <ParamsTable params={d.params} />
-      <pre class="code">{d.body}</pre>
+      <pre class="code" tabIndex={0}>{d.body}</pre>
     </section>
   );
 }

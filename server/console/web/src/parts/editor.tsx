@@ -61,6 +61,9 @@ export function Editor(props: {
           yaml(),
           keymap.of([...defaultKeymap, ...historyKeymap]),
           EditorView.cspNonce.of(styleNonce()),
+          // Long lines wrap: the editor grows instead of scrolling, so
+          // every part of it is reached by the keyboard.
+          EditorView.lineWrapping,
           EditorState.tabSize.of(2),
           EditorState.readOnly.of(props.readOnly ?? false),
           EditorView.editable.of(!(props.readOnly ?? false)),

@@ -1,4 +1,4 @@
-import{D as e,M as t,P as n,S as r,_ as i,a,b as o,g as s,j as c,l,o as u,x as d,y as f}from"./index-3fl1VaJT.js";import{n as p,t as m}from"./doctor-DV4J4HS6.js";import{n as h,t as g}from"./editor-Cmn2HuzL.js";var _=`version: 1
+import{D as e,M as t,P as n,S as r,_ as i,a,b as o,g as s,j as c,l,o as u,x as d,y as f}from"./index-MMCwE6LX.js";import{n as p,t as m}from"./doctor-mkm9H-9i.js";import{n as h,t as g}from"./editor-DWfh7z2i.js";var _=`version: 1
 name: hello
 pipeline:
   source:
