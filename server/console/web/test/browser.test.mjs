@@ -8,7 +8,7 @@
 // by axe-core; throughout, no CSP violation, uncaught error, foreign request
 // or token in a URL may happen.
 import assert from "node:assert/strict";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
@@ -146,6 +146,12 @@ pipeline:
   source: {type: gate, config: {rows: 3, hold: true}}
   sink: ${jsonlSink("hold.jsonl")}
 `;
+const failingRead = `version: 1
+name: browser-fail
+pipeline:
+  source: {type: gate, config: {rows: 3, fail_read: true}}
+  sink: ${jsonlSink("fail.jsonl")}
+`;
 const sharded = `version: 1
 name: browser-sharded
 shard: {count: 2}
@@ -255,10 +261,14 @@ test("runs: the list shows a new run's status live, filters by status, and pages
   await page.getByRole("navigation", { name: "Console" }).getByRole("link", { name: "Runs" }).click();
   await page.getByRole("heading", { level: 1, name: "Runs" }).waitFor();
   await page.locator(`tr[data-run="${completedRun}"]`).waitFor();
-  // Submitted behind the page's back: it appears and runs without a reload.
+  // Submitted behind the page's back: they appear, run and end without a reload.
   heldRun = (await api("POST", "/v1/runs", { config: holding, name: "browser-hold" })).run_id;
+  const failing = (await api("POST", "/v1/runs", { config: failingRead, name: "browser-fail" })).run_id;
   await page.locator(`tr[data-run="${heldRun}"] .status`).filter({ hasText: "running" }).waitFor();
+  await page.locator(`tr[data-run="${failing}"] .status`).filter({ hasText: "failed" }).waitFor();
   await check("runs");
+  // The README shows the runs page as the suite sees it here.
+  if (process.env.FAUCET_README_SHOT) await page.screenshot({ path: process.env.FAUCET_README_SHOT });
 
   await page.getByRole("checkbox", { name: "running" }).check();
   await page.getByRole("button", { name: "Apply" }).click();
@@ -468,11 +478,7 @@ test("keyboard: a skip link first, then the navigation, each with a visible focu
   assert.notEqual(focused.outline, "none");
   assert.notEqual(focused.width, "0px");
 
-  await shoot("runs-final");
-  // The README shows the runs page as the suite last saw it.
-  if (process.env.FAUCET_README_SHOT) {
-    writeFileSync(process.env.FAUCET_README_SHOT, await page.screenshot());
-  }
+  await shoot("runs-keyboard");
 });
 
 test("throughout: no CSP violation, uncaught error, foreign request or token in a URL", () => {

@@ -1,4 +1,4 @@
-import{D as e,M as t,P as n,S as r,_ as i,a,b as o,g as s,j as c,l,o as u,x as d,y as f}from"./index-MMCwE6LX.js";import{n as p,t as m}from"./doctor-mkm9H-9i.js";import{n as h,t as g}from"./editor-DWfh7z2i.js";var _=`version: 1
+import{D as e,M as t,P as n,S as r,_ as i,a,b as o,g as s,j as c,l,o as u,x as d,y as f}from"./index-BfsibJch.js";import{n as p,t as m}from"./doctor-HZbpvzmc.js";import{n as h,t as g}from"./editor-D2QXWZmr.js";var _=`version: 1
 name: hello
 pipeline:
   source:

@@ -1,4 +1,4 @@
-import{C as e,E as t,M as n,S as r,_ as i,a,b as o,c as s,d as c,g as l,i as u,j as d,l as f,n as p,o as m,s as h,y as g}from"./index-MMCwE6LX.js";import{t as _}from"./editor-DWfh7z2i.js";var v=[`dev`,`test`,`staging`,`pre-prod`,`canary`,`prod`];function y(){return g(a,{kind:`warn`,children:`This server keeps no template registry: it has no /v1/templates routes.`})}var b=`version: 1
+import{C as e,E as t,M as n,S as r,_ as i,a,b as o,c as s,d as c,g as l,i as u,j as d,l as f,n as p,o as m,s as h,y as g}from"./index-BfsibJch.js";import{t as _}from"./editor-D2QXWZmr.js";var v=[`dev`,`test`,`staging`,`pre-prod`,`canary`,`prod`];function y(){return g(a,{kind:`warn`,children:`This server keeps no template registry: it has no /v1/templates routes.`})}var b=`version: 1
 name: export-orders
 params:
   rows: {type: int, default: 100, description: How many rows to generate}
