@@ -33,5 +33,8 @@ export default defineConfig({
     // The editor, the graph and the chart libraries are their own chunks,
     // loaded by the pages that use them.
     chunkSizeWarningLimit: 800,
+    // The build's timing report varies from run to run and says nothing
+    // about the output.
+    rolldownOptions: { checks: { bundlerTimings: false } },
   },
 });
