@@ -71,6 +71,74 @@ export function PageHeader({ title, sub, children }: { title: ComponentChildren;
   );
 }
 
+/** A labelled one-line text input. */
+export function TextField(props: {
+  id: string;
+  label: string;
+  value: string;
+  onValue: (v: string) => void;
+  placeholder?: string;
+  grow?: boolean;
+}) {
+  return (
+    <div class={props.grow ? "field grow" : "field"}>
+      <label for={props.id}>{props.label}</label>
+      <input
+        id={props.id}
+        type="text"
+        value={props.value}
+        placeholder={props.placeholder}
+        onInput={(e) => props.onValue(e.currentTarget.value)}
+      />
+    </div>
+  );
+}
+
+/** The end of a form: what went wrong, and its submit button. */
+export function FormEnd({ error, busy, label, busyLabel }: { error: string | null; busy: boolean; label: string; busyLabel: string }) {
+  return (
+    <>
+      {error && (
+        <p class="field-error" role="alert">
+          {error}
+        </p>
+      )}
+      <div class="form-actions">
+        <button type="submit" class="primary" disabled={busy}>
+          {busy ? busyLabel : label}
+        </button>
+      </div>
+    </>
+  );
+}
+
+/**
+ * A table's caption, for screen readers (the heading above it shows it), and
+ * its header row; a column named as [name, "num"] holds numbers.
+ */
+export function TableHead({ caption, cols }: { caption: string; cols: (string | [string, "num"])[] }) {
+  return (
+    <>
+      <caption class="visually-hidden">{caption}</caption>
+      <thead>
+        <tr>
+          {cols.map((c) =>
+            typeof c === "string" ? (
+              <th key={c} scope="col">
+                {c}
+              </th>
+            ) : (
+              <th key={c[0]} scope="col" class="num">
+                {c[0]}
+              </th>
+            ),
+          )}
+        </tr>
+      </thead>
+    </>
+  );
+}
+
 /** Label/value pairs. */
 export function Fields({ items }: { items: [string, ComponentChildren][] }) {
   return (

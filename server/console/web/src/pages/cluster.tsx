@@ -4,7 +4,7 @@ import { api, ok } from "../api";
 import { short } from "../format";
 import type { PageProps } from "../lazy";
 import { Link } from "../router";
-import { ErrorNotice, Loading, Notice, PageHeader, Time, useLoad } from "../ui";
+import { ErrorNotice, Loading, Notice, PageHeader, TableHead, Time, useLoad } from "../ui";
 import { ShardTable } from "./run";
 
 const pollMs = 2000;
@@ -28,17 +28,7 @@ export default function Cluster(_: PageProps) {
         <>
           <h2>Members ({view.data.members.length})</h2>
           <table class="table">
-            <caption class="visually-hidden">Members</caption>
-            <thead>
-              <tr>
-                <th scope="col">Member</th>
-                <th scope="col">Address</th>
-                <th scope="col">Started</th>
-                <th scope="col">Last heartbeat</th>
-                <th scope="col">Slots in use</th>
-                <th scope="col">Executing</th>
-              </tr>
-            </thead>
+            <TableHead caption="Members" cols={["Member", "Address", "Started", "Last heartbeat", "Slots in use", "Executing"]} />
             <tbody>
               {view.data.members.map((m) => (
                 <tr key={m.instance_id}>

@@ -6,7 +6,7 @@ import { count, short, when } from "../format";
 import type { PageProps } from "../lazy";
 import { BarChart } from "../parts/chart";
 import { Link } from "../router";
-import { ErrorNotice, Fields, Loading, PageHeader, Time, useLoad } from "../ui";
+import { ErrorNotice, Fields, Loading, PageHeader, TableHead, Time, useLoad } from "../ui";
 import type { CatalogDatasetDetail, CatalogLineageEdge, CatalogSchemaVersion } from "../wire";
 import { NoCatalog } from "./datasets";
 
@@ -101,14 +101,7 @@ function SchemaTable({ schema }: { schema: Record<string, unknown> }) {
   if (!cols) return <pre class="code" tabIndex={0}>{JSON.stringify(schema, null, 2)}</pre>;
   return (
     <table class="table">
-      <caption class="visually-hidden">Columns</caption>
-      <thead>
-        <tr>
-          <th scope="col">Column</th>
-          <th scope="col">Type</th>
-          <th scope="col">More</th>
-        </tr>
-      </thead>
+      <TableHead caption="Columns" cols={["Column", "Type", "More"]} />
       <tbody>
         {cols.map((c) => (
           <tr key={c.name}>

@@ -5,7 +5,7 @@ import { isMissingRoute, request } from "../api";
 import { count } from "../format";
 import type { PageProps } from "../lazy";
 import { Link, navigate, withQuery } from "../router";
-import { ErrorNotice, Loading, Notice, PageHeader, Time, useLoad } from "../ui";
+import { ErrorNotice, Loading, Notice, PageHeader, TableHead, TextField, Time, useLoad } from "../ui";
 import type { DatasetPage } from "../wire";
 import { PageLink } from "./runs";
 
@@ -47,14 +47,8 @@ export default function Datasets({ query }: PageProps) {
           navigate(withQuery("/datasets", { q: text.trim(), kind: k.trim() }));
         }}
       >
-        <div class="field grow">
-          <label for="d-q">URI contains</label>
-          <input id="d-q" type="search" value={text} onInput={(e) => setText(e.currentTarget.value)} />
-        </div>
-        <div class="field">
-          <label for="d-kind">Connector kind</label>
-          <input id="d-kind" value={k} placeholder="csv, postgres, …" onInput={(e) => setK(e.currentTarget.value)} />
-        </div>
+        <TextField id="d-q" label="URI contains" grow value={text} onValue={setText} />
+        <TextField id="d-kind" label="Connector kind" placeholder="csv, postgres, …" value={k} onValue={setK} />
         <div class="filter-actions">
           <button type="submit" class="primary">
             Search
@@ -69,25 +63,7 @@ export default function Datasets({ query }: PageProps) {
       {page.data && (
         <>
           <table class="table">
-            <caption class="visually-hidden">Datasets</caption>
-            <thead>
-              <tr>
-                <th scope="col">Dataset</th>
-                <th scope="col">Kind</th>
-                <th scope="col">Role</th>
-                <th scope="col">Pipeline</th>
-                <th scope="col" class="num">
-                  Runs
-                </th>
-                <th scope="col" class="num">
-                  Last records
-                </th>
-                <th scope="col" class="num">
-                  Schema versions
-                </th>
-                <th scope="col">Last success</th>
-              </tr>
-            </thead>
+            <TableHead caption="Datasets" cols={["Dataset", "Kind", "Role", "Pipeline", ["Runs", "num"], ["Last records", "num"], ["Schema versions", "num"], "Last success"]} />
             <tbody>
               {page.data.datasets.map((d) => (
                 <tr key={d.id}>

@@ -5,7 +5,7 @@ import { count } from "../format";
 import type { PageProps } from "../lazy";
 import { LineageGraph } from "../parts/graph";
 import { Link, navigate, withQuery } from "../router";
-import { ErrorNotice, Loading, PageHeader, Time, useLoad } from "../ui";
+import { ErrorNotice, Loading, PageHeader, TableHead, Time, useLoad } from "../ui";
 import type { LineageGraph as Graph } from "../wire";
 import { NoCatalog } from "./datasets";
 
@@ -54,21 +54,7 @@ export default function Lineage({ query }: PageProps) {
           <LineageGraph edges={graph.data.edges} root={root} />
           <h2>Edges</h2>
           <table class="table">
-            <caption class="visually-hidden">Lineage edges</caption>
-            <thead>
-              <tr>
-                <th scope="col">From</th>
-                <th scope="col">To</th>
-                <th scope="col">Pipeline</th>
-                <th scope="col" class="num">
-                  Runs
-                </th>
-                <th scope="col" class="num">
-                  Last records
-                </th>
-                <th scope="col">Last seen</th>
-              </tr>
-            </thead>
+            <TableHead caption="Lineage edges" cols={["From", "To", "Pipeline", ["Runs", "num"], ["Last records", "num"], "Last seen"]} />
             <tbody>
               {graph.data.edges.map((e, i) => (
                 <tr key={i}>

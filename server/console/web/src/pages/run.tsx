@@ -9,7 +9,7 @@ import type { PageProps } from "../lazy";
 import { DoctorReport } from "../parts/doctor";
 import { Logs } from "../parts/logs";
 import { Link, navigate } from "../router";
-import { ErrorNotice, Fields, Loading, Notice, PageHeader, Status, Time, toast, useConfirm, useLoad } from "../ui";
+import { ErrorNotice, Fields, Loading, Notice, PageHeader, Status, TableHead, Time, toast, useConfirm, useLoad } from "../ui";
 
 type Shard = Schemas["ShardRecord"];
 
@@ -167,20 +167,7 @@ function Invocations({ r }: { r: RunRecord }) {
   }
   return (
     <table class="table">
-      <caption class="visually-hidden">Invocations</caption>
-      <thead>
-        <tr>
-          <th scope="col">Row</th>
-          <th scope="col" class="num">
-            Records
-          </th>
-          <th scope="col" class="num">
-            Duration
-          </th>
-          <th scope="col">Error</th>
-          <th scope="col">Parent record</th>
-        </tr>
-      </thead>
+      <TableHead caption="Invocations" cols={["Row", ["Records", "num"], ["Duration", "num"], "Error", "Parent record"]} />
       <tbody>
         {r.invocations.map((inv, i) => (
           <tr key={`${inv.row_id}-${i}`}>
@@ -240,22 +227,7 @@ export function ShardTable({ shards }: { shards: Shard[] }) {
   if (shards.length === 0) return <Notice>The run has not been split into shards yet.</Notice>;
   return (
     <table class="table">
-      <caption class="visually-hidden">Shards</caption>
-      <thead>
-        <tr>
-          <th scope="col">Shard</th>
-          <th scope="col">Status</th>
-          <th scope="col">Member</th>
-          <th scope="col" class="num">
-            Attempt
-          </th>
-          <th scope="col" class="num">
-            Records
-          </th>
-          <th scope="col">Finished</th>
-          <th scope="col">Error</th>
-        </tr>
-      </thead>
+      <TableHead caption="Shards" cols={["Shard", "Status", "Member", ["Attempt", "num"], ["Records", "num"], "Finished", "Error"]} />
       <tbody>
         {shards.map((s) => (
           <tr key={s.shard_id}>

@@ -5,7 +5,7 @@ import { api, ok, type RunStatus } from "../api";
 import { count, duration, fromLocalInput, short, toLocalInput } from "../format";
 import type { PageProps } from "../lazy";
 import { Link, navigate, withQuery } from "../router";
-import { ErrorNotice, Loading, PageHeader, Status, Time, useLoad } from "../ui";
+import { ErrorNotice, Loading, PageHeader, Status, TableHead, TextField, Time, useLoad } from "../ui";
 
 const statuses: RunStatus[] = ["pending", "queued", "running", "sharded", "completed", "failed", "cancelled"];
 const pageSizes = ["25", "50", "100", "200"];
@@ -85,24 +85,7 @@ export function Runs({ query }: PageProps) {
       {runs.data && (
         <>
           <table class="table runs">
-            <caption class="visually-hidden">Runs</caption>
-            <thead>
-              <tr>
-                <th scope="col">Status</th>
-                <th scope="col">Name</th>
-                <th scope="col">Run</th>
-                <th scope="col">Submitted</th>
-                <th scope="col" class="num">
-                  Duration
-                </th>
-                <th scope="col" class="num">
-                  Records
-                </th>
-                <th scope="col" class="num">
-                  Attempt
-                </th>
-              </tr>
-            </thead>
+            <TableHead caption="Runs" cols={["Status", "Name", "Run", "Submitted", ["Duration", "num"], ["Records", "num"], ["Attempt", "num"]]} />
             <tbody>
               {runs.data.runs.map((r) => (
                 <tr key={r.run_id} data-run={r.run_id}>
@@ -187,10 +170,7 @@ function FilterForm({ filters }: { filters: Filters }) {
           </label>
         ))}
       </fieldset>
-      <div class="field">
-        <label for="f-name">Name (exact)</label>
-        <input id="f-name" name="name" value={f.name} onInput={(e) => setF({ ...f, name: e.currentTarget.value })} />
-      </div>
+      <TextField id="f-name" label="Name (exact)" value={f.name} onValue={(name) => setF({ ...f, name })} />
       <div class="field">
         <label for="f-since">Submitted from</label>
         <input

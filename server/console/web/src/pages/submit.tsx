@@ -7,7 +7,7 @@ import type { PageProps } from "../lazy";
 import { DoctorReport, reportIn } from "../parts/doctor";
 import { Editor, problemsOf, type EditorHandle, type Problem } from "../parts/editor";
 import { Link, navigate } from "../router";
-import { Notice, PageHeader, toast } from "../ui";
+import { Notice, PageHeader, TextField, toast } from "../ui";
 
 const starter = `version: 1
 name: hello
@@ -157,10 +157,7 @@ export default function Submit({ me }: PageProps) {
             void submit();
           }}
         >
-          <div class="field">
-            <label for="s-name">Run name</label>
-            <input id="s-name" value={name} placeholder="the config's name" onInput={(e) => setName(e.currentTarget.value)} />
-          </div>
+          <TextField id="s-name" label="Run name" placeholder="the config's name" value={name} onValue={setName} />
           <div class="field">
             <label for="s-key">Idempotency key</label>
             <div class="with-button">

@@ -7,7 +7,7 @@ import { useState } from "preact/hooks";
 import { allows, describe, isMissingRoute, request } from "../api";
 import type { PageProps } from "../lazy";
 import { Link, navigate, withQuery } from "../router";
-import { ErrorNotice, Fields, Loading, Notice, PageHeader, Status, Time, toast, useConfirm, useLoad } from "../ui";
+import { ErrorNotice, Fields, FormEnd, Loading, Notice, PageHeader, Status, TableHead, TextField, Time, toast, useConfirm, useLoad } from "../ui";
 import { assignableChannels, type LaunchResponse, type ParamSpec, type TemplateDetail, type TriggerTemplateResponse } from "../wire";
 import { NoTemplates } from "./templates";
 
@@ -182,14 +182,7 @@ export default function Template({ params, query, me }: PageProps) {
 
       <h2>Versions</h2>
       <table class="table">
-        <caption class="visually-hidden">Versions</caption>
-        <thead>
-          <tr>
-            <th scope="col">Version</th>
-            <th scope="col">Channels</th>
-            <th scope="col">Actions</th>
-          </tr>
-        </thead>
+        <TableHead caption="Versions" cols={["Version", "Channels", "Actions"]} />
         <tbody>
           {d.versions.map((v) => (
             <tr key={v} class={v === d.version ? "current" : ""}>
@@ -226,17 +219,7 @@ export default function Template({ params, query, me }: PageProps) {
         <p class="muted">Nothing launched yet.</p>
       ) : (
         <table class="table">
-          <caption class="visually-hidden">Launch log</caption>
-          <thead>
-            <tr>
-              <th scope="col" class="num">
-                #
-              </th>
-              <th scope="col">Version</th>
-              <th scope="col">Launched</th>
-              <th scope="col">By</th>
-            </tr>
-          </thead>
+          <TableHead caption="Launch log" cols={[["#", "num"], "Version", "Launched", "By"]} />
           <tbody>
             {d.launches.map((l) => (
               <tr key={l.seq}>
@@ -311,16 +294,7 @@ function ParamsTable({ params }: { params: Record<string, ParamSpec> }) {
   if (entries.length === 0) return <p class="muted">No params.</p>;
   return (
     <table class="table">
-      <caption class="visually-hidden">Params</caption>
-      <thead>
-        <tr>
-          <th scope="col">Param</th>
-          <th scope="col">Type</th>
-          <th scope="col">Required</th>
-          <th scope="col">Default</th>
-          <th scope="col">Description</th>
-        </tr>
-      </thead>
+      <TableHead caption="Params" cols={["Param", "Type", "Required", "Default", "Description"]} />
       <tbody>
         {entries.map(([name, p]) => (
           <tr key={name}>
@@ -461,25 +435,10 @@ function Trigger({ d }: { d: TemplateDetail }) {
             ))}
           </select>
         </div>
-        <div class="field">
-          <label for="tp-name">Run name</label>
-          <input id="tp-name" value={name} onInput={(e) => setName(e.currentTarget.value)} />
-        </div>
-        <div class="field">
-          <label for="tp-key">Idempotency key</label>
-          <input id="tp-key" value={key} onInput={(e) => setKey(e.currentTarget.value)} />
-        </div>
+        <TextField id="tp-name" label="Run name" value={name} onValue={setName} />
+        <TextField id="tp-key" label="Idempotency key" value={key} onValue={setKey} />
       </div>
-      {error && (
-        <p class="field-error" role="alert">
-          {error}
-        </p>
-      )}
-      <div class="form-actions">
-        <button type="submit" class="primary" disabled={busy}>
-          {busy ? "Submitting…" : "Trigger a run"}
-        </button>
-      </div>
+      <FormEnd error={error} busy={busy} label="Trigger a run" busyLabel="Submitting…" />
     </form>
   );
 }

@@ -5,7 +5,7 @@ import { allows, describe, isMissingRoute, request } from "../api";
 import type { PageProps } from "../lazy";
 import { Editor, type EditorHandle } from "../parts/editor";
 import { Link, navigate } from "../router";
-import { ErrorNotice, Loading, Notice, PageHeader, Status, Time, toast, useLoad } from "../ui";
+import { ErrorNotice, FormEnd, Loading, Notice, PageHeader, Status, TableHead, TextField, Time, toast, useLoad } from "../ui";
 import { assignableChannels, type TemplateSummary } from "../wire";
 
 /** Shown where the server has no template routes. */
@@ -42,22 +42,7 @@ export default function Templates({ me }: PageProps) {
       {list.data && list.data.templates.length === 0 && <p class="empty">No template registered yet.</p>}
       {list.data && list.data.templates.length > 0 && (
         <table class="table">
-          <caption class="visually-hidden">Templates</caption>
-          <thead>
-            <tr>
-              <th scope="col">Template</th>
-              <th scope="col">Status</th>
-              <th scope="col" class="num">
-                Live
-              </th>
-              <th scope="col" class="num">
-                Newest
-              </th>
-              <th scope="col">Channels</th>
-              <th scope="col">Params</th>
-              <th scope="col">Registered</th>
-            </tr>
-          </thead>
+          <TableHead caption="Templates" cols={["Template", "Status", ["Live", "num"], ["Newest", "num"], "Channels", "Params", "Registered"]} />
           <tbody>
             {list.data.templates.map((t) => (
               <tr key={t.id}>
@@ -130,14 +115,8 @@ function Register({ onDone }: { onDone: (id: string) => void }) {
       </p>
       <Editor initial={example} label="Template config (YAML)" handle={editor} minLines={12} />
       <div class="row">
-        <div class="field">
-          <label for="t-id">Id</label>
-          <input id="t-id" value={id} placeholder="the config's name" onInput={(e) => setId(e.currentTarget.value)} />
-        </div>
-        <div class="field grow">
-          <label for="t-desc">Description</label>
-          <input id="t-desc" value={description} onInput={(e) => setDescription(e.currentTarget.value)} />
-        </div>
+        <TextField id="t-id" label="Id" placeholder="the config's name" value={id} onValue={setId} />
+        <TextField id="t-desc" label="Description" grow value={description} onValue={setDescription} />
       </div>
       <fieldset class="statuses">
         <legend>Point these channels at the new version</legend>
@@ -156,16 +135,7 @@ function Register({ onDone }: { onDone: (id: string) => void }) {
         <input type="checkbox" checked={launch} onChange={(e) => setLaunch(e.currentTarget.checked)} />
         Launch it now (unpinned runs use it at once)
       </label>
-      {error && (
-        <p class="field-error" role="alert">
-          {error}
-        </p>
-      )}
-      <div class="form-actions">
-        <button type="submit" class="primary" disabled={busy}>
-          {busy ? "Registering…" : "Register"}
-        </button>
-      </div>
+      <FormEnd error={error} busy={busy} label="Register" busyLabel="Registering…" />
     </form>
   );
 }

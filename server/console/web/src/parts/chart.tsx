@@ -3,6 +3,7 @@
 import { BarController, BarElement, CategoryScale, Chart, LinearScale, Tooltip } from "chart.js";
 import { useEffect, useRef } from "preact/hooks";
 import { count, when } from "../format";
+import { TableHead } from "../ui";
 
 Chart.register(BarController, BarElement, CategoryScale, LinearScale, Tooltip);
 
@@ -51,15 +52,7 @@ export function BarChart({ points, label }: { points: Point[]; label: string }) 
       <details>
         <summary>The numbers</summary>
         <table class="table">
-          <caption class="visually-hidden">{label}</caption>
-          <thead>
-            <tr>
-              <th scope="col">Run</th>
-              <th scope="col" class="num">
-                Records
-              </th>
-            </tr>
-          </thead>
+          <TableHead caption={label} cols={["Run", ["Records", "num"]]} />
           <tbody>
             {points.map((p, i) => (
               <tr key={i}>

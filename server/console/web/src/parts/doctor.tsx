@@ -1,5 +1,6 @@
 // A doctor report: each invocation's connector probes, passed or failed.
 import type { DoctorReport as Report } from "../api";
+import { TableHead } from "../ui";
 
 export function DoctorReport({ report }: { report: Report }) {
   return (
@@ -8,20 +9,7 @@ export function DoctorReport({ report }: { report: Report }) {
         {report.ok ? "Every probe passed." : "A probe failed: the run would not start."}
       </p>
       <table class="table">
-        <caption class="visually-hidden">Doctor probes</caption>
-        <thead>
-          <tr>
-            <th scope="col">Invocation</th>
-            <th scope="col">Role</th>
-            <th scope="col">Connector</th>
-            <th scope="col">Probe</th>
-            <th scope="col">Result</th>
-            <th scope="col">Message</th>
-            <th scope="col" class="num">
-              Took
-            </th>
-          </tr>
-        </thead>
+        <TableHead caption="Doctor probes" cols={["Invocation", "Role", "Connector", "Probe", "Result", "Message", ["Took", "num"]]} />
         <tbody>
           {report.invocations.flatMap((inv) =>
             inv.checks.map((c, i) => (
