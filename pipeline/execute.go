@@ -212,7 +212,7 @@ func Execute(ctx context.Context, plan *Plan, opts ExecuteOptions) ([]Invocation
 		}()
 	}
 	wg.Wait()
-	return results, summarize(results)
+	return results, summarize(plan, results)
 }
 
 func (e *executor) notRun(ctx context.Context) error {
@@ -222,8 +222,9 @@ func (e *executor) notRun(ctx context.Context) error {
 	return fmt.Errorf("%w: an earlier invocation failed and on_error is stop", ErrNotRun)
 }
 
-// summarize is Execute's error: nil when all succeeded.
-func summarize(results []InvocationResult) error {
+// summarize is Execute's error: nil when all succeeded. The shards of a
+// split run are counted as such ("k/n shard(s) failed").
+func summarize(plan *Plan, results []InvocationResult) error {
 	var first *InvocationResult
 	failed, notRun := 0, 0
 	for i := range results {
@@ -243,6 +244,8 @@ func summarize(results []InvocationResult) error {
 		return nil
 	case first == nil:
 		return fmt.Errorf("%d of %d invocations not run: %w", notRun, len(results), firstErr(results))
+	case plan.SplitFrom != "":
+		return fmt.Errorf("%d/%d shard(s) failed; first, %s: %w", failed, len(results), first.RowID, first.Err)
 	case len(results) == 1:
 		return first.Err
 	case notRun > 0:

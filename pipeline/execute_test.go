@@ -31,7 +31,7 @@ type memSink struct {
 }
 
 func (s *memSink) Spec() sdk.Spec {
-	return sdk.Spec{Name: "mem", SinkSchema: json.RawMessage(`{"type":"object"}`)}
+	return sdk.Spec{Name: "mem", SinkSchema: json.RawMessage(`{"type":"object"}`), IndependentSessions: true}
 }
 
 func (s *memSink) Open(context.Context, json.RawMessage) (sdk.Writer, error) {

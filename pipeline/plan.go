@@ -21,9 +21,12 @@ type Plan struct {
 	// default and the only one faucet keeps (the loader refuses
 	// "exactly_once").
 	Delivery string
-	// Shard asks cluster mode to split the source into Count shards; nil when
-	// the config has no shard block.
+	// Shard asks for the source to be split into Count shards executed in
+	// parallel (see SplitShards); nil when the config has no shard block.
 	Shard *Shard
+	// SplitFrom is the row whose source this plan's invocations are the
+	// shards of (SplitShards); empty for a plan that was not split.
+	SplitFrom string
 	// Retry is how transient connector errors are retried.
 	Retry Retry
 	// Secrets are values that must never appear in logs, records or errors:

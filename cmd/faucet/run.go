@@ -23,9 +23,10 @@ import (
 
 func newRunCmd() *cobra.Command {
 	var (
-		pf   pluginFlags
-		sets []string
-		out  *outputFormat
+		pf     pluginFlags
+		sets   []string
+		shards int
+		out    *outputFormat
 	)
 	cmd := &cobra.Command{
 		Use:   "run FILE",
@@ -44,16 +45,17 @@ target keeps its previous contents. The exit status is then 130. A second
 Ctrl-C stops at once.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runPipeline(cmd.Context(), args[0], sets, &pf, *out, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return runPipeline(cmd.Context(), args[0], sets, shards, &pf, *out, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	pf.register(cmd)
 	out = addOutputFlags(cmd)
 	cmd.Flags().StringArrayVar(&sets, "set", nil, setUsage)
+	cmd.Flags().IntVar(&shards, "shards", 0, "split the source into N shards moved in parallel, each committed on its own (a single pipeline with a shardable source and a sink whose sessions are transactions)")
 	return cmd
 }
 
-func runPipeline(ctx context.Context, file string, sets []string, pf *pluginFlags, format outputFormat, stdout, stderr io.Writer) error {
+func runPipeline(ctx context.Context, file string, sets []string, shards int, pf *pluginFlags, format outputFormat, stdout, stderr io.Writer) error {
 	st := newStatus(stderr)
 	h, log, err := pf.open(ctx, st)
 	if err != nil {
@@ -66,6 +68,16 @@ func runPipeline(ctx context.Context, file string, sets []string, pf *pluginFlag
 	}
 	for _, n := range notes {
 		fmt.Fprintln(stderr, n)
+	}
+	if shards > 1 {
+		split, err := pipeline.SplitShards(ctx, plan, shards, h)
+		if err != nil {
+			return err
+		}
+		if split.Note != "" {
+			fmt.Fprintln(stderr, "note:", split.Note)
+		}
+		plan = split.Plan
 	}
 	for _, inv := range plan.Invocations {
 		if inv.Sink.Type == "stdout" && format == outputJSON {

@@ -1,25 +1,28 @@
-// Command benchpipe measures faucet's pipeline throughput. `benchpipe gen`
-// writes the deterministic benchmark dataset; `benchpipe run` moves it
-// through real plugin processes and through the same connector code in one
-// process, and prints rows/s, the cost of the process boundary, and the peak
-// resident memory of all faucet processes together.
+// Command benchpipe measures faucet's data plane. `benchpipe gen` writes the
+// deterministic benchmark dataset; `benchpipe run` moves it through faucet's
+// pipelines (CSV → JSONL, Postgres → Postgres, CSV → Postgres, Postgres →
+// JSONL), through plugin processes and in one process, and through a
+// reference program doing the same job without faucet (`benchpipe plain`
+// for CSV → JSONL, psql's \copy for the rest), all interleaved in one
+// sitting, and prints each figure with the ratios; then, as a user runs
+// it, `faucet run`: the memory of the process tree, the plugins' peak
+// memory on a ten times larger input, and the speedup of two shards.
 package main
 
 import (
 	"bufio"
-	"cmp"
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
-	"runtime/debug"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -34,7 +37,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: benchpipe gen|run [flags]")
+		fmt.Fprintln(os.Stderr, "usage: benchpipe gen|run|plain [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -43,6 +46,8 @@ func main() {
 		err = gen(os.Args[2:])
 	case "run":
 		err = run(os.Args[2:])
+	case "plain":
+		err = plain(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}
@@ -63,15 +68,20 @@ func gen(args []string) error {
 	if *out == "" {
 		return fmt.Errorf("gen: -out is required")
 	}
-	f, err := os.Create(*out)
+	return writeDataset(*out, *rows, *seed)
+}
+
+// writeDataset writes rows rows of the dataset seed generates to out.
+func writeDataset(out string, rows, seed int64) error {
+	f, err := os.Create(out)
 	if err != nil {
 		return err
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
 	w.WriteString("id,first_name,country,amount,created_at,active,attributes\n")
 	var line, attrs []byte
-	for id := int64(1); id <= *rows; id++ {
-		r := generate.RowOf(*seed, id)
+	for id := int64(1); id <= rows; id++ {
+		r := generate.RowOf(seed, id)
 		line = strconv.AppendInt(line[:0], r.ID, 10)
 		line = append(line, ',')
 		line = append(line, r.FirstName...)
@@ -95,15 +105,17 @@ func gen(args []string) error {
 	return f.Close()
 }
 
-// benchCase is one pipeline to measure. Add cases here (and their data
-// preparation in the script) to extend the benchmark.
-type benchCase struct {
-	name         string
-	source, sink pipeline.ConnectorConfig
-	// inProcess also runs the case in one process, to price the boundary.
-	inProcess bool
-	// prepare, if set, runs before each measured run, untimed.
-	prepare func(context.Context) error
+// bench is one sitting of measurements.
+type bench struct {
+	// tmp holds the benchmark's own files, out what the pipelines write.
+	faucet, data, tmp, out, self string
+	rows                         int64
+	repeat                       int
+	host                         *host.Host
+	local                        *inproc.Connectors
+	// pg, psql and db are the database cases' server, client and CPU meter.
+	pg, psql string
+	db       dbServer
 }
 
 func run(args []string) error {
@@ -111,242 +123,215 @@ func run(args []string) error {
 	faucet := fs.String("faucet", "", "the faucet binary serving the built-in connectors")
 	data := fs.String("data", "", "the CSV dataset from benchpipe gen")
 	rows := fs.Int64("rows", 1_000_000, "rows in the dataset")
-	repeat := fs.Int("repeat", 5, "runs per case; the median is reported")
-	pg := fs.String("pg", "", "a PostgreSQL URL: also measure generate→postgres (COPY) and postgres→postgres")
+	repeat := fs.Int("repeat", 5, "runs per case and side; medians are reported")
+	pg := fs.String("pg", "", "a PostgreSQL URL: also measure the Postgres pipelines")
+	psql := fs.String("psql", "psql", "the psql of the Postgres references")
+	bigRows := fs.Int64("big-rows", 10_000_000, "rows of the larger dataset the plugins' memory is measured on again (0: skip)")
+	outDir := fs.String("out", "", "directory the pipelines write their output files to (default: a temporary one); a tmpfs keeps the disk's writeback out of the figures")
 	fs.Parse(args)
 	if *faucet == "" || *data == "" {
 		return fmt.Errorf("run: -faucet and -data are required")
 	}
+	ctx := context.Background()
 	tmp, err := os.MkdirTemp("", "benchpipe")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-
-	cases := []benchCase{{
-		name:      "csv→jsonl",
-		source:    connector("csv", map[string]any{"path": *data}),
-		sink:      connector("jsonl", map[string]any{"path": filepath.Join(tmp, "out.jsonl")}),
-		inProcess: true,
-	}}
-	if *pg != "" {
-		cases = append(cases, postgresCases(*pg, *rows)...)
+	self, err := os.Executable()
+	if err != nil {
+		return err
 	}
-
+	if *outDir == "" {
+		*outDir = tmp
+	}
+	b := &bench{faucet: *faucet, data: *data, tmp: tmp, out: *outDir, self: self, rows: *rows, repeat: max(*repeat, 1), pg: *pg, psql: *psql, local: inproc.New(builtin.All()...)}
 	var specs []sdk.Spec
 	for _, c := range builtin.All() {
 		specs = append(specs, c.Spec())
 	}
-	h, err := host.New(context.Background(), host.Options{Executable: *faucet, Builtins: specs, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	b.host, err = host.New(ctx, host.Options{Executable: *faucet, Builtins: specs, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		return err
 	}
-	defer h.Close()
-	local := inproc.New(builtin.All()...)
+	defer b.host.Close()
 
-	fmt.Printf("%-28s %12s %9s %9s %12s\n", "pipeline (1 invocation)", "rows/s", "seconds", "CPU s", "peak RSS")
-	for _, c := range cases {
-		// With an in-process twin, runs alternate between the two, so load
-		// from elsewhere on the machine hits both alike.
-		sides := []pipeline.Connectors{h}
-		if c.inProcess {
-			sides = append(sides, local, relayOnly{h})
+	out := filepath.Join(b.out, "out.jsonl")
+	plainOut := filepath.Join(b.out, "plain.jsonl")
+	cases := []pipelineCase{{
+		name:      "CSV → JSONL",
+		source:    connector("csv", map[string]any{"path": *data}),
+		sink:      connector("jsonl", map[string]any{"path": out}),
+		reference: fmt.Sprintf(`"$BENCHPIPE" plain %q %q`, *data, plainOut),
+		target:    0.92,
+	}}
+	if *pg != "" {
+		if err := b.setupPostgres(ctx); err != nil {
+			return err
 		}
-		runs := make([][]figures, len(sides))
-		for range max(*repeat, 1) {
-			for i, conns := range sides {
-				f, err := once(c, conns, *rows)
-				if err != nil {
-					return fmt.Errorf("%s: %w", c.name, err)
-				}
-				runs[i] = append(runs[i], f)
-			}
+		cases = append(cases, pipelineCase{
+			name:      "Postgres → Postgres",
+			source:    connector("postgres", map[string]any{"url": *pg, "table": "bench_src"}),
+			sink:      connector("postgres", map[string]any{"url": *pg, "table": "bench_copy"}),
+			reference: `"$PSQL" "$URL" -qc '\copy bench_src to stdout' | "$PSQL" "$URL" -qc '\copy bench_copy from stdin'`,
+			prepare:   b.prepareCopyTable,
+			target:    0.85,
+			db:        true,
+		}, pipelineCase{
+			name:      "CSV → Postgres",
+			source:    connector("csv", map[string]any{"path": *data}),
+			sink:      connector("postgres", map[string]any{"url": *pg, "table": "bench_csv"}),
+			reference: fmt.Sprintf(`"$PSQL" "$URL" -qc "\copy bench_csv from '%s' csv header"`, *data),
+			prepare:   b.prepareCSVTable,
+			target:    0.95,
+			db:        true,
+		}, pipelineCase{
+			name:      "Postgres → JSONL",
+			source:    connector("postgres", map[string]any{"url": *pg, "table": "bench_src"}),
+			sink:      connector("jsonl", map[string]any{"path": out}),
+			reference: fmt.Sprintf(`"$PSQL" "$URL" -qc "\copy (select row_to_json(t) from bench_src t) to '%s'"`, plainOut),
+			prepare:   b.checkpoint,
+			db:        true,
+		})
+	}
+	if err := b.checkPlain(ctx, cases[0], out, plainOut); err != nil {
+		return err
+	}
+	if err := b.measureTable(ctx, cases); err != nil {
+		return err
+	}
+	os.Remove(out)
+	os.Remove(plainOut)
+
+	big := ""
+	if *bigRows > 0 {
+		big = filepath.Join(tmp, "big.csv")
+		if err := writeDataset(big, *bigRows, 1); err != nil {
+			return err
 		}
-		out := median(runs[0])
-		fmt.Printf("%-28s %12.0f %9.3f %9.3f %8.1f MiB\n", c.name+" (plugins)", out.rate, out.seconds, out.cpu, out.rssMiB)
-		if !c.inProcess {
-			continue
-		}
-		in, relayed := median(runs[1]), median(runs[2])
-		fmt.Printf("%-28s %12.0f %9.3f %9.3f %8.1f MiB\n", c.name+" (in process)", in.rate, in.seconds, in.cpu, in.rssMiB)
-		fmt.Printf("%-28s %12.0f %9.3f %9.3f %8.1f MiB\n", c.name+" (plugins, relayed)", relayed.rate, relayed.seconds, relayed.cpu, relayed.rssMiB)
-		fmt.Printf("%-28s %11.1f%% of rows/s, %.1f%% more CPU time\n", c.name+" boundary cost", 100*(1-out.rate/in.rate), 100*(out.cpu/in.cpu-1))
+		defer os.Remove(big)
+	}
+	if err := b.measureMemory(ctx, big, *bigRows); err != nil {
+		return err
+	}
+	if *pg != "" {
+		return b.measureShards(ctx)
 	}
 	return nil
 }
 
-// postgresCases load the dataset's rows from the generate connector into a
-// new table through COPY, then copy that table into another one: each run
-// starts by dropping its sink table, so the sink creates it and appends.
-func postgresCases(url string, rows int64) []benchCase {
-	drop := func(table string) func(context.Context) error {
-		return func(ctx context.Context) error {
-			conn, err := pgx.Connect(ctx, url)
-			if err != nil {
-				return err
-			}
-			defer conn.Close(ctx)
-			_, err = conn.Exec(ctx, "DROP TABLE IF EXISTS "+table)
-			return err
-		}
+// checkPlain makes sure the CSV → JSONL reference writes exactly what
+// faucet writes, so that both are timed doing the same job.
+func (b *bench) checkPlain(ctx context.Context, c pipelineCase, out, plainOut string) error {
+	if _, err := b.execute(ctx, c, b.local); err != nil {
+		return err
 	}
-	return []benchCase{{
-		name:    "generate→postgres",
-		source:  connector("generate", map[string]any{"count": rows}),
-		sink:    connector("postgres", map[string]any{"url": url, "table": "bench_generated"}),
-		prepare: drop("bench_generated"),
-	}, {
-		name:    "postgres→postgres",
-		source:  connector("postgres", map[string]any{"url": url, "table": "bench_generated"}),
-		sink:    connector("postgres", map[string]any{"url": url, "table": "bench_copy"}),
-		prepare: drop("bench_copy"),
-	}}
+	if _, err := b.reference(ctx, c); err != nil {
+		return err
+	}
+	same, err := sameFiles(out, plainOut)
+	if err != nil {
+		return err
+	}
+	if !same {
+		return fmt.Errorf("the plain reference's output %s differs from faucet's %s", plainOut, out)
+	}
+	return nil
 }
 
-// relayOnly hides the host's Piper: the executor relays every batch through
-// its own process, as it does for sinks that cannot read upstream.
-type relayOnly struct{ pipeline.Connectors }
+// sameFiles reports whether two files hold the same bytes.
+func sameFiles(a, b string) (bool, error) {
+	fa, err := os.Open(a)
+	if err != nil {
+		return false, err
+	}
+	defer fa.Close()
+	fb, err := os.Open(b)
+	if err != nil {
+		return false, err
+	}
+	defer fb.Close()
+	ra, rb := bufio.NewReaderSize(fa, 1<<20), bufio.NewReaderSize(fb, 1<<20)
+	bufA, bufB := make([]byte, 1<<20), make([]byte, 1<<20)
+	for {
+		na, ea := io.ReadFull(ra, bufA)
+		nb, eb := io.ReadFull(rb, bufB)
+		if !bytes.Equal(bufA[:na], bufB[:nb]) {
+			return false, nil
+		}
+		if ea != nil || eb != nil {
+			return (ea == io.EOF || ea == io.ErrUnexpectedEOF) && (eb == io.EOF || eb == io.ErrUnexpectedEOF), nil
+		}
+	}
+}
+
+// setupPostgres loads the dataset into bench_src with psql (typed columns,
+// the id its primary key, so it shards by id ranges) and finds the server's
+// postmaster, when it runs on this machine, to measure its CPU time.
+func (b *bench) setupPostgres(ctx context.Context) error {
+	err := b.exec(ctx, "DROP TABLE IF EXISTS bench_src",
+		"CREATE TABLE bench_src (id bigint PRIMARY KEY, first_name text, country text, amount numeric, created_at timestamptz, active boolean, attributes jsonb)")
+	if err != nil {
+		return err
+	}
+	load := exec.CommandContext(ctx, b.psql, b.pg, "-qc", fmt.Sprintf(`\copy bench_src from '%s' csv header`, b.data))
+	if out, err := load.CombinedOutput(); err != nil {
+		return fmt.Errorf("load bench_src: %w\n%s", err, out)
+	}
+	if err := b.exec(ctx, "ANALYZE bench_src"); err != nil {
+		return err
+	}
+	conn, err := pgx.Connect(ctx, b.pg)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	var backend int
+	if err := conn.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&backend); err != nil {
+		return err
+	}
+	if f := statFields(backend); len(f) > 1 {
+		b.db.postmaster, _ = strconv.Atoi(f[1])
+	} else {
+		fmt.Println("the database server runs elsewhere: its CPU time is not measured")
+	}
+	return nil
+}
+
+// exec runs statements on the database.
+func (b *bench) exec(ctx context.Context, stmts ...string) error {
+	conn, err := pgx.Connect(ctx, b.pg)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	for _, s := range stmts {
+		if _, err := conn.Exec(ctx, s); err != nil {
+			return fmt.Errorf("%s: %w", s, err)
+		}
+	}
+	return nil
+}
+
+// checkpoint flushes the previous run's writes before the next, so that no
+// run pays for another's checkpoint.
+func (b *bench) checkpoint(ctx context.Context) error { return b.exec(ctx, "CHECKPOINT") }
+
+// prepareCopyTable empties the Postgres → Postgres target: bench_src's
+// columns, no index.
+func (b *bench) prepareCopyTable(ctx context.Context) error {
+	return b.exec(ctx, "DROP TABLE IF EXISTS bench_copy", "CREATE TABLE bench_copy (LIKE bench_src)", "CHECKPOINT")
+}
+
+// prepareCSVTable empties the CSV → Postgres target, with the columns the
+// postgres sink gives a table it creates from the CSV records (their values
+// are strings; the timestamps are recognised).
+func (b *bench) prepareCSVTable(ctx context.Context) error {
+	return b.exec(ctx, "DROP TABLE IF EXISTS bench_csv",
+		"CREATE TABLE bench_csv (id text, first_name text, country text, amount text, created_at timestamptz, active text, attributes text)", "CHECKPOINT")
+}
 
 func connector(typ string, cfg map[string]any) pipeline.ConnectorConfig {
 	data, _ := json.Marshal(cfg)
 	return pipeline.ConnectorConfig{Type: typ, Config: data}
-}
-
-type figures struct {
-	rate, seconds, rssMiB float64
-	// cpu is the CPU time (user+system) all faucet processes spent, which
-	// stays meaningful when other work competes for the machine.
-	cpu float64
-}
-
-// once runs a case and measures it.
-func once(c benchCase, conns pipeline.Connectors, rows int64) (figures, error) {
-	if c.prepare != nil {
-		if err := c.prepare(context.Background()); err != nil {
-			return figures{}, fmt.Errorf("prepare: %w", err)
-		}
-	}
-	// Return the previous run's heap, so peak memory is this run's alone.
-	debug.FreeOSMemory()
-	sampler := startRSS()
-	cpu0 := treeCPU(os.Getpid())
-	start := time.Now()
-	res, err := pipeline.Execute(context.Background(), &pipeline.Plan{
-		Invocations: []pipeline.Invocation{{RowID: "bench", Source: c.source, Sink: c.sink}},
-		Execution:   pipeline.Execution{MaxConcurrent: 1, OnError: pipeline.OnErrorStop},
-	}, pipeline.ExecuteOptions{Connectors: conns})
-	elapsed := time.Since(start).Seconds()
-	cpu := treeCPU(os.Getpid()) - cpu0
-	peak := sampler.stop()
-	if err != nil {
-		return figures{}, err
-	}
-	if res[0].RecordsWritten != rows {
-		return figures{}, fmt.Errorf("wrote %d rows, want %d", res[0].RecordsWritten, rows)
-	}
-	return figures{rate: float64(rows) / elapsed, seconds: elapsed, rssMiB: float64(peak) / (1 << 20), cpu: cpu}, nil
-}
-
-// median is the median run by time and CPU, with the largest peak memory
-// of all runs.
-func median(runs []figures) figures {
-	slices.SortFunc(runs, func(a, b figures) int { return cmp.Compare(a.seconds, b.seconds) })
-	med := runs[len(runs)/2]
-	cpus := make([]float64, len(runs))
-	for i, r := range runs {
-		med.rssMiB = max(med.rssMiB, r.rssMiB)
-		cpus[i] = r.cpu
-	}
-	slices.Sort(cpus)
-	med.cpu = cpus[len(cpus)/2]
-	return med
-}
-
-// rssSampler polls the resident memory of this process and all its
-// descendants (the plugin processes) and keeps the largest sum.
-type rssSampler struct {
-	done chan struct{}
-	wg   sync.WaitGroup
-	peak int64
-}
-
-func startRSS() *rssSampler {
-	s := &rssSampler{done: make(chan struct{})}
-	s.wg.Go(func() {
-		t := time.NewTicker(50 * time.Millisecond)
-		defer t.Stop()
-		for {
-			s.peak = max(s.peak, treeRSS(os.Getpid()))
-			select {
-			case <-s.done:
-				return
-			case <-t.C:
-			}
-		}
-	})
-	return s
-}
-
-func (s *rssSampler) stop() int64 {
-	close(s.done)
-	s.wg.Wait()
-	return s.peak
-}
-
-// treeCPU sums the user and system CPU seconds of root and its descendants.
-func treeCPU(root int) float64 {
-	var ticks int64
-	for _, pid := range tree(root) {
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			continue
-		}
-		// After the parenthesised command: state is field 3, utime 14, stime 15.
-		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-		if len(f) > 12 {
-			u, _ := strconv.ParseInt(f[11], 10, 64)
-			s, _ := strconv.ParseInt(f[12], 10, 64)
-			ticks += u + s
-		}
-	}
-	return float64(ticks) / 100
-}
-
-// tree lists root and its descendants, following the kernel's per-thread
-// children lists (cheap enough to sample often, unlike a scan of /proc).
-func tree(root int) []int {
-	out := []int{root}
-	for i := 0; i < len(out); i++ {
-		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", out[i]))
-		for _, t := range tasks {
-			data, err := os.ReadFile(t)
-			if err != nil {
-				continue
-			}
-			for _, f := range strings.Fields(string(data)) {
-				if pid, err := strconv.Atoi(f); err == nil {
-					out = append(out, pid)
-				}
-			}
-		}
-	}
-	return out
-}
-
-// treeRSS sums VmRSS over root and its descendants.
-func treeRSS(root int) int64 {
-	var total int64
-	for _, pid := range tree(root) {
-		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-		if err != nil {
-			continue
-		}
-		for line := range strings.Lines(string(data)) {
-			if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-				kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-				total += kb << 10
-			}
-		}
-	}
-	return total
 }

@@ -254,6 +254,7 @@ func (h *Host) identify(ctx context.Context, path string) (*Connector, *proc, er
 			Name: resp.GetName(), Version: resp.GetVersion(), Description: resp.GetDescription(),
 			SourceSchema: resp.GetSourceSchema(), SinkSchema: resp.GetSinkSchema(),
 			Shardable: resp.GetCapabilities().GetShardable(), WriteModes: resp.GetCapabilities().GetWriteModes(),
+			IndependentSessions: resp.GetCapabilities().GetIndependentSessions(),
 		},
 		Source:        resp.GetKind() == connectorv1.Kind_KIND_SOURCE || resp.GetKind() == connectorv1.Kind_KIND_BOTH,
 		Sink:          resp.GetKind() == connectorv1.Kind_KIND_SINK || resp.GetKind() == connectorv1.Kind_KIND_BOTH,

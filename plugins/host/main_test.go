@@ -32,6 +32,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(leakyEnv) != "" {
 		sdk.Serve(leaky{})
 	}
+	if os.Getenv(heldEnv) != "" {
+		sdk.Serve(held{})
+	}
 	dir, err := os.MkdirTemp("", "faucet-host-test")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -58,7 +58,7 @@ func (h *Host) OpenPipe(ctx context.Context, source pipeline.ConnectorConfig, sh
 	if err == nil {
 		err = stream.Send(&connectorv1.WriteRequest{Msg: &connectorv1.WriteRequest_Open{Open: &connectorv1.WriteOpen{
 			Config:   sink.Config,
-			Upstream: &connectorv1.Upstream{Network: addr.Addr.Network(), Address: addr.Addr.String(), Read: read},
+			Upstream: &connectorv1.Upstream{Network: addr.Addr.Network(), Address: addr.Addr.String(), Read: read, ProtocolVersion: uint32(src.version)},
 		}}})
 	}
 	if err != nil {

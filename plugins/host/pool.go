@@ -28,8 +28,10 @@ type proc struct {
 	client *plugin.Client
 	cmd    *exec.Cmd
 	rpc    connectorv1.ConnectorServiceClient
-	tail   *tail
-	idle   time.Time
+	// version is the connector protocol version negotiated with it.
+	version int
+	tail    *tail
+	idle    time.Time
 	// peer is the process this one last exchanged records with directly
 	// (source and sink of a pipe), guarded by the host's mu.
 	peer *proc
@@ -119,8 +121,9 @@ func (h *Host) launch(ctx context.Context, label, path string, args ...string) (
 	if err != nil {
 		return fail(fmt.Errorf("plugin %s: handshake: %w", path, err))
 	}
-	if v := client.NegotiatedVersion(); v != protocol.Version {
-		return fail(fmt.Errorf("plugin %s: speaks connector protocol %d, faucet speaks %d", path, v, protocol.Version))
+	version := client.NegotiatedVersion()
+	if version < protocol.Version1 || version > protocol.Latest {
+		return fail(fmt.Errorf("plugin %s: speaks connector protocol %d, faucet speaks %d to %d", path, version, protocol.Version1, protocol.Latest))
 	}
 	raw, err := conn.Dispense(protocol.PluginName)
 	if err != nil {
@@ -130,11 +133,11 @@ func (h *Host) launch(ctx context.Context, label, path string, args ...string) (
 	if !ok {
 		return fail(fmt.Errorf("plugin %s: unexpected client type %T", path, raw))
 	}
-	p.rpc = rpc
+	p.rpc, p.version = rpc, version
 	if err := ctx.Err(); err != nil {
 		return fail(err)
 	}
-	h.log.Debug("plugin started", "connector", label, "path", path, "pid", cmd.Process.Pid)
+	h.log.Debug("plugin started", "connector", label, "path", path, "pid", cmd.Process.Pid, "protocol", version)
 	return p, nil
 }
 

@@ -77,17 +77,18 @@ func waitFor(path string) error {
 	})
 }
 
-// installLeaky puts a plugin into a new directory that runs this test binary
-// as the leaky connector, and returns the directory.
-func installLeaky(t *testing.T) string {
+// installSelf puts a plugin named name into a new directory, a script that
+// runs this test binary with env set, which makes it serve one of the
+// test connectors, and returns the directory.
+func installSelf(t *testing.T, name, env string) string {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	script := fmt.Sprintf("#!/bin/sh\n%s=1 exec %s\n", leakyEnv, self)
-	if err := os.WriteFile(filepath.Join(dir, "leaky"), []byte(script), 0o755); err != nil {
+	script := fmt.Sprintf("#!/bin/sh\n%s=1 exec %s\n", env, self)
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	return dir
@@ -103,7 +104,7 @@ func TestPluginLogsAreRedactedAndAttributed(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			hostLog, global := testLog(t)
 			h, err := host.New(context.Background(), host.Options{
-				Executable: faucetBin, Builtins: builtinSpecs(), Logger: hostLog, PluginDirs: []string{installLeaky(t)},
+				Executable: faucetBin, Builtins: builtinSpecs(), Logger: hostLog, PluginDirs: []string{installSelf(t, "leaky", leakyEnv)},
 			})
 			if err != nil {
 				t.Fatal(err)

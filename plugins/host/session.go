@@ -19,9 +19,8 @@ import (
 )
 
 var (
-	_ pipeline.Connectors   = (*Host)(nil)
-	_ pipeline.ShardPlanner = (*Host)(nil)
-	_ pipeline.Catalog      = (*Host)(nil)
+	_ pipeline.Connectors = (*Host)(nil)
+	_ pipeline.Sharder    = (*Host)(nil)
 )
 
 // ConnectorError is a failure reported by, or about, one connector.
@@ -277,6 +276,18 @@ func (s *sinkSession) finish(ctx context.Context, err error) error {
 		s.h.checkin(s.name, s.p)
 	})
 	return err
+}
+
+// Shardable implements pipeline.Sharder.
+func (h *Host) Shardable(source string) bool {
+	c, ok := h.connectors[source]
+	return ok && c.Source && c.Shardable
+}
+
+// IndependentSessions implements pipeline.Sharder.
+func (h *Host) IndependentSessions(sink string) bool {
+	c, ok := h.connectors[sink]
+	return ok && c.Sink && c.IndependentSessions
 }
 
 // Shards implements pipeline.ShardPlanner.

@@ -6,6 +6,7 @@ package inproc
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -23,8 +24,8 @@ type Connectors struct {
 }
 
 var (
-	_ pipeline.Connectors   = (*Connectors)(nil)
-	_ pipeline.ShardPlanner = (*Connectors)(nil)
+	_ pipeline.Connectors = (*Connectors)(nil)
+	_ pipeline.Sharder    = (*Connectors)(nil)
 )
 
 // New returns in-process sessions of cs, keyed by their Spec names.
@@ -193,6 +194,53 @@ func (s *sink) Abort(ctx context.Context) error {
 		return &connError{name: s.name, err: err}
 	}
 	return nil
+}
+
+// ConnectorSchema implements pipeline.Catalog.
+func (c *Connectors) ConnectorSchema(role pipeline.Role, name string) (json.RawMessage, bool) {
+	conn, ok := c.byName[name]
+	if !ok {
+		return nil, false
+	}
+	spec := conn.Spec()
+	schema := spec.SourceSchema
+	if role == pipeline.RoleSink {
+		schema = spec.SinkSchema
+	}
+	return schema, len(schema) > 0
+}
+
+// ConnectorNames implements pipeline.Catalog.
+func (c *Connectors) ConnectorNames(role pipeline.Role) []string {
+	var names []string
+	for name := range c.byName {
+		if _, ok := c.ConnectorSchema(role, name); ok {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Shardable implements pipeline.Sharder.
+func (c *Connectors) Shardable(source string) bool {
+	conn, ok := c.byName[source]
+	if !ok {
+		return false
+	}
+	_, isSource := conn.(sdk.Source)
+	_, isSharder := conn.(sdk.Sharder)
+	return isSource && isSharder && conn.Spec().Shardable
+}
+
+// IndependentSessions implements pipeline.Sharder.
+func (c *Connectors) IndependentSessions(sink string) bool {
+	conn, ok := c.byName[sink]
+	if !ok {
+		return false
+	}
+	_, isSink := conn.(sdk.Sink)
+	return isSink && conn.Spec().IndependentSessions
 }
 
 // Shards implements pipeline.ShardPlanner.

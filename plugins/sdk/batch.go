@@ -104,7 +104,14 @@ var ErrRecordTooLarge = errors.New("record too large")
 // BatchWriter collects a source's records into batches and sends each one
 // when it is full. It is not safe for concurrent use.
 type BatchWriter struct {
-	emit       func(Batch) error
+	emit func(Batch) error
+	// next, when set, gives the buffer to collect the batch after an
+	// emitted one in (a slot of a shared region), given the writer's own
+	// emptied one, which it returns otherwise; grow, when set, may move the
+	// batch being collected elsewhere once it reaches growAt bytes.
+	next       func(own []byte) []byte
+	grow       func(buf []byte) []byte
+	growAt     int
 	maxRecords int
 	maxBytes   int
 	buf        []byte
@@ -169,6 +176,9 @@ func (w *BatchWriter) AppendFunc(fn func(dst []byte) ([]byte, error)) error {
 	w.buf = append(buf, '\n')
 	w.count++
 	w.records++
+	if w.grow != nil && len(w.buf) >= w.growAt {
+		w.buf = w.grow(w.buf)
+	}
 	if w.count >= w.maxRecords || len(w.buf) >= w.maxBytes {
 		return w.Flush()
 	}
@@ -187,6 +197,9 @@ func (w *BatchWriter) Flush() error {
 	w.count = 0
 	err := w.emit(b)
 	w.buf = w.buf[:0]
+	if w.next != nil {
+		w.buf = w.next(w.buf)
+	}
 	return err
 }
 

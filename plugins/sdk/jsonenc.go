@@ -16,6 +16,6 @@ func AppendString(dst []byte, s string) []byte {
 // AppendStringBytes is AppendString for text held in a byte slice.
 func AppendStringBytes(dst []byte, s []byte) []byte {
 	dst = append(dst, '"')
-	dst, _ = jsonesc.AppendUntil(dst, s, jsonesc.NoStop)
+	dst = jsonesc.Append(dst, s)
 	return append(dst, '"')
 }

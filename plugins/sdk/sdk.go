@@ -41,6 +41,12 @@ type Spec struct {
 	Shardable bool
 	// WriteModes lists the write modes a sink supports, e.g. "append".
 	WriteModes []string
+	// IndependentSessions sinks commit and abort each of several sessions
+	// writing one target at once on its own, as transactions do; faucet
+	// splits a run into shards, each a session of its own, only for such
+	// sinks. A sink whose abort undoes more than its own session's writes
+	// (truncating a file back) must leave it unset.
+	IndependentSessions bool
 }
 
 // Role is the side of a pipeline a config is meant for.

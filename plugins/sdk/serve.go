@@ -106,13 +106,14 @@ func checkConnector(c Connector) error {
 
 // newServer adapts c to the gRPC connector service.
 func newServer(c Connector) connectorv1.ConnectorServiceServer {
-	return &server{c: c, upstreams: newUpstreamPool()}
+	return &server{c: c, upstreams: newUpstreamPool(), regions: &regionCache{}}
 }
 
 type server struct {
 	connectorv1.UnimplementedConnectorServiceServer
 	c         Connector
 	upstreams *upstreamPool
+	regions   *regionCache
 }
 
 func (s *server) Spec(context.Context, *connectorv1.SpecRequest) (*connectorv1.SpecResponse, error) {
@@ -133,7 +134,7 @@ func (s *server) Spec(context.Context, *connectorv1.SpecRequest) (*connectorv1.S
 		Description:  spec.Description,
 		SourceSchema: spec.SourceSchema,
 		SinkSchema:   spec.SinkSchema,
-		Capabilities: &connectorv1.Capabilities{Shardable: spec.Shardable, WriteModes: spec.WriteModes, ReadsUpstream: isSink},
+		Capabilities: &connectorv1.Capabilities{Shardable: spec.Shardable, WriteModes: spec.WriteModes, ReadsUpstream: isSink, IndependentSessions: spec.IndependentSessions},
 	}, nil
 }
 
@@ -178,22 +179,21 @@ func (s *server) Read(req *connectorv1.ReadRequest, stream grpc.ServerStreamingS
 	if !ok {
 		return status.Errorf(codes.Unimplemented, "connector %s is not a source", s.c.Spec().Name)
 	}
-	ctx := stream.Context()
-	rr := ReadRequest{Config: req.GetConfig()}
-	if sh := req.GetShard(); sh != nil {
-		rr.Shard = &Shard{Descriptor: sh.GetDescriptor_(), EstimatedRecords: sh.GetEstimatedRecords(), EstimatedBytes: sh.GetEstimatedBytes()}
+	send := func(b *connectorv1.Batch) error {
+		return stream.Send(&connectorv1.ReadResponse{Msg: &connectorv1.ReadResponse_Batch{Batch: b}})
 	}
 	w := NewBatchWriter(func(b Batch) error {
-		return stream.Send(&connectorv1.ReadResponse{Msg: &connectorv1.ReadResponse_Batch{Batch: &connectorv1.Batch{
-			Seq: b.Seq, Count: uint32(b.Count), Records: b.Records,
-		}}})
+		return send(&connectorv1.Batch{Seq: b.Seq, Count: uint32(b.Count), Records: b.Records})
 	})
-	err := src.Read(ctx, rr, w)
-	if err == nil {
-		err = w.Flush()
+	if reg := req.GetSharedRegion(); reg != nil {
+		sb := &sharedBatches{ctx: stream.Context(), reg: reg, send: send}
+		defer sb.close()
+		w = NewBatchWriter(sb.emit)
+		w.next, w.grow, w.growAt = sb.next, sb.grow, sharedMinBytes
+		sb.w = w
 	}
-	if err != nil {
-		return toStatus(ctx, err)
+	if err := s.read(stream.Context(), src, req, w); err != nil {
+		return err
 	}
 	return stream.Send(&connectorv1.ReadResponse{Msg: &connectorv1.ReadResponse_Stats{Stats: &connectorv1.Stats{Records: w.Records(), Bytes: w.Bytes()}}})
 }
@@ -284,4 +284,21 @@ func toStatus(ctx context.Context, err error) error {
 		return err
 	}
 	return status.Error(codes.Unknown, err.Error())
+}
+
+// read runs one Read of src into w, flushing what w still holds, and returns
+// the outcome as the protocol's status.
+func (s *server) read(ctx context.Context, src Source, req *connectorv1.ReadRequest, w *BatchWriter) error {
+	rr := ReadRequest{Config: req.GetConfig()}
+	if sh := req.GetShard(); sh != nil {
+		rr.Shard = &Shard{Descriptor: sh.GetDescriptor_(), EstimatedRecords: sh.GetEstimatedRecords(), EstimatedBytes: sh.GetEstimatedBytes()}
+	}
+	err := src.Read(ctx, rr, w)
+	if err == nil {
+		err = w.Flush()
+	}
+	if err != nil {
+		return toStatus(ctx, err)
+	}
+	return nil
 }

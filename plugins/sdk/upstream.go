@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -13,8 +15,10 @@ import (
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/faucet-dev/faucet/plugins/internal/protocol"
+	"github.com/faucet-dev/faucet/plugins/internal/shm"
 	connectorv1 "github.com/faucet-dev/faucet/plugins/proto/faucet/connector/v1"
 )
 
@@ -67,13 +71,9 @@ func (s *server) writeFromUpstream(stream grpc.BidiStreamingServer[connectorv1.W
 		st, _ := status.FromError(err)
 		return stream.Send(&connectorv1.WriteResponse{Msg: &connectorv1.WriteResponse_UpstreamFailed{UpstreamFailed: &connectorv1.UpstreamFailure{Code: int32(st.Code()), Message: st.Message()}}})
 	}
-	rs, err := connectorv1.NewConnectorServiceClient(conn).Read(rctx, up.GetRead())
-	var msg *connectorv1.ReadResponse
-	if err == nil {
-		// The first batch comes before the sink opens: a source that cannot
-		// start never touches the sink.
-		msg, err = rs.Recv()
-	}
+	// The first batch comes before the sink opens: a source that cannot
+	// start never touches the sink.
+	u, msg, err := openUpstream(rctx, conn, up, s.regions)
 	if err != nil {
 		// Stopped or aborted before the first batch: nothing was written, and
 		// the source's cancellation is not its failure.
@@ -82,6 +82,7 @@ func (s *server) writeFromUpstream(stream grpc.BidiStreamingServer[connectorv1.W
 		}
 		return failed(err)
 	}
+	defer u.close()
 	w, err := sink.Open(ctx, open.GetConfig())
 	if err != nil {
 		return toStatus(ctx, err)
@@ -94,11 +95,16 @@ func (s *server) writeFromUpstream(stream grpc.BidiStreamingServer[connectorv1.W
 		if stop, abort := control(); stop || abort {
 			break
 		}
-		if b := msg.GetBatch(); b != nil {
+		if b := msg.batch; b != nil {
 			seq++
-			batch := Batch{Seq: seq, Count: int(b.GetCount()), Records: b.GetRecords()}
-			err := w.Write(ctx, batch)
-			protocol.Release(batch.Records)
+			data, err := u.records(b)
+			if err != nil {
+				abort(w)
+				return status.Errorf(codes.Internal, "batch %d: %v", seq, err)
+			}
+			batch := Batch{Seq: seq, Count: int(b.GetCount()), Records: data}
+			err = w.Write(ctx, batch)
+			u.done(b, data)
 			if err != nil {
 				abort(w)
 				return toStatus(ctx, fmt.Errorf("batch %d: %w", seq, err))
@@ -109,10 +115,10 @@ func (s *server) writeFromUpstream(stream grpc.BidiStreamingServer[connectorv1.W
 				abort(w)
 				return err
 			}
-		} else if msg.GetStats() != nil {
+		} else if msg.stats != nil {
 			break
 		}
-		if msg, err = rs.Recv(); err != nil {
+		if msg, err = u.recv(); err != nil {
 			if stop, abort := control(); stop || abort {
 				break
 			}
@@ -130,6 +136,130 @@ func (s *server) writeFromUpstream(stream grpc.BidiStreamingServer[connectorv1.W
 		return toStatus(ctx, err)
 	}
 	return stream.Send(&connectorv1.WriteResponse{Msg: &connectorv1.WriteResponse_Stats{Stats: &connectorv1.Stats{Records: records, Bytes: size}}})
+}
+
+// upstreamRead is a sink's read of the source plugin it reads directly,
+// with a region of shared memory offered to the source when it speaks
+// protocol 1.1, for the batches' records to cross without a copy.
+type upstreamRead struct {
+	rs      grpc.ServerStreamingClient[connectorv1.ReadResponse]
+	regions *regionCache
+	region  *shm.Region
+	// consumed counts the batches read from slots: the next one must be in
+	// slot consumed mod slots.
+	consumed uint32
+	// finished is set once the source's final stats arrived: it writes
+	// nothing more.
+	finished bool
+}
+
+// regionCache keeps a sink's shared region from a read that did not use
+// it for the next: creating and unmapping one costs a small read more than
+// the rest of it does. A region a read used goes, and its memory with it.
+type regionCache struct {
+	mu   sync.Mutex
+	idle *shm.Region
+}
+
+func (c *regionCache) get() (*shm.Region, error) {
+	c.mu.Lock()
+	r := c.idle
+	c.idle = nil
+	c.mu.Unlock()
+	if r != nil {
+		return r, nil
+	}
+	return shm.Create(sharedSlots, sharedSlotBytes)
+}
+
+func (c *regionCache) put(r *shm.Region) {
+	c.mu.Lock()
+	keep := c.idle == nil
+	if keep {
+		c.idle = r
+	}
+	c.mu.Unlock()
+	if !keep {
+		r.Close()
+	}
+}
+
+// upstreamMsg is a message of the read: a batch, or the final stats.
+type upstreamMsg struct {
+	batch *connectorv1.Batch
+	stats *connectorv1.Stats
+}
+
+// openUpstream starts reading up and returns its first message.
+func openUpstream(ctx context.Context, conn *grpc.ClientConn, up *connectorv1.Upstream, regions *regionCache) (*upstreamRead, upstreamMsg, error) {
+	read := up.GetRead()
+	u := &upstreamRead{regions: regions}
+	version := int(max(up.GetProtocolVersion(), protocol.Version1))
+	if !protocol.Supports(version, protocol.VersionSharedReads) {
+		slog.Debug("reading the source through messages", "reason", fmt.Sprintf("the source speaks connector protocol version %d", version))
+	} else if region, err := regions.get(); err != nil {
+		slog.Debug("reading the source through messages", "reason", err.Error())
+	} else {
+		u.region = region
+		read = proto.CloneOf(read)
+		read.SharedRegion = &connectorv1.SharedRegion{
+			Pid: int64(os.Getpid()), Fd: int32(region.FD()), Slots: uint32(region.Slots()),
+			SlotBytes: uint32(region.SlotBytes()), HeaderBytes: shm.HeaderBytes,
+		}
+	}
+	rs, err := connectorv1.NewConnectorServiceClient(conn).Read(ctx, read)
+	if err == nil {
+		u.rs = rs
+		var msg upstreamMsg
+		if msg, err = u.recv(); err == nil {
+			return u, msg, nil
+		}
+	}
+	u.close()
+	return nil, upstreamMsg{}, err
+}
+
+func (u *upstreamRead) recv() (upstreamMsg, error) {
+	m, err := u.rs.Recv()
+	msg := upstreamMsg{batch: m.GetBatch(), stats: m.GetStats()}
+	u.finished = u.finished || msg.stats != nil
+	return msg, err
+}
+
+// records returns the records of a batch: in its message, or in the slot
+// of the region it names, which must be the next one.
+func (u *upstreamRead) records(b *connectorv1.Batch) ([]byte, error) {
+	sh := b.GetShared()
+	if sh == nil {
+		return b.GetRecords(), nil
+	}
+	if u.region == nil || sh.GetSlot() != u.consumed%uint32(u.region.Slots()) || int(sh.GetLength()) > u.region.SlotBytes() {
+		return nil, fmt.Errorf("the source named slot %d, %d bytes, where the shared region's next batch is not", sh.GetSlot(), sh.GetLength())
+	}
+	return u.region.Slot(int(sh.GetSlot()))[:sh.GetLength()], nil
+}
+
+// done hands back the memory of a batch the sink has consumed: its slot to
+// the source, or its message buffer to the codec's pool.
+func (u *upstreamRead) done(b *connectorv1.Batch, records []byte) {
+	if b.GetShared() != nil {
+		u.consumed++
+		u.region.Consumed()
+		return
+	}
+	protocol.Release(records)
+}
+
+// close ends this process's hold on the region (the source unmaps its own),
+// or keeps it for the next read when the source finished without using it.
+func (u *upstreamRead) close() {
+	switch {
+	case u.region == nil:
+	case u.finished && u.consumed == 0:
+		u.regions.put(u.region)
+	default:
+		u.region.Close()
+	}
 }
 
 // Limits of the upstream connections a sink keeps between sessions.

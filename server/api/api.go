@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -24,6 +25,7 @@ import (
 	"github.com/faucet-dev/faucet/server/logs"
 	"github.com/faucet-dev/faucet/server/metrics"
 	"github.com/faucet-dev/faucet/server/runner"
+	"github.com/faucet-dev/faucet/server/templates"
 )
 
 // Title and Version of the OpenAPI document. Version is the wire format's,
@@ -43,8 +45,10 @@ type Deps struct {
 	Follow  *follow.Hub
 	Auth    *auth.Authenticator
 	Catalog pipeline.Catalog
-	Metrics *metrics.Metrics
-	Log     *slog.Logger
+	// Templates is the pipeline template registry.
+	Templates *templates.Service
+	Metrics   *metrics.Metrics
+	Log       *slog.Logger
 	// BodyLimit caps request bodies in bytes; zero means DefaultBodyLimit.
 	BodyLimit int64
 
@@ -193,7 +197,7 @@ func (d *Deps) authorize(a huma.API) func(huma.Context, func(huma.Context)) {
 		}
 		if !p.Role.Allows(need) {
 			var runID *string
-			if id := ctx.Param("id"); id != "" {
+			if id := ctx.Param("id"); id != "" && strings.HasPrefix(op.Path, "/v1/runs/") {
 				runID = &id
 			}
 			d.audit(ctx.Context(), p, action, runID, nil, "denied")

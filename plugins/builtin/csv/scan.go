@@ -28,18 +28,24 @@ type scanner struct {
 	rec  []byte
 	// autoKeys names columns column_1… from the first record's width.
 	autoKeys bool
-	// quoted is set when the current record holds a quote.
-	quoted bool
+	// plain marks the bytes an unquoted field copies as they are: those
+	// JSON strings hold unescaped, but the delimiter; inQuotes, those a
+	// quoted field does.
+	plain, inQuotes [256]bool
 }
 
 func newScanner(r io.Reader, delim byte, file string) *scanner {
-	return &scanner{r: bufio.NewReaderSize(r, 1<<20), delim: delim, file: file, line: 1}
+	s := &scanner{r: bufio.NewReaderSize(r, 1<<20), delim: delim, file: file, line: 1}
+	for c := range 256 {
+		s.inQuotes[c] = jsonesc.Plain(byte(c))
+		s.plain[c] = s.inQuotes[c] && byte(c) != delim
+	}
+	return s
 }
 
 // next returns the next record's bytes (without its line ending) and the
 // line it starts on, or io.EOF. A record spans lines while a quoted field
-// is open, which shows as an odd number of quotes. It notes in s.quoted
-// whether the record has quotes at all.
+// is open, which shows as an odd number of quotes.
 func (s *scanner) next() ([]byte, int, error) {
 	for {
 		start := s.line
@@ -47,9 +53,7 @@ func (s *scanner) next() ([]byte, int, error) {
 		if err != nil {
 			return nil, start, err
 		}
-		quotes := bytes.Count(b, []byte{'"'})
-		s.quoted = quotes > 0
-		if quotes%2 == 1 {
+		if bytes.Count(b, []byte{'"'})%2 == 1 {
 			s.rec = append(s.rec[:0], b...)
 			for bytes.Count(s.rec, []byte{'"'})%2 == 1 {
 				more, err := s.readLine()
@@ -123,13 +127,23 @@ func (s *scanner) appendObject(dst []byte, keys *[][]byte, rec []byte, line int)
 			continue
 		}
 		dst = append(dst, '"')
-		var n int
-		dst, n = jsonesc.AppendUntil(dst, rec[i:], int(s.delim))
-		dst = append(dst, '"')
-		if s.quoted && bytes.IndexByte(rec[i:i+n], '"') >= 0 {
-			return dst, fmt.Errorf("%s: record on line %d: bare \" in an unquoted field (quote the field and double the quote)", s.file, line)
+		for {
+			j := i
+			for j < len(rec) && s.plain[rec[j]] {
+				j++
+			}
+			dst = append(dst, rec[i:j]...)
+			if i = j; i == len(rec) || rec[i] == s.delim {
+				break
+			}
+			if rec[i] == '"' {
+				return dst, fmt.Errorf("%s: record on line %d: bare \" in an unquoted field (quote the field and double the quote)", s.file, line)
+			}
+			var n int
+			dst, n = jsonesc.AppendOne(dst, rec[i:])
+			i += n
 		}
-		i += n
+		dst = append(dst, '"')
 		if i == len(rec) {
 			break
 		}
@@ -148,11 +162,20 @@ func (s *scanner) appendObject(dst []byte, keys *[][]byte, rec []byte, line int)
 func (s *scanner) appendQuoted(dst, rec []byte, i, line int) ([]byte, int, error) {
 	dst = append(dst, '"')
 	for {
-		var n int
-		dst, n = jsonesc.AppendUntil(dst, rec[i:], '"')
-		i += n
+		j := i
+		for j < len(rec) && s.inQuotes[rec[j]] {
+			j++
+		}
+		dst = append(dst, rec[i:j]...)
+		i = j
 		if i == len(rec) {
 			return dst, i, fmt.Errorf("%s: record on line %d: a quoted field is never closed", s.file, line)
+		}
+		if rec[i] != '"' {
+			var n int
+			dst, n = jsonesc.AppendOne(dst, rec[i:])
+			i += n
+			continue
 		}
 		if i+1 < len(rec) && rec[i+1] == '"' {
 			dst = append(dst, '\\', '"')

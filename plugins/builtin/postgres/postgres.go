@@ -2,9 +2,10 @@
 // it streams a table or a query row by row (nothing is loaded whole) and
 // shards by primary-key range; as a sink it appends through COPY, upserts
 // through COPY into a staging table and INSERT … ON CONFLICT, or overwrites,
-// creating a missing table from the first batch. One write session is one
-// transaction: an acknowledged batch is part of what Close commits, and
-// Abort leaves the database as it was.
+// creating a missing table from the first batch (committed at once, so
+// parallel sessions share it). One write session is one transaction: an
+// acknowledged batch is part of what Close commits, and Abort leaves the
+// database as it was, dropping a table it created that nothing else uses.
 package postgres
 
 import (
@@ -46,6 +47,8 @@ func (Connector) Spec() sdk.Spec {
 		SinkSchema:   sinkSchema,
 		Shardable:    true,
 		WriteModes:   tabular.WriteModes,
+		// Every session is a transaction.
+		IndependentSessions: true,
 	}
 }
 

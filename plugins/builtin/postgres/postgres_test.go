@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -283,5 +284,224 @@ func TestCheck(t *testing.T) {
 	items, err := Connector{}.Check(ctx, sdk.RoleSource, json.RawMessage(`{"url": "postgres://x@127.0.0.1:1/x", "table": "t"}`))
 	if err != nil || len(items) != 1 || items[0].OK {
 		t.Errorf("check against an unreachable server: %+v %v", items, err)
+	}
+}
+
+// batchesOf cuts records into batches of size records, numbered from 1.
+func batchesOf(size int, recs []string) []sdk.Batch {
+	var out []sdk.Batch
+	for i := 0; i < len(recs); i += size {
+		out = append(out, batchOf(uint64(len(out)+1), recs[i:min(i+size, len(recs))]...))
+	}
+	return out
+}
+
+// TestSinkFailureMidCopyCommitsNothing injects failures into a COPY that
+// spans batches: the server rejecting a row of a later batch, and the
+// session's connection killed. Either way the session fails, nothing it
+// acknowledged is committed on its own, and a retry writes every record
+// exactly once.
+func TestSinkFailureMidCopyCommitsNothing(t *testing.T) {
+	t.Parallel()
+	url := testpg.Database(t)
+	exec(t, url, "CREATE TABLE checked (id bigint PRIMARY KEY, first_name text, country text, amount numeric CHECK (amount >= 0), created_at timestamptz, active boolean, attributes jsonb)")
+	want := generated(5, 1, 4000)
+	config := cfg(`{"url": %q, "table": "checked"}`, url)
+	ctx := context.Background()
+
+	t.Run("rejected row", func(t *testing.T) {
+		batches := batchesOf(1000, want)
+		bad := slices.Clone(want[2000:3000])
+		bad[499] = strings.Replace(bad[499], `"amount":`, `"amount":-`, 1)
+		batches[2] = batchOf(3, bad...)
+		w, err := Connector{}.Open(ctx, json.RawMessage(config))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = finish(t, w, batches)
+		if err == nil || !strings.Contains(err.Error(), "batch 3, record 500") || !strings.Contains(err.Error(), "checked_amount_check") {
+			t.Fatalf("a row the server rejects: %v, want it named by batch and record", err)
+		}
+		if n := len(mustRead(t, cfg(`{"url": %q, "table": "checked"}`, url))); n != 0 {
+			t.Fatalf("a failed session committed %d rows", n)
+		}
+	})
+
+	t.Run("connection killed", func(t *testing.T) {
+		batches := batchesOf(1000, want)
+		w, err := Connector{}.Open(ctx, json.RawMessage(config))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range batches[:2] {
+			if err := w.Write(ctx, b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The two acknowledged batches are on their way inside one COPY:
+		// kill its connection once the server runs it.
+		testpg.KillCopy(t, url)
+		if err := finish(t, w, batches[2:]); err == nil || !sdk.IsTransient(err) {
+			t.Fatalf("a killed connection: %v, want a transient error", err)
+		}
+		if n := len(mustRead(t, cfg(`{"url": %q, "table": "checked"}`, url))); n != 0 {
+			t.Fatalf("a failed session committed %d rows", n)
+		}
+	})
+
+	// The retry, a fresh session, writes every record once.
+	if err := write(t, config, false, batchesOf(1000, want)...); err != nil {
+		t.Fatal(err)
+	}
+	got := mustRead(t, cfg(`{"url": %q, "query": "SELECT * FROM checked ORDER BY id"}`, url))
+	if !reflect.DeepEqual(tabulartest.Decoded(t, got), tabulartest.Decoded(t, want)) {
+		t.Fatalf("after the retry the table holds %d rows, not the %d records", len(got), len(want))
+	}
+}
+
+// finish writes batches to w until one fails, then closes the session, or
+// aborts it after a failure as faucet does, and returns the first error.
+func finish(t *testing.T, w sdk.Writer, batches []sdk.Batch) error {
+	t.Helper()
+	ctx := context.Background()
+	for _, b := range batches {
+		if err := w.Write(ctx, b); err != nil {
+			if aerr := w.Abort(ctx); aerr != nil {
+				t.Logf("abort after %v: %v", err, aerr)
+			}
+			return err
+		}
+	}
+	return w.Close(ctx)
+}
+
+// TestSinkCloseAfterARejectedBatch: a batch the sink refuses (a field that
+// is no column) never reaches the COPY, so closing the session commits
+// exactly the batches acknowledged before it.
+func TestSinkCloseAfterARejectedBatch(t *testing.T) {
+	t.Parallel()
+	url := testpg.Database(t)
+	want := generated(6, 1, 3000)
+	ctx := context.Background()
+	w, err := Connector{}.Open(ctx, json.RawMessage(cfg(`{"url": %q, "table": "t"}`, url)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	batches := batchesOf(1000, want)
+	for _, b := range batches[:2] {
+		if err := w.Write(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bad := slices.Clone(want[2000:])
+	bad[10] = strings.Replace(bad[10], `"country":`, `"kountry":`, 1)
+	if err := w.Write(ctx, batchOf(3, bad...)); err == nil || !strings.Contains(err.Error(), `record 11: field "kountry"`) {
+		t.Fatalf("a record with a field that is no column: %v", err)
+	}
+	if err := w.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := mustRead(t, cfg(`{"url": %q, "query": "SELECT * FROM t ORDER BY id"}`, url))
+	if !reflect.DeepEqual(tabulartest.Decoded(t, got), tabulartest.Decoded(t, want[:2000])) {
+		t.Fatalf("committed %d rows, want exactly the 2000 of the acknowledged batches", len(got))
+	}
+}
+
+// FuzzAppendString checks the one-pass JSON → COPY string conversion
+// against decoding with encoding/json and escaping the text.
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{`"plain"`, `"tab\there"`, `"q\"b\\s\/"`, `"\u00e9\ud83d\ude00\u2028"`, `"\ud800x"`, `"\u000a\b\f\r"`, `"a` + "\t" + `b"`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		marshalled, _ := json.Marshal(raw)
+		for _, in := range []string{raw, string(marshalled)} {
+			var text string
+			if !utf8.ValidString(in) || strings.TrimSpace(in) != in || json.Unmarshal([]byte(in), &text) != nil {
+				continue
+			}
+			got, err := appendString(nil, []byte(in))
+			if err != nil {
+				t.Fatalf("%q: %v", in, err)
+			}
+			if want := appendEscaped(nil, []byte(text)); string(got) != string(want) {
+				t.Fatalf("%q: got %q, want %q", in, got, want)
+			}
+		}
+	})
+}
+
+// TestSinkSessionsShareANewTable: sessions writing one missing table at
+// once (the shards of a run) share the table the first of them creates,
+// and a failed session drops a table it created only while nothing else
+// uses it.
+func TestSinkSessionsShareANewTable(t *testing.T) {
+	t.Parallel()
+	url := testpg.Database(t)
+	ctx := context.Background()
+	open := func(table string) sdk.Writer {
+		t.Helper()
+		w, err := Connector{}.Open(ctx, json.RawMessage(cfg(`{"url": %q, "table": %q}`, url, table)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	want := generated(7, 1, 2000)
+	a, b := open("shared"), open("shared")
+	if err := a.Write(ctx, batchOf(1, want[:1000]...)); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Write(ctx, batchOf(1, want[1000:]...)); err != nil {
+		t.Fatalf("a second session on the table the first created: %v", err)
+	}
+	// The creator fails; the other session still uses the table.
+	if err := a.Abort(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := mustRead(t, cfg(`{"url": %q, "query": "SELECT * FROM shared ORDER BY id"}`, url))
+	if !reflect.DeepEqual(tabulartest.Decoded(t, got), tabulartest.Decoded(t, want[1000:])) {
+		t.Fatalf("the table holds %d rows, want the surviving session's 1000", len(got))
+	}
+
+	alone := open("alone")
+	if err := alone.Write(ctx, batchOf(1, want[:10]...)); err != nil {
+		t.Fatal(err)
+	}
+	if err := alone.Abort(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustRead(t, cfg(`{"url": %q, "query": "SELECT to_regclass('alone') IS NULL AS gone"}`, url)); !slices.Equal(got, []string{`{"gone":true}`}) {
+		t.Errorf("an aborted session left behind the table it created: %v", got)
+	}
+}
+
+// TestSinkRecordShapes: batches whose records share one layout go through
+// the fast path, in their own column order; a batch mixing layouts takes
+// the general one; either way every value lands in its column, and a
+// column no record of a batch has gets its default.
+func TestSinkRecordShapes(t *testing.T) {
+	t.Parallel()
+	url := testpg.Database(t)
+	exec(t, url, "CREATE TABLE shapes (a int, b int, c text DEFAULT 'd')")
+	err := write(t, cfg(`{"url": %q, "table": "shapes"}`, url), false,
+		batchOf(1, `{"a":1,"b":2}`, `{"a":3,"b":4}`),
+		batchOf(2, `{"b":5,"a":6}`),
+		batchOf(3, `{"a":7}`, `{"b":8,"c":"x"}`),
+		batchOf(4, `{"c":"y\tz","a":9}`, `{"c":null,"a":10}`),
+		batchOf(5, `{"a":11,"a":12}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := mustRead(t, cfg(`{"url": %q, "query": "SELECT * FROM shapes ORDER BY a"}`, url))
+	want := []string{
+		`{"a":1,"b":2,"c":"d"}`, `{"a":3,"b":4,"c":"d"}`, `{"a":6,"b":5,"c":"d"}`, `{"a":7,"b":null,"c":null}`,
+		`{"a":9,"b":null,"c":"y\tz"}`, `{"a":10,"b":null,"c":null}`, `{"a":12,"b":null,"c":"d"}`, `{"a":null,"b":8,"c":"x"}`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -7,7 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -36,9 +39,10 @@ const stage = "faucet_stage"
 // stageSeq orders the staged rows so the last record of a key wins.
 const stageSeq = "faucet_stage_seq"
 
-// Open connects, starts the session's transaction and, for overwrite,
-// deletes an existing table's rows inside it (readers keep seeing them until
-// the commit).
+// Open connects and starts the session's transaction. An existing table is
+// described and locked for writing inside it, and for overwrite its rows are
+// deleted (readers keep seeing them until the commit); a missing one waits
+// for the first batch, which shows its columns (see create).
 func (Connector) Open(ctx context.Context, config json.RawMessage) (sdk.Writer, error) {
 	cfg, err := decodeSink(config)
 	if err != nil {
@@ -48,35 +52,51 @@ func (Connector) Open(ctx context.Context, config json.RawMessage) (sdk.Writer, 
 	if err != nil {
 		return nil, err
 	}
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		conn.Close(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("begin transaction: %w", classify(err))
-	}
-	w := &writer{cfg: cfg, conn: conn, tx: tx, name: quoteTable(cfg.Table)}
-	if err := w.start(ctx); err != nil {
+	w := &writer{cfg: cfg, conn: conn, name: quoteTable(cfg.Table)}
+	if err := w.begin(ctx); err != nil {
 		// The cause matters more than a failure to roll back.
 		_ = w.Abort(context.WithoutCancel(ctx))
 		return nil, err
+	}
+	if w.index == nil {
+		// Nothing to hold a transaction open for until the table exists.
+		if err := w.tx.Rollback(ctx); err != nil {
+			_ = w.Abort(context.WithoutCancel(ctx))
+			return nil, fmt.Errorf("roll back: %w", classify(err))
+		}
+		w.tx = nil
 	}
 	return w, nil
 }
 
 type writer struct {
-	cfg   sinkConfig
-	conn  *pgx.Conn
-	tx    pgx.Tx
-	name  string // the quoted table name
-	index *tabular.ColumnIndex
-	json  []bool // the column holds json or jsonb: copy values as JSON text
+	cfg  sinkConfig
+	conn *pgx.Conn
+	// tx is the session's transaction; nil while the table does not exist.
+	tx   pgx.Tx
+	name string // the quoted table name
+	// created is set when this session created the table.
+	created bool
+	index   *tabular.ColumnIndex
+	json    []bool // the column holds json or jsonb: copy values as JSON text
 	// rows holds the batch being written, one raw value per column per
 	// record, reused from batch to batch.
 	rows    [][]byte
 	present []bool
-	buf     bytes.Buffer
+	// stream is the COPY in progress (appends and overwrites).
+	stream *copyStream
+	// buf holds an upsert's encoded batch.
+	buf []byte
 }
 
-func (w *writer) start(ctx context.Context) error {
+// begin starts the session's transaction and, when the table exists, sets
+// up writing to it; w.index stays nil when it does not.
+func (w *writer) begin(ctx context.Context) error {
+	tx, err := w.conn.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("begin transaction: %w", classify(err))
+	}
+	w.tx = tx
 	var names []string
 	var isJSON []bool
 	rows, err := w.tx.Query(ctx, `SELECT a.attname, a.atttypid FROM pg_attribute a
@@ -99,6 +119,11 @@ func (w *writer) start(ctx context.Context) error {
 	}
 	if len(names) == 0 {
 		return nil
+	}
+	// Held to the end of the session, the lock keeps a session that created
+	// the table from dropping it under this one (see dropUnused).
+	if _, err := w.tx.Exec(ctx, "LOCK TABLE "+w.name+" IN ROW EXCLUSIVE MODE"); err != nil {
+		return fmt.Errorf("lock table %s: %w", w.cfg.Table, classify(err))
 	}
 	if w.cfg.WriteMode == "overwrite" {
 		if _, err := w.tx.Exec(ctx, "DELETE FROM "+w.name); err != nil {
@@ -151,17 +176,48 @@ func (w *writer) use(ctx context.Context, names []string, isJSON []bool) error {
 	return nil
 }
 
-// create makes the table from the columns the first batch shows: bigint,
-// numeric, boolean, timestamptz, text and jsonb.
+// create makes the table from the columns the first batch shows (bigint,
+// numeric, boolean, timestamptz, text and jsonb) in a transaction of its
+// own, committed at once, and then begins the session on it. The shards of
+// a run writing one new table in parallel thus share it: an advisory lock
+// lets one of them create it and the others find it, where a table created
+// inside each session would keep every other shard waiting for the first
+// one's commit. A session that fails drops the table it created while the
+// table is empty and unused (see dropUnused).
 func (w *writer) create(ctx context.Context, b sdk.Batch) error {
 	t, err := tabular.CreateTable(w.cfg.Table, b.All(), w.cfg.Key, columnType)
 	if err != nil {
 		return err
 	}
-	if _, err := w.tx.Exec(ctx, t.DDL); err != nil {
+	// The lock is the session's, taken before the transaction: a
+	// transaction begun after another session's CREATE committed sees the
+	// table, where one already waiting on a lock may not.
+	lockKey := "faucet create table " + w.name
+	if _, err := w.conn.Exec(ctx, "SELECT pg_advisory_lock(hashtextextended($1, 0))", lockKey); err != nil {
 		return fmt.Errorf("create table %s: %w", w.cfg.Table, classify(err))
 	}
-	return w.use(ctx, t.Names, t.JSON)
+	err = pgx.BeginFunc(ctx, w.conn, func(tx pgx.Tx) error {
+		var exists bool
+		if err := tx.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", w.name).Scan(&exists); err != nil || exists {
+			return err
+		}
+		_, err := tx.Exec(ctx, t.DDL)
+		w.created = err == nil
+		return err
+	})
+	if _, uerr := w.conn.Exec(ctx, "SELECT pg_advisory_unlock(hashtextextended($1, 0))", lockKey); err == nil {
+		err = uerr
+	}
+	if err != nil {
+		return fmt.Errorf("create table %s: %w", w.cfg.Table, classify(err))
+	}
+	if err := w.begin(ctx); err != nil {
+		return err
+	}
+	if w.index == nil {
+		return fmt.Errorf("table %s was dropped as it was being created", w.cfg.Table)
+	}
+	return nil
 }
 
 func columnType(k tabular.Kind) string {
@@ -184,12 +240,37 @@ func columnType(k tabular.Kind) string {
 // Write copies the batch into the table (or, for upsert, into the staging
 // table and from there with INSERT … ON CONFLICT). Only the columns some
 // record of the batch has are listed, so the others get their defaults.
+// Appends and overwrites stream consecutive batches with the same columns
+// through one COPY (see copyStream); an upsert copies each batch on its
+// own, as its INSERT must see the batch whole.
 func (w *writer) Write(ctx context.Context, b sdk.Batch) error {
 	if w.index == nil {
 		if err := w.create(ctx, b); err != nil {
 			return err
 		}
 	}
+	listed, which, err := w.stage(b)
+	if err != nil {
+		return err
+	}
+	if w.cfg.WriteMode == "upsert" {
+		return w.upsert(ctx, b, listed, which)
+	}
+	buf, err := w.copyBuffer(ctx, listed)
+	if err != nil {
+		return err
+	}
+	if buf, err = w.encode(buf, which); err != nil {
+		w.stream.free <- buf[:0]
+		return err
+	}
+	return w.send(b, buf)
+}
+
+// stage splits the batch's records into w.rows, one raw value per column,
+// and returns the columns some record has (listed by name, which by
+// position), in table order.
+func (w *writer) stage(b sdk.Batch) (listed []string, which []int, err error) {
 	cols := w.index.Names()
 	ncols := len(cols)
 	w.rows = slices.Grow(w.rows[:0], b.Count*ncols)
@@ -204,7 +285,7 @@ func (w *writer) Write(ctx context.Context, b sdk.Batch) error {
 		w.rows = w.rows[:start+ncols]
 		vals := w.rows[start:]
 		if err := w.index.Row(rec, vals); err != nil {
-			return fmt.Errorf("record %d: %w", n, err)
+			return nil, nil, fmt.Errorf("record %d: %w", n, err)
 		}
 		for i, v := range vals {
 			if v != nil {
@@ -212,8 +293,6 @@ func (w *writer) Write(ctx context.Context, b sdk.Batch) error {
 			}
 		}
 	}
-	var listed []string
-	var which []int
 	for i, p := range w.present {
 		if p {
 			listed = append(listed, cols[i])
@@ -221,28 +300,67 @@ func (w *writer) Write(ctx context.Context, b sdk.Batch) error {
 		}
 	}
 	if len(listed) == 0 {
-		return fmt.Errorf("batch %d: no record has a column of table %s", b.Seq, w.cfg.Table)
+		return nil, nil, fmt.Errorf("batch %d: no record has a column of table %s", b.Seq, w.cfg.Table)
 	}
-	if w.cfg.WriteMode == "upsert" {
-		for _, k := range w.cfg.Key {
-			if !slices.Contains(listed, k) {
-				return fmt.Errorf("batch %d: no record has key column %q", b.Seq, k)
-			}
+	return listed, which, nil
+}
+
+// copyBuffer returns a buffer to encode a batch into for the COPY listing
+// names, starting that COPY when the one in progress lists others.
+func (w *writer) copyBuffer(ctx context.Context, names []string) ([]byte, error) {
+	columns := tabular.QuoteList(names)
+	if w.stream != nil && w.stream.columns != columns {
+		if err := w.endCopy(); err != nil {
+			return nil, err
 		}
 	}
-	if err := w.encode(ncols, which); err != nil {
+	if w.stream == nil {
+		w.stream = startCopy(ctx, w.conn.PgConn(), fmt.Sprintf("COPY %s (%s) FROM STDIN", w.name, columns), columns)
+	}
+	buf, err := w.stream.buffer()
+	if err != nil {
+		return nil, w.copyFailed(err)
+	}
+	return buf, nil
+}
+
+// send queues a batch's encoded rows on the COPY in progress.
+func (w *writer) send(b sdk.Batch, rows []byte) error {
+	if err := w.stream.send(b.Seq, b.Count, rows); err != nil {
+		return w.copyFailed(err)
+	}
+	return nil
+}
+
+// endCopy finishes the COPY in progress and reports the server's verdict.
+func (w *writer) endCopy() error {
+	s := w.stream
+	w.stream = nil
+	if err := s.finish(); err != nil {
+		return w.copyFailed(err)
+	}
+	return nil
+}
+
+func (w *writer) copyFailed(err error) error {
+	return fmt.Errorf("copy into %s: %w", w.cfg.Table, classify(err))
+}
+
+// upsert copies one batch into the staging table and merges it into the
+// table, the last record of a key winning.
+func (w *writer) upsert(ctx context.Context, b sdk.Batch, listed []string, which []int) error {
+	for _, k := range w.cfg.Key {
+		if !slices.Contains(listed, k) {
+			return fmt.Errorf("batch %d: no record has key column %q", b.Seq, k)
+		}
+	}
+	var err error
+	if w.buf, err = w.encode(w.buf[:0], which); err != nil {
 		return err
 	}
-	target := w.name
-	if w.cfg.WriteMode == "upsert" {
-		target = stage
-	}
-	copySQL := fmt.Sprintf("COPY %s (%s) FROM STDIN", target, tabular.QuoteList(listed))
-	if _, err := w.conn.PgConn().CopyFrom(ctx, bytes.NewReader(w.buf.Bytes()), copySQL); err != nil {
-		return fmt.Errorf("copy into %s: %w", w.cfg.Table, classify(err))
-	}
-	if w.cfg.WriteMode != "upsert" {
-		return nil
+	copySQL := fmt.Sprintf("COPY %s (%s) FROM STDIN", stage, tabular.QuoteList(listed))
+	if _, err := w.conn.PgConn().CopyFrom(ctx, bytes.NewReader(w.buf), copySQL); err != nil {
+		return w.copyFailed(err)
 	}
 	action := "NOTHING"
 	if set := tabular.UpsertSet(listed, w.cfg.Key); set != "" {
@@ -260,81 +378,212 @@ func (w *writer) Write(ctx context.Context, b sdk.Batch) error {
 	return nil
 }
 
-// encode renders the staged rows in COPY's text format: tab-separated
-// columns, \N for NULL, backslash escapes for tabs, newlines and
-// backslashes. JSON numbers and booleans are valid input as they are;
-// strings are unquoted; objects and arrays (and anything bound for a json
-// column) go as JSON text.
-func (w *writer) encode(ncols int, which []int) error {
-	w.buf.Reset()
-	var scratch []byte
+// encode appends the staged rows to dst in COPY's text format:
+// tab-separated columns, each value as appendValue writes it.
+func (w *writer) encode(dst []byte, which []int) ([]byte, error) {
+	ncols := len(w.index.Names())
 	for r := 0; r+ncols <= len(w.rows); r += ncols {
 		vals := w.rows[r : r+ncols]
 		for j, i := range which {
 			if j > 0 {
-				w.buf.WriteByte('\t')
+				dst = append(dst, '\t')
 			}
-			raw := vals[i]
-			k := tabular.KindOf(raw)
-			switch {
-			case raw == nil || k == tabular.KindNull:
-				w.buf.WriteString(`\N`)
-			case w.json[i] || k == tabular.KindJSON:
-				writeEscaped(&w.buf, raw)
-			case k == tabular.KindString:
-				var err error
-				scratch, err = tabular.AppendUnquoted(scratch[:0], raw)
-				if err != nil {
-					return fmt.Errorf("record %d, column %s: %w", r/ncols+1, w.index.Names()[i], err)
-				}
-				writeEscaped(&w.buf, scratch)
-			default:
-				w.buf.Write(raw)
+			var err error
+			if dst, err = w.appendValue(dst, vals[i], i); err != nil {
+				return dst, fmt.Errorf("record %d, column %s: %w", r/ncols+1, w.index.Names()[i], err)
 			}
 		}
-		w.buf.WriteByte('\n')
+		dst = append(dst, '\n')
 	}
-	return nil
+	return dst, nil
 }
 
-// writeEscaped writes b with COPY text-format escapes.
-func writeEscaped(buf *bytes.Buffer, b []byte) {
+// appendValue appends a record's raw JSON value for column col in COPY's
+// text format: \N for NULL (or a missing value), backslash escapes for
+// tabs, newlines and backslashes. JSON numbers and booleans are valid
+// input as they are; strings are unquoted; objects and arrays (and
+// anything bound for a json column) go as JSON text.
+func (w *writer) appendValue(dst, raw []byte, col int) ([]byte, error) {
+	switch {
+	case len(raw) == 0 || raw[0] == 'n':
+		return append(dst, `\N`...), nil
+	case w.json[col] || raw[0] == '{' || raw[0] == '[':
+		return appendEscaped(dst, raw), nil
+	case raw[0] == '"':
+		return appendString(dst, raw)
+	}
+	return append(dst, raw...), nil
+}
+
+// copySpecial marks the bytes COPY's text format escapes.
+var copySpecial = [256]bool{'\\': true, '\n': true, '\r': true, '\t': true}
+
+// appendString appends the text of a raw JSON string in COPY's format,
+// decoding JSON's escapes and applying COPY's in one pass. The common
+// string, without escapes, goes through as it is.
+func appendString(dst, raw []byte) ([]byte, error) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return dst, errors.New("not a JSON string")
+	}
+	s := raw[1 : len(raw)-1]
 	start := 0
-	for i, c := range b {
-		var esc string
-		switch c {
-		case '\\':
-			esc = `\\`
-		case '\n':
-			esc = `\n`
-		case '\r':
-			esc = `\r`
-		case '\t':
-			esc = `\t`
-		default:
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !copySpecial[c] {
 			continue
 		}
-		buf.Write(b[start:i])
-		buf.WriteString(esc)
+		dst = append(dst, s[start:i]...)
+		start = i + 1
+		if c != '\\' {
+			// A control character a lenient producer left unescaped.
+			dst = appendEscaped(dst, s[i:i+1])
+			continue
+		}
+		if i+1 == len(s) {
+			return dst, errors.New("malformed JSON string: it ends in a backslash")
+		}
+		i++
+		switch e := s[i]; e {
+		case '"', '/':
+			dst = append(dst, e)
+		case '\\':
+			dst = append(dst, '\\', '\\')
+		case 'n', 'r', 't':
+			// COPY's text format has the same escapes for these.
+			dst = append(dst, '\\', e)
+		case 'b':
+			dst = append(dst, '\b')
+		case 'f':
+			dst = append(dst, '\f')
+		case 'u':
+			r, n, err := decodeUnicodeEscape(s[i-1:])
+			if err != nil {
+				return dst, err
+			}
+			i += n - 2
+			var buf [utf8.UTFMax]byte
+			dst = appendEscaped(dst, utf8.AppendRune(buf[:0], r))
+		default:
+			return dst, fmt.Errorf("malformed JSON string: unknown escape \\%c", e)
+		}
 		start = i + 1
 	}
-	buf.Write(b[start:])
+	return append(dst, s[start:]...), nil
 }
 
-// Close commits every acknowledged batch.
+// decodeUnicodeEscape decodes the \uXXXX escape at the start of s, with
+// the low half of a surrogate pair following it, and returns the rune and
+// the bytes used. A lone surrogate becomes U+FFFD, as encoding/json does.
+func decodeUnicodeEscape(s []byte) (rune, int, error) {
+	hex4 := func(b []byte) (rune, bool) {
+		if len(b) < 6 || b[0] != '\\' || b[1] != 'u' {
+			return 0, false
+		}
+		v, err := strconv.ParseUint(string(b[2:6]), 16, 16)
+		return rune(v), err == nil
+	}
+	r, ok := hex4(s)
+	if !ok {
+		return 0, 0, errors.New("malformed JSON string: bad \\u escape")
+	}
+	if !utf16.IsSurrogate(r) {
+		return r, 6, nil
+	}
+	if lo, ok := hex4(s[6:]); ok {
+		if dec := utf16.DecodeRune(r, lo); dec != utf8.RuneError {
+			return dec, 12, nil
+		}
+	}
+	return utf8.RuneError, 6, nil
+}
+
+// appendEscaped appends b with COPY text-format escapes.
+func appendEscaped(dst, b []byte) []byte {
+	start := 0
+	for i, c := range b {
+		if !copySpecial[c] {
+			continue
+		}
+		dst = append(dst, b[start:i]...)
+		switch c {
+		case '\\':
+			dst = append(dst, '\\', '\\')
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		}
+		start = i + 1
+	}
+	return append(dst, b[start:]...)
+}
+
+// Close ends the COPY in progress and commits every acknowledged batch; if
+// the server rejects any of them, nothing is committed.
 func (w *writer) Close(ctx context.Context) error {
-	defer w.conn.Close(context.WithoutCancel(ctx))
+	if w.tx == nil {
+		// No batch arrived, so there is no table to commit to.
+		w.conn.Close(context.WithoutCancel(ctx))
+		return nil
+	}
+	if w.stream != nil {
+		if err := w.endCopy(); err != nil {
+			w.discard(context.WithoutCancel(ctx))
+			return err
+		}
+	}
 	if err := w.tx.Commit(ctx); err != nil {
+		w.discard(context.WithoutCancel(ctx))
 		return fmt.Errorf("commit: %w", classify(err))
 	}
+	w.conn.Close(context.WithoutCancel(ctx))
 	return nil
 }
 
 // Abort rolls the session back.
 func (w *writer) Abort(ctx context.Context) error {
-	defer w.conn.Close(context.WithoutCancel(ctx))
-	if err := w.tx.Rollback(ctx); err != nil && !errors.Is(err, pgx.ErrTxClosed) {
-		return fmt.Errorf("roll back: %w", err)
+	if w.stream != nil {
+		w.stream.cancel()
+		w.stream = nil
 	}
-	return nil
+	var err error
+	if w.tx != nil {
+		if rerr := w.tx.Rollback(ctx); rerr != nil && !errors.Is(rerr, pgx.ErrTxClosed) {
+			err = fmt.Errorf("roll back: %w", rerr)
+		}
+	}
+	w.dropUnused(ctx)
+	w.conn.Close(context.WithoutCancel(ctx))
+	return err
+}
+
+// discard ends a session whose commit failed: rolled back, the table it
+// created dropped if nothing else uses it, the connection closed.
+func (w *writer) discard(ctx context.Context) {
+	_ = w.tx.Rollback(ctx)
+	w.dropUnused(ctx)
+	w.conn.Close(ctx)
+}
+
+// dropUnused drops the table this session created, so that a failed session
+// leaves the database as it was, unless the table holds rows or another
+// session (a shard of the same run) has it open: then it stays, theirs. It
+// is best effort; a session whose connection died leaves the empty table.
+func (w *writer) dropUnused(ctx context.Context) {
+	if !w.created {
+		return
+	}
+	_ = pgx.BeginFunc(ctx, w.conn, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "LOCK TABLE "+w.name+" IN ACCESS EXCLUSIVE MODE NOWAIT"); err != nil {
+			return err
+		}
+		var used bool
+		if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT FROM "+w.name+")").Scan(&used); err != nil || used {
+			return err
+		}
+		_, err := tx.Exec(ctx, "DROP TABLE "+w.name)
+		return err
+	})
 }

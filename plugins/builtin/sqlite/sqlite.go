@@ -47,6 +47,8 @@ func (Connector) Spec() sdk.Spec {
 		SinkSchema:   sinkSchema,
 		Shardable:    true,
 		WriteModes:   tabular.WriteModes,
+		// Every session is a transaction (they take turns writing).
+		IndependentSessions: true,
 	}
 }
 

@@ -25,7 +25,9 @@ var _ encoding.CodecV2 = codec{}
 func (codec) Name() string { return "proto" }
 
 // Batch fields of the messages that carry one: ReadResponse.batch = 1,
-// WriteRequest.batch = 2; Batch.seq = 1, count = 2, records = 3.
+// WriteRequest.batch = 2; Batch.seq = 1, count = 2, records = 3. A batch in
+// a shared slot (Batch.shared) takes the generic path: it carries no
+// records to save a copy of.
 const (
 	readBatchField  protowire.Number = 1
 	writeBatchField protowire.Number = 2
@@ -42,7 +44,7 @@ func (codec) Marshal(v any) (mem.BufferSlice, error) {
 	case *connectorv1.WriteRequest:
 		b, field = m.GetBatch(), writeBatchField
 	}
-	if b == nil {
+	if b == nil || b.GetShared() != nil {
 		msg, ok := v.(proto.Message)
 		if !ok {
 			return nil, fmt.Errorf("marshal: %T is not a protobuf message", v)

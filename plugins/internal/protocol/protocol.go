@@ -13,9 +13,27 @@ import (
 	connectorv1 "github.com/faucet-dev/faucet/plugins/proto/faucet/connector/v1"
 )
 
-// Version is the connector protocol version this build speaks
-// (package faucet.connector.v1).
-const Version = 1
+// The connector protocol versions, as go-plugin negotiates them: all speak
+// package faucet.connector.v1, each minor version adding to the ones before
+// it. A build offers every version it speaks and go-plugin settles on the
+// highest the other end offers too, so a plugin built against an earlier
+// version keeps working, only without the later additions. A new minor
+// version gets the next number, becomes Latest, and its additions are used
+// only where Supports says the peer has them.
+const (
+	// Version1 is protocol 1.0.
+	Version1 = 1
+	// VersionSharedReads is protocol 1.1: a sink reading its source
+	// directly offers memory the two share (ReadRequest.shared_region), and
+	// the source writes its batches there instead of into the messages.
+	VersionSharedReads = 2
+	// Latest is the highest version this build speaks.
+	Latest = VersionSharedReads
+)
+
+// Supports reports whether a peer that negotiated version has the additions
+// of version feature.
+func Supports(version, feature int) bool { return version >= feature }
 
 // PluginName is the key of the connector service in go-plugin's plugin set.
 const PluginName = "connector"
@@ -24,7 +42,7 @@ const PluginName = "connector"
 // stops a user from running a plugin binary by hand and keeps faucet from
 // talking to an executable that is not a faucet connector.
 var Handshake = plugin.HandshakeConfig{
-	ProtocolVersion:  Version,
+	ProtocolVersion:  Version1,
 	MagicCookieKey:   "FAUCET_CONNECTOR_PLUGIN",
 	MagicCookieValue: "d9c1f2b4-faucet-connector-7e3a",
 }
@@ -93,9 +111,12 @@ func (p *Plugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, c *grpc.Cli
 }
 
 // PluginSets maps each protocol version this build speaks to its plugin set,
-// for go-plugin's version negotiation.
+// for go-plugin's version negotiation. Every version is the same service;
+// what differs is which of its calls a peer may make.
 func PluginSets(server connectorv1.ConnectorServiceServer) map[int]plugin.PluginSet {
-	return map[int]plugin.PluginSet{
-		Version: {PluginName: &Plugin{Impl: server}},
+	sets := map[int]plugin.PluginSet{}
+	for v := Version1; v <= Latest; v++ {
+		sets[v] = plugin.PluginSet{PluginName: &Plugin{Impl: server}}
 	}
+	return sets
 }

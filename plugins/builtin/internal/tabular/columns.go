@@ -161,6 +161,17 @@ type ColumnIndex struct {
 	table string
 	names []string
 	pos   map[string]int
+	// layout is the members of the last record Row split, in order: records
+	// from one source list the same keys in the same order, so each member's
+	// column is found by comparing its raw key with the one at its position
+	// instead of hashing it into pos.
+	layout []member
+}
+
+// member is one position of a record's layout: its raw key and its column.
+type member struct {
+	raw []byte
+	col int
 }
 
 // NewColumnIndex indexes the columns of table.
@@ -179,20 +190,48 @@ func (c *ColumnIndex) Names() []string { return c.names }
 // the record lacks), rejecting members that are not columns of the table.
 func (c *ColumnIndex) Row(rec []byte, vals [][]byte) error {
 	clear(vals)
-	return Fields(rec, func(rawKey, value []byte) error {
-		i, ok := c.pos[string(rawKey)]
-		if !ok {
-			name, err := Key(rawKey)
-			if err != nil {
-				return err
-			}
-			if i, ok = c.pos[name]; !ok {
-				return fmt.Errorf("field %q is not a column of table %s", name, c.table)
-			}
+	var m members
+	if err := m.start(rec); err != nil {
+		return err
+	}
+	for k := 0; ; k++ {
+		rawKey, value, ok, err := m.next()
+		if err != nil || !ok {
+			return err
+		}
+		if k < len(c.layout) && string(c.layout[k].raw) == string(rawKey) {
+			vals[c.layout[k].col] = value
+			continue
+		}
+		i, err := c.column(rawKey)
+		if err != nil {
+			return err
+		}
+		at := member{raw: append([]byte(nil), rawKey...), col: i}
+		if k < len(c.layout) {
+			c.layout[k] = at
+		} else {
+			c.layout = append(c.layout, at)
 		}
 		vals[i] = value
-		return nil
-	})
+	}
+}
+
+// column finds the column of a raw key from Fields, or fails for a key
+// that is not a column of the table.
+func (c *ColumnIndex) column(rawKey []byte) (int, error) {
+	if i, ok := c.pos[string(rawKey)]; ok {
+		return i, nil
+	}
+	name, err := Key(rawKey)
+	if err != nil {
+		return 0, err
+	}
+	i, ok := c.pos[name]
+	if !ok {
+		return 0, fmt.Errorf("field %q is not a column of table %s", name, c.table)
+	}
+	return i, nil
 }
 
 // CheckKey verifies that every key column is a column of the table.

@@ -1,9 +1,12 @@
 // The faucet connector protocol: how faucet talks to a connector plugin.
 //
 // Version 1. A plugin announces the protocol versions it speaks in the
-// go-plugin handshake; faucet picks the highest one both sides know. A
-// breaking change to this file gets a new package (faucet.connector.v2) and a
-// new protocol version, served side by side with this one.
+// go-plugin handshake; faucet picks the highest one both sides know. Within
+// this package, versions only add: go-plugin version 1 is protocol 1.0 and
+// each later one (2 = 1.1, …) a minor version whose additions are marked
+// below; a peer that negotiated an earlier one is never asked for them. A
+// breaking change to this file gets a new package (faucet.connector.v2) and
+// a new major version, served side by side with this one.
 //
 // Records never cross one per message: a Batch carries thousands of records
 // as JSON Lines bytes, cut by the sender well under the gRPC message limit.
@@ -278,8 +281,12 @@ type Capabilities struct {
 	// reads_upstream sinks accept WriteOpen.upstream; faucet relays the
 	// batches itself to sinks that do not.
 	ReadsUpstream bool `protobuf:"varint,3,opt,name=reads_upstream,json=readsUpstream,proto3" json:"reads_upstream,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// independent_sessions sinks commit and abort each of several sessions
+	// writing one target at once on its own (each is a transaction); faucet
+	// splits a run into shards only for them (since 1.1).
+	IndependentSessions bool `protobuf:"varint,4,opt,name=independent_sessions,json=independentSessions,proto3" json:"independent_sessions,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *Capabilities) Reset() {
@@ -329,6 +336,13 @@ func (x *Capabilities) GetWriteModes() []string {
 func (x *Capabilities) GetReadsUpstream() bool {
 	if x != nil {
 		return x.ReadsUpstream
+	}
+	return false
+}
+
+func (x *Capabilities) GetIndependentSessions() bool {
+	if x != nil {
+		return x.IndependentSessions
 	}
 	return false
 }
@@ -497,7 +511,10 @@ type ReadRequest struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Config []byte                 `protobuf:"bytes,1,opt,name=config,proto3" json:"config,omitempty"`
 	// shard limits the read to one shard Shards returned; unset reads all.
-	Shard         *Shard `protobuf:"bytes,2,opt,name=shard,proto3" json:"shard,omitempty"`
+	Shard *Shard `protobuf:"bytes,2,opt,name=shard,proto3" json:"shard,omitempty"`
+	// shared_region, from a sink reading the source directly, is memory the
+	// source may write its batches into instead of the messages (since 1.1).
+	SharedRegion  *SharedRegion `protobuf:"bytes,3,opt,name=shared_region,json=sharedRegion,proto3" json:"shared_region,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -546,6 +563,101 @@ func (x *ReadRequest) GetShard() *Shard {
 	return nil
 }
 
+func (x *ReadRequest) GetSharedRegion() *SharedRegion {
+	if x != nil {
+		return x.SharedRegion
+	}
+	return nil
+}
+
+// SharedRegion is memory a sink shares with the source it reads: the whole
+// of a Linux memfd the sink holds open as file descriptor fd, which the
+// source opens as /proc/<pid>/fd/<fd>. It starts with a header of
+// header_bytes; slots of slot_bytes follow. The header's first four bytes
+// count the batches the sink has consumed from slots, and the next four
+// are set while the source waits for that count to grow (both
+// little-endian uint32s, updated atomically; the source waits as a futex
+// on the count). The source writes its k-th batch that goes through a slot
+// (k from 0) into slot k mod slots once the count is at least k+1-slots,
+// and names the slot in Batch.shared; the sink adds one to the count, and
+// wakes a waiting source, once it is done with the batch. A source may
+// ignore the region and send any batch in its message.
+type SharedRegion struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Pid           int64                  `protobuf:"varint,1,opt,name=pid,proto3" json:"pid,omitempty"`
+	Fd            int32                  `protobuf:"varint,2,opt,name=fd,proto3" json:"fd,omitempty"`
+	Slots         uint32                 `protobuf:"varint,3,opt,name=slots,proto3" json:"slots,omitempty"`
+	SlotBytes     uint32                 `protobuf:"varint,4,opt,name=slot_bytes,json=slotBytes,proto3" json:"slot_bytes,omitempty"`
+	HeaderBytes   uint32                 `protobuf:"varint,5,opt,name=header_bytes,json=headerBytes,proto3" json:"header_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SharedRegion) Reset() {
+	*x = SharedRegion{}
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SharedRegion) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SharedRegion) ProtoMessage() {}
+
+func (x *SharedRegion) ProtoReflect() protoreflect.Message {
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SharedRegion.ProtoReflect.Descriptor instead.
+func (*SharedRegion) Descriptor() ([]byte, []int) {
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *SharedRegion) GetPid() int64 {
+	if x != nil {
+		return x.Pid
+	}
+	return 0
+}
+
+func (x *SharedRegion) GetFd() int32 {
+	if x != nil {
+		return x.Fd
+	}
+	return 0
+}
+
+func (x *SharedRegion) GetSlots() uint32 {
+	if x != nil {
+		return x.Slots
+	}
+	return 0
+}
+
+func (x *SharedRegion) GetSlotBytes() uint32 {
+	if x != nil {
+		return x.SlotBytes
+	}
+	return 0
+}
+
+func (x *SharedRegion) GetHeaderBytes() uint32 {
+	if x != nil {
+		return x.HeaderBytes
+	}
+	return 0
+}
+
 type ReadResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Msg:
@@ -559,7 +671,7 @@ type ReadResponse struct {
 
 func (x *ReadResponse) Reset() {
 	*x = ReadResponse{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[7]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -571,7 +683,7 @@ func (x *ReadResponse) String() string {
 func (*ReadResponse) ProtoMessage() {}
 
 func (x *ReadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[7]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -584,7 +696,7 @@ func (x *ReadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResponse.ProtoReflect.Descriptor instead.
 func (*ReadResponse) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{7}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ReadResponse) GetMsg() isReadResponse_Msg {
@@ -644,7 +756,7 @@ type Shard struct {
 
 func (x *Shard) Reset() {
 	*x = Shard{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[8]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -656,7 +768,7 @@ func (x *Shard) String() string {
 func (*Shard) ProtoMessage() {}
 
 func (x *Shard) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[8]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -669,7 +781,7 @@ func (x *Shard) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Shard.ProtoReflect.Descriptor instead.
 func (*Shard) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{8}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Shard) GetDescriptor_() []byte {
@@ -703,7 +815,7 @@ type ShardsRequest struct {
 
 func (x *ShardsRequest) Reset() {
 	*x = ShardsRequest{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[9]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -715,7 +827,7 @@ func (x *ShardsRequest) String() string {
 func (*ShardsRequest) ProtoMessage() {}
 
 func (x *ShardsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[9]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -728,7 +840,7 @@ func (x *ShardsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShardsRequest.ProtoReflect.Descriptor instead.
 func (*ShardsRequest) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{9}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ShardsRequest) GetConfig() []byte {
@@ -754,7 +866,7 @@ type ShardsResponse struct {
 
 func (x *ShardsResponse) Reset() {
 	*x = ShardsResponse{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[10]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -766,7 +878,7 @@ func (x *ShardsResponse) String() string {
 func (*ShardsResponse) ProtoMessage() {}
 
 func (x *ShardsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[10]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -779,7 +891,7 @@ func (x *ShardsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShardsResponse.ProtoReflect.Descriptor instead.
 func (*ShardsResponse) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{10}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ShardsResponse) GetShards() []*Shard {
@@ -793,16 +905,19 @@ func (x *ShardsResponse) GetShards() []*Shard {
 type Batch struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// seq numbers the batches of one call from 1 upwards.
-	Seq           uint64 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
-	Count         uint32 `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
-	Records       []byte `protobuf:"bytes,3,opt,name=records,proto3" json:"records,omitempty"`
+	Seq     uint64 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	Count   uint32 `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
+	Records []byte `protobuf:"bytes,3,opt,name=records,proto3" json:"records,omitempty"`
+	// shared, in a Read with a shared region, says where in the region the
+	// records are; records is then empty (since 1.1).
+	Shared        *SharedSlot `protobuf:"bytes,4,opt,name=shared,proto3" json:"shared,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Batch) Reset() {
 	*x = Batch{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[11]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -814,7 +929,7 @@ func (x *Batch) String() string {
 func (*Batch) ProtoMessage() {}
 
 func (x *Batch) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[11]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -827,7 +942,7 @@ func (x *Batch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Batch.ProtoReflect.Descriptor instead.
 func (*Batch) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{11}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Batch) GetSeq() uint64 {
@@ -851,6 +966,67 @@ func (x *Batch) GetRecords() []byte {
 	return nil
 }
 
+func (x *Batch) GetShared() *SharedSlot {
+	if x != nil {
+		return x.Shared
+	}
+	return nil
+}
+
+// SharedSlot is a batch's place in a shared region: the first length bytes
+// of slot.
+type SharedSlot struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Slot          uint32                 `protobuf:"varint,1,opt,name=slot,proto3" json:"slot,omitempty"`
+	Length        uint32                 `protobuf:"varint,2,opt,name=length,proto3" json:"length,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SharedSlot) Reset() {
+	*x = SharedSlot{}
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SharedSlot) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SharedSlot) ProtoMessage() {}
+
+func (x *SharedSlot) ProtoReflect() protoreflect.Message {
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SharedSlot.ProtoReflect.Descriptor instead.
+func (*SharedSlot) Descriptor() ([]byte, []int) {
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *SharedSlot) GetSlot() uint32 {
+	if x != nil {
+		return x.Slot
+	}
+	return 0
+}
+
+func (x *SharedSlot) GetLength() uint32 {
+	if x != nil {
+		return x.Length
+	}
+	return 0
+}
+
 // Stats closes a Read or Write call.
 type Stats struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -863,7 +1039,7 @@ type Stats struct {
 
 func (x *Stats) Reset() {
 	*x = Stats{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[12]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -875,7 +1051,7 @@ func (x *Stats) String() string {
 func (*Stats) ProtoMessage() {}
 
 func (x *Stats) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[12]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -888,7 +1064,7 @@ func (x *Stats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stats.ProtoReflect.Descriptor instead.
 func (*Stats) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{12}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Stats) GetRecords() int64 {
@@ -919,7 +1095,7 @@ type WriteRequest struct {
 
 func (x *WriteRequest) Reset() {
 	*x = WriteRequest{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[13]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -931,7 +1107,7 @@ func (x *WriteRequest) String() string {
 func (*WriteRequest) ProtoMessage() {}
 
 func (x *WriteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[13]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -944,7 +1120,7 @@ func (x *WriteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteRequest.ProtoReflect.Descriptor instead.
 func (*WriteRequest) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{13}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *WriteRequest) GetMsg() isWriteRequest_Msg {
@@ -1016,7 +1192,7 @@ type WriteOpen struct {
 
 func (x *WriteOpen) Reset() {
 	*x = WriteOpen{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[14]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1028,7 +1204,7 @@ func (x *WriteOpen) String() string {
 func (*WriteOpen) ProtoMessage() {}
 
 func (x *WriteOpen) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[14]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1041,7 +1217,7 @@ func (x *WriteOpen) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteOpen.ProtoReflect.Descriptor instead.
 func (*WriteOpen) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{14}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *WriteOpen) GetConfig() []byte {
@@ -1062,16 +1238,20 @@ func (x *WriteOpen) GetUpstream() *Upstream {
 type Upstream struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// network and address of the source plugin's gRPC server ("unix", path).
-	Network       string       `protobuf:"bytes,1,opt,name=network,proto3" json:"network,omitempty"`
-	Address       string       `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"`
-	Read          *ReadRequest `protobuf:"bytes,3,opt,name=read,proto3" json:"read,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Network string       `protobuf:"bytes,1,opt,name=network,proto3" json:"network,omitempty"`
+	Address string       `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"`
+	Read    *ReadRequest `protobuf:"bytes,3,opt,name=read,proto3" json:"read,omitempty"`
+	// protocol_version is the version faucet negotiated with the source
+	// plugin, which says what the sink may call on it; 0 (unset) means 1
+	// (since 1.1).
+	ProtocolVersion uint32 `protobuf:"varint,4,opt,name=protocol_version,json=protocolVersion,proto3" json:"protocol_version,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Upstream) Reset() {
 	*x = Upstream{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[15]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1083,7 +1263,7 @@ func (x *Upstream) String() string {
 func (*Upstream) ProtoMessage() {}
 
 func (x *Upstream) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[15]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1096,7 +1276,7 @@ func (x *Upstream) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Upstream.ProtoReflect.Descriptor instead.
 func (*Upstream) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{15}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Upstream) GetNetwork() string {
@@ -1120,6 +1300,13 @@ func (x *Upstream) GetRead() *ReadRequest {
 	return nil
 }
 
+func (x *Upstream) GetProtocolVersion() uint32 {
+	if x != nil {
+		return x.ProtocolVersion
+	}
+	return 0
+}
+
 type WriteAbort struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1128,7 +1315,7 @@ type WriteAbort struct {
 
 func (x *WriteAbort) Reset() {
 	*x = WriteAbort{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[16]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1140,7 +1327,7 @@ func (x *WriteAbort) String() string {
 func (*WriteAbort) ProtoMessage() {}
 
 func (x *WriteAbort) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[16]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1153,7 +1340,7 @@ func (x *WriteAbort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteAbort.ProtoReflect.Descriptor instead.
 func (*WriteAbort) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{16}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{18}
 }
 
 type WriteResponse struct {
@@ -1170,7 +1357,7 @@ type WriteResponse struct {
 
 func (x *WriteResponse) Reset() {
 	*x = WriteResponse{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[17]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1182,7 +1369,7 @@ func (x *WriteResponse) String() string {
 func (*WriteResponse) ProtoMessage() {}
 
 func (x *WriteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[17]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1195,7 +1382,7 @@ func (x *WriteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteResponse.ProtoReflect.Descriptor instead.
 func (*WriteResponse) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{17}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *WriteResponse) GetMsg() isWriteResponse_Msg {
@@ -1270,7 +1457,7 @@ type UpstreamFailure struct {
 
 func (x *UpstreamFailure) Reset() {
 	*x = UpstreamFailure{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[18]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1282,7 +1469,7 @@ func (x *UpstreamFailure) String() string {
 func (*UpstreamFailure) ProtoMessage() {}
 
 func (x *UpstreamFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[18]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1295,7 +1482,7 @@ func (x *UpstreamFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpstreamFailure.ProtoReflect.Descriptor instead.
 func (*UpstreamFailure) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{18}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *UpstreamFailure) GetCode() int32 {
@@ -1323,7 +1510,7 @@ type Ack struct {
 
 func (x *Ack) Reset() {
 	*x = Ack{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[19]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1335,7 +1522,7 @@ func (x *Ack) String() string {
 func (*Ack) ProtoMessage() {}
 
 func (x *Ack) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[19]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1348,7 +1535,7 @@ func (x *Ack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ack.ProtoReflect.Descriptor instead.
 func (*Ack) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{19}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Ack) GetSeq() uint64 {
@@ -1379,12 +1566,13 @@ const file_faucet_connector_v1_connector_proto_rawDesc = "" +
 	"\rsource_schema\x18\x05 \x01(\fR\fsourceSchema\x12\x1f\n" +
 	"\vsink_schema\x18\x06 \x01(\fR\n" +
 	"sinkSchema\x12E\n" +
-	"\fcapabilities\x18\a \x01(\v2!.faucet.connector.v1.CapabilitiesR\fcapabilities\"t\n" +
+	"\fcapabilities\x18\a \x01(\v2!.faucet.connector.v1.CapabilitiesR\fcapabilities\"\xa7\x01\n" +
 	"\fCapabilities\x12\x1c\n" +
 	"\tshardable\x18\x01 \x01(\bR\tshardable\x12\x1f\n" +
 	"\vwrite_modes\x18\x02 \x03(\tR\n" +
 	"writeModes\x12%\n" +
-	"\x0ereads_upstream\x18\x03 \x01(\bR\rreadsUpstream\"U\n" +
+	"\x0ereads_upstream\x18\x03 \x01(\bR\rreadsUpstream\x121\n" +
+	"\x14independent_sessions\x18\x04 \x01(\bR\x13independentSessions\"U\n" +
 	"\fCheckRequest\x12-\n" +
 	"\x04role\x18\x01 \x01(\x0e2\x19.faucet.connector.v1.RoleR\x04role\x12\x16\n" +
 	"\x06config\x18\x02 \x01(\fR\x06config\"E\n" +
@@ -1393,10 +1581,18 @@ const file_faucet_connector_v1_connector_proto_rawDesc = "" +
 	"\tCheckItem\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x0e\n" +
 	"\x02ok\x18\x02 \x01(\bR\x02ok\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessage\"W\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"\x9f\x01\n" +
 	"\vReadRequest\x12\x16\n" +
 	"\x06config\x18\x01 \x01(\fR\x06config\x120\n" +
-	"\x05shard\x18\x02 \x01(\v2\x1a.faucet.connector.v1.ShardR\x05shard\"}\n" +
+	"\x05shard\x18\x02 \x01(\v2\x1a.faucet.connector.v1.ShardR\x05shard\x12F\n" +
+	"\rshared_region\x18\x03 \x01(\v2!.faucet.connector.v1.SharedRegionR\fsharedRegion\"\x88\x01\n" +
+	"\fSharedRegion\x12\x10\n" +
+	"\x03pid\x18\x01 \x01(\x03R\x03pid\x12\x0e\n" +
+	"\x02fd\x18\x02 \x01(\x05R\x02fd\x12\x14\n" +
+	"\x05slots\x18\x03 \x01(\rR\x05slots\x12\x1d\n" +
+	"\n" +
+	"slot_bytes\x18\x04 \x01(\rR\tslotBytes\x12!\n" +
+	"\fheader_bytes\x18\x05 \x01(\rR\vheaderBytes\"}\n" +
 	"\fReadResponse\x122\n" +
 	"\x05batch\x18\x01 \x01(\v2\x1a.faucet.connector.v1.BatchH\x00R\x05batch\x122\n" +
 	"\x05stats\x18\x02 \x01(\v2\x1a.faucet.connector.v1.StatsH\x00R\x05statsB\x05\n" +
@@ -1411,11 +1607,16 @@ const file_faucet_connector_v1_connector_proto_rawDesc = "" +
 	"\x06config\x18\x01 \x01(\fR\x06config\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\rR\x05count\"D\n" +
 	"\x0eShardsResponse\x122\n" +
-	"\x06shards\x18\x01 \x03(\v2\x1a.faucet.connector.v1.ShardR\x06shards\"I\n" +
+	"\x06shards\x18\x01 \x03(\v2\x1a.faucet.connector.v1.ShardR\x06shards\"\x82\x01\n" +
 	"\x05Batch\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\rR\x05count\x12\x18\n" +
-	"\arecords\x18\x03 \x01(\fR\arecords\"7\n" +
+	"\arecords\x18\x03 \x01(\fR\arecords\x127\n" +
+	"\x06shared\x18\x04 \x01(\v2\x1f.faucet.connector.v1.SharedSlotR\x06shared\"8\n" +
+	"\n" +
+	"SharedSlot\x12\x12\n" +
+	"\x04slot\x18\x01 \x01(\rR\x04slot\x12\x16\n" +
+	"\x06length\x18\x02 \x01(\rR\x06length\"7\n" +
 	"\x05Stats\x12\x18\n" +
 	"\arecords\x18\x01 \x01(\x03R\arecords\x12\x14\n" +
 	"\x05bytes\x18\x02 \x01(\x03R\x05bytes\"\xb8\x01\n" +
@@ -1426,11 +1627,12 @@ const file_faucet_connector_v1_connector_proto_rawDesc = "" +
 	"\x03msg\"^\n" +
 	"\tWriteOpen\x12\x16\n" +
 	"\x06config\x18\x01 \x01(\fR\x06config\x129\n" +
-	"\bupstream\x18\x02 \x01(\v2\x1d.faucet.connector.v1.UpstreamR\bupstream\"t\n" +
+	"\bupstream\x18\x02 \x01(\v2\x1d.faucet.connector.v1.UpstreamR\bupstream\"\x9f\x01\n" +
 	"\bUpstream\x12\x18\n" +
 	"\anetwork\x18\x01 \x01(\tR\anetwork\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x124\n" +
-	"\x04read\x18\x03 \x01(\v2 .faucet.connector.v1.ReadRequestR\x04read\"\f\n" +
+	"\x04read\x18\x03 \x01(\v2 .faucet.connector.v1.ReadRequestR\x04read\x12)\n" +
+	"\x10protocol_version\x18\x04 \x01(\rR\x0fprotocolVersion\"\f\n" +
 	"\n" +
 	"WriteAbort\"\xc9\x01\n" +
 	"\rWriteResponse\x12,\n" +
@@ -1473,7 +1675,7 @@ func file_faucet_connector_v1_connector_proto_rawDescGZIP() []byte {
 }
 
 var file_faucet_connector_v1_connector_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_faucet_connector_v1_connector_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_faucet_connector_v1_connector_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_faucet_connector_v1_connector_proto_goTypes = []any{
 	(Kind)(0),               // 0: faucet.connector.v1.Kind
 	(Role)(0),               // 1: faucet.connector.v1.Role
@@ -1484,52 +1686,56 @@ var file_faucet_connector_v1_connector_proto_goTypes = []any{
 	(*CheckResponse)(nil),   // 6: faucet.connector.v1.CheckResponse
 	(*CheckItem)(nil),       // 7: faucet.connector.v1.CheckItem
 	(*ReadRequest)(nil),     // 8: faucet.connector.v1.ReadRequest
-	(*ReadResponse)(nil),    // 9: faucet.connector.v1.ReadResponse
-	(*Shard)(nil),           // 10: faucet.connector.v1.Shard
-	(*ShardsRequest)(nil),   // 11: faucet.connector.v1.ShardsRequest
-	(*ShardsResponse)(nil),  // 12: faucet.connector.v1.ShardsResponse
-	(*Batch)(nil),           // 13: faucet.connector.v1.Batch
-	(*Stats)(nil),           // 14: faucet.connector.v1.Stats
-	(*WriteRequest)(nil),    // 15: faucet.connector.v1.WriteRequest
-	(*WriteOpen)(nil),       // 16: faucet.connector.v1.WriteOpen
-	(*Upstream)(nil),        // 17: faucet.connector.v1.Upstream
-	(*WriteAbort)(nil),      // 18: faucet.connector.v1.WriteAbort
-	(*WriteResponse)(nil),   // 19: faucet.connector.v1.WriteResponse
-	(*UpstreamFailure)(nil), // 20: faucet.connector.v1.UpstreamFailure
-	(*Ack)(nil),             // 21: faucet.connector.v1.Ack
+	(*SharedRegion)(nil),    // 9: faucet.connector.v1.SharedRegion
+	(*ReadResponse)(nil),    // 10: faucet.connector.v1.ReadResponse
+	(*Shard)(nil),           // 11: faucet.connector.v1.Shard
+	(*ShardsRequest)(nil),   // 12: faucet.connector.v1.ShardsRequest
+	(*ShardsResponse)(nil),  // 13: faucet.connector.v1.ShardsResponse
+	(*Batch)(nil),           // 14: faucet.connector.v1.Batch
+	(*SharedSlot)(nil),      // 15: faucet.connector.v1.SharedSlot
+	(*Stats)(nil),           // 16: faucet.connector.v1.Stats
+	(*WriteRequest)(nil),    // 17: faucet.connector.v1.WriteRequest
+	(*WriteOpen)(nil),       // 18: faucet.connector.v1.WriteOpen
+	(*Upstream)(nil),        // 19: faucet.connector.v1.Upstream
+	(*WriteAbort)(nil),      // 20: faucet.connector.v1.WriteAbort
+	(*WriteResponse)(nil),   // 21: faucet.connector.v1.WriteResponse
+	(*UpstreamFailure)(nil), // 22: faucet.connector.v1.UpstreamFailure
+	(*Ack)(nil),             // 23: faucet.connector.v1.Ack
 }
 var file_faucet_connector_v1_connector_proto_depIdxs = []int32{
 	0,  // 0: faucet.connector.v1.SpecResponse.kind:type_name -> faucet.connector.v1.Kind
 	4,  // 1: faucet.connector.v1.SpecResponse.capabilities:type_name -> faucet.connector.v1.Capabilities
 	1,  // 2: faucet.connector.v1.CheckRequest.role:type_name -> faucet.connector.v1.Role
 	7,  // 3: faucet.connector.v1.CheckResponse.items:type_name -> faucet.connector.v1.CheckItem
-	10, // 4: faucet.connector.v1.ReadRequest.shard:type_name -> faucet.connector.v1.Shard
-	13, // 5: faucet.connector.v1.ReadResponse.batch:type_name -> faucet.connector.v1.Batch
-	14, // 6: faucet.connector.v1.ReadResponse.stats:type_name -> faucet.connector.v1.Stats
-	10, // 7: faucet.connector.v1.ShardsResponse.shards:type_name -> faucet.connector.v1.Shard
-	16, // 8: faucet.connector.v1.WriteRequest.open:type_name -> faucet.connector.v1.WriteOpen
-	13, // 9: faucet.connector.v1.WriteRequest.batch:type_name -> faucet.connector.v1.Batch
-	18, // 10: faucet.connector.v1.WriteRequest.abort:type_name -> faucet.connector.v1.WriteAbort
-	17, // 11: faucet.connector.v1.WriteOpen.upstream:type_name -> faucet.connector.v1.Upstream
-	8,  // 12: faucet.connector.v1.Upstream.read:type_name -> faucet.connector.v1.ReadRequest
-	21, // 13: faucet.connector.v1.WriteResponse.ack:type_name -> faucet.connector.v1.Ack
-	14, // 14: faucet.connector.v1.WriteResponse.stats:type_name -> faucet.connector.v1.Stats
-	20, // 15: faucet.connector.v1.WriteResponse.upstream_failed:type_name -> faucet.connector.v1.UpstreamFailure
-	2,  // 16: faucet.connector.v1.ConnectorService.Spec:input_type -> faucet.connector.v1.SpecRequest
-	5,  // 17: faucet.connector.v1.ConnectorService.Check:input_type -> faucet.connector.v1.CheckRequest
-	8,  // 18: faucet.connector.v1.ConnectorService.Read:input_type -> faucet.connector.v1.ReadRequest
-	11, // 19: faucet.connector.v1.ConnectorService.Shards:input_type -> faucet.connector.v1.ShardsRequest
-	15, // 20: faucet.connector.v1.ConnectorService.Write:input_type -> faucet.connector.v1.WriteRequest
-	3,  // 21: faucet.connector.v1.ConnectorService.Spec:output_type -> faucet.connector.v1.SpecResponse
-	6,  // 22: faucet.connector.v1.ConnectorService.Check:output_type -> faucet.connector.v1.CheckResponse
-	9,  // 23: faucet.connector.v1.ConnectorService.Read:output_type -> faucet.connector.v1.ReadResponse
-	12, // 24: faucet.connector.v1.ConnectorService.Shards:output_type -> faucet.connector.v1.ShardsResponse
-	19, // 25: faucet.connector.v1.ConnectorService.Write:output_type -> faucet.connector.v1.WriteResponse
-	21, // [21:26] is the sub-list for method output_type
-	16, // [16:21] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	11, // 4: faucet.connector.v1.ReadRequest.shard:type_name -> faucet.connector.v1.Shard
+	9,  // 5: faucet.connector.v1.ReadRequest.shared_region:type_name -> faucet.connector.v1.SharedRegion
+	14, // 6: faucet.connector.v1.ReadResponse.batch:type_name -> faucet.connector.v1.Batch
+	16, // 7: faucet.connector.v1.ReadResponse.stats:type_name -> faucet.connector.v1.Stats
+	11, // 8: faucet.connector.v1.ShardsResponse.shards:type_name -> faucet.connector.v1.Shard
+	15, // 9: faucet.connector.v1.Batch.shared:type_name -> faucet.connector.v1.SharedSlot
+	18, // 10: faucet.connector.v1.WriteRequest.open:type_name -> faucet.connector.v1.WriteOpen
+	14, // 11: faucet.connector.v1.WriteRequest.batch:type_name -> faucet.connector.v1.Batch
+	20, // 12: faucet.connector.v1.WriteRequest.abort:type_name -> faucet.connector.v1.WriteAbort
+	19, // 13: faucet.connector.v1.WriteOpen.upstream:type_name -> faucet.connector.v1.Upstream
+	8,  // 14: faucet.connector.v1.Upstream.read:type_name -> faucet.connector.v1.ReadRequest
+	23, // 15: faucet.connector.v1.WriteResponse.ack:type_name -> faucet.connector.v1.Ack
+	16, // 16: faucet.connector.v1.WriteResponse.stats:type_name -> faucet.connector.v1.Stats
+	22, // 17: faucet.connector.v1.WriteResponse.upstream_failed:type_name -> faucet.connector.v1.UpstreamFailure
+	2,  // 18: faucet.connector.v1.ConnectorService.Spec:input_type -> faucet.connector.v1.SpecRequest
+	5,  // 19: faucet.connector.v1.ConnectorService.Check:input_type -> faucet.connector.v1.CheckRequest
+	8,  // 20: faucet.connector.v1.ConnectorService.Read:input_type -> faucet.connector.v1.ReadRequest
+	12, // 21: faucet.connector.v1.ConnectorService.Shards:input_type -> faucet.connector.v1.ShardsRequest
+	17, // 22: faucet.connector.v1.ConnectorService.Write:input_type -> faucet.connector.v1.WriteRequest
+	3,  // 23: faucet.connector.v1.ConnectorService.Spec:output_type -> faucet.connector.v1.SpecResponse
+	6,  // 24: faucet.connector.v1.ConnectorService.Check:output_type -> faucet.connector.v1.CheckResponse
+	10, // 25: faucet.connector.v1.ConnectorService.Read:output_type -> faucet.connector.v1.ReadResponse
+	13, // 26: faucet.connector.v1.ConnectorService.Shards:output_type -> faucet.connector.v1.ShardsResponse
+	21, // 27: faucet.connector.v1.ConnectorService.Write:output_type -> faucet.connector.v1.WriteResponse
+	23, // [23:28] is the sub-list for method output_type
+	18, // [18:23] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_faucet_connector_v1_connector_proto_init() }
@@ -1537,16 +1743,16 @@ func file_faucet_connector_v1_connector_proto_init() {
 	if File_faucet_connector_v1_connector_proto != nil {
 		return
 	}
-	file_faucet_connector_v1_connector_proto_msgTypes[7].OneofWrappers = []any{
+	file_faucet_connector_v1_connector_proto_msgTypes[8].OneofWrappers = []any{
 		(*ReadResponse_Batch)(nil),
 		(*ReadResponse_Stats)(nil),
 	}
-	file_faucet_connector_v1_connector_proto_msgTypes[13].OneofWrappers = []any{
+	file_faucet_connector_v1_connector_proto_msgTypes[15].OneofWrappers = []any{
 		(*WriteRequest_Open)(nil),
 		(*WriteRequest_Batch)(nil),
 		(*WriteRequest_Abort)(nil),
 	}
-	file_faucet_connector_v1_connector_proto_msgTypes[17].OneofWrappers = []any{
+	file_faucet_connector_v1_connector_proto_msgTypes[19].OneofWrappers = []any{
 		(*WriteResponse_Ack)(nil),
 		(*WriteResponse_Stats)(nil),
 		(*WriteResponse_UpstreamFailed)(nil),
@@ -1557,7 +1763,7 @@ func file_faucet_connector_v1_connector_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_faucet_connector_v1_connector_proto_rawDesc), len(file_faucet_connector_v1_connector_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   20,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

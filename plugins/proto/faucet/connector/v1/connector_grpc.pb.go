@@ -1,9 +1,12 @@
 // The faucet connector protocol: how faucet talks to a connector plugin.
 //
 // Version 1. A plugin announces the protocol versions it speaks in the
-// go-plugin handshake; faucet picks the highest one both sides know. A
-// breaking change to this file gets a new package (faucet.connector.v2) and a
-// new protocol version, served side by side with this one.
+// go-plugin handshake; faucet picks the highest one both sides know. Within
+// this package, versions only add: go-plugin version 1 is protocol 1.0 and
+// each later one (2 = 1.1, …) a minor version whose additions are marked
+// below; a peer that negotiated an earlier one is never asked for them. A
+// breaking change to this file gets a new package (faucet.connector.v2) and
+// a new major version, served side by side with this one.
 //
 // Records never cross one per message: a Batch carries thousands of records
 // as JSON Lines bytes, cut by the sender well under the gRPC message limit.
@@ -55,7 +58,9 @@ type ConnectorServiceClient interface {
 	Check(ctx context.Context, in *CheckRequest, opts ...grpc.CallOption) (*CheckResponse, error)
 	// Read streams a source's records in batches, optionally limited to one
 	// shard, and ends with a final Stats message. Cancelling the call stops
-	// the source.
+	// the source. A sink reading the source directly may offer memory the two
+	// processes share, for the records to cross without being copied
+	// through the connection (ReadRequest.shared_region, since 1.1).
 	Read(ctx context.Context, in *ReadRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ReadResponse], error)
 	// Shards splits a source into at most count shards with size estimates.
 	Shards(ctx context.Context, in *ShardsRequest, opts ...grpc.CallOption) (*ShardsResponse, error)
@@ -158,7 +163,9 @@ type ConnectorServiceServer interface {
 	Check(context.Context, *CheckRequest) (*CheckResponse, error)
 	// Read streams a source's records in batches, optionally limited to one
 	// shard, and ends with a final Stats message. Cancelling the call stops
-	// the source.
+	// the source. A sink reading the source directly may offer memory the two
+	// processes share, for the records to cross without being copied
+	// through the connection (ReadRequest.shared_region, since 1.1).
 	Read(*ReadRequest, grpc.ServerStreamingServer[ReadResponse]) error
 	// Shards splits a source into at most count shards with size estimates.
 	Shards(context.Context, *ShardsRequest) (*ShardsResponse, error)
