@@ -16,7 +16,6 @@ export type RunRecord = Schemas["RunRecord"];
 export type RunStatus = Schemas["RunStatus"];
 export type Whoami = Schemas["Whoami"];
 export type Role = Schemas["Role"];
-export type Problem = Schemas["Problem"];
 export type DoctorReport = Schemas["DoctorReport"];
 export type LogLine = Schemas["LogLine"];
 

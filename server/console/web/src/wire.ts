@@ -1,6 +1,6 @@
-// The wire shapes of the data catalog (/v1/catalog/*) and the template
-// registry (/v1/templates*), as faucet's published /v1 reference defines
-// them, for the routes the generated types do not cover yet.
+// The wire shapes of the data catalog (/v1/catalog/*), as faucet's
+// published /v1 reference defines them, for the routes the generated types
+// do not cover yet; and the template channels a person may assign.
 
 export interface CatalogDataset {
   id: string;
@@ -73,77 +73,6 @@ export interface DatasetPage {
 
 export interface LineageGraph {
   edges: CatalogLineageEdge[];
-}
-
-export type ParamType = "string" | "int" | "float" | "bool";
-
-export interface ParamSpec {
-  type?: ParamType;
-  required?: boolean;
-  default?: unknown;
-  secret?: boolean;
-  description?: string;
-}
-
-export type TemplateStatus = "draft" | "launched" | "deprecated";
-
-export interface DeprecationRecord {
-  deprecated_at: string;
-  deprecated_by?: string | null;
-  reason?: string | null;
-}
-
-export interface TemplateState {
-  status: TemplateStatus;
-  versions: number[];
-  stable?: number | null;
-  previous?: number | null;
-  newest?: number | null;
-  tags: Record<string, number>;
-  deprecation?: DeprecationRecord;
-}
-
-export interface TemplateSummary {
-  id: string;
-  version: number;
-  name?: string | null;
-  description?: string | null;
-  params: Record<string, ParamSpec>;
-  created_at: string;
-  created_by?: string | null;
-  state?: TemplateState;
-}
-
-export interface LaunchRecord {
-  seq: number;
-  version: number;
-  launched_at: string;
-  launched_by?: string | null;
-}
-
-export interface TemplateDetail extends TemplateSummary, TemplateState {
-  body: string;
-  format: "yaml" | "json";
-  is_stable: boolean;
-  launches: LaunchRecord[];
-}
-
-export interface LaunchResponse {
-  id: string;
-  version: number;
-  replaced?: number;
-  already_launched: boolean;
-  status: TemplateStatus;
-}
-
-export interface TriggerTemplateResponse {
-  run_id: string;
-  status: "queued" | "pending";
-  submitted_at: string;
-  template_id: string;
-  template_version: number;
-  params: Record<string, unknown>;
-  deprecated?: string;
 }
 
 /** The channels a version can be pointed at by hand. */

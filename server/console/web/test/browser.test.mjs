@@ -446,6 +446,20 @@ pipeline:
   await page.getByRole("dialog").getByRole("button", { name: "Roll back" }).click();
   await page.getByRole("button", { name: "Roll back to v2" }).waitFor();
 
+  // A channel points at a version; a version is deprecated, with a reason.
+  const versions = page.getByRole("table", { name: "Versions" });
+  await page.getByLabel("Point channel").selectOption("prod");
+  await page.getByLabel("at", { exact: true }).selectOption("1");
+  await page.getByRole("button", { name: "Point it" }).click();
+  await versions.getByRole("row", { name: /v1/ }).filter({ hasText: "prod" }).waitFor();
+  await page.getByRole("button", { name: "Deprecate v2" }).click();
+  const dialog = page.getByRole("dialog", { name: /Deprecate v2/ });
+  await dialog.getByLabel(/Reason/).fill("superseded by v1");
+  await dialog.getByRole("button", { name: "Deprecate" }).click();
+  await versions.getByRole("row", { name: /v2/ }).filter({ hasText: "superseded by v1" }).waitFor();
+  await page.getByRole("button", { name: "Revive v2" }).waitFor();
+  assert.equal(await page.getByRole("table", { name: "Launch log" }).locator("tbody tr").count(), 3, "launch, launch, roll back");
+
   await page.getByLabel(/^rows/).fill("7");
   await page.getByLabel(/^path/).fill(join(work, "template.jsonl"));
   await page.getByRole("button", { name: "Trigger a run" }).click();

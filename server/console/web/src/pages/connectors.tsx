@@ -350,7 +350,7 @@ function JSONInput({ id, help, value, onChange }: { id: string; help: string; va
 }
 
 /** A YAML block for a JSON value, indented by indent spaces. */
-export function yamlOf(v: unknown, indent: number): string {
+function yamlOf(v: unknown, indent: number): string {
   const pad = " ".repeat(indent);
   if (v === null || typeof v !== "object") return `${pad}${scalar(v)}\n`;
   if (Array.isArray(v)) {

@@ -4,27 +4,35 @@
 // params.
 import type { ComponentChildren } from "preact";
 import { useState } from "preact/hooks";
-import { allows, describe, isMissingRoute, request } from "../api";
+import { allows, api, describe, isMissingRoute, ok, type Schemas } from "../api";
 import type { PageProps } from "../lazy";
 import { Link, navigate, withQuery } from "../router";
 import { ErrorNotice, Fields, FormEnd, Loading, Notice, PageHeader, Status, TableHead, TextField, Time, toast, useConfirm, useLoad } from "../ui";
-import { assignableChannels, type LaunchResponse, type ParamSpec, type TemplateDetail, type TriggerTemplateResponse } from "../wire";
+import { assignableChannels } from "../wire";
 import { NoTemplates } from "./templates";
 
-const path = (id: string, rest = "") => `/v1/templates/${encodeURIComponent(id)}${rest}`;
+type TemplateDetail = Schemas["TemplateDetail"];
+type ParamSpec = Schemas["ParamSpec"];
+
+/** The path parameter of a template's routes. */
+const at = (id: string) => ({ params: { path: { id } } });
+
+/**
+ * A template's version: the one asked for, else the live one. A draft has
+ * none live, so the newest is read first: it carries the whole release
+ * state, which says whether a live one exists to read instead.
+ */
+async function loadTemplate(id: string, version: string): Promise<TemplateDetail> {
+  const get = (v: string) => ok(api().GET("/v1/templates/{id}", { params: { path: { id }, query: { version: v } } }));
+  if (version !== "") return get(version);
+  const newest = await get("newest");
+  return newest.stable == null || newest.stable === newest.version ? newest : get("stable");
+}
 
 export default function Template({ params, query, me }: PageProps) {
   const id = params.id ?? "";
   const version = query.get("version") ?? "";
-  const t = useLoad(async () => {
-    // A draft has no stable version: open its newest one instead.
-    try {
-      return await request<TemplateDetail>("GET", withQuery(path(id), { version }));
-    } catch (e) {
-      if (version === "") return await request<TemplateDetail>("GET", withQuery(path(id), { version: "newest" }));
-      throw e;
-    }
-  }, [id, version]);
+  const t = useLoad(() => loadTemplate(id, version), [id, version]);
   const [dialog, ask] = useConfirm();
   const [busy, setBusy] = useState(false);
   const operator = allows(me.role, "operator");
@@ -57,7 +65,7 @@ export default function Template({ params, query, me }: PageProps) {
 
   const launch = (v: number) =>
     act("Launch", async () => {
-      const r = await request<LaunchResponse>("POST", path(id, "/launch"), { version: v });
+      const r = await ok(api().POST("/v1/templates/{id}/launch", { ...at(id), body: { version: v } }));
       return r.already_launched ? `v${r.version} was already live.` : `v${r.version} is live${r.replaced ? ` (it replaced v${r.replaced})` : ""}.`;
     });
 
@@ -67,23 +75,29 @@ export default function Template({ params, query, me }: PageProps) {
       body: <p>v{d.previous} becomes live again in place of v{d.stable}; unpinned runs use it from now on.</p>,
       confirm: "Roll back",
     });
-    if (yes) void act("Roll back", async () => `v${(await request<LaunchResponse>("POST", path(id, "/rollback"))).version} is live again.`);
+    if (yes) void act("Roll back", async () => `v${(await ok(api().POST("/v1/templates/{id}/rollback", at(id)))).version} is live again.`);
   };
 
-  const deprecate = async (undo: boolean) => {
+  /** Deprecates or revives the template, or one version of it. */
+  const deprecate = async (undo: boolean, v?: number) => {
+    const what = v === undefined ? id : `v${v} of ${id}`;
+    const body = v === undefined ? {} : { version: v };
     if (undo) {
       void act("Revive", async () => {
-        await request("POST", path(id, "/deprecate"), { undo: true });
-        return `${id} is no longer deprecated.`;
+        await ok(api().POST("/v1/templates/{id}/deprecate", { ...at(id), body: { ...body, undo: true } }));
+        return `${what} is no longer deprecated.`;
       });
       return;
     }
     let reason = "";
     const yes = await ask({
-      title: `Deprecate ${id}?`,
+      title: `Deprecate ${what}?`,
       body: (
         <>
-          <p>Runs keep working, but every trigger is told the template is retired, and it cannot be launched until revived.</p>
+          <p>
+            Runs keep working, but every trigger is told it is retired
+            {v === undefined ? ", and the template cannot be launched until revived" : ""}.
+          </p>
           <div class="field">
             <label for="dep-reason">Reason (shown to those who trigger it)</label>
             <input id="dep-reason" onInput={(e) => (reason = e.currentTarget.value)} />
@@ -95,8 +109,8 @@ export default function Template({ params, query, me }: PageProps) {
     });
     if (yes)
       void act("Deprecate", async () => {
-        await request("POST", path(id, "/deprecate"), reason.trim() ? { reason: reason.trim() } : {});
-        return `${id} is deprecated.`;
+        await ok(api().POST("/v1/templates/{id}/deprecate", { ...at(id), body: reason.trim() ? { ...body, reason: reason.trim() } : body }));
+        return `${what} is deprecated.`;
       });
   };
 
@@ -115,7 +129,7 @@ export default function Template({ params, query, me }: PageProps) {
     if (!yes) return;
     setBusy(true);
     try {
-      await request("DELETE", withQuery(path(id), { version: v === undefined ? undefined : String(v) }));
+      await ok(api().DELETE("/v1/templates/{id}", { params: { path: { id }, query: v === undefined ? {} : { version: String(v) } } }));
       toast(v === undefined ? `${id} deleted.` : `v${v} deleted.`);
       if (v === undefined || d.versions.length === 1) navigate("/templates");
       else navigate(`/templates/${encodeURIComponent(id)}`);
@@ -126,6 +140,7 @@ export default function Template({ params, query, me }: PageProps) {
     }
   };
 
+  const versionDeprecation = (v: number) => d.version_deprecations.find((x) => x.version === v);
   const channelsOf = (v: number) => [
     ...(d.stable === v ? ["stable"] : []),
     ...(d.previous === v ? ["previous"] : []),
@@ -182,7 +197,7 @@ export default function Template({ params, query, me }: PageProps) {
 
       <h2>Versions</h2>
       <table class="table">
-        <TableHead caption="Versions" cols={["Version", "Channels", "Actions"]} />
+        <TableHead caption="Versions" cols={["Version", "Channels", "Deprecated", "Actions"]} />
         <tbody>
           {d.versions.map((v) => (
             <tr key={v} class={v === d.version ? "current" : ""}>
@@ -193,10 +208,28 @@ export default function Template({ params, query, me }: PageProps) {
                 {v === d.version && <span class="muted small"> (shown below)</span>}
               </td>
               <td>{channelsOf(v).join(", ") || <span class="muted">—</span>}</td>
+              <td>
+                {(() => {
+                  const dep = versionDeprecation(v);
+                  if (!dep) return <span class="muted">—</span>;
+                  return (
+                    <>
+                      <Time iso={dep.deprecated_at} />
+                      {dep.deprecated_by ? ` by ${dep.deprecated_by}` : ""}
+                      {dep.reason ? `: ${dep.reason}` : ""}
+                    </>
+                  );
+                })()}
+              </td>
               <td class="row-actions">
                 {operator && d.stable !== v && d.status !== "deprecated" && (
                   <button type="button" disabled={busy} onClick={() => void launch(v)}>
                     Launch v{v}
+                  </button>
+                )}
+                {operator && (
+                  <button type="button" disabled={busy} onClick={() => void deprecate(versionDeprecation(v) !== undefined, v)}>
+                    {versionDeprecation(v) ? `Revive v${v}` : `Deprecate v${v}`}
                   </button>
                 )}
                 {operator && (
@@ -256,7 +289,9 @@ function Promote({ id, versions, onDone }: { id: string; versions: number[]; onD
         e.preventDefault();
         setBusy(true);
         try {
-          const r = await request<{ tag: string; version: number }>("POST", path(id, "/tags"), { tag, version: Number(version) });
+          const r = await ok(
+            api().POST("/v1/templates/{id}/tags", { ...at(id), body: { tag: tag as Schemas["VersionChannel"], version: Number(version) } }),
+          );
           toast(`${r.tag} now points at v${r.version}.`);
           onDone();
         } catch (err) {
@@ -384,18 +419,22 @@ function Trigger({ d }: { d: TemplateDetail }) {
         e.preventDefault();
         setBusy(true);
         setError(null);
-        const body: Record<string, unknown> = { params: {} };
+        const body: Schemas["TriggerTemplateRequest"] = { params: {} };
         for (const [n, p] of params) {
           const raw = values[n] ?? "";
-          if (raw !== "") (body.params as Record<string, unknown>)[n] = typed(p, raw);
+          if (raw !== "" && body.params) body.params[n] = typed(p, raw);
         }
         if (pin !== "") body.version = /^\d+$/.test(pin) ? Number(pin) : pin;
         if (name.trim()) body.name = name.trim();
         if (key.trim()) body.idempotency_key = key.trim();
         try {
-          const r = await request<TriggerTemplateResponse>("POST", path(d.id, "/runs"), body);
-          toast(`Run of ${r.template_id} v${r.template_version} submitted.`);
-          if (r.deprecated) toast(`The template is deprecated: ${r.deprecated}`);
+          const r = await ok(api().POST("/v1/templates/{id}/runs", { ...at(d.id), body }));
+          toast(
+            r.replayed
+              ? "This idempotency key was used before: showing that run."
+              : `Run of ${r.template_id} v${r.template_version} submitted.`,
+          );
+          for (const w of r.warnings ?? []) toast(w);
           navigate(`/runs/${encodeURIComponent(r.run_id)}`);
         } catch (err) {
           setError(describe(err));

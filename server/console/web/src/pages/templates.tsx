@@ -1,12 +1,12 @@
 // The template registry: every template with its release state, and a form
 // to register a new version.
 import { useRef, useState } from "preact/hooks";
-import { allows, describe, isMissingRoute, request } from "../api";
+import { allows, api, describe, isMissingRoute, ok, type Schemas } from "../api";
 import type { PageProps } from "../lazy";
 import { Editor, type EditorHandle } from "../parts/editor";
 import { Link, navigate } from "../router";
 import { ErrorNotice, FormEnd, Loading, Notice, PageHeader, Status, TableHead, TextField, Time, toast, useLoad } from "../ui";
-import { assignableChannels, type TemplateSummary } from "../wire";
+import { assignableChannels } from "../wire";
 
 /** Shown where the server has no template routes. */
 export function NoTemplates() {
@@ -24,7 +24,7 @@ pipeline:
 `;
 
 export default function Templates({ me }: PageProps) {
-  const list = useLoad(() => request<{ templates: TemplateSummary[] }>("GET", "/v1/templates"), []);
+  const list = useLoad(() => ok(api().GET("/v1/templates")), []);
   const [registering, setRegistering] = useState(false);
   const operator = allows(me.role, "operator");
   return (
@@ -93,12 +93,12 @@ function Register({ onDone }: { onDone: (id: string) => void }) {
         setBusy(true);
         setError(null);
         try {
-          const body: Record<string, unknown> = { config: editor.current?.value() ?? "", config_format: "yaml" };
+          const body: Schemas["RegisterTemplateRequest"] = { config: editor.current?.value() ?? "", config_format: "yaml" };
           if (id.trim()) body.id = id.trim();
           if (description.trim()) body.description = description.trim();
           if (launch) body.launch = true;
-          if (tags.length > 0) body.tags = tags;
-          const t = await request<TemplateSummary>("POST", "/v1/templates", body);
+          if (tags.length > 0) body.tags = tags as Schemas["VersionChannel"][];
+          const t = await ok(api().POST("/v1/templates", { body }));
           toast(`Registered ${t.id} v${t.version}.`);
           onDone(t.id);
         } catch (err) {

@@ -2,7 +2,7 @@
 // table for those who do not see the canvas.
 import { BarController, BarElement, CategoryScale, Chart, LinearScale, Tooltip } from "chart.js";
 import { useEffect, useRef } from "preact/hooks";
-import { count, when } from "../format";
+import { count } from "../format";
 import { TableHead } from "../ui";
 
 Chart.register(BarController, BarElement, CategoryScale, LinearScale, Tooltip);
@@ -65,8 +65,4 @@ export function BarChart({ points, label }: { points: Point[]; label: string }) 
       </details>
     </figure>
   );
-}
-
-export function pointLabel(iso: string): string {
-  return when(iso);
 }
