@@ -73,6 +73,8 @@ export interface DatasetPage {
 
 export interface LineageGraph {
   edges: CatalogLineageEdge[];
+  /** Set when the server left out older edges. */
+  truncated?: boolean;
 }
 
 /** The channels a version can be pointed at by hand. */

@@ -122,17 +122,27 @@ const diffKinds = [
   ["removed", "−", "Removed"],
 ] as const;
 
-/** A diff entry: a column name, or an object naming the column and the change. */
+/** A column's type as a schema fragment gives it ({type, x-db-type}). */
+function typeText(f: unknown): string {
+  if (typeof f !== "object" || f === null) return "?";
+  const o = f as Record<string, unknown>;
+  const t = Array.isArray(o.type) ? o.type.join(" | ") : typeof o.type === "string" ? o.type : "any";
+  return typeof o["x-db-type"] === "string" ? `${t} (${o["x-db-type"]})` : t;
+}
+
+/**
+ * A diff entry: a column name (removed), or {column, from?, to} (added,
+ * widened, changed); anything else is shown as it came.
+ */
 function entry(x: unknown): string {
   if (typeof x === "string") return x;
   if (typeof x === "object" && x !== null) {
     const o = x as Record<string, unknown>;
-    const name = typeof o.column === "string" ? o.column : typeof o.name === "string" ? o.name : "";
-    const rest = Object.entries(o)
-      .filter(([k]) => k !== "column" && k !== "name")
-      .map(([k, v]) => `${k} ${typeof v === "string" ? v : JSON.stringify(v)}`)
-      .join(", ");
-    return rest ? `${name} (${rest})` : name || JSON.stringify(o);
+    if (typeof o.column === "string") {
+      if (o.from !== undefined) return `${o.column}: ${typeText(o.from)} → ${typeText(o.to)}`;
+      if (o.to !== undefined) return `${o.column}: ${typeText(o.to)}`;
+      return o.column;
+    }
   }
   return JSON.stringify(x);
 }

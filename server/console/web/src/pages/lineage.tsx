@@ -5,7 +5,7 @@ import { count } from "../format";
 import type { PageProps } from "../lazy";
 import { LineageGraph } from "../parts/graph";
 import { Link, navigate, withQuery } from "../router";
-import { ErrorNotice, Loading, PageHeader, TableHead, Time, useLoad } from "../ui";
+import { ErrorNotice, Loading, Notice, PageHeader, TableHead, Time, useLoad } from "../ui";
 import type { LineageGraph as Graph } from "../wire";
 import { NoCatalog } from "./datasets";
 
@@ -49,6 +49,9 @@ export default function Lineage({ query }: PageProps) {
       {graph.error !== undefined && (isMissingRoute(graph.error) ? <NoCatalog /> : <ErrorNotice error={graph.error} retry={graph.reload} />)}
       {graph.data === undefined && graph.loading && <Loading what="the lineage" />}
       {graph.data && graph.data.edges.length === 0 && <p class="empty">No lineage recorded yet: run a pipeline first.</p>}
+      {graph.data?.truncated && (
+        <Notice kind="warn">The graph is too large to show whole: these are its newest edges. Pick a dataset to see the graph around it.</Notice>
+      )}
       {graph.data && graph.data.edges.length > 0 && (
         <>
           <LineageGraph edges={graph.data.edges} root={root} />

@@ -1,4 +1,4 @@
-import{A as e,C as t,F as n,L as r,P as i,S as a,T as o,b as s,f as c,o as l,s as u,u as d,w as f,y as p}from"./index-Cjn4ucUs.js";import{n as m,t as h}from"./doctor-jpDIW5v3.js";import{n as g,t as _}from"./editor-4Q6jl4D2.js";var v=`version: 1
+import{A as e,C as t,F as n,L as r,P as i,S as a,T as o,b as s,f as c,o as l,s as u,u as d,w as f,y as p}from"./index-BwlApIyB.js";import{n as m,t as h}from"./doctor-BNWliO7q.js";import{n as g,t as _}from"./editor-QJZVfRb4.js";var v=`version: 1
 name: hello
 pipeline:
   source:
