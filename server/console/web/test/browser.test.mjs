@@ -42,7 +42,8 @@ before(async () => {
     );
   });
   page = context.pages()[0] ?? (await context.newPage());
-  page.setDefaultTimeout(30_000);
+  // Generous: the suite shares the machine with the rest of the test command.
+  page.setDefaultTimeout(60_000);
   page.on("pageerror", (e) => pageErrors.push(e.message));
   page.on("console", (m) => {
     // A refused request is logged too; those are checked one by one below.
