@@ -44,8 +44,7 @@ const noncePlaceholder = "FAUCET_STYLE_NONCE"
 // shellPath is the file every console route is answered with.
 const shellPath = "index.html"
 
-// assetPrefix is where the built assets are served; their names carry a hash
-// of their content, so they are cached for good.
+// assetPrefix is where the built assets are served.
 const assetPrefix = "/assets/"
 
 // Handler answers the paths no other route of the server took: GET / and
@@ -62,7 +61,7 @@ func Handler(notFound http.Handler) http.Handler {
 		}
 		switch p := r.URL.Path; {
 		case strings.HasPrefix(p, assetPrefix):
-			if !c.serve(w, r, strings.TrimPrefix(p, "/"), assetHeaders) {
+			if !c.serveAsset(w, r, strings.TrimPrefix(p, "/")) {
 				notFound.ServeHTTP(w, r)
 			}
 		case p == "/" || (!strings.HasPrefix(p, "/v1/") && acceptsHTML(r)):
@@ -89,10 +88,6 @@ func acceptsHTML(r *http.Request) bool {
 		}
 	}
 	return false
-}
-
-func assetHeaders(h http.Header) {
-	h.Set("Cache-Control", "public, max-age=31536000, immutable")
 }
 
 // files serves the embedded build, read once, gzipped for clients that take
@@ -153,8 +148,9 @@ func (c *files) serveShell(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// serve writes the file at name and reports whether it exists.
-func (c *files) serve(w http.ResponseWriter, r *http.Request, name string, headers func(http.Header)) bool {
+// serveAsset writes the built file at name and reports whether it exists.
+// Its name carries a hash of its content, so it is cached for good.
+func (c *files) serveAsset(w http.ResponseWriter, r *http.Request, name string) bool {
 	f, ok := c.byName[name]
 	if !ok {
 		return false
@@ -167,7 +163,7 @@ func (c *files) serve(w http.ResponseWriter, r *http.Request, name string, heade
 	h.Set("Content-Type", ct)
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Add("Vary", "Accept-Encoding")
-	headers(h)
+	h.Set("Cache-Control", "public, max-age=31536000, immutable")
 	body, etag := f.body, f.etag
 	if acceptsGzip(r) {
 		f.once.Do(func() {
