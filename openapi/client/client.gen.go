@@ -281,27 +281,27 @@ func (e RunStatus) Valid() bool {
 	}
 }
 
-// Defines values for ShardRecordStatus.
+// Defines values for ShardStatus.
 const (
-	ShardRecordStatusCancelled ShardRecordStatus = "cancelled"
-	ShardRecordStatusCompleted ShardRecordStatus = "completed"
-	ShardRecordStatusFailed    ShardRecordStatus = "failed"
-	ShardRecordStatusPending   ShardRecordStatus = "pending"
-	ShardRecordStatusRunning   ShardRecordStatus = "running"
+	ShardStatusCancelled ShardStatus = "cancelled"
+	ShardStatusCompleted ShardStatus = "completed"
+	ShardStatusFailed    ShardStatus = "failed"
+	ShardStatusPending   ShardStatus = "pending"
+	ShardStatusRunning   ShardStatus = "running"
 )
 
-// Valid indicates whether the value is a known member of the ShardRecordStatus enum.
-func (e ShardRecordStatus) Valid() bool {
+// Valid indicates whether the value is a known member of the ShardStatus enum.
+func (e ShardStatus) Valid() bool {
 	switch e {
-	case ShardRecordStatusCancelled:
+	case ShardStatusCancelled:
 		return true
-	case ShardRecordStatusCompleted:
+	case ShardStatusCompleted:
 		return true
-	case ShardRecordStatusFailed:
+	case ShardStatusFailed:
 		return true
-	case ShardRecordStatusPending:
+	case ShardStatusPending:
 		return true
-	case ShardRecordStatusRunning:
+	case ShardStatusRunning:
 		return true
 	default:
 		return false
@@ -852,12 +852,14 @@ type ShardRecord struct {
 	ShardId        string  `json:"shard_id"`
 
 	// SizeEstimate The source's estimate of the shard's size, when it gave one.
-	SizeEstimate *int64            `json:"size_estimate"`
-	Status       ShardRecordStatus `json:"status"`
+	SizeEstimate *int64 `json:"size_estimate"`
+
+	// Status A shard's status. pending: waiting for a member to claim it; running: executing; completed, failed, cancelled (its run was cancelled before it started): terminal.
+	Status ShardStatus `json:"status"`
 }
 
-// ShardRecordStatus defines model for ShardRecord.Status.
-type ShardRecordStatus string
+// ShardStatus A shard's status. pending: waiting for a member to claim it; running: executing; completed, failed, cancelled (its run was cancelled before it started): terminal.
+type ShardStatus string
 
 // SubmitRequest defines model for SubmitRequest.
 type SubmitRequest struct {

@@ -66,14 +66,14 @@ type ShardList struct {
 
 // ShardRecord is one source shard of a sharded run.
 type ShardRecord struct {
-	ShardID        string     `json:"shard_id"`
-	Status         string     `json:"status" enum:"pending,running,completed,failed,cancelled"`
-	Owner          *string    `json:"owner" nullable:"true" doc:"The member executing it, or the last one that did; null before a member claimed it."`
-	Attempt        int        `json:"attempt" doc:"Takeovers of the shard after its owner's lease lapsed, from 0."`
-	RecordsWritten int64      `json:"records_written"`
-	SizeEstimate   *int64     `json:"size_estimate" nullable:"true" doc:"The source's estimate of the shard's size, when it gave one."`
-	Error          *string    `json:"error" nullable:"true"`
-	FinishedAt     *time.Time `json:"finished_at" nullable:"true"`
+	ShardID        string      `json:"shard_id"`
+	Status         ShardStatus `json:"status"`
+	Owner          *string     `json:"owner" nullable:"true" doc:"The member executing it, or the last one that did; null before a member claimed it."`
+	Attempt        int         `json:"attempt" doc:"Takeovers of the shard after its owner's lease lapsed, from 0."`
+	RecordsWritten int64       `json:"records_written"`
+	SizeEstimate   *int64      `json:"size_estimate" nullable:"true" doc:"The source's estimate of the shard's size, when it gave one."`
+	Error          *string     `json:"error" nullable:"true"`
+	FinishedAt     *time.Time  `json:"finished_at" nullable:"true"`
 }
 
 type clusterOutput struct {
@@ -134,7 +134,7 @@ func (d *Deps) listRunShards(ctx context.Context, in *runIDInput) (*shardsOutput
 
 func toShardRecord(s db.ShardRecord) ShardRecord {
 	return ShardRecord{
-		ShardID: s.ShardID, Status: string(s.Status), Owner: s.Owner, Attempt: s.Attempt, RecordsWritten: s.RecordsWritten,
+		ShardID: s.ShardID, Status: ShardStatus(s.Status), Owner: s.Owner, Attempt: s.Attempt, RecordsWritten: s.RecordsWritten,
 		SizeEstimate: s.SizeEstimate, Error: s.Error, FinishedAt: s.FinishedAt,
 	}
 }

@@ -135,7 +135,8 @@ func TestSchemasSuitGenerators(t *testing.T) {
 			if m["additionalProperties"] == true {
 				t.Errorf("schema %s/%s is open", name, strings.Join(path, "/"))
 			}
-			if enum, ok := m["enum"].([]any); ok && len(enum) > 0 && enum[0] == "pending" && name != "RunStatus" {
+			// A shard's statuses are an enum of their own (ShardStatus).
+			if enum, ok := m["enum"].([]any); ok && len(enum) > 0 && enum[0] == "pending" && name != "RunStatus" && name != "ShardStatus" {
 				t.Errorf("schema %s/%s writes out the run statuses instead of referring to RunStatus", name, strings.Join(path, "/"))
 			}
 		})

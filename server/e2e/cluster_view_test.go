@@ -55,7 +55,7 @@ func TestClusterOverviewAndShards(t *testing.T) {
 	shards := runShards(t, a.server, sharded)
 	var sum int64
 	for i, sh := range shards {
-		if sh.ShardId != fmt.Sprintf("%05d", i) || sh.Status != client.ShardRecordStatusCompleted || sh.Owner == nil || sh.FinishedAt == nil || sh.Error != nil {
+		if sh.ShardId != fmt.Sprintf("%05d", i) || sh.Status != client.ShardStatusCompleted || sh.Owner == nil || sh.FinishedAt == nil || sh.Error != nil {
 			t.Fatalf("shard %d: %+v, want completed by a member", i, sh)
 		}
 		if *sh.Owner != a.id && *sh.Owner != b.id {

@@ -848,9 +848,13 @@ export interface components {
              * @description The source's estimate of the shard's size, when it gave one.
              */
             size_estimate: number | null;
-            /** @enum {string} */
-            status: "pending" | "running" | "completed" | "failed" | "cancelled";
+            status: components["schemas"]["ShardStatus"];
         };
+        /**
+         * @description A shard's status. pending: waiting for a member to claim it; running: executing; completed, failed, cancelled (its run was cancelled before it started): terminal.
+         * @enum {string}
+         */
+        ShardStatus: "pending" | "running" | "completed" | "failed" | "cancelled";
         SubmitRequest: {
             /** @description Completion callback. Stored on the run record; this server version does not deliver callbacks yet and says so in warnings. */
             callback?: components["schemas"]["CallbackSpec"];
