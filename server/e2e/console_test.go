@@ -14,7 +14,8 @@ import (
 // The web console end to end: the browser suite (server/console/web/test)
 // drives Debian's Chromium through playwright-core against one real faucet
 // serve, a cluster member on a SQLite file, so the cluster page has a
-// member to show. scripts/test.sh installs Chromium and the suite's npm
+// member to show, with an admin and a viewer principal (and a --no-auth
+// server beside it, for the console without a sign-in). scripts/test.sh installs Chromium and the suite's npm
 // packages; without them the test is skipped, except under CI, where that
 // is a failure.
 
@@ -94,19 +95,31 @@ func consoleShots(tb testing.TB) string {
 func TestConsoleInABrowser(t *testing.T) {
 	node, chromium := consoleTools(t)
 	dir := t.TempDir()
+	const admin, viewer = "console-admin-token-0123", "console-viewer-token-4567"
+	principals := filepath.Join(dir, "principals.yaml")
+	err := os.WriteFile(principals, []byte("principals:\n"+
+		"  - {name: ada, token: "+admin+", role: admin}\n"+
+		"  - {name: vera, token: "+viewer+", role: viewer}\n"), 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
 	s := start(t, serverOpts{
 		history: "sqlite:" + filepath.Join(dir, "history.db"),
-		args:    []string{"--cluster", "--cluster-poll-secs", "0.2", "--max-concurrent-runs", "4", "--log-level", "warn"},
-		bin:     fastBin,
+		args: []string{"--auth-config", principals, "--cluster", "--cluster-poll-secs", "0.2",
+			"--max-concurrent-runs", "4", "--log-level", "warn"},
+		token: admin,
+		bin:   fastBin,
 	})
+	// A second, tokenless server: the console must work without a sign-in.
+	open := start(t, serverOpts{args: []string{"--no-auth", "--log-level", "warn"}, bin: fastBin})
 	work := filepath.Join(dir, "out")
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	shots := consoleShots(t)
 	env := []string{
-		"FAUCET_URL=" + s.url, "FAUCET_TOKEN=" + adminToken, "FAUCET_SHOTS=" + shots,
-		"FAUCET_WORK=" + work, "FAUCET_CHROMIUM=" + chromium,
+		"FAUCET_URL=" + s.url, "FAUCET_TOKEN=" + admin, "FAUCET_VIEWER_TOKEN=" + viewer,
+		"FAUCET_NOAUTH_URL=" + open.url, "FAUCET_SHOTS=" + shots, "FAUCET_WORK=" + work, "FAUCET_CHROMIUM=" + chromium,
 	}
 	if shot := os.Getenv("FAUCET_README_SHOT"); shot != "" {
 		env = append(env, "FAUCET_README_SHOT="+shot)

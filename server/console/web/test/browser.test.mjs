@@ -17,7 +17,9 @@ import { api, base, hasRoute, launch, token } from "./harness.mjs";
 const shots = process.env.FAUCET_SHOTS ?? "screenshots";
 const work = process.env.FAUCET_WORK ?? "/tmp";
 const axeSource = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
-const origin = new URL(base).origin;
+const viewerToken = process.env.FAUCET_VIEWER_TOKEN;
+const noAuthBase = process.env.FAUCET_NOAUTH_URL;
+const origins = new Set([base, noAuthBase].filter(Boolean).map((u) => new URL(u).origin));
 
 let browser;
 let page;
@@ -54,8 +56,8 @@ before(async () => {
   });
   page.on("request", (r) => {
     const u = r.url();
-    if (!u.startsWith("data:") && new URL(u).origin !== origin) foreign.push(u);
-    if (u.includes(token)) leaks.push(u);
+    if (!u.startsWith("data:") && !origins.has(new URL(u).origin)) foreign.push(u);
+    if (u.includes(token) || (viewerToken && u.includes(viewerToken))) leaks.push(u);
   });
 });
 
@@ -468,6 +470,47 @@ pipeline:
   await page.locator(".page-header .status").filter({ hasText: "completed" }).waitFor();
   await page.getByText("Records written").waitFor();
   assert.match(await page.locator(".fields").innerText(), /\b7\b/);
+});
+
+/** Signs in on the sign-in form with t. */
+async function signIn(t) {
+  await page.getByLabel("API token").fill(t);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByRole("navigation", { name: "Console" }).waitFor();
+}
+
+test("a viewer reads but is offered no action; signing out forgets the token", async (t) => {
+  if (!viewerToken) {
+    t.skip("FAUCET_VIEWER_TOKEN is not set");
+    return;
+  }
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await page.getByLabel("API token").waitFor();
+  assert.equal(await page.evaluate(() => sessionStorage.getItem("faucet.console.token")), null);
+  await signIn(viewerToken);
+  await page.getByText("vera").first().waitFor();
+  await page.goto(`${base}/runs/${completedRun}`);
+  await page.locator(".page-header .status").filter({ hasText: "completed" }).waitFor();
+  assert.equal(await page.getByRole("button", { name: /Delete run|Cancel run/ }).count(), 0);
+  await page.getByRole("navigation", { name: "Console" }).getByRole("link", { name: "Submit" }).click();
+  await page.getByText("Your role (viewer) may read runs but not validate or submit them.").waitFor();
+  assert.ok(await page.getByRole("button", { name: "Submit run" }).isDisabled());
+  assert.ok(await page.getByRole("button", { name: "Validate" }).isDisabled());
+  await check("submit-viewer");
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await signIn(token);
+});
+
+test("a --no-auth server: the console opens without a sign-in", async (t) => {
+  if (!noAuthBase) {
+    t.skip("FAUCET_NOAUTH_URL is not set");
+    return;
+  }
+  await page.goto(`${noAuthBase}/runs`);
+  await page.getByRole("heading", { level: 1, name: "Runs" }).waitFor();
+  await page.getByText("no auth", { exact: true }).waitFor();
+  assert.equal(await page.getByLabel("API token").count(), 0);
+  await check("runs-no-auth");
 });
 
 test("keyboard: a skip link first, then the navigation, each with a visible focus ring", async () => {
