@@ -237,6 +237,7 @@ test("submit: the doctor marks each problem at its line, then the run completes 
   await page.getByLabel("Run name").fill(hostileName);
   await page.getByLabel("Idempotency key").fill(`browser-${Date.now()}`);
   await page.getByLabel("Labels").fill("suite=browser\nstep=submit");
+  await page.getByLabel("Probe the connectors before the run starts").check();
   await check("submit");
   await page.getByRole("button", { name: "Submit run" }).click();
   await page.waitForURL(/\/runs\/[^/]+$/);
@@ -244,6 +245,9 @@ test("submit: the doctor marks each problem at its line, then the run completes 
   const status = page.locator(".page-header .status");
   await status.filter({ hasText: "completed" }).waitFor();
   await page.getByText("2,500").first().waitFor();
+  // Submitted with doctor_first: the run carries its doctor report.
+  await page.getByRole("heading", { name: "Doctor report" }).waitFor();
+  await page.getByRole("table", { name: "Doctor probes" }).getByText("passed").first().waitFor();
 
   // Whatever a server string holds, it is text.
   await page.getByRole("heading", { level: 1 }).filter({ hasText: hostileName }).waitFor();
