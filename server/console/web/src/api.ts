@@ -20,6 +20,7 @@ export type DoctorReport = Schemas["DoctorReport"];
 export type LogLine = Schemas["LogLine"];
 
 const tokenKey = "faucet.console.token";
+const principalKey = "faucet.console.principal";
 
 /** The bearer token of this tab, if one was entered. */
 export function storedToken(): string | null {
@@ -30,17 +31,36 @@ export function storedToken(): string | null {
   }
 }
 
-function storeToken(token: string | null): void {
+function store(key: string, value: string | null): void {
   try {
-    if (token === null) {
-      sessionStorage.removeItem(tokenKey);
+    if (value === null) {
+      sessionStorage.removeItem(key);
     } else {
-      sessionStorage.setItem(tokenKey, token);
+      sessionStorage.setItem(key, value);
     }
   } catch {
-    // Storage refused (a private window's quota): the token lasts as long
+    // Storage refused (a private window's quota): the value lasts as long
     // as the page instead.
   }
+}
+
+/**
+ * Who the tab was signed in as when the page last loaded, so that a reload
+ * paints its page at once while the server confirms it (a refusal signs the
+ * tab out). The name and role are no secret.
+ */
+export function storedPrincipal(): Whoami | null {
+  try {
+    const raw = sessionStorage.getItem(principalKey);
+    return raw === null ? null : (JSON.parse(raw) as Whoami);
+  } catch {
+    return null;
+  }
+}
+
+/** Keeps who the tab is signed in as (null: nobody). */
+export function setPrincipal(me: Whoami | null): void {
+  store(principalKey, me === null ? null : JSON.stringify(me));
 }
 
 let token: string | null = storedToken();
@@ -68,7 +88,8 @@ export function api(): FaucetClient {
 /** Uses token (null: none) for every request from now on. */
 export function setToken(t: string | null): void {
   token = t;
-  storeToken(t);
+  store(tokenKey, t);
+  if (t === null) setPrincipal(null);
   client = makeClient();
 }
 

@@ -2,7 +2,7 @@
 // current path.
 import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
-import { api, describe, ok, onUnauthorized, setToken, storedToken, type Whoami } from "./api";
+import { api, describe, ok, onUnauthorized, setPrincipal, setToken, storedPrincipal, storedToken, type Whoami } from "./api";
 import { Login } from "./login";
 import { Link, match, useLocation, type Location } from "./router";
 import { lazyPage, type PageProps } from "./lazy";
@@ -60,14 +60,21 @@ type Session = { state: "checking" } | { state: "signed-out"; reason?: string } 
 
 function App() {
   const loc = useLocation();
-  const [session, setSession] = useState<Session>({ state: "checking" });
+  const [session, setSession] = useState<Session>(() => {
+    const me = storedPrincipal();
+    return me ? { state: "in", me } : { state: "checking" };
+  });
+  const signedIn = (me: Whoami) => {
+    setPrincipal(me);
+    setSession({ state: "in", me });
+  };
 
-  const check = async (reason?: string) => {
+  const check = async () => {
     try {
-      const me = await ok(api().GET("/v1/whoami"));
-      setSession({ state: "in", me });
+      signedIn(await ok(api().GET("/v1/whoami")));
     } catch (e) {
-      setSession({ state: "signed-out", reason: storedToken() === null ? reason : describe(e) });
+      setPrincipal(null);
+      setSession({ state: "signed-out", ...(storedToken() === null ? {} : { reason: describe(e) }) });
     }
   };
 
@@ -93,8 +100,7 @@ function App() {
         onToken={async (t) => {
           setToken(t);
           try {
-            const me = await ok(api().GET("/v1/whoami"));
-            setSession({ state: "in", me });
+            signedIn(await ok(api().GET("/v1/whoami")));
             return null;
           } catch (e) {
             setToken(null);

@@ -1,4 +1,4 @@
-import{C as e,E as t,F as n,O as r,P as i,S as a,T as o,a as s,b as c,c as l,d as u,f as d,i as f,l as p,m,n as h,o as g,s as _,u as v,w as y,y as b}from"./index-BwlApIyB.js";import{t as x}from"./editor-QJZVfRb4.js";var S=[`dev`,`test`,`staging`,`pre-prod`,`canary`,`prod`];function C(){return a(g,{kind:`warn`,children:`This server keeps no template registry: it has no /v1/templates routes.`})}var w=`version: 1
+import{C as e,E as t,F as n,O as r,P as i,S as a,T as o,a as s,b as c,c as l,d as u,f as d,i as f,l as p,m,n as h,o as g,s as _,u as v,w as y,y as b}from"./index-FGGdp1fi.js";import{t as x}from"./editor-CGm3YqN9.js";var S=[`dev`,`test`,`staging`,`pre-prod`,`canary`,`prod`];function C(){return a(g,{kind:`warn`,children:`This server keeps no template registry: it has no /v1/templates routes.`})}var w=`version: 1
 name: export-orders
 params:
   rows: {type: int, default: 100, description: How many rows to generate}

@@ -1,4 +1,4 @@
-import{A as e,C as t,F as n,L as r,P as i,S as a,T as o,b as s,f as c,o as l,s as u,u as d,w as f,y as p}from"./index-BwlApIyB.js";import{n as m,t as h}from"./doctor-BNWliO7q.js";import{n as g,t as _}from"./editor-QJZVfRb4.js";var v=`version: 1
+import{A as e,C as t,F as n,L as r,P as i,S as a,T as o,b as s,f as c,o as l,s as u,u as d,w as f,y as p}from"./index-FGGdp1fi.js";import{n as m,t as h}from"./doctor-B2J5sdJO.js";import{n as g,t as _}from"./editor-CGm3YqN9.js";var v=`version: 1
 name: hello
 pipeline:
   source:
