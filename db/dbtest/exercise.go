@@ -60,6 +60,7 @@ func Exercise(t *testing.T, newURL func(t testing.TB) string, peek Peek) {
 		{"Cancel", exerciseCancel},
 		{"Instances", exerciseInstances},
 		{"InstanceWork", exerciseInstanceWork},
+		{"Leader", exerciseLeader},
 		{"Shards", func(t *testing.T, newURL func(t testing.TB) string) { exerciseShards(t, newURL, peek) }},
 		{"Audit", exerciseAudit},
 		{"RunLogs", exerciseRunLogs},

@@ -82,19 +82,18 @@ type clusterOutput struct {
 
 func (d *Deps) getCluster(ctx context.Context, _ *struct{}) (*clusterOutput, error) {
 	out := &clusterOutput{Body: ClusterOverview{Members: []ClusterMember{}}}
-	cfg := d.Runner.Config()
-	if !cfg.Cluster {
+	if d.Cluster == nil {
 		return out, nil
 	}
 	out.Body.Enabled = true
 	out.Body.Instance = d.Store.InstanceID()
-	live, err := d.Store.InstanceListLive(ctx, cfg.LeaseTTL)
+	live, err := d.Cluster.Members(ctx)
 	if err != nil {
-		return nil, d.runnerError(err)
+		return nil, d.serviceError(err)
 	}
 	work, err := d.Store.InstanceWorkList(ctx)
 	if err != nil {
-		return nil, d.runnerError(err)
+		return nil, d.serviceError(err)
 	}
 	byOwner := map[string][]MemberWork{}
 	for _, w := range work {
@@ -118,12 +117,12 @@ type shardsOutput struct {
 }
 
 func (d *Deps) listRunShards(ctx context.Context, in *runIDInput) (*shardsOutput, error) {
-	if _, err := d.Runner.Get(ctx, in.ID); err != nil {
-		return nil, d.runnerError(err)
+	if _, err := d.Runs.Get(ctx, in.ID); err != nil {
+		return nil, d.serviceError(err)
 	}
 	shards, err := d.Store.ShardList(ctx, in.ID)
 	if err != nil {
-		return nil, d.runnerError(err)
+		return nil, d.serviceError(err)
 	}
 	out := &shardsOutput{Body: ShardList{Shards: make([]ShardRecord, len(shards))}}
 	for i, s := range shards {

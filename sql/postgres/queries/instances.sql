@@ -25,3 +25,10 @@ SELECT s.owner::text AS owner, s.run_id, s.shard_id, r.name
 FROM faucet_shards s JOIN faucet_runs r ON r.run_id = s.run_id
 WHERE s.status = 'running' AND s.owner IS NOT NULL
 ORDER BY owner, run_id, shard_id;
+
+-- name: WakeNotify :exec
+-- Tells every member listening on the wake channel that topic has news.
+SELECT pg_notify('faucet_wake', @topic::text);
+
+-- name: WakeListen :exec
+LISTEN faucet_wake;
