@@ -30,8 +30,7 @@ export default defineConfig({
     // The shell's CSP allows no inline script, and every supported browser
     // has module preloading.
     modulePreload: { polyfill: false },
-    // The editor, the graph and the chart libraries are their own chunks,
-    // loaded by the pages that use them.
+    // The editor is its own chunk, loaded by the pages that use it.
     chunkSizeWarningLimit: 800,
     // The build's timing report varies from run to run and says nothing
     // about the output.

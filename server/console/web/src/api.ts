@@ -115,38 +115,6 @@ export async function ok<T>(call: Promise<Answer<T>>): Promise<T> {
   return data as T;
 }
 
-/**
- * Calls a route the generated types do not describe yet (the reference's
- * /v1/templates and /v1/catalog families), with the same token and the same
- * errors as the typed client.
- */
-export async function request<T>(method: string, path: string, body?: unknown): Promise<T> {
-  const headers: Record<string, string> = { Accept: "application/json" };
-  if (token !== null) headers.Authorization = `Bearer ${token}`;
-  const init: RequestInit = { method, headers };
-  if (body !== undefined) {
-    headers["Content-Type"] = "application/json";
-    init.body = JSON.stringify(body);
-  }
-  const response = await fetch(path, init);
-  if (response.status === 401) {
-    for (const f of unauthorized) f();
-  }
-  const text = await response.text();
-  let parsed: unknown = undefined;
-  if (text !== "") {
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      parsed = undefined;
-    }
-  }
-  if (!response.ok) {
-    throw faucetError(response, parsed);
-  }
-  return parsed as T;
-}
-
 /** A human sentence for any error a call threw. */
 export function describe(e: unknown): string {
   if (e instanceof FaucetError) {
@@ -154,11 +122,6 @@ export function describe(e: unknown): string {
   }
   if (e instanceof Error) return e.message;
   return String(e);
-}
-
-/** Whether the error is the API's answer that a route does not exist. */
-export function isMissingRoute(e: unknown): boolean {
-  return e instanceof FaucetError && e.status === 404 && (e.problem?.detail ?? "").startsWith("no route for ");
 }
 
 /** Roles in order of power. */

@@ -9,7 +9,8 @@ import { chromium } from "playwright-core";
 export const base = need("FAUCET_URL");
 export const token = need("FAUCET_TOKEN");
 
-function need(name) {
+/** The value of the environment variable name, which the Go test sets. */
+export function need(name) {
   const v = process.env[name];
   if (!v) throw new Error(`${name} is not set: the Go test that starts the server sets it`);
   return v;
@@ -58,12 +59,4 @@ export async function api(method, path, body) {
   const text = await r.text();
   if (!r.ok) throw new Error(`${method} ${path}: ${r.status} ${text}`);
   return text === "" ? undefined : JSON.parse(text);
-}
-
-/** Whether the server has a route (a 404 that says "no route" means it does not). */
-export async function hasRoute(path) {
-  const r = await fetch(base + path, { headers: { Authorization: `Bearer ${token}` } });
-  if (r.status !== 404) return true;
-  const p = await r.json().catch(() => ({}));
-  return !String(p.detail ?? "").startsWith("no route for");
 }

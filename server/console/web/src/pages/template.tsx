@@ -4,12 +4,11 @@
 // params.
 import type { ComponentChildren } from "preact";
 import { useState } from "preact/hooks";
-import { allows, api, describe, isMissingRoute, ok, type Schemas } from "../api";
+import { allows, api, describe, ok, type Schemas } from "../api";
 import type { PageProps } from "../lazy";
 import { Link, navigate, withQuery } from "../router";
 import { ErrorNotice, Fields, FormEnd, Loading, Notice, PageHeader, Status, TableHead, TextField, Time, toast, useConfirm, useLoad } from "../ui";
-import { assignableChannels } from "../wire";
-import { NoTemplates } from "./templates";
+import { assignableChannels } from "./templates";
 
 type TemplateDetail = Schemas["TemplateDetail"];
 type ParamSpec = Schemas["ParamSpec"];
@@ -42,7 +41,7 @@ export default function Template({ params, query, me }: PageProps) {
       <section>
         <PageHeader title="Template" sub={<span class="mono">{id}</span>} />
         {t.error !== undefined ? (
-          isMissingRoute(t.error) ? <NoTemplates /> : <ErrorNotice error={t.error} retry={t.reload} />
+          <ErrorNotice error={t.error} retry={t.reload} />
         ) : (
           <Loading what="the template" />
         )}

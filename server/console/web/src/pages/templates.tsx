@@ -1,17 +1,17 @@
 // The template registry: every template with its release state, and a form
 // to register a new version.
 import { useRef, useState } from "preact/hooks";
-import { allows, api, describe, isMissingRoute, ok, type Schemas } from "../api";
+import { allows, api, describe, ok, type Schemas } from "../api";
 import type { PageProps } from "../lazy";
 import { Editor, type EditorHandle } from "../parts/editor";
 import { Link, navigate } from "../router";
-import { ErrorNotice, FormEnd, Loading, Notice, PageHeader, Status, TableHead, TextField, Time, toast, useLoad } from "../ui";
-import { assignableChannels } from "../wire";
+import { ErrorNotice, FormEnd, Loading, PageHeader, Status, TableHead, TextField, Time, toast, useLoad } from "../ui";
 
-/** Shown where the server has no template routes. */
-export function NoTemplates() {
-  return <Notice kind="warn">This server keeps no template registry: it has no /v1/templates routes.</Notice>;
-}
+/**
+ * The channels a person points at a version; stable, previous and newest
+ * follow launches and rollbacks instead.
+ */
+export const assignableChannels = ["dev", "test", "staging", "pre-prod", "canary", "prod"] as const satisfies readonly Schemas["VersionChannel"][];
 
 const example = `version: 1
 name: export-orders
@@ -37,7 +37,7 @@ export default function Templates({ me }: PageProps) {
         )}
       </PageHeader>
       {registering && <Register onDone={(id) => navigate(`/templates/${encodeURIComponent(id)}`)} />}
-      {list.error !== undefined && (isMissingRoute(list.error) ? <NoTemplates /> : <ErrorNotice error={list.error} retry={list.reload} />)}
+      {list.error !== undefined && <ErrorNotice error={list.error} retry={list.reload} />}
       {list.data === undefined && list.loading && <Loading what="templates" />}
       {list.data && list.data.templates.length === 0 && <p class="empty">No template registered yet.</p>}
       {list.data && list.data.templates.length > 0 && (
