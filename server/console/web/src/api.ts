@@ -8,16 +8,15 @@ import {
   FaucetError,
   type FaucetClient,
   type components,
+  type RunStatus,
 } from "@faucet-dev/faucet-client";
 
 export { FaucetError };
+export type { LogLine, RunRecord, RunStatus } from "@faucet-dev/faucet-client";
 export type Schemas = components["schemas"];
-export type RunRecord = Schemas["RunRecord"];
-export type RunStatus = Schemas["RunStatus"];
 export type Whoami = Schemas["Whoami"];
 export type Role = Schemas["Role"];
 export type DoctorReport = Schemas["DoctorReport"];
-export type LogLine = Schemas["LogLine"];
 
 const tokenKey = "faucet.console.token";
 const principalKey = "faucet.console.principal";
