@@ -2,6 +2,8 @@
 // measured by the browser itself (the Element Timing entry of the runs'
 // cells, from the navigation's start), over FAUCET_BENCH_LOADS loads of
 // /runs in a signed-in tab: the first with an empty cache, then reloads.
+// Beside it, the reference of the same load: when the page's /v1/runs answer
+// arrived (its Resource Timing entry), which no console can paint before.
 // Prints one "BENCH {json}" line per load; the Go benchmark reports them.
 import { base, launch, token } from "./harness.mjs";
 
@@ -23,9 +25,13 @@ try {
             if (!e) return;
             obs.disconnect();
             const fcp = performance.getEntriesByName("first-contentful-paint")[0];
+            const runs = performance
+              .getEntriesByType("resource")
+              .find((r) => new URL(r.name).pathname === "/v1/runs");
             resolve({
               rows_ms: e.renderTime || e.loadTime,
               fcp_ms: fcp ? fcp.startTime : null,
+              answered_ms: runs ? runs.responseEnd : null,
               rows: document.querySelectorAll("table.runs tbody tr").length,
             });
           }).observe({ type: "element", buffered: true });
