@@ -121,6 +121,8 @@ func TestConsoleInABrowser(t *testing.T) {
 		"FAUCET_URL=" + s.url, "FAUCET_TOKEN=" + admin, "FAUCET_VIEWER_TOKEN=" + viewer,
 		"FAUCET_NOAUTH_URL=" + open.url, "FAUCET_SHOTS=" + shots, "FAUCET_WORK=" + work, "FAUCET_CHROMIUM=" + chromium,
 	}
+	// FAUCET_README_SHOT=$PWD/docs/console-runs.png renews the README's
+	// picture of the runs page from this run.
 	if shot := os.Getenv("FAUCET_README_SHOT"); shot != "" {
 		env = append(env, "FAUCET_README_SHOT="+shot)
 	}
