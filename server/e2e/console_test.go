@@ -106,7 +106,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	s := start(t, serverOpts{
 		history: "sqlite:" + filepath.Join(dir, "history.db"),
 		args: []string{"--auth-config", principals, "--cluster", "--cluster-poll-secs", "0.2",
-			"--max-concurrent-runs", "4", "--log-level", "warn"},
+			"--max-concurrent-runs", "4", "--log-level", "warn", "--callback-allow-host", "127.0.0.1"},
 		token: admin,
 		bin:   fastBin,
 	})

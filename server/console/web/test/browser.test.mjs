@@ -9,6 +9,7 @@
 // or token in a URL may happen.
 import assert from "node:assert/strict";
 import { mkdirSync, readFileSync } from "node:fs";
+import { createServer } from "node:http";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
@@ -316,6 +317,35 @@ test("cluster: the member lists its slots and the held run; a sharded run shows 
   await shards.locator("tbody tr").nth(1).waitFor();
   await shards.locator("tbody .status").filter({ hasText: "completed" }).nth(1).waitFor();
   await page.getByText("20,000").first().waitFor();
+});
+
+test("a run's callback: its delivery, retried after a 503, shows on the run page", async () => {
+  const seen = [];
+  const receiver = createServer((req, res) => {
+    req.resume();
+    req.on("end", () => {
+      seen.push(req.headers["faucet-delivery-id"]);
+      res.writeHead(seen.length === 1 ? 503 : 200).end();
+    });
+  });
+  await new Promise((resolve) => receiver.listen(0, "127.0.0.1", resolve));
+  try {
+    const url = `http://127.0.0.1:${receiver.address().port}/hook`;
+    const id = (await api("POST", "/v1/runs", { config: config("generate").replace("browser-hello", "browser-callback"), callback: { url } }))
+      .run_id;
+    await page.goto(`${base}/runs/${id}`);
+    const row = page.getByRole("table", { name: "Callback deliveries" }).locator("tbody tr");
+    await row.locator(".status").filter({ hasText: "delivered" }).waitFor();
+    const cells = await row.locator("td").allInnerTexts();
+    assert.equal(cells[2], "2", `attempts: ${cells}`);
+    assert.equal(cells[4], "200", `last answer: ${cells}`);
+    assert.equal(seen.length, 2, "the receiver was called twice");
+    assert.ok(seen[0] && seen[0] === seen[1] && cells[0] === seen[0], `one delivery id throughout: ${seen}, ${cells[0]}`);
+    await page.getByText(`POST ${url}`).waitFor();
+    await check("run-callback");
+  } finally {
+    receiver.close();
+  }
 });
 
 test("a long run: its logs follow live and pause; it is cancelled, then deleted, after a confirmation", async () => {

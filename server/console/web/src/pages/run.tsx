@@ -1,6 +1,6 @@
-// One run: its fields, invocations, callback target, doctor report, shards
-// and logs, refreshed while it is in flight; cancel and delete after a
-// confirmation.
+// One run: its fields, invocations, callback target and deliveries, doctor
+// report, shards and logs, refreshed while it is in flight or a delivery of
+// its callback is pending; cancel and delete after a confirmation.
 import type { ComponentChildren } from "preact";
 import { useState } from "preact/hooks";
 import { allows, api, describe, isTerminal, ok, type RunRecord, type Schemas } from "../api";
@@ -12,11 +12,17 @@ import { Link, navigate } from "../router";
 import { ErrorNotice, Fields, Loading, Notice, PageHeader, Status, TableHead, Time, toast, useConfirm, useLoad } from "../ui";
 
 type Shard = Schemas["ShardRecord"];
+type Delivery = Schemas["CallbackDelivery"];
+
+/** Whether the run may still change: in flight, or a delivery still due. */
+function changing(r: RunRecord): boolean {
+  return !isTerminal(r.status) || (r.callback_deliveries ?? []).some((d) => d.state === "pending");
+}
 
 export default function Run({ params, me }: PageProps) {
   const id = params.id ?? "";
   const run = useLoad(() => ok(api().GET("/v1/runs/{id}", { params: { path: { id } } })), [id], (r) =>
-    r === undefined || !isTerminal(r.status) ? 1000 : undefined,
+    r === undefined || changing(r) ? 1000 : undefined,
   );
   const [dialog, ask] = useConfirm();
   const [busy, setBusy] = useState(false);
@@ -116,6 +122,7 @@ export default function Run({ params, me }: PageProps) {
       <Invocations r={r} />
       <h2>Completion callback</h2>
       <Callback callback={r.callback} />
+      {r.callback && <Deliveries r={r} />}
       {r.doctor_report && (
         <>
           <h2>Doctor report</h2>
@@ -205,6 +212,44 @@ function Callback({ callback }: { callback: RunRecord["callback"] }) {
         ],
       ]}
     />
+  );
+}
+
+/** The deliveries of the run's callback, each with its state and its last attempt. */
+function Deliveries({ r }: { r: RunRecord }) {
+  const list: Delivery[] = r.callback_deliveries ?? [];
+  if (list.length === 0) {
+    return <p class="muted">{isTerminal(r.status) ? "No delivery: the run ended in a status the callback does not fire on." : "Delivered once the run ends."}</p>;
+  }
+  return (
+    <table class="table">
+      <TableHead
+        caption="Callback deliveries"
+        cols={["Delivery", "State", ["Attempts", "num"], "Last attempt", ["Answer", "num"], "Last error", "Next attempt", "Finished"]}
+      />
+      <tbody>
+        {list.map((d) => (
+          <tr key={d.delivery_id} data-delivery={d.delivery_id}>
+            <td class="mono">{d.delivery_id}</td>
+            <td>
+              <Status value={d.state} />
+            </td>
+            <td class="num">{count(d.attempts)}</td>
+            <td>
+              <Time iso={d.last_attempt_at} />
+            </td>
+            <td class="num">{d.last_status_code ?? <span class="muted">—</span>}</td>
+            <td>{d.last_error ? <span class="error-text pre">{d.last_error}</span> : <span class="muted">—</span>}</td>
+            <td>
+              <Time iso={d.state === "pending" ? d.next_attempt_at : undefined} />
+            </td>
+            <td>
+              <Time iso={d.finished_at} />
+            </td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
   );
 }
 

@@ -1,4 +1,4 @@
-import{A as e,C as t,S as n,T as r,_ as i,b as a,c as o,d as s,i as c,j as l,l as u,o as d,p as f,r as p,s as m,t as h,u as g,v as _,x as v}from"./index-ChH6Rtj-.js";import{t as y}from"./editor-ChsVXEjf.js";var b=[`dev`,`test`,`staging`,`pre-prod`,`canary`,`prod`],x=`version: 1
+import{A as e,C as t,S as n,T as r,_ as i,b as a,c as o,d as s,i as c,j as l,l as u,o as d,p as f,r as p,s as m,t as h,u as g,v as _,x as v}from"./index-B19cy42j.js";import{t as y}from"./editor-BTGvL0Fm.js";var b=[`dev`,`test`,`staging`,`pre-prod`,`canary`,`prod`],x=`version: 1
 name: export-orders
 params:
   rows: {type: int, default: 100, description: How many rows to generate}

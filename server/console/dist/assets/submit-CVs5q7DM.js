@@ -1,4 +1,4 @@
-import{A as e,C as t,E as n,N as r,S as i,_ as a,a as o,b as s,d as c,j as l,l as u,o as d,v as f,x as p}from"./index-ChH6Rtj-.js";import{n as m,t as h}from"./doctor-CDMFvWPJ.js";import{n as g,t as _}from"./editor-ChsVXEjf.js";var v=`version: 1
+import{A as e,C as t,E as n,N as r,S as i,_ as a,a as o,b as s,d as c,j as l,l as u,o as d,v as f,x as p}from"./index-B19cy42j.js";import{n as m,t as h}from"./doctor-BFi_FkNV.js";import{n as g,t as _}from"./editor-BTGvL0Fm.js";var v=`version: 1
 name: hello
 pipeline:
   source:
