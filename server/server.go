@@ -26,6 +26,7 @@ import (
 	"github.com/faucet-dev/faucet/server/api"
 	"github.com/faucet-dev/faucet/server/auth"
 	"github.com/faucet-dev/faucet/server/cluster"
+	"github.com/faucet-dev/faucet/server/console"
 	"github.com/faucet-dev/faucet/server/execution"
 	"github.com/faucet-dev/faucet/server/follow"
 	"github.com/faucet-dev/faucet/server/httpguard"
@@ -116,6 +117,10 @@ type Config struct {
 	// open at once, in all and of one run; the excess is answered 429.
 	MaxLogFollowers       int
 	MaxLogFollowersPerRun int
+
+	// NoUI turns the web console off: / and the console's routes answer 404
+	// like any unknown path.
+	NoUI bool
 }
 
 // Defaults of Config.
@@ -306,7 +311,11 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 		Follow:  follow.New(store, follow.Options{MaxPerRun: cfg.MaxLogFollowersPerRun, MaxTotal: cfg.MaxLogFollowers, Metrics: m}),
 		Metrics: m, Log: log, BodyLimit: cfg.BodyLimitBytes,
 	})
-	mux.Handle("/", notFound())
+	fallback := notFound()
+	if !cfg.NoUI {
+		fallback = console.Handler(fallback)
+	}
+	mux.Handle("/", fallback)
 	ready := withCORS(mux, cfg.CORSOrigins)
 	handler.Store(&ready)
 	serve()
