@@ -60,6 +60,10 @@ type Options struct {
 	// keeps answering its API promptly while pipelines saturate the CPU,
 	// and the pipelines still get every cycle the API leaves.
 	Nice int
+	// Files bounds the files connectors open (faucet serve's file roots and
+	// its own files); nil leaves them unconfined (faucet run). Plugins
+	// speaking a protocol before 1.3 cannot be told.
+	Files *sdk.Files
 }
 
 // DefaultPluginDirs returns the directories in FAUCET_PLUGIN_DIR followed by
@@ -102,6 +106,9 @@ type Host struct {
 	// nice is the nice(1) executable plugins start through; empty to start
 	// them directly.
 	nice string
+	// unconfined holds the names of connectors warned about for not
+	// receiving the file roots.
+	unconfined sync.Map
 
 	mu     sync.Mutex
 	closed bool

@@ -49,7 +49,7 @@ func (h *Host) OpenPipe(ctx context.Context, source pipeline.ConnectorConfig, sh
 		release()
 		return nil, &ConnectorError{Connector: sc.Name, Msg: "the plugin has no address to read from"}
 	}
-	read := &connectorv1.ReadRequest{Config: source.Config}
+	read := &connectorv1.ReadRequest{Config: source.Config, FileAccess: h.fileAccess(sc, src)}
 	if shard != nil {
 		read.Shard = &connectorv1.Shard{Descriptor_: shard.Descriptor, EstimatedRecords: shard.EstimatedRecords, EstimatedBytes: shard.EstimatedBytes}
 	}
@@ -57,8 +57,9 @@ func (h *Host) OpenPipe(ctx context.Context, source pipeline.ConnectorConfig, sh
 	stream, err := dst.rpc.Write(sctx)
 	if err == nil {
 		err = stream.Send(&connectorv1.WriteRequest{Msg: &connectorv1.WriteRequest_Open{Open: &connectorv1.WriteOpen{
-			Config:   sink.Config,
-			Upstream: &connectorv1.Upstream{Network: addr.Addr.Network(), Address: addr.Addr.String(), Read: read, ProtocolVersion: uint32(src.version)},
+			Config:     sink.Config,
+			FileAccess: h.fileAccess(kc, dst),
+			Upstream:   &connectorv1.Upstream{Network: addr.Addr.Network(), Address: addr.Addr.String(), Read: read, ProtocolVersion: uint32(src.version)},
 		}}})
 	}
 	if err != nil {

@@ -76,7 +76,7 @@ func (h *Host) OpenSource(ctx context.Context, cfg pipeline.ConnectorConfig, sha
 	if err != nil {
 		return nil, err
 	}
-	req := &connectorv1.ReadRequest{Config: cfg.Config}
+	req := &connectorv1.ReadRequest{Config: cfg.Config, FileAccess: h.fileAccess(c, p)}
 	if shard != nil {
 		req.Shard = &connectorv1.Shard{Descriptor_: shard.Descriptor, EstimatedRecords: shard.EstimatedRecords, EstimatedBytes: shard.EstimatedBytes}
 	}
@@ -153,7 +153,7 @@ func (h *Host) OpenSink(ctx context.Context, cfg pipeline.ConnectorConfig, acked
 	sctx, cancel := context.WithCancel(ctx)
 	stream, err := p.rpc.Write(sctx)
 	if err == nil {
-		err = stream.Send(&connectorv1.WriteRequest{Msg: &connectorv1.WriteRequest_Open{Open: &connectorv1.WriteOpen{Config: cfg.Config}}})
+		err = stream.Send(&connectorv1.WriteRequest{Msg: &connectorv1.WriteRequest_Open{Open: &connectorv1.WriteOpen{Config: cfg.Config, FileAccess: h.fileAccess(c, p)}}})
 	}
 	if err != nil {
 		cancel()
@@ -304,7 +304,7 @@ func (h *Host) Shards(ctx context.Context, cfg pipeline.ConnectorConfig, count i
 		return nil, err
 	}
 	defer h.checkin(c.Name, p)
-	resp, err := p.rpc.Shards(ctx, &connectorv1.ShardsRequest{Config: cfg.Config, Count: uint32(count)})
+	resp, err := p.rpc.Shards(ctx, &connectorv1.ShardsRequest{Config: cfg.Config, Count: uint32(count), FileAccess: h.fileAccess(c, p)})
 	if err != nil {
 		return nil, translate(c.Name, p, err)
 	}
@@ -330,7 +330,7 @@ func (h *Host) Check(ctx context.Context, role pipeline.Role, cfg pipeline.Conne
 	if role == pipeline.RoleSink {
 		r = connectorv1.Role_ROLE_SINK
 	}
-	resp, err := p.rpc.Check(ctx, &connectorv1.CheckRequest{Role: r, Config: cfg.Config})
+	resp, err := p.rpc.Check(ctx, &connectorv1.CheckRequest{Role: r, Config: cfg.Config, FileAccess: h.fileAccess(c, p)})
 	if err != nil {
 		return nil, translate(c.Name, p, err)
 	}

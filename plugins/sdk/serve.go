@@ -147,6 +147,7 @@ func (s *server) Check(ctx context.Context, req *connectorv1.CheckRequest) (*con
 	if !ok {
 		return &connectorv1.CheckResponse{Items: []*connectorv1.CheckItem{{Name: "config", Ok: true, Message: "the connector has no probes beyond schema validation"}}}, nil
 	}
+	ctx = callContext(ctx, req.GetFileAccess())
 	items, err := checker.Check(ctx, role, req.GetConfig())
 	if err != nil {
 		return nil, toStatus(ctx, err)
@@ -163,6 +164,7 @@ func (s *server) Shards(ctx context.Context, req *connectorv1.ShardsRequest) (*c
 	if !ok {
 		return nil, status.Errorf(codes.Unimplemented, "connector %s is not shardable", s.c.Spec().Name)
 	}
+	ctx = callContext(ctx, req.GetFileAccess())
 	shards, err := sharder.Shards(ctx, req.GetConfig(), int(req.GetCount()))
 	if err != nil {
 		return nil, toStatus(ctx, err)
@@ -192,7 +194,7 @@ func (s *server) Read(req *connectorv1.ReadRequest, stream grpc.ServerStreamingS
 		w.next, w.grow, w.growAt = sb.next, sb.grow, sharedMinBytes
 		sb.w = w
 	}
-	if err := s.read(stream.Context(), src, req, w); err != nil {
+	if err := s.read(callContext(stream.Context(), req.GetFileAccess()), src, req, w); err != nil {
 		return err
 	}
 	return stream.Send(&connectorv1.ReadResponse{Msg: &connectorv1.ReadResponse_Stats{Stats: &connectorv1.Stats{Records: w.Records(), Bytes: w.Bytes()}}})
@@ -212,8 +214,9 @@ func (s *server) Write(stream grpc.BidiStreamingServer[connectorv1.WriteRequest,
 	if open == nil {
 		return status.Error(codes.InvalidArgument, "a write session must start with an open request")
 	}
+	ctx, outs := withOutputs(callContext(ctx, open.GetFileAccess()))
 	if open.GetUpstream() != nil {
-		return s.writeFromUpstream(stream, sink, open)
+		return s.writeFromUpstream(ctx, outs, stream, sink, open)
 	}
 	w, err := sink.Open(ctx, open.GetConfig())
 	if err != nil {
@@ -226,7 +229,7 @@ func (s *server) Write(stream grpc.BidiStreamingServer[connectorv1.WriteRequest,
 			if err := w.Close(ctx); err != nil {
 				return toStatus(ctx, err)
 			}
-			return stream.Send(&connectorv1.WriteResponse{Msg: &connectorv1.WriteResponse_Stats{Stats: &connectorv1.Stats{Records: records, Bytes: size}}})
+			return stream.Send(&connectorv1.WriteResponse{Msg: &connectorv1.WriteResponse_Stats{Stats: &connectorv1.Stats{Records: records, Bytes: size, Outputs: outs.list()}}})
 		}
 		if err != nil {
 			// faucet went away mid-session: nothing will commit this.

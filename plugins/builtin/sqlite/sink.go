@@ -67,7 +67,9 @@ func (Connector) Open(ctx context.Context, config json.RawMessage) (sdk.Writer, 
 	if err != nil {
 		return nil, err
 	}
-	db, err := open(cfg.Path, false)
+	files := sdk.FilesFrom(ctx)
+	_, statErr := files.Stat(cfg.Path)
+	db, err := open(ctx, cfg.Path, false)
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +80,7 @@ func (Connector) Open(ctx context.Context, config json.RawMessage) (sdk.Writer, 
 		db.Close()
 		return nil, fmt.Errorf("begin transaction: %w", classify(err))
 	}
-	w := &writer{cfg: cfg, db: db, tx: tx}
+	w := &writer{cfg: cfg, db: db, tx: tx, existed: statErr == nil}
 	if err := w.start(ctx); err != nil {
 		// The cause matters more than a failure to roll back.
 		_ = w.Abort(context.WithoutCancel(ctx))
@@ -88,13 +90,15 @@ func (Connector) Open(ctx context.Context, config json.RawMessage) (sdk.Writer, 
 }
 
 type writer struct {
-	cfg   sinkConfig
-	db    *sql.DB
-	tx    *sql.Tx
-	table *table
-	stmt  *sql.Stmt
-	vals  [][]byte
-	args  []any
+	cfg sinkConfig
+	db  *database
+	// existed: the database file was there before the session.
+	existed bool
+	tx      *sql.Tx
+	table   *table
+	stmt    *sql.Stmt
+	vals    [][]byte
+	args    []any
 }
 
 func (w *writer) start(ctx context.Context) error {
@@ -224,14 +228,21 @@ func bindValue(raw []byte, asJSON bool) (any, error) {
 	return f, nil
 }
 
-// Close commits every acknowledged batch.
-func (w *writer) Close(context.Context) error {
+// Close commits every acknowledged batch and reports the database file to
+// faucet's ledger of written files.
+func (w *writer) Close(ctx context.Context) error {
 	defer w.db.Close()
 	if w.stmt != nil {
 		w.stmt.Close()
 	}
 	if err := w.tx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", classify(err))
+	}
+	files := sdk.FilesFrom(ctx)
+	if abs, err := files.Abs(w.cfg.Path); err == nil {
+		if fi, err := files.Stat(w.cfg.Path); err == nil {
+			sdk.ReportOutput(ctx, sdk.OutputFile{Path: abs, Size: fi.Size(), Existed: w.existed})
+		}
 	}
 	return nil
 }

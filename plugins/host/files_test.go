@@ -1,0 +1,144 @@
+package host_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/faucet-dev/faucet/pipeline"
+	"github.com/faucet-dev/faucet/plugins/host"
+	"github.com/faucet-dev/faucet/plugins/sdk"
+)
+
+// confinedHost is a host confining its connectors to a fresh root (holding
+// in.csv and a sqlite database) beside a directory holding what no run may
+// read: secret.csv outside the root, and a server file inside it.
+type confinedHost struct {
+	conns         map[string]pipeline.Connectors
+	root, outside string
+	serverFile    string
+}
+
+func newConfinedHost(t *testing.T) confinedHost {
+	t.Helper()
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := confinedHost{root: filepath.Join(base, "root"), outside: filepath.Join(base, "outside")}
+	for _, d := range []string{c.root, c.outside} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(t, filepath.Join(c.root, "in.csv"), "id,name\n1,Ada\n2,Grace\n")
+	write(t, filepath.Join(c.outside, "secret.csv"), "user,password\nroot,hunter2\n")
+	c.serverFile = filepath.Join(c.root, "history.db.token")
+	write(t, c.serverFile, "token\ns3cret\n")
+	fi, err := os.Stat(c.serverFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, ino, _ := sdk.FileID(fi)
+	files := sdk.NewFiles([]string{c.root}, []sdk.DeniedFile{{Path: c.serverFile, Device: dev, Inode: ino}})
+	h := newHostWith(t, host.Options{Files: files})
+	c.conns = map[string]pipeline.Connectors{"pipe": h, "relay": relayOnly{h}}
+	return c
+}
+
+func write(t *testing.T, name, text string) {
+	t.Helper()
+	if err := os.WriteFile(name, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestConfinedConnectors(t *testing.T) {
+	c := newConfinedHost(t)
+	if err := os.Symlink(filepath.Join(c.outside, "secret.csv"), filepath.Join(c.root, "link.csv")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(c.outside, filepath.Join(c.root, "outdir")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(c.serverFile, filepath.Join(c.root, "innocent.csv")); err != nil {
+		t.Fatal(err)
+	}
+	for mode, conns := range c.conns {
+		t.Run(mode, func(t *testing.T) {
+			run := func(source, sink pipeline.ConnectorConfig) error {
+				_, err := pipeline.Execute(context.Background(), plan(pipeline.Invocation{RowID: "default", Source: source, Sink: sink}),
+					pipeline.ExecuteOptions{Connectors: conns})
+				return err
+			}
+			// A relative path is within the first root; an absolute one in it too.
+			if err := run(cfg("csv", map[string]any{"path": "in.csv"}), cfg("jsonl", map[string]any{"path": "out/" + mode + ".jsonl"})); err != nil {
+				t.Fatalf("csv → jsonl within the root: %v", err)
+			}
+			if n := countLines(t, filepath.Join(c.root, "out", mode+".jsonl")); n != 2 {
+				t.Fatalf("wrote %d records, want 2", n)
+			}
+			if err := run(cfg("csv", map[string]any{"path": filepath.Join(c.root, "in.csv")}), cfg("sqlite", map[string]any{"path": mode + ".db", "table": "people"})); err != nil {
+				t.Fatalf("csv → sqlite within the root: %v", err)
+			}
+			if err := run(cfg("sqlite", map[string]any{"path": mode + ".db", "table": "people"}), cfg("jsonl", map[string]any{"path": mode + "-back.jsonl"})); err != nil {
+				t.Fatalf("sqlite → jsonl within the root: %v", err)
+			}
+
+			refused := []struct {
+				what         string
+				source, sink pipeline.ConnectorConfig
+				want         string
+			}{
+				{"a source outside the roots", cfg("csv", map[string]any{"path": "/etc/passwd"}), cfg("jsonl", map[string]any{"path": "x.jsonl"}), "outside the file roots"},
+				{"a sink outside the roots", cfg("csv", map[string]any{"path": "in.csv"}), cfg("jsonl", map[string]any{"path": filepath.Join(c.outside, "x.jsonl")}), "outside the file roots"},
+				{"a symlink out of the root", cfg("csv", map[string]any{"path": "link.csv"}), cfg("jsonl", map[string]any{"path": "x.jsonl"}), "outside the file roots"},
+				{"a symlinked directory", cfg("csv", map[string]any{"path": "outdir/secret.csv"}), cfg("jsonl", map[string]any{"path": "x.jsonl"}), "outside the file roots"},
+				{"a sink through a symlinked directory", cfg("csv", map[string]any{"path": "in.csv"}), cfg("csv", map[string]any{"path": "outdir/x.csv"}), "outside the file roots"},
+				{"dot dot", cfg("jsonl", map[string]any{"path": "../outside/secret.csv"}), cfg("jsonl", map[string]any{"path": "x.jsonl"}), "outside the file roots"},
+				{"a glob out of the root", cfg("csv", map[string]any{"path": "../outside/*.csv"}), cfg("jsonl", map[string]any{"path": "x.jsonl"}), "outside the file roots"},
+				{"a server file", cfg("csv", map[string]any{"path": c.serverFile}), cfg("jsonl", map[string]any{"path": "x.jsonl"}), "server's own files"},
+				{"a hard link to a server file", cfg("csv", map[string]any{"path": "innocent.csv"}), cfg("jsonl", map[string]any{"path": "x.jsonl"}), "server's own files"},
+				{"a sink replacing a server file", cfg("csv", map[string]any{"path": "in.csv"}), cfg("jsonl", map[string]any{"path": c.serverFile}), "server's own files"},
+				{"sqlite reading a server file", cfg("sqlite", map[string]any{"path": c.serverFile, "table": "t"}), cfg("jsonl", map[string]any{"path": "x.jsonl"}), "server's own files"},
+				{"sqlite outside the roots", cfg("sqlite", map[string]any{"path": filepath.Join(c.outside, "x.db"), "table": "t"}), cfg("jsonl", map[string]any{"path": "x.jsonl"}), "outside the file roots"},
+				{"a sqlite sink through a symlinked directory", cfg("csv", map[string]any{"path": "in.csv"}), cfg("sqlite", map[string]any{"path": "outdir/x.db", "table": "t"}), "outside the file roots"},
+			}
+			for _, r := range refused {
+				err := run(r.source, r.sink)
+				if err == nil || !strings.Contains(err.Error(), r.want) {
+					t.Errorf("%s: got %v, want an error saying %q", r.what, err, r.want)
+					continue
+				}
+				if strings.Contains(r.want, "roots") && !strings.Contains(err.Error(), c.root) {
+					t.Errorf("%s: the error %q does not name the file roots", r.what, err)
+				}
+			}
+			// ATTACH (and VACUUM INTO, which attaches) would open a path of
+			// the query's choosing.
+			for _, q := range []string{
+				"ATTACH DATABASE '" + filepath.Join(c.outside, "a.db") + "' AS a",
+				"ATTACH DATABASE 'file:" + filepath.Join(c.outside, "a.db") + "?vfs=os' AS a",
+				"VACUUM INTO '" + filepath.Join(c.outside, "v.db") + "'",
+				"VACUUM INTO 'file:" + filepath.Join(c.outside, "v.db") + "?vfs=os'",
+			} {
+				err := run(cfg("sqlite", map[string]any{"path": mode + ".db", "query": q}), cfg("jsonl", map[string]any{"path": "x.jsonl"}))
+				if err == nil {
+					t.Errorf("the sqlite source ran %q", q)
+				}
+			}
+		})
+	}
+	entries, err := os.ReadDir(c.outside)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 {
+		t.Errorf("files appeared outside the root: %v", entries)
+	}
+	if b, _ := os.ReadFile(c.serverFile); string(b) != "token\ns3cret\n" {
+		t.Errorf("the server file changed: %q", b)
+	}
+}
