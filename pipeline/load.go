@@ -32,6 +32,16 @@ type LoadOptions struct {
 	Sets []string
 	// Env looks up ${env:NAME}; nil means the process environment.
 	Env func(string) (string, bool)
+	// EnvAllowed, when set, is asked about every ${env:NAME} before it is
+	// looked up: a name it refuses is a problem at that string, with the
+	// error's text, whether or not the variable is set and whatever its
+	// fallback (faucet serve resolves only the names its operator allowed).
+	EnvAllowed func(name string) error
+	// Files, when set, is asked about every file path a connector's schema
+	// marks (FileKeyword) and the dead-letter file, with access "read" or
+	// "write": a path it refuses is a problem at that field (faucet serve
+	// refuses paths outside its file roots). A glob is passed as written.
+	Files func(access, path string) error
 	// Catalog lists the connectors and their config schemas. Required.
 	Catalog Catalog
 }
@@ -354,7 +364,7 @@ type row struct {
 func (l *loader) invocations(root map[string]any) []Invocation {
 	env := l.opts.Env
 	topVars, _ := root["vars"].(map[string]any)
-	varsResolver := &resolver{env: env, secret: l.addSecret}
+	varsResolver := &resolver{env: env, allowed: l.opts.EnvAllowed, secret: l.addSecret}
 	report := func(at path, msg string) { l.report(at, "", msg) }
 	topVars, _ = varsResolver.interpolate(topVars, path{"vars"}, report).(map[string]any)
 
@@ -440,7 +450,7 @@ func (l *loader) connector(role Role, pipe map[string]any, r row) ConnectorConfi
 	if r.index >= 0 {
 		sharedRow = r.id
 	}
-	res := &resolver{env: l.opts.Env, vars: r.vars, secret: l.addSecret}
+	res := &resolver{env: l.opts.Env, allowed: l.opts.EnvAllowed, vars: r.vars, secret: l.addSecret}
 	// A string that failed to interpolate is one problem: the schema's view
 	// of the unexpanded text it kept would only repeat it.
 	failed := map[string]bool{}
@@ -465,28 +475,39 @@ func (l *loader) connector(role Role, pipe map[string]any, r row) ConnectorConfi
 		cfg = merge(cfg, overI).(map[string]any)
 	}
 
+	// at is a location inside cfg: a problem there is reported where its
+	// value is written, in the row's override or in the pipeline's config.
+	reportCfg := func(at path, msg string) {
+		if _, inOverride := lookup(overI, at); inOverride && len(at) > 0 {
+			full := append(overPath.child("config"), at...)
+			if !failed[full.String()] {
+				l.report(full, "", msg)
+			}
+			return
+		}
+		at = append(basePath.child("config"), at...)
+		if failed[at.String()] {
+			return
+		}
+		pos := l.doc.at(at)
+		if pos == (position{}) && len(at) == 3 {
+			// The config object itself is missing: point at its connector.
+			pos = l.doc.at(basePath)
+		}
+		l.reportAt(at, pos, sharedRow, msg)
+	}
 	schema := l.schema(role, typ, typePath, sharedRow)
 	if schema != nil {
 		schema.secrets(cfg, l.addSecret)
-		schema.check(cfg, nil, func(at path, msg string) {
-			if _, inOverride := lookup(overI, at); inOverride && len(at) > 0 {
-				full := append(overPath.child("config"), at...)
-				if !failed[full.String()] {
-					l.report(full, "", msg)
+		before := len(l.probs.list)
+		schema.check(cfg, nil, reportCfg)
+		if l.opts.Files != nil && len(l.probs.list) == before {
+			schema.files(cfg, func(at path, access, name string) {
+				if err := l.opts.Files(access, name); err != nil {
+					reportCfg(at, err.Error())
 				}
-				return
-			}
-			at = append(basePath.child("config"), at...)
-			if failed[at.String()] {
-				return
-			}
-			pos := l.doc.at(at)
-			if pos == (position{}) && len(at) == 3 {
-				// The config object itself is missing: point at its connector.
-				pos = l.doc.at(basePath)
-			}
-			l.reportAt(at, pos, sharedRow, msg)
-		})
+			})
+		}
 	}
 	raw, _ := json.Marshal(cfg)
 	return ConnectorConfig{Type: typ, Config: raw}

@@ -4,13 +4,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/faucet-dev/faucet/pipeline"
 	"github.com/faucet-dev/faucet/plugins/builtin"
 	"github.com/faucet-dev/faucet/plugins/host"
 	"github.com/faucet-dev/faucet/plugins/sdk"
+	"github.com/faucet-dev/faucet/server/envpolicy"
+	"github.com/faucet-dev/faucet/server/fileroots"
 	"github.com/faucet-dev/faucet/server/runner"
 )
 
@@ -19,9 +20,12 @@ import (
 type engine struct {
 	host     *host.Host
 	defaults []byte
+	// files bounds the paths of a run; env what ${env:NAME} may read.
+	files *fileroots.Access
+	env   *envpolicy.Policy
 }
 
-func newEngine(ctx context.Context, cfg Config, defaults []byte, log *slog.Logger) (*engine, error) {
+func newEngine(ctx context.Context, cfg Config, defaults []byte, log *slog.Logger, files *fileroots.Access, env *envpolicy.Policy) (*engine, error) {
 	specs := make([]sdk.Spec, 0, len(builtin.All()))
 	for _, c := range builtin.All() {
 		specs = append(specs, c.Spec())
@@ -29,11 +33,14 @@ func newEngine(ctx context.Context, cfg Config, defaults []byte, log *slog.Logge
 	dirs := append(append([]string{}, cfg.PluginDirs...), host.DefaultPluginDirs()...)
 	// Each session holds a plugin process; keep enough warm for every run
 	// that may execute at once, so trivial runs never wait for a launch.
-	h, err := host.New(ctx, host.Options{PluginDirs: dirs, Builtins: specs, Env: cfg.PluginEnv, Nice: cfg.PluginNice, Logger: log, MaxIdle: max(2, cfg.MaxConcurrentRuns)})
+	h, err := host.New(ctx, host.Options{
+		PluginDirs: dirs, Builtins: specs, Env: cfg.PluginEnv, Nice: cfg.PluginNice, Logger: log,
+		MaxIdle: max(2, cfg.MaxConcurrentRuns), Files: files.Files,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("start connector host: %w", err)
 	}
-	return &engine{host: h, defaults: defaults}, nil
+	return &engine{host: h, defaults: defaults, files: files, env: env}, nil
 }
 
 // Close stops every plugin process.
@@ -44,7 +51,8 @@ func (e *engine) Catalog() pipeline.Catalog { return e.host }
 
 func (e *engine) Load(config []byte, format string) (*pipeline.Plan, error) {
 	return pipeline.Load(config, pipeline.LoadOptions{
-		Format: pipeline.Format(format), Defaults: e.defaults, Env: os.LookupEnv, Catalog: e.host,
+		Format: pipeline.Format(format), Defaults: e.defaults, Catalog: e.host,
+		Env: e.env.Lookup, EnvAllowed: e.env.Allowed, Files: e.files.Check,
 	})
 }
 

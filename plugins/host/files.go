@@ -10,7 +10,10 @@ import (
 // not understand it (it is then warned about once per connector: such a
 // plugin opens whatever paths its config names).
 func (h *Host) fileAccess(c *Connector, p *proc) *connectorv1.FileAccess {
-	f := h.opts.Files
+	if h.opts.Files == nil {
+		return nil
+	}
+	f := h.opts.Files()
 	if f == nil || !f.Confined() {
 		return nil
 	}

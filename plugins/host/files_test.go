@@ -43,7 +43,7 @@ func newConfinedHost(t *testing.T) confinedHost {
 	}
 	dev, ino, _ := sdk.FileID(fi)
 	files := sdk.NewFiles([]string{c.root}, []sdk.DeniedFile{{Path: c.serverFile, Device: dev, Inode: ino}})
-	h := newHostWith(t, host.Options{Files: files})
+	h := newHostWith(t, host.Options{Files: func() *sdk.Files { return files }})
 	c.conns = map[string]pipeline.Connectors{"pipe": h, "relay": relayOnly{h}}
 	return c
 }

@@ -60,10 +60,11 @@ type Options struct {
 	// keeps answering its API promptly while pipelines saturate the CPU,
 	// and the pipelines still get every cycle the API leaves.
 	Nice int
-	// Files bounds the files connectors open (faucet serve's file roots and
-	// its own files); nil leaves them unconfined (faucet run). Plugins
-	// speaking a protocol before 1.3 cannot be told.
-	Files *sdk.Files
+	// Files, when set, returns what bounds the files connectors open
+	// (faucet serve's file roots and its own files), asked at every call;
+	// nil leaves them unconfined (faucet run). Plugins speaking a protocol
+	// before 1.3 cannot be told.
+	Files func() *sdk.Files
 }
 
 // DefaultPluginDirs returns the directories in FAUCET_PLUGIN_DIR followed by

@@ -95,6 +95,12 @@ type PathError struct {
 
 func (e *PathError) Error() string {
 	switch {
+	case e.Op == "" && errors.Is(e.Err, ErrOutsideRoots):
+		return fmt.Sprintf("path %s is %v (%s)", e.Path, ErrOutsideRoots, strings.Join(e.Roots, ", "))
+	case e.Op == "" && errors.Is(e.Err, ErrServerFile):
+		return fmt.Sprintf("path %s is refused: it is %v", e.Path, ErrServerFile)
+	case e.Op == "":
+		return fmt.Sprintf("path %s (under file roots %s): %v", e.Path, strings.Join(e.Roots, ", "), e.Err)
 	case errors.Is(e.Err, ErrOutsideRoots):
 		return fmt.Sprintf("%s %s: the path is %v (%s)", e.Op, e.Path, ErrOutsideRoots, strings.Join(e.Roots, ", "))
 	case errors.Is(e.Err, ErrServerFile):
@@ -430,6 +436,58 @@ func (f *Files) Dir(name string) (*os.File, string, error) {
 		return nil, "", f.fail("open", name, err)
 	}
 	return d, path.Base(filepath.ToSlash(rel)), nil
+}
+
+// Check reports, without opening anything, whether name is a path this
+// file access lets a connector read or write: it lies in a root, resolves
+// beneath it (an existing file, or else the nearest existing directory on
+// its way, so a symlink out is noticed before anything is created), and is
+// none of the server's own files. A glob is checked as written: it may not
+// leave its root. faucet serve checks the paths of a submitted config with
+// it; opening the file still checks everything again.
+func (f *Files) Check(name string) error {
+	if !f.Confined() {
+		return nil
+	}
+	if strings.ContainsAny(name, `*?[\`) {
+		_, rel, err := f.place(name)
+		if err == nil && !fs.ValidPath(filepath.ToSlash(rel)) {
+			err = errors.New(`a pattern under file roots cannot use ".."`)
+		}
+		if err != nil {
+			return f.fail("", name, err)
+		}
+		return nil
+	}
+	r, rel, err := f.within(name)
+	if err != nil {
+		return f.fail("", name, err)
+	}
+	defer r.Close()
+	for p := rel; ; p = filepath.Dir(p) {
+		fi, err := r.Stat(p)
+		if err == nil {
+			if p == rel && f.deniedID(fi) {
+				return f.fail("", name, ErrServerFile)
+			}
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			if strings.Contains(err.Error(), "path escapes from parent") {
+				return f.fail("", name, ErrOutsideRoots)
+			}
+			// Not for a check to judge (a permission, a file where a
+			// directory should be): the run reports it when it opens it.
+			break
+		}
+		if p == "." {
+			break
+		}
+	}
+	if err := f.refuseTarget(r, rel); err != nil {
+		return f.fail("", name, err)
+	}
+	return nil
 }
 
 // Admit refuses a file some library opened by itself (SQLite, through a

@@ -34,7 +34,11 @@ type Spec struct {
 	// SourceSchema and SinkSchema are the JSON Schemas of the config each
 	// role accepts (set exactly for the roles the connector implements).
 	// faucet validates every config against them before anything runs. Mark
-	// fields holding secrets with "writeOnly": true so faucet redacts them.
+	// fields holding secrets with "writeOnly": true so faucet redacts them,
+	// and fields holding file paths with "x-faucet-file": "read" (a file
+	// the connector reads) or "write" (one it creates or replaces), so
+	// faucet serve refuses a path outside its file roots when the config is
+	// submitted rather than when the run opens it.
 	SourceSchema json.RawMessage
 	SinkSchema   json.RawMessage
 	// Shardable sources implement Sharder and honour ReadRequest.Shard.

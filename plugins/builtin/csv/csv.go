@@ -29,7 +29,7 @@ const sourceSchema = `{
   "additionalProperties": false,
   "required": ["path"],
   "properties": {
-    "path": {"type": "string", "minLength": 1, "description": "A file, or a glob naming several (read in name order, all with the same layout)."},
+    "path": {"type": "string", "minLength": 1, "x-faucet-file": "read", "description": "A file, or a glob naming several (read in name order, all with the same layout)."},
     "delimiter": {"type": "string", "minLength": 1, "maxLength": 1, "default": ",", "description": "The field separator, one character."},
     "header": {"type": "boolean", "default": true, "description": "The first row of each file names the columns."},
     "columns": {"type": "array", "items": {"type": "string", "minLength": 1}, "uniqueItems": true, "minItems": 1, "description": "Column names; they replace the header's. Without a header and without columns, columns are named column_1, column_2, …"},
@@ -43,7 +43,7 @@ const sinkSchema = `{
   "additionalProperties": false,
   "required": ["path"],
   "properties": {
-    "path": {"type": "string", "minLength": 1, "examples": ["out/records.csv"], "description": "The file to write; missing directories are created."},
+    "path": {"type": "string", "minLength": 1, "x-faucet-file": "write", "examples": ["out/records.csv"], "description": "The file to write; missing directories are created."},
     "delimiter": {"type": "string", "minLength": 1, "maxLength": 1, "default": ","},
     "header": {"type": "boolean", "default": true, "description": "Write a header row (in append mode only when the file is empty)."},
     "columns": {"type": "array", "items": {"type": "string", "minLength": 1}, "uniqueItems": true, "minItems": 1, "description": "Which record fields to write, in order. Default: the fields of the first record, in its order; a later record with another field is an error."},

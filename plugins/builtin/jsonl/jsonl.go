@@ -25,7 +25,7 @@ const sourceSchema = `{
   "additionalProperties": false,
   "required": ["path"],
   "properties": {
-    "path": {"type": "string", "minLength": 1, "description": "A file, or a glob naming several (read in name order)."}
+    "path": {"type": "string", "minLength": 1, "x-faucet-file": "read", "description": "A file, or a glob naming several (read in name order)."}
   }
 }`
 
@@ -35,7 +35,7 @@ const sinkSchema = `{
   "additionalProperties": false,
   "required": ["path"],
   "properties": {
-    "path": {"type": "string", "minLength": 1, "examples": ["out/records.jsonl"], "description": "The file to write; missing directories are created."},
+    "path": {"type": "string", "minLength": 1, "x-faucet-file": "write", "examples": ["out/records.jsonl"], "description": "The file to write; missing directories are created."},
     ` + files.SinkProperties + `
   }
 }`

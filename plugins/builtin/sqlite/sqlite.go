@@ -25,13 +25,13 @@ import (
 // Connector is the sqlite connector.
 type Connector struct{}
 
-const pathProperty = `"path": {"type": "string", "minLength": 1, "description": %q}`
+const pathProperty = `"path": {"type": "string", "minLength": 1, "x-faucet-file": %q, "description": %q}`
 
 var (
-	sourceSchema = tabular.SourceSchema("path", fmt.Sprintf(pathProperty, "The database file; it must exist."),
+	sourceSchema = tabular.SourceSchema("path", fmt.Sprintf(pathProperty, "read", "The database file; it must exist."),
 		"A table or view to read whole (schema.table for an attached database).",
 		"The column shards split on. Defaults to a table's single-column primary key, else its rowid; a query needs it to be sharded.")
-	sinkSchema = tabular.SinkSchema("path", fmt.Sprintf(pathProperty, "The database file; it and missing directories are created."),
+	sinkSchema = tabular.SinkSchema("path", fmt.Sprintf(pathProperty, "write", "The database file; it and missing directories are created."),
 		"append inserts; upsert replaces the rows whose key matches; overwrite replaces the table's contents. Every mode commits in one transaction.",
 		"The columns identifying a record: upsert matches on them, and a table faucet creates gets them as its primary key.")
 )
@@ -89,7 +89,7 @@ func open(ctx context.Context, path string, readOnly bool) (*database, error) {
 	files := sdk.FilesFrom(ctx)
 	if readOnly {
 		if _, err := files.Stat(path); err != nil {
-			return nil, fmt.Errorf("sqlite database: %w", err)
+			return nil, fmt.Errorf("sqlite database %s: %w", path, err)
 		}
 	} else if err := files.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("create directory for %s: %w", path, err)
