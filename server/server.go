@@ -303,14 +303,15 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 	hub := logs.NewHub(hubOpts)
 	defer hub.Close(context.Background())
 
+	// Every value a config may read from the environment is masked in every
+	// run, not only in the run that read it.
+	secrets := append(authn.Secrets(), env.Values()...)
 	run := runner.New(runner.Config{
 		MaxConcurrent:        cfg.MaxConcurrentRuns,
 		MaxQueued:            cfg.MaxQueuedRuns,
 		IdempotencyRetention: cfg.IdempotencyRetention,
 		ProbeTimeout:         cfg.ProbeTimeout,
-		// Every value a config may read from the environment is masked in
-		// every run, not only in the run that read it.
-		Secrets: append(authn.Secrets(), env.Values()...),
+		Secrets:              secrets,
 		Cluster:              cfg.Cluster,
 		ClusterPoll:          cfg.ClusterPoll,
 		LeaseTTL:             cfg.LeaseTTL,
