@@ -153,6 +153,9 @@ type ExecuteOptions struct {
 	// FlushTimeout bounds how long a sink may take to commit after the run
 	// is cancelled; 0 means one minute.
 	FlushTimeout time.Duration
+	// Output, if set, is called with every file a committed sink session of
+	// the invocation rowID created or replaced, from any goroutine.
+	Output func(rowID string, f OutputFile)
 }
 
 // Execute runs every invocation of plan, at most plan.Execution.MaxConcurrent
@@ -284,6 +287,9 @@ func (e *executor) invoke(ctx context.Context, inv *Invocation) InvocationResult
 		sessions.Logger = e.opts.ConnectorLogger.With("row_id", inv.RowID)
 	}
 	ctx = WithSessionLog(ctx, sessions)
+	if out := e.opts.Output; out != nil {
+		ctx = WithSessionReport(ctx, SessionReport{Output: func(f OutputFile) { out(inv.RowID, f) }})
+	}
 	attempts := max(1, e.plan.Retry.MaxAttempts)
 	backoff := e.plan.Retry.InitialBackoff
 	var (

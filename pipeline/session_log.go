@@ -30,3 +30,37 @@ func SessionLogFrom(ctx context.Context) (SessionLog, bool) {
 	l, ok := ctx.Value(sessionLogKey{}).(SessionLog)
 	return l, ok
 }
+
+// OutputFile is a file a sink session created or replaced on disk, as the
+// sink reported it when it committed.
+type OutputFile struct {
+	// Path is the file's absolute path.
+	Path string
+	Size int64
+	// Existed: a file was at Path before the session.
+	Existed bool
+}
+
+// SessionReport receives what a sink session reports besides its records.
+// Execute attaches one to the context of every sink session it opens; the
+// plugin host calls it when the sink's final answer arrives.
+type SessionReport struct {
+	// Output is called with each file a committed session created or
+	// replaced; nil ignores them.
+	Output func(OutputFile)
+}
+
+type sessionReportKey struct{}
+
+// WithSessionReport returns ctx carrying r to the sink sessions opened with
+// it.
+func WithSessionReport(ctx context.Context, r SessionReport) context.Context {
+	return context.WithValue(ctx, sessionReportKey{}, r)
+}
+
+// SessionReportFrom returns the SessionReport ctx carries; the zero one
+// ignores everything.
+func SessionReportFrom(ctx context.Context) SessionReport {
+	r, _ := ctx.Value(sessionReportKey{}).(SessionReport)
+	return r
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/faucet-dev/faucet/plugins/sdk"
 	"github.com/faucet-dev/faucet/server/envpolicy"
 	"github.com/faucet-dev/faucet/server/fileroots"
+	"github.com/faucet-dev/faucet/server/outputs"
 	"github.com/faucet-dev/faucet/server/runner"
 )
 
@@ -23,6 +24,8 @@ type engine struct {
 	// files bounds the paths of a run; env what ${env:NAME} may read.
 	files *fileroots.Access
 	env   *envpolicy.Policy
+	// ledger records the files runs wrote; set once the history is open.
+	ledger *outputs.Ledger
 }
 
 func newEngine(ctx context.Context, cfg Config, defaults []byte, log *slog.Logger, files *fileroots.Access, env *envpolicy.Policy) (*engine, error) {
@@ -56,8 +59,11 @@ func (e *engine) Load(config []byte, format string) (*pipeline.Plan, error) {
 	})
 }
 
-func (e *engine) Execute(ctx context.Context, plan *pipeline.Plan, log *slog.Logger, progress func(int64)) ([]pipeline.InvocationResult, error) {
+func (e *engine) Execute(ctx context.Context, runID string, plan *pipeline.Plan, log *slog.Logger, progress func(int64)) ([]pipeline.InvocationResult, error) {
 	opts := pipeline.ExecuteOptions{Connectors: e.host, Logger: log}
+	if e.ledger != nil {
+		opts.Output = func(_ string, f pipeline.OutputFile) { e.ledger.Record(ctx, runID, f, log) }
+	}
 	if progress != nil {
 		opts.Progress = func(p pipeline.Progress) { progress(p.Records) }
 	}

@@ -30,6 +30,7 @@ import (
 	"github.com/faucet-dev/faucet/server/httpguard"
 	"github.com/faucet-dev/faucet/server/logs"
 	"github.com/faucet-dev/faucet/server/metrics"
+	"github.com/faucet-dev/faucet/server/outputs"
 	"github.com/faucet-dev/faucet/server/runner"
 )
 
@@ -280,6 +281,8 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 	defer store.Close()
 	// The history database exists now: refuse it by identity too.
 	files.Refresh()
+	ledger := outputs.New(store, files.Files, log)
+	eng.ledger = ledger
 	if !cfg.Cluster {
 		// A server outside a cluster fails the runs whose lease lapsed, where
 		// the cluster requeues them: the two must not share a history.
@@ -329,7 +332,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 	api.New(mux, &api.Deps{
 		Runner: run, Store: store, Logs: hub, Auth: authn, Catalog: eng.Catalog(),
 		Follow:  follow.New(store, follow.Options{MaxPerRun: cfg.MaxLogFollowersPerRun, MaxTotal: cfg.MaxLogFollowers, Metrics: m}),
-		Metrics: m, Log: log, BodyLimit: cfg.BodyLimitBytes,
+		Metrics: m, Log: log, BodyLimit: cfg.BodyLimitBytes, Ledger: ledger,
 	})
 	mux.Handle("/", notFound())
 	ready := withCORS(mux, cfg.CORSOrigins)

@@ -448,6 +448,39 @@ type ListResponse struct {
 	Runs       []RunRecord `json:"runs"`
 }
 
+// LocalOutput defines model for LocalOutput.
+type LocalOutput struct {
+	// DeletedAt When an admin deleted the file through this API; null while it is there. The entry stays.
+	DeletedAt *time.Time `json:"deleted_at"`
+
+	// ExistedBefore A file was at path before faucet first wrote it (a run replaced or appended to it).
+	ExistedBefore bool `json:"existed_before"`
+
+	// FirstRunId The run that wrote it first.
+	FirstRunId     string    `json:"first_run_id"`
+	FirstWrittenAt time.Time `json:"first_written_at"`
+
+	// Id The entry's id (a time-ordered UUIDv7).
+	Id            string    `json:"id"`
+	LastWrittenAt time.Time `json:"last_written_at"`
+
+	// Path The file's absolute path on the server.
+	Path string `json:"path"`
+
+	// RunId The run that wrote it last.
+	RunId string `json:"run_id"`
+
+	// SizeBytes Its size after the last write.
+	SizeBytes int64 `json:"size_bytes"`
+}
+
+// LocalOutputList defines model for LocalOutputList.
+type LocalOutputList struct {
+	// NextCursor Pass as cursor to read the next page; null on the last page.
+	NextCursor *string       `json:"next_cursor"`
+	Outputs    []LocalOutput `json:"outputs"`
+}
+
 // LogLine defines model for LogLine.
 type LogLine struct {
 	Level LogLineLevel `json:"level"`
@@ -637,6 +670,21 @@ type ListAuditParams struct {
 
 	// Limit Most entries to return.
 	Limit *int64 `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// ListLocalOutputsParams defines parameters for ListLocalOutputs.
+type ListLocalOutputsParams struct {
+	// RunId Only files this run wrote, first or last.
+	RunId *string `form:"run_id,omitempty" json:"run_id,omitempty"`
+
+	// PathPrefix Only files whose path starts with this.
+	PathPrefix *string `form:"path_prefix,omitempty" json:"path_prefix,omitempty"`
+
+	// Limit Page size.
+	Limit *int64 `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor next_cursor of the previous page.
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // ListRunsParams defines parameters for ListRuns.
@@ -840,6 +888,25 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/doctor (the `RunDoctor` operationId).
 	RunDoctor(ctx context.Context, body RunDoctorJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListLocalOutputs List the files runs wrote
+	//
+	// The ledger of every file a sink of a run of this server created or replaced on the server's disk, newest first, deleted ones included (deleted_at set). Filter by the run that wrote a file (first or last) or by a path prefix; pass next_cursor as cursor for the next page.
+	//
+	// Corresponds with GET /v1/local-outputs (the `ListLocalOutputs` operationId).
+	ListLocalOutputs(ctx context.Context, params *ListLocalOutputsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteLocalOutput Delete one file runs wrote
+	//
+	// Deletes exactly the file of this entry, through the server's file roots, and keeps the entry with deleted_at. Never a directory, a symlink or a glob: 409 when the path holds something else than the file faucet wrote last (it was replaced since), lies outside the file roots now, or was deleted already. A file already gone is marked deleted. Admin only; audited as local_output.delete.
+	//
+	// Corresponds with DELETE /v1/local-outputs/{id} (the `DeleteLocalOutput` operationId).
+	DeleteLocalOutput(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetLocalOutput Get one file runs wrote
+	//
+	// Corresponds with GET /v1/local-outputs/{id} (the `GetLocalOutput` operationId).
+	GetLocalOutput(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListRuns List runs
 	//
 	// A page of runs, newest first (submitted_at, then run_id, descending). Pass next_cursor as cursor for the next page. A malformed parameter, or a cursor that names no run (one deleted since), is 400.
@@ -1016,6 +1083,55 @@ func (c *Client) RunDoctorWithBody(ctx context.Context, contentType string, body
 // Corresponds with POST /v1/doctor (the `RunDoctor` operationId).
 func (c *Client) RunDoctor(ctx context.Context, body RunDoctorJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRunDoctorRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListLocalOutputs List the files runs wrote
+//
+// The ledger of every file a sink of a run of this server created or replaced on the server's disk, newest first, deleted ones included (deleted_at set). Filter by the run that wrote a file (first or last) or by a path prefix; pass next_cursor as cursor for the next page.
+//
+// Corresponds with GET /v1/local-outputs (the `ListLocalOutputs` operationId).
+func (c *Client) ListLocalOutputs(ctx context.Context, params *ListLocalOutputsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListLocalOutputsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteLocalOutput Delete one file runs wrote
+//
+// Deletes exactly the file of this entry, through the server's file roots, and keeps the entry with deleted_at. Never a directory, a symlink or a glob: 409 when the path holds something else than the file faucet wrote last (it was replaced since), lies outside the file roots now, or was deleted already. A file already gone is marked deleted. Admin only; audited as local_output.delete.
+//
+// Corresponds with DELETE /v1/local-outputs/{id} (the `DeleteLocalOutput` operationId).
+func (c *Client) DeleteLocalOutput(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteLocalOutputRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetLocalOutput Get one file runs wrote
+//
+// Corresponds with GET /v1/local-outputs/{id} (the `GetLocalOutput` operationId).
+func (c *Client) GetLocalOutput(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetLocalOutputRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -1434,6 +1550,164 @@ func NewRunDoctorRequestWithBody(server string, contentType string, body io.Read
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListLocalOutputsRequest constructs an http.Request for the ListLocalOutputs method
+func NewListLocalOutputsRequest(server string, params *ListLocalOutputsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/local-outputs")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.RunId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "run_id", *params.RunId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.PathPrefix != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "path_prefix", *params.PathPrefix, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewDeleteLocalOutputRequest constructs an http.Request for the DeleteLocalOutput method
+func NewDeleteLocalOutputRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/local-outputs/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetLocalOutputRequest constructs an http.Request for the GetLocalOutput method
+func NewGetLocalOutputRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/local-outputs/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -2162,6 +2436,31 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/doctor (the `RunDoctor` operationId).
 	RunDoctorWithResponse(ctx context.Context, body RunDoctorJSONRequestBody, reqEditors ...RequestEditorFn) (*RunDoctorResponse, error)
 
+	// ListLocalOutputsWithResponse List the files runs wrote
+	//
+	// The ledger of every file a sink of a run of this server created or replaced on the server's disk, newest first, deleted ones included (deleted_at set). Filter by the run that wrote a file (first or last) or by a path prefix; pass next_cursor as cursor for the next page.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/local-outputs (the `ListLocalOutputs` operationId).
+	ListLocalOutputsWithResponse(ctx context.Context, params *ListLocalOutputsParams, reqEditors ...RequestEditorFn) (*ListLocalOutputsResponse, error)
+
+	// DeleteLocalOutputWithResponse Delete one file runs wrote
+	//
+	// Deletes exactly the file of this entry, through the server's file roots, and keeps the entry with deleted_at. Never a directory, a symlink or a glob: 409 when the path holds something else than the file faucet wrote last (it was replaced since), lies outside the file roots now, or was deleted already. A file already gone is marked deleted. Admin only; audited as local_output.delete.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/local-outputs/{id} (the `DeleteLocalOutput` operationId).
+	DeleteLocalOutputWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*DeleteLocalOutputResponse, error)
+
+	// GetLocalOutputWithResponse Get one file runs wrote
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/local-outputs/{id} (the `GetLocalOutput` operationId).
+	GetLocalOutputWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetLocalOutputResponse, error)
+
 	// ListRunsWithResponse List runs
 	//
 	// A page of runs, newest first (submitted_at, then run_id, descending). Pass next_cursor as cursor for the next page. A malformed parameter, or a cursor that names no run (one deleted since), is 400.
@@ -2641,6 +2940,269 @@ func (r RunDoctorResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r RunDoctorResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListLocalOutputsResponse401Headers the declared response headers of an HTTP 401 response for ListLocalOutputs
+type ListLocalOutputsResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+type ListLocalOutputsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *LocalOutputList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListLocalOutputsResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListLocalOutputsResponse) GetJSON200() *LocalOutputList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListLocalOutputsResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListLocalOutputsResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListLocalOutputsResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListLocalOutputsResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ListLocalOutputsResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListLocalOutputsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListLocalOutputsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListLocalOutputsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListLocalOutputsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteLocalOutputResponse401Headers the declared response headers of an HTTP 401 response for DeleteLocalOutput
+type DeleteLocalOutputResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+type DeleteLocalOutputResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *LocalOutput
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteLocalOutputResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DeleteLocalOutputResponse) GetJSON200() *LocalOutput {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r DeleteLocalOutputResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r DeleteLocalOutputResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r DeleteLocalOutputResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r DeleteLocalOutputResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r DeleteLocalOutputResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r DeleteLocalOutputResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r DeleteLocalOutputResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteLocalOutputResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteLocalOutputResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteLocalOutputResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteLocalOutputResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetLocalOutputResponse401Headers the declared response headers of an HTTP 401 response for GetLocalOutput
+type GetLocalOutputResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+type GetLocalOutputResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *LocalOutput
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetLocalOutputResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetLocalOutputResponse) GetJSON200() *LocalOutput {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetLocalOutputResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetLocalOutputResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GetLocalOutputResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetLocalOutputResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetLocalOutputResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetLocalOutputResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetLocalOutputResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetLocalOutputResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetLocalOutputResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -3637,6 +4199,49 @@ func (c *ClientWithResponses) RunDoctorWithResponse(ctx context.Context, body Ru
 	return ParseRunDoctorResponse(rsp)
 }
 
+// ListLocalOutputsWithResponse List the files runs wrote
+//
+// The ledger of every file a sink of a run of this server created or replaced on the server's disk, newest first, deleted ones included (deleted_at set). Filter by the run that wrote a file (first or last) or by a path prefix; pass next_cursor as cursor for the next page.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/local-outputs (the `ListLocalOutputs` operationId).
+func (c *ClientWithResponses) ListLocalOutputsWithResponse(ctx context.Context, params *ListLocalOutputsParams, reqEditors ...RequestEditorFn) (*ListLocalOutputsResponse, error) {
+	rsp, err := c.ListLocalOutputs(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListLocalOutputsResponse(rsp)
+}
+
+// DeleteLocalOutputWithResponse Delete one file runs wrote
+//
+// Deletes exactly the file of this entry, through the server's file roots, and keeps the entry with deleted_at. Never a directory, a symlink or a glob: 409 when the path holds something else than the file faucet wrote last (it was replaced since), lies outside the file roots now, or was deleted already. A file already gone is marked deleted. Admin only; audited as local_output.delete.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/local-outputs/{id} (the `DeleteLocalOutput` operationId).
+func (c *ClientWithResponses) DeleteLocalOutputWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*DeleteLocalOutputResponse, error) {
+	rsp, err := c.DeleteLocalOutput(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteLocalOutputResponse(rsp)
+}
+
+// GetLocalOutputWithResponse Get one file runs wrote
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/local-outputs/{id} (the `GetLocalOutput` operationId).
+func (c *ClientWithResponses) GetLocalOutputWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetLocalOutputResponse, error) {
+	rsp, err := c.GetLocalOutput(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetLocalOutputResponse(rsp)
+}
+
 // ListRunsWithResponse List runs
 //
 // A page of runs, newest first (submitted_at, then run_id, descending). Pass next_cursor as cursor for the next page. A malformed parameter, or a cursor that names no run (one deleted since), is 400.
@@ -4111,6 +4716,242 @@ func ParseRunDoctorResponse(rsp *http.Response) (*RunDoctorResponse, error) {
 	switch {
 	case rsp.StatusCode == 401:
 		var headers RunDoctorResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListLocalOutputsResponse parses an HTTP response from a ListLocalOutputsWithResponse call
+func ParseListLocalOutputsResponse(rsp *http.Response) (*ListLocalOutputsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListLocalOutputsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest LocalOutputList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListLocalOutputsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteLocalOutputResponse parses an HTTP response from a DeleteLocalOutputWithResponse call
+func ParseDeleteLocalOutputResponse(rsp *http.Response) (*DeleteLocalOutputResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteLocalOutputResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest LocalOutput
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DeleteLocalOutputResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetLocalOutputResponse parses an HTTP response from a GetLocalOutputWithResponse call
+func ParseGetLocalOutputResponse(rsp *http.Response) (*GetLocalOutputResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetLocalOutputResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest LocalOutput
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetLocalOutputResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {

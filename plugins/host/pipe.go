@@ -68,7 +68,8 @@ func (h *Host) OpenPipe(ctx context.Context, source pipeline.ConnectorConfig, sh
 		release()
 		return nil, err
 	}
-	p := &pipeSession{source: sc.Name, sink: kc.Name, src: src, dst: dst, stream: stream, cancel: cancel, acked: acked, done: make(chan struct{}), release: release}
+	p := &pipeSession{source: sc.Name, sink: kc.Name, src: src, dst: dst, stream: stream, cancel: cancel, acked: acked,
+		report: pipeline.SessionReportFrom(ctx), done: make(chan struct{}), release: release}
 	go p.receive()
 	return p, nil
 }
@@ -79,6 +80,7 @@ type pipeSession struct {
 	stream       grpc.BidiStreamingClient[connectorv1.WriteRequest, connectorv1.WriteResponse]
 	cancel       context.CancelFunc
 	acked        func(int)
+	report       pipeline.SessionReport
 	release      func()
 
 	done     chan struct{}
@@ -117,6 +119,7 @@ func (p *pipeSession) receive() {
 			}
 		case *connectorv1.WriteResponse_Stats:
 			p.records = m.Stats.GetRecords()
+			reportOutputs(p.report, m.Stats)
 			return
 		case *connectorv1.WriteResponse_UpstreamFailed:
 			// The source's own failure, seen from the sink: name the source.

@@ -161,7 +161,7 @@ func (h *Host) OpenSink(ctx context.Context, cfg pipeline.ConnectorConfig, acked
 		h.checkin(c.Name, p)
 		return nil, err
 	}
-	s := &sinkSession{h: h, name: c.Name, p: p, cancel: cancel, stream: stream, acked: acked, done: make(chan struct{})}
+	s := &sinkSession{h: h, name: c.Name, p: p, cancel: cancel, stream: stream, acked: acked, report: pipeline.SessionReportFrom(ctx), done: make(chan struct{})}
 	go s.receive()
 	return s, nil
 }
@@ -173,6 +173,7 @@ type sinkSession struct {
 	cancel context.CancelFunc
 	stream grpc.BidiStreamingClient[connectorv1.WriteRequest, connectorv1.WriteResponse]
 	acked  func(int)
+	report pipeline.SessionReport
 	seq    uint64
 
 	done  chan struct{}
@@ -210,8 +211,20 @@ func (s *sinkSession) receive() {
 			}
 		case *connectorv1.WriteResponse_Stats:
 			s.stats = m.Stats
+			reportOutputs(s.report, m.Stats)
 			return
 		}
+	}
+}
+
+// reportOutputs hands the files a sink's final stats list to the session's
+// report.
+func reportOutputs(r pipeline.SessionReport, st *connectorv1.Stats) {
+	if r.Output == nil {
+		return
+	}
+	for _, o := range st.GetOutputs() {
+		r.Output(pipeline.OutputFile{Path: o.GetPath(), Size: o.GetSize(), Existed: o.GetExisted()})
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/faucet-dev/faucet/server/follow"
 	"github.com/faucet-dev/faucet/server/logs"
 	"github.com/faucet-dev/faucet/server/metrics"
+	"github.com/faucet-dev/faucet/server/outputs"
 	"github.com/faucet-dev/faucet/server/runner"
 )
 
@@ -44,7 +45,9 @@ type Deps struct {
 	Auth    *auth.Authenticator
 	Catalog pipeline.Catalog
 	Metrics *metrics.Metrics
-	Log     *slog.Logger
+	// Ledger keeps the files runs wrote (/v1/local-outputs).
+	Ledger *outputs.Ledger
+	Log    *slog.Logger
 	// BodyLimit caps request bodies in bytes; zero means DefaultBodyLimit.
 	BodyLimit int64
 

@@ -179,6 +179,8 @@ func Register(a huma.API, d *Deps) {
 		Metadata: map[string]any{metaRole: auth.Operator, metaAction: "doctor"},
 	}, d.runDoctor)
 
+	registerOutputs(g, d)
+
 	huma.Register(g.v1, huma.Operation{
 		OperationID: "whoami", Method: http.MethodGet, Path: "/whoami",
 		Summary: "Show the calling principal", Tags: []string{"auth"},

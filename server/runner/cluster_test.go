@@ -281,12 +281,12 @@ func (e wholeEngine) Load(config []byte, format string) (*pipeline.Plan, error) 
 	}}, nil
 }
 
-func (e wholeEngine) Execute(ctx context.Context, plan *pipeline.Plan, log *slog.Logger, progress func(int64)) ([]pipeline.InvocationResult, error) {
+func (e wholeEngine) Execute(ctx context.Context, _ string, plan *pipeline.Plan, log *slog.Logger, progress func(int64)) ([]pipeline.InvocationResult, error) {
 	var out []pipeline.InvocationResult
 	for _, inv := range plan.Invocations {
 		one := *plan
 		one.Invocations = []pipeline.Invocation{inv}
-		res, err := e.testEngine.Execute(ctx, &one, log, progress)
+		res, err := e.testEngine.Execute(ctx, "", &one, log, progress)
 		out = append(out, res...)
 		if err != nil {
 			return out, err

@@ -18,12 +18,13 @@ type Engine interface {
 	// Errors describe the bad input (with line and column, or the JSON path)
 	// and become 400 responses.
 	Load(config []byte, format string) (*pipeline.Plan, error)
-	// Execute runs plan until it completes or ctx is cancelled; on
-	// cancellation the sinks flush what they acknowledged and the partial
-	// results are returned with an error wrapping context.Canceled. log
-	// receives the run's log lines; progress, when not nil, the records the
-	// sinks acknowledged so far, after every acknowledged batch.
-	Execute(ctx context.Context, plan *pipeline.Plan, log *slog.Logger, progress func(records int64)) ([]pipeline.InvocationResult, error)
+	// Execute runs plan, of run runID, until it completes or ctx is
+	// cancelled; on cancellation the sinks flush what they acknowledged and
+	// the partial results are returned with an error wrapping
+	// context.Canceled. log receives the run's log lines; progress, when not
+	// nil, the records the sinks acknowledged so far, after every
+	// acknowledged batch.
+	Execute(ctx context.Context, runID string, plan *pipeline.Plan, log *slog.Logger, progress func(records int64)) ([]pipeline.InvocationResult, error)
 	// Probe runs every connector's Check probe of plan.
 	Probe(ctx context.Context, plan *pipeline.Plan) (DoctorReport, error)
 	// Shardable reports whether the source connector can be split into

@@ -152,7 +152,7 @@ func (r *Runner) perform(a *active, plan *pipeline.Plan, red *redact.Redactor, l
 	defer stop()
 	done := make(chan result, 1)
 	go func() {
-		res, err := r.engine.Execute(ctx, plan, logger, a.records.Store)
+		res, err := r.engine.Execute(ctx, a.rec.RunID, plan, logger, a.records.Store)
 		done <- result{res, err}
 	}()
 

@@ -65,7 +65,7 @@ func (e testEngine) Load(config []byte, _ string) (*pipeline.Plan, error) {
 	return &pipeline.Plan{Name: "rows", Invocations: []pipeline.Invocation{{RowID: strconv.Itoa(n)}}}, nil
 }
 
-func (e testEngine) Execute(ctx context.Context, plan *pipeline.Plan, _ *slog.Logger, progress func(int64)) ([]pipeline.InvocationResult, error) {
+func (e testEngine) Execute(ctx context.Context, _ string, plan *pipeline.Plan, _ *slog.Logger, progress func(int64)) ([]pipeline.InvocationResult, error) {
 	if e.executions != nil {
 		e.executions.Add(1)
 	}

@@ -104,6 +104,47 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/local-outputs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the files runs wrote
+         * @description The ledger of every file a sink of a run of this server created or replaced on the server's disk, newest first, deleted ones included (deleted_at set). Filter by the run that wrote a file (first or last) or by a path prefix; pass next_cursor as cursor for the next page.
+         */
+        get: operations["listLocalOutputs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/local-outputs/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get one file runs wrote */
+        get: operations["getLocalOutput"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete one file runs wrote
+         * @description Deletes exactly the file of this entry, through the server's file roots, and keeps the entry with deleted_at. Never a directory, a symlink or a glob: 409 when the path holds something else than the file faucet wrote last (it was replaced since), lies outside the file roots now, or was deleted already. A file already gone is marked deleted. Admin only; audited as local_output.delete.
+         */
+        delete: operations["deleteLocalOutput"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/runs": {
         parameters: {
             query?: never;
@@ -382,6 +423,37 @@ export interface components {
             /** @description Pass as cursor to read the next page; null on the last page. */
             next_cursor: string | null;
             runs: components["schemas"]["RunRecord"][];
+        };
+        LocalOutput: {
+            /**
+             * Format: date-time
+             * @description When an admin deleted the file through this API; null while it is there. The entry stays.
+             */
+            deleted_at: string | null;
+            /** @description A file was at path before faucet first wrote it (a run replaced or appended to it). */
+            existed_before: boolean;
+            /** @description The run that wrote it first. */
+            first_run_id: string;
+            /** Format: date-time */
+            first_written_at: string;
+            /** @description The entry's id (a time-ordered UUIDv7). */
+            id: string;
+            /** Format: date-time */
+            last_written_at: string;
+            /** @description The file's absolute path on the server. */
+            path: string;
+            /** @description The run that wrote it last. */
+            run_id: string;
+            /**
+             * Format: int64
+             * @description Its size after the last write.
+             */
+            size_bytes: number;
+        };
+        LocalOutputList: {
+            /** @description Pass as cursor to read the next page; null on the last page. */
+            next_cursor: string | null;
+            outputs: components["schemas"]["LocalOutput"][];
         };
         LogEnd: {
             run_id: string;
@@ -739,6 +811,98 @@ export interface operations {
             415: components["responses"]["Problem"];
             422: components["responses"]["Problem"];
             500: components["responses"]["Problem"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    listLocalOutputs: {
+        parameters: {
+            query?: {
+                /** @description Only files this run wrote, first or last. */
+                run_id?: string;
+                /** @description Only files whose path starts with this. */
+                path_prefix?: string;
+                /** @description Page size. */
+                limit?: number;
+                /** @description next_cursor of the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LocalOutputList"];
+                };
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    getLocalOutput: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Entry id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LocalOutput"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["Problem"];
+            500: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    deleteLocalOutput: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Entry id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LocalOutput"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Problem"];
+            404: components["responses"]["Problem"];
+            409: components["responses"]["Problem"];
+            500: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
             default: components["responses"]["Problem"];
         };
     };
