@@ -262,6 +262,13 @@ type settings struct {
 				Max     string `json:"max"`
 			} `json:"backoff"`
 		} `json:"retry"`
+		DLQ *struct {
+			Path string `json:"path"`
+		} `json:"dlq"`
+		Poison *struct {
+			MaxRowAttempts int          `json:"max_row_attempts"`
+			Action         PoisonAction `json:"action"`
+		} `json:"poison"`
 	} `json:"resilience"`
 }
 
@@ -303,7 +310,8 @@ func (l *loader) plan(tree any) *Plan {
 		Execution: Execution{MaxConcurrent: s.Execution.MaxConcurrent, OnError: s.Execution.OnError},
 		Delivery:  s.Delivery,
 		Shard:     s.Shard,
-		Retry:     l.retry(s),
+		Retry:      l.retry(s),
+		DeadLetter: l.deadLetter(s),
 	}
 	if plan.Execution.MaxConcurrent == 0 {
 		plan.Execution.MaxConcurrent = DefaultMaxConcurrent
@@ -345,6 +353,40 @@ func (l *loader) retry(s settings) Retry {
 		}
 	}
 	return r
+}
+
+// deadLetter reads resilience.dlq and resilience.poison: a dlq block alone
+// dead-letters a record at its first refusal; a poison block's action
+// defaults to dlq, which needs the dlq block.
+func (l *loader) deadLetter(s settings) *DeadLetter {
+	r := s.Resilience
+	if r.DLQ == nil && r.Poison == nil {
+		return nil
+	}
+	d := &DeadLetter{MaxRowAttempts: 1, Action: PoisonDLQ}
+	if p := r.Poison; p != nil {
+		d.MaxRowAttempts = p.MaxRowAttempts
+		if p.Action != "" {
+			d.Action = p.Action
+		}
+	}
+	if d.Action == PoisonDLQ && r.DLQ == nil {
+		at := path{"resilience", "poison", "action"}
+		if _, set := lookup(l.doc.tree, at); !set {
+			at = path{"resilience", "poison"}
+		}
+		l.report(at, "", "poison action dlq needs a resilience.dlq block saying where the dead letters go (dlq: {path: …}); or use action drop or fail")
+		return nil
+	}
+	if r.DLQ != nil {
+		d.Path = r.DLQ.Path
+		if l.opts.Files != nil {
+			if err := l.opts.Files("write", d.Path); err != nil {
+				l.report(path{"resilience", "dlq", "path"}, "", err.Error())
+			}
+		}
+	}
+	return d
 }
 
 // badDuration says what a duration looks like, for the people who wrote one

@@ -48,6 +48,32 @@ type SessionReport struct {
 	// Output is called with each file a committed session created or
 	// replaced; nil ignores them.
 	Output func(OutputFile)
+	// Policy, when set, asks a sink that can for the records it will not
+	// take (Rejected) instead of a failed session.
+	Policy *RecordPolicy
+	// Rejected is called with each record the sink refused under Policy,
+	// before its final answer.
+	Rejected func(Rejection)
+}
+
+// RecordPolicy is how a sink treats a single bad record: tried on its own
+// MaxAttempts times, then refused.
+type RecordPolicy struct {
+	MaxAttempts int
+}
+
+// Rejection is a record a sink refused.
+type Rejection struct {
+	// Seq is the batch of the session the record was in, and Index its
+	// position there, from 0.
+	Seq   uint64
+	Index int
+	// Record is the record, a JSON object.
+	Record []byte
+	// Error is why the sink refused it, the last time; Attempts counts its
+	// tries on its own.
+	Error    string
+	Attempts int
 }
 
 type sessionReportKey struct{}

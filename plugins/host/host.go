@@ -263,6 +263,7 @@ func (h *Host) identify(ctx context.Context, path string) (*Connector, *proc, er
 			SourceSchema: resp.GetSourceSchema(), SinkSchema: resp.GetSinkSchema(),
 			Shardable: resp.GetCapabilities().GetShardable(), WriteModes: resp.GetCapabilities().GetWriteModes(),
 			IndependentSessions: resp.GetCapabilities().GetIndependentSessions(),
+			RejectsRecords:      resp.GetCapabilities().GetRejectsRecords(),
 		},
 		Source:        resp.GetKind() == connectorv1.Kind_KIND_SOURCE || resp.GetKind() == connectorv1.Kind_KIND_BOTH,
 		Sink:          resp.GetKind() == connectorv1.Kind_KIND_SINK || resp.GetKind() == connectorv1.Kind_KIND_BOTH,

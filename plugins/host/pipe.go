@@ -53,13 +53,15 @@ func (h *Host) OpenPipe(ctx context.Context, source pipeline.ConnectorConfig, sh
 	if shard != nil {
 		read.Shard = &connectorv1.Shard{Descriptor_: shard.Descriptor, EstimatedRecords: shard.EstimatedRecords, EstimatedBytes: shard.EstimatedBytes}
 	}
+	report := pipeline.SessionReportFrom(ctx)
 	sctx, cancel := context.WithCancel(ctx)
 	stream, err := dst.rpc.Write(sctx)
 	if err == nil {
 		err = stream.Send(&connectorv1.WriteRequest{Msg: &connectorv1.WriteRequest_Open{Open: &connectorv1.WriteOpen{
-			Config:     sink.Config,
-			FileAccess: h.fileAccess(kc, dst),
-			Upstream:   &connectorv1.Upstream{Network: addr.Addr.Network(), Address: addr.Addr.String(), Read: read, ProtocolVersion: uint32(src.version)},
+			Config:       sink.Config,
+			FileAccess:   h.fileAccess(kc, dst),
+			RecordPolicy: recordPolicy(kc, dst, report),
+			Upstream:     &connectorv1.Upstream{Network: addr.Addr.Network(), Address: addr.Addr.String(), Read: read, ProtocolVersion: uint32(src.version)},
 		}}})
 	}
 	if err != nil {
@@ -69,7 +71,7 @@ func (h *Host) OpenPipe(ctx context.Context, source pipeline.ConnectorConfig, sh
 		return nil, err
 	}
 	p := &pipeSession{source: sc.Name, sink: kc.Name, src: src, dst: dst, stream: stream, cancel: cancel, acked: acked,
-		report: pipeline.SessionReportFrom(ctx), done: make(chan struct{}), release: release}
+		report: report, done: make(chan struct{}), release: release}
 	go p.receive()
 	return p, nil
 }
@@ -116,6 +118,10 @@ func (p *pipeSession) receive() {
 			want++
 			if p.acked != nil {
 				p.acked(int(m.Ack.GetCount()))
+			}
+		case *connectorv1.WriteResponse_Rejected:
+			if n := reportRejected(p.report, m.Rejected); n > 0 && p.acked != nil {
+				p.acked(-n)
 			}
 		case *connectorv1.WriteResponse_Stats:
 			p.records = m.Stats.GetRecords()

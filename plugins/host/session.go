@@ -150,10 +150,13 @@ func (h *Host) OpenSink(ctx context.Context, cfg pipeline.ConnectorConfig, acked
 	if err != nil {
 		return nil, err
 	}
+	report := pipeline.SessionReportFrom(ctx)
 	sctx, cancel := context.WithCancel(ctx)
 	stream, err := p.rpc.Write(sctx)
 	if err == nil {
-		err = stream.Send(&connectorv1.WriteRequest{Msg: &connectorv1.WriteRequest_Open{Open: &connectorv1.WriteOpen{Config: cfg.Config, FileAccess: h.fileAccess(c, p)}}})
+		err = stream.Send(&connectorv1.WriteRequest{Msg: &connectorv1.WriteRequest_Open{Open: &connectorv1.WriteOpen{
+			Config: cfg.Config, FileAccess: h.fileAccess(c, p), RecordPolicy: recordPolicy(c, p, report),
+		}}})
 	}
 	if err != nil {
 		cancel()
@@ -161,7 +164,7 @@ func (h *Host) OpenSink(ctx context.Context, cfg pipeline.ConnectorConfig, acked
 		h.checkin(c.Name, p)
 		return nil, err
 	}
-	s := &sinkSession{h: h, name: c.Name, p: p, cancel: cancel, stream: stream, acked: acked, report: pipeline.SessionReportFrom(ctx), done: make(chan struct{})}
+	s := &sinkSession{h: h, name: c.Name, p: p, cancel: cancel, stream: stream, acked: acked, report: report, done: make(chan struct{})}
 	go s.receive()
 	return s, nil
 }
@@ -209,12 +212,40 @@ func (s *sinkSession) receive() {
 			if s.acked != nil {
 				s.acked(int(m.Ack.GetCount()))
 			}
+		case *connectorv1.WriteResponse_Rejected:
+			if n := reportRejected(s.report, m.Rejected); n > 0 && s.acked != nil {
+				// Acknowledged, and then refused.
+				s.acked(-n)
+			}
 		case *connectorv1.WriteResponse_Stats:
 			s.stats = m.Stats
 			reportOutputs(s.report, m.Stats)
 			return
 		}
 	}
+}
+
+// recordPolicy is the record policy an open request to p carries: the
+// session's, when the connector honours one and speaks protocol 1.3.
+func recordPolicy(c *Connector, p *proc, r pipeline.SessionReport) *connectorv1.RecordPolicy {
+	if r.Policy == nil || !c.RejectsRecords || !protocol.Supports(p.version, protocol.VersionFileAccess) {
+		return nil
+	}
+	return &connectorv1.RecordPolicy{MaxAttempts: uint32(max(1, r.Policy.MaxAttempts))}
+}
+
+// reportRejected hands a sink's refused records to the session's report
+// and returns how many there were.
+func reportRejected(r pipeline.SessionReport, rej *connectorv1.Rejected) int {
+	for _, rec := range rej.GetRecords() {
+		if r.Rejected != nil {
+			r.Rejected(pipeline.Rejection{
+				Seq: rej.GetSeq(), Index: int(rec.GetIndex()), Record: rec.GetRecord(),
+				Error: rec.GetError(), Attempts: int(rec.GetAttempts()),
+			})
+		}
+	}
+	return len(rej.GetRecords())
 }
 
 // reportOutputs hands the files a sink's final stats list to the session's

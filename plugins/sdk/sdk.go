@@ -51,6 +51,11 @@ type Spec struct {
 	// sinks. A sink whose abort undoes more than its own session's writes
 	// (truncating a file back) must leave it unset.
 	IndependentSessions bool
+	// RejectsRecords sinks honour a session's RecordPolicy: given one, they
+	// refuse a single bad record with Reject (Isolate does the splitting for
+	// a transactional sink) instead of failing the session, which is what
+	// faucet's dead-letter queue needs.
+	RejectsRecords bool
 }
 
 // Role is the side of a pipeline a config is meant for.

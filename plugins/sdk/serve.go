@@ -134,7 +134,10 @@ func (s *server) Spec(context.Context, *connectorv1.SpecRequest) (*connectorv1.S
 		Description:  spec.Description,
 		SourceSchema: spec.SourceSchema,
 		SinkSchema:   spec.SinkSchema,
-		Capabilities: &connectorv1.Capabilities{Shardable: spec.Shardable, WriteModes: spec.WriteModes, ReadsUpstream: isSink, IndependentSessions: spec.IndependentSessions},
+		Capabilities: &connectorv1.Capabilities{
+			Shardable: spec.Shardable, WriteModes: spec.WriteModes, ReadsUpstream: isSink,
+			IndependentSessions: spec.IndependentSessions, RejectsRecords: spec.RejectsRecords,
+		},
 	}, nil
 }
 
@@ -215,8 +218,9 @@ func (s *server) Write(stream grpc.BidiStreamingServer[connectorv1.WriteRequest,
 		return status.Error(codes.InvalidArgument, "a write session must start with an open request")
 	}
 	ctx, outs := withOutputs(callContext(ctx, open.GetFileAccess()))
+	ctx, rej := withRejects(ctx, s.c, open.GetRecordPolicy())
 	if open.GetUpstream() != nil {
-		return s.writeFromUpstream(ctx, outs, stream, sink, open)
+		return s.writeFromUpstream(ctx, session{outs, rej}, stream, sink, open)
 	}
 	w, err := sink.Open(ctx, open.GetConfig())
 	if err != nil {
@@ -229,7 +233,7 @@ func (s *server) Write(stream grpc.BidiStreamingServer[connectorv1.WriteRequest,
 			if err := w.Close(ctx); err != nil {
 				return toStatus(ctx, err)
 			}
-			return stream.Send(&connectorv1.WriteResponse{Msg: &connectorv1.WriteResponse_Stats{Stats: &connectorv1.Stats{Records: records, Bytes: size, Outputs: outs.list()}}})
+			return session{outs, rej}.finish(stream.Send, records, size)
 		}
 		if err != nil {
 			// faucet went away mid-session: nothing will commit this.
@@ -241,6 +245,9 @@ func (s *server) Write(stream grpc.BidiStreamingServer[connectorv1.WriteRequest,
 			b := Batch{Seq: m.Batch.GetSeq(), Count: int(m.Batch.GetCount()), Records: m.Batch.GetRecords()}
 			err := w.Write(ctx, b)
 			protocol.Release(b.Records)
+			if err == nil {
+				err = rej.flush(stream.Send)
+			}
 			if err != nil {
 				abort(w)
 				return toStatus(ctx, fmt.Errorf("batch %d: %w", b.Seq, err))
@@ -261,6 +268,25 @@ func (s *server) Write(stream grpc.BidiStreamingServer[connectorv1.WriteRequest,
 			return status.Error(codes.InvalidArgument, "unexpected request in a write session")
 		}
 	}
+}
+
+// session is what a write session reports besides its acknowledgements.
+type session struct {
+	outs *outputs
+	rej  *rejects
+}
+
+// finish sends the records refused last, then the final stats of a
+// committed session: the records it made durable (those it refused left
+// out) and the files it wrote.
+func (s session) finish(send func(*connectorv1.WriteResponse) error, records, size int64) error {
+	if err := s.rej.flush(send); err != nil {
+		return err
+	}
+	rejected := s.rej.count()
+	return send(&connectorv1.WriteResponse{Msg: &connectorv1.WriteResponse_Stats{Stats: &connectorv1.Stats{
+		Records: records - rejected, Bytes: size, Outputs: s.outs.list(), Rejected: rejected,
+	}}})
 }
 
 // abort discards a session whose stream broke; the context is fresh because

@@ -29,7 +29,10 @@ const (
 	VersionSharedReads = 2
 	// VersionFileAccess is protocol 1.3: faucet serve sends every call that
 	// may open files the file roots and the server's own files to refuse
-	// (FileAccess). Version 3 is protocol 1.2.
+	// (FileAccess), a sink reports the files it wrote (Stats.outputs), and
+	// a sink that rejects_records refuses single records under a record
+	// policy (Rejected) instead of failing the session. Version 3 is
+	// protocol 1.2.
 	VersionFileAccess = 4
 	// Latest is the highest version this build speaks.
 	Latest = VersionFileAccess

@@ -285,8 +285,11 @@ type Capabilities struct {
 	// writing one target at once on its own (each is a transaction); faucet
 	// splits a run into shards only for them (since 1.1).
 	IndependentSessions bool `protobuf:"varint,4,opt,name=independent_sessions,json=independentSessions,proto3" json:"independent_sessions,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// rejects_records sinks honour WriteOpen.record_policy: they refuse a
+	// single bad record instead of failing the session (since 1.3).
+	RejectsRecords bool `protobuf:"varint,30,opt,name=rejects_records,json=rejectsRecords,proto3" json:"rejects_records,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Capabilities) Reset() {
@@ -343,6 +346,13 @@ func (x *Capabilities) GetReadsUpstream() bool {
 func (x *Capabilities) GetIndependentSessions() bool {
 	if x != nil {
 		return x.IndependentSessions
+	}
+	return false
+}
+
+func (x *Capabilities) GetRejectsRecords() bool {
+	if x != nil {
+		return x.RejectsRecords
 	}
 	return false
 }
@@ -1193,7 +1203,9 @@ type Stats struct {
 	Bytes   int64 `protobuf:"varint,2,opt,name=bytes,proto3" json:"bytes,omitempty"`
 	// outputs are the files a committed write session created or replaced
 	// (since 1.3), for faucet serve's ledger of the files its runs wrote.
-	Outputs       []*OutputFile `protobuf:"bytes,30,rep,name=outputs,proto3" json:"outputs,omitempty"`
+	Outputs []*OutputFile `protobuf:"bytes,30,rep,name=outputs,proto3" json:"outputs,omitempty"`
+	// rejected counts the records the sink refused (since 1.3).
+	Rejected      int64 `protobuf:"varint,31,opt,name=rejected,proto3" json:"rejected,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1247,6 +1259,13 @@ func (x *Stats) GetOutputs() []*OutputFile {
 		return x.Outputs
 	}
 	return nil
+}
+
+func (x *Stats) GetRejected() int64 {
+	if x != nil {
+		return x.Rejected
+	}
+	return 0
 }
 
 // OutputFile is a file a write session created or replaced (since 1.3).
@@ -1418,7 +1437,14 @@ type WriteOpen struct {
 	// upstream, when set, is where the sink reads its batches from.
 	Upstream *Upstream `protobuf:"bytes,2,opt,name=upstream,proto3" json:"upstream,omitempty"`
 	// file_access bounds the files the session may open (since 1.3).
-	FileAccess    *FileAccess `protobuf:"bytes,30,opt,name=file_access,json=fileAccess,proto3" json:"file_access,omitempty"`
+	FileAccess *FileAccess `protobuf:"bytes,30,opt,name=file_access,json=fileAccess,proto3" json:"file_access,omitempty"`
+	// record_policy, when set, lets a sink that rejects_records refuse single
+	// records instead of failing the session (since 1.3): a record the target
+	// will not take (a constraint it violates, a value its column cannot
+	// hold) is written again on its own up to max_attempts times, then
+	// reported in a Rejected message; the rest of its batch is written as
+	// usual.
+	RecordPolicy  *RecordPolicy `protobuf:"bytes,31,opt,name=record_policy,json=recordPolicy,proto3" json:"record_policy,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1474,6 +1500,59 @@ func (x *WriteOpen) GetFileAccess() *FileAccess {
 	return nil
 }
 
+func (x *WriteOpen) GetRecordPolicy() *RecordPolicy {
+	if x != nil {
+		return x.RecordPolicy
+	}
+	return nil
+}
+
+// RecordPolicy is how a session treats a single bad record (since 1.3).
+type RecordPolicy struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// max_attempts counts the tries of a record on its own, at least 1.
+	MaxAttempts   uint32 `protobuf:"varint,1,opt,name=max_attempts,json=maxAttempts,proto3" json:"max_attempts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordPolicy) Reset() {
+	*x = RecordPolicy{}
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordPolicy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordPolicy) ProtoMessage() {}
+
+func (x *RecordPolicy) ProtoReflect() protoreflect.Message {
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordPolicy.ProtoReflect.Descriptor instead.
+func (*RecordPolicy) Descriptor() ([]byte, []int) {
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *RecordPolicy) GetMaxAttempts() uint32 {
+	if x != nil {
+		return x.MaxAttempts
+	}
+	return 0
+}
+
 // Upstream is a source plugin's Read, called by the sink itself.
 type Upstream struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1491,7 +1570,7 @@ type Upstream struct {
 
 func (x *Upstream) Reset() {
 	*x = Upstream{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[20]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1503,7 +1582,7 @@ func (x *Upstream) String() string {
 func (*Upstream) ProtoMessage() {}
 
 func (x *Upstream) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[20]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1516,7 +1595,7 @@ func (x *Upstream) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Upstream.ProtoReflect.Descriptor instead.
 func (*Upstream) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{20}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Upstream) GetNetwork() string {
@@ -1555,7 +1634,7 @@ type WriteAbort struct {
 
 func (x *WriteAbort) Reset() {
 	*x = WriteAbort{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[21]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1567,7 +1646,7 @@ func (x *WriteAbort) String() string {
 func (*WriteAbort) ProtoMessage() {}
 
 func (x *WriteAbort) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[21]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1580,7 +1659,7 @@ func (x *WriteAbort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteAbort.ProtoReflect.Descriptor instead.
 func (*WriteAbort) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{21}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{22}
 }
 
 type WriteResponse struct {
@@ -1590,6 +1669,7 @@ type WriteResponse struct {
 	//	*WriteResponse_Ack
 	//	*WriteResponse_Stats
 	//	*WriteResponse_UpstreamFailed
+	//	*WriteResponse_Rejected
 	Msg           isWriteResponse_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1597,7 +1677,7 @@ type WriteResponse struct {
 
 func (x *WriteResponse) Reset() {
 	*x = WriteResponse{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[22]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1609,7 +1689,7 @@ func (x *WriteResponse) String() string {
 func (*WriteResponse) ProtoMessage() {}
 
 func (x *WriteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[22]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1622,7 +1702,7 @@ func (x *WriteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteResponse.ProtoReflect.Descriptor instead.
 func (*WriteResponse) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{22}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *WriteResponse) GetMsg() isWriteResponse_Msg {
@@ -1659,6 +1739,15 @@ func (x *WriteResponse) GetUpstreamFailed() *UpstreamFailure {
 	return nil
 }
 
+func (x *WriteResponse) GetRejected() *Rejected {
+	if x != nil {
+		if x, ok := x.Msg.(*WriteResponse_Rejected); ok {
+			return x.Rejected
+		}
+	}
+	return nil
+}
+
 type isWriteResponse_Msg interface {
 	isWriteResponse_Msg()
 }
@@ -1679,11 +1768,148 @@ type WriteResponse_UpstreamFailed struct {
 	UpstreamFailed *UpstreamFailure `protobuf:"bytes,3,opt,name=upstream_failed,json=upstreamFailed,proto3,oneof"`
 }
 
+type WriteResponse_Rejected struct {
+	// rejected lists records the sink refused under the session's record
+	// policy (since 1.3).
+	Rejected *Rejected `protobuf:"bytes,30,opt,name=rejected,proto3,oneof"`
+}
+
 func (*WriteResponse_Ack) isWriteResponse_Msg() {}
 
 func (*WriteResponse_Stats) isWriteResponse_Msg() {}
 
 func (*WriteResponse_UpstreamFailed) isWriteResponse_Msg() {}
+
+func (*WriteResponse_Rejected) isWriteResponse_Msg() {}
+
+// Rejected lists records of batch seq that the sink refused (since 1.3). It
+// may come after the batch's Ack, when the target judges records after the
+// sink accepted them, but always before the final Stats, whose records
+// leave them out.
+type Rejected struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Seq           uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	Records       []*RejectedRecord      `protobuf:"bytes,2,rep,name=records,proto3" json:"records,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Rejected) Reset() {
+	*x = Rejected{}
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Rejected) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Rejected) ProtoMessage() {}
+
+func (x *Rejected) ProtoReflect() protoreflect.Message {
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Rejected.ProtoReflect.Descriptor instead.
+func (*Rejected) Descriptor() ([]byte, []int) {
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *Rejected) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *Rejected) GetRecords() []*RejectedRecord {
+	if x != nil {
+		return x.Records
+	}
+	return nil
+}
+
+// RejectedRecord is one refused record.
+type RejectedRecord struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// index is the record's position in its batch, from 0.
+	Index uint32 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	// record is the record as the sink received it (a JSON object).
+	Record []byte `protobuf:"bytes,2,opt,name=record,proto3" json:"record,omitempty"`
+	// error is why the target refused it, the last time it was tried.
+	Error string `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	// attempts counts the tries of the record on its own.
+	Attempts      uint32 `protobuf:"varint,4,opt,name=attempts,proto3" json:"attempts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RejectedRecord) Reset() {
+	*x = RejectedRecord{}
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RejectedRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RejectedRecord) ProtoMessage() {}
+
+func (x *RejectedRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RejectedRecord.ProtoReflect.Descriptor instead.
+func (*RejectedRecord) Descriptor() ([]byte, []int) {
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *RejectedRecord) GetIndex() uint32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *RejectedRecord) GetRecord() []byte {
+	if x != nil {
+		return x.Record
+	}
+	return nil
+}
+
+func (x *RejectedRecord) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *RejectedRecord) GetAttempts() uint32 {
+	if x != nil {
+		return x.Attempts
+	}
+	return 0
+}
 
 // UpstreamFailure is the gRPC status the upstream Read ended with.
 type UpstreamFailure struct {
@@ -1697,7 +1923,7 @@ type UpstreamFailure struct {
 
 func (x *UpstreamFailure) Reset() {
 	*x = UpstreamFailure{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[23]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1709,7 +1935,7 @@ func (x *UpstreamFailure) String() string {
 func (*UpstreamFailure) ProtoMessage() {}
 
 func (x *UpstreamFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[23]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1722,7 +1948,7 @@ func (x *UpstreamFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpstreamFailure.ProtoReflect.Descriptor instead.
 func (*UpstreamFailure) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{23}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *UpstreamFailure) GetCode() int32 {
@@ -1750,7 +1976,7 @@ type Ack struct {
 
 func (x *Ack) Reset() {
 	*x = Ack{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[24]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1762,7 +1988,7 @@ func (x *Ack) String() string {
 func (*Ack) ProtoMessage() {}
 
 func (x *Ack) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[24]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1775,7 +2001,7 @@ func (x *Ack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ack.ProtoReflect.Descriptor instead.
 func (*Ack) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{24}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Ack) GetSeq() uint64 {
@@ -1806,13 +2032,14 @@ const file_faucet_connector_v1_connector_proto_rawDesc = "" +
 	"\rsource_schema\x18\x05 \x01(\fR\fsourceSchema\x12\x1f\n" +
 	"\vsink_schema\x18\x06 \x01(\fR\n" +
 	"sinkSchema\x12E\n" +
-	"\fcapabilities\x18\a \x01(\v2!.faucet.connector.v1.CapabilitiesR\fcapabilities\"\xa7\x01\n" +
+	"\fcapabilities\x18\a \x01(\v2!.faucet.connector.v1.CapabilitiesR\fcapabilities\"\xd0\x01\n" +
 	"\fCapabilities\x12\x1c\n" +
 	"\tshardable\x18\x01 \x01(\bR\tshardable\x12\x1f\n" +
 	"\vwrite_modes\x18\x02 \x03(\tR\n" +
 	"writeModes\x12%\n" +
 	"\x0ereads_upstream\x18\x03 \x01(\bR\rreadsUpstream\x121\n" +
-	"\x14independent_sessions\x18\x04 \x01(\bR\x13independentSessions\"\x97\x01\n" +
+	"\x14independent_sessions\x18\x04 \x01(\bR\x13independentSessions\x12'\n" +
+	"\x0frejects_records\x18\x1e \x01(\bR\x0erejectsRecords\"\x97\x01\n" +
 	"\fCheckRequest\x12-\n" +
 	"\x04role\x18\x01 \x01(\x0e2\x19.faucet.connector.v1.RoleR\x04role\x12\x16\n" +
 	"\x06config\x18\x02 \x01(\fR\x06config\x12@\n" +
@@ -1872,11 +2099,12 @@ const file_faucet_connector_v1_connector_proto_rawDesc = "" +
 	"\n" +
 	"SharedSlot\x12\x12\n" +
 	"\x04slot\x18\x01 \x01(\rR\x04slot\x12\x16\n" +
-	"\x06length\x18\x02 \x01(\rR\x06length\"r\n" +
+	"\x06length\x18\x02 \x01(\rR\x06length\"\x8e\x01\n" +
 	"\x05Stats\x12\x18\n" +
 	"\arecords\x18\x01 \x01(\x03R\arecords\x12\x14\n" +
 	"\x05bytes\x18\x02 \x01(\x03R\x05bytes\x129\n" +
-	"\aoutputs\x18\x1e \x03(\v2\x1f.faucet.connector.v1.OutputFileR\aoutputs\"N\n" +
+	"\aoutputs\x18\x1e \x03(\v2\x1f.faucet.connector.v1.OutputFileR\aoutputs\x12\x1a\n" +
+	"\brejected\x18\x1f \x01(\x03R\brejected\"N\n" +
 	"\n" +
 	"OutputFile\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
@@ -1886,24 +2114,36 @@ const file_faucet_connector_v1_connector_proto_rawDesc = "" +
 	"\x04open\x18\x01 \x01(\v2\x1e.faucet.connector.v1.WriteOpenH\x00R\x04open\x122\n" +
 	"\x05batch\x18\x02 \x01(\v2\x1a.faucet.connector.v1.BatchH\x00R\x05batch\x127\n" +
 	"\x05abort\x18\x03 \x01(\v2\x1f.faucet.connector.v1.WriteAbortH\x00R\x05abortB\x05\n" +
-	"\x03msg\"\xa0\x01\n" +
+	"\x03msg\"\xe8\x01\n" +
 	"\tWriteOpen\x12\x16\n" +
 	"\x06config\x18\x01 \x01(\fR\x06config\x129\n" +
 	"\bupstream\x18\x02 \x01(\v2\x1d.faucet.connector.v1.UpstreamR\bupstream\x12@\n" +
 	"\vfile_access\x18\x1e \x01(\v2\x1f.faucet.connector.v1.FileAccessR\n" +
-	"fileAccess\"\x9f\x01\n" +
+	"fileAccess\x12F\n" +
+	"\rrecord_policy\x18\x1f \x01(\v2!.faucet.connector.v1.RecordPolicyR\frecordPolicy\"1\n" +
+	"\fRecordPolicy\x12!\n" +
+	"\fmax_attempts\x18\x01 \x01(\rR\vmaxAttempts\"\x9f\x01\n" +
 	"\bUpstream\x12\x18\n" +
 	"\anetwork\x18\x01 \x01(\tR\anetwork\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x124\n" +
 	"\x04read\x18\x03 \x01(\v2 .faucet.connector.v1.ReadRequestR\x04read\x12)\n" +
 	"\x10protocol_version\x18\x04 \x01(\rR\x0fprotocolVersion\"\f\n" +
 	"\n" +
-	"WriteAbort\"\xc9\x01\n" +
+	"WriteAbort\"\x86\x02\n" +
 	"\rWriteResponse\x12,\n" +
 	"\x03ack\x18\x01 \x01(\v2\x18.faucet.connector.v1.AckH\x00R\x03ack\x122\n" +
 	"\x05stats\x18\x02 \x01(\v2\x1a.faucet.connector.v1.StatsH\x00R\x05stats\x12O\n" +
-	"\x0fupstream_failed\x18\x03 \x01(\v2$.faucet.connector.v1.UpstreamFailureH\x00R\x0eupstreamFailedB\x05\n" +
-	"\x03msg\"?\n" +
+	"\x0fupstream_failed\x18\x03 \x01(\v2$.faucet.connector.v1.UpstreamFailureH\x00R\x0eupstreamFailed\x12;\n" +
+	"\brejected\x18\x1e \x01(\v2\x1d.faucet.connector.v1.RejectedH\x00R\brejectedB\x05\n" +
+	"\x03msg\"[\n" +
+	"\bRejected\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12=\n" +
+	"\arecords\x18\x02 \x03(\v2#.faucet.connector.v1.RejectedRecordR\arecords\"p\n" +
+	"\x0eRejectedRecord\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\rR\x05index\x12\x16\n" +
+	"\x06record\x18\x02 \x01(\fR\x06record\x12\x14\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\x12\x1a\n" +
+	"\battempts\x18\x04 \x01(\rR\battempts\"?\n" +
 	"\x0fUpstreamFailure\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\x05R\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\"-\n" +
@@ -1939,7 +2179,7 @@ func file_faucet_connector_v1_connector_proto_rawDescGZIP() []byte {
 }
 
 var file_faucet_connector_v1_connector_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_faucet_connector_v1_connector_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_faucet_connector_v1_connector_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_faucet_connector_v1_connector_proto_goTypes = []any{
 	(Kind)(0),               // 0: faucet.connector.v1.Kind
 	(Role)(0),               // 1: faucet.connector.v1.Role
@@ -1963,11 +2203,14 @@ var file_faucet_connector_v1_connector_proto_goTypes = []any{
 	(*OutputFile)(nil),      // 19: faucet.connector.v1.OutputFile
 	(*WriteRequest)(nil),    // 20: faucet.connector.v1.WriteRequest
 	(*WriteOpen)(nil),       // 21: faucet.connector.v1.WriteOpen
-	(*Upstream)(nil),        // 22: faucet.connector.v1.Upstream
-	(*WriteAbort)(nil),      // 23: faucet.connector.v1.WriteAbort
-	(*WriteResponse)(nil),   // 24: faucet.connector.v1.WriteResponse
-	(*UpstreamFailure)(nil), // 25: faucet.connector.v1.UpstreamFailure
-	(*Ack)(nil),             // 26: faucet.connector.v1.Ack
+	(*RecordPolicy)(nil),    // 22: faucet.connector.v1.RecordPolicy
+	(*Upstream)(nil),        // 23: faucet.connector.v1.Upstream
+	(*WriteAbort)(nil),      // 24: faucet.connector.v1.WriteAbort
+	(*WriteResponse)(nil),   // 25: faucet.connector.v1.WriteResponse
+	(*Rejected)(nil),        // 26: faucet.connector.v1.Rejected
+	(*RejectedRecord)(nil),  // 27: faucet.connector.v1.RejectedRecord
+	(*UpstreamFailure)(nil), // 28: faucet.connector.v1.UpstreamFailure
+	(*Ack)(nil),             // 29: faucet.connector.v1.Ack
 }
 var file_faucet_connector_v1_connector_proto_depIdxs = []int32{
 	0,  // 0: faucet.connector.v1.SpecResponse.kind:type_name -> faucet.connector.v1.Kind
@@ -1987,28 +2230,31 @@ var file_faucet_connector_v1_connector_proto_depIdxs = []int32{
 	19, // 14: faucet.connector.v1.Stats.outputs:type_name -> faucet.connector.v1.OutputFile
 	21, // 15: faucet.connector.v1.WriteRequest.open:type_name -> faucet.connector.v1.WriteOpen
 	16, // 16: faucet.connector.v1.WriteRequest.batch:type_name -> faucet.connector.v1.Batch
-	23, // 17: faucet.connector.v1.WriteRequest.abort:type_name -> faucet.connector.v1.WriteAbort
-	22, // 18: faucet.connector.v1.WriteOpen.upstream:type_name -> faucet.connector.v1.Upstream
+	24, // 17: faucet.connector.v1.WriteRequest.abort:type_name -> faucet.connector.v1.WriteAbort
+	23, // 18: faucet.connector.v1.WriteOpen.upstream:type_name -> faucet.connector.v1.Upstream
 	6,  // 19: faucet.connector.v1.WriteOpen.file_access:type_name -> faucet.connector.v1.FileAccess
-	10, // 20: faucet.connector.v1.Upstream.read:type_name -> faucet.connector.v1.ReadRequest
-	26, // 21: faucet.connector.v1.WriteResponse.ack:type_name -> faucet.connector.v1.Ack
-	18, // 22: faucet.connector.v1.WriteResponse.stats:type_name -> faucet.connector.v1.Stats
-	25, // 23: faucet.connector.v1.WriteResponse.upstream_failed:type_name -> faucet.connector.v1.UpstreamFailure
-	2,  // 24: faucet.connector.v1.ConnectorService.Spec:input_type -> faucet.connector.v1.SpecRequest
-	5,  // 25: faucet.connector.v1.ConnectorService.Check:input_type -> faucet.connector.v1.CheckRequest
-	10, // 26: faucet.connector.v1.ConnectorService.Read:input_type -> faucet.connector.v1.ReadRequest
-	14, // 27: faucet.connector.v1.ConnectorService.Shards:input_type -> faucet.connector.v1.ShardsRequest
-	20, // 28: faucet.connector.v1.ConnectorService.Write:input_type -> faucet.connector.v1.WriteRequest
-	3,  // 29: faucet.connector.v1.ConnectorService.Spec:output_type -> faucet.connector.v1.SpecResponse
-	8,  // 30: faucet.connector.v1.ConnectorService.Check:output_type -> faucet.connector.v1.CheckResponse
-	12, // 31: faucet.connector.v1.ConnectorService.Read:output_type -> faucet.connector.v1.ReadResponse
-	15, // 32: faucet.connector.v1.ConnectorService.Shards:output_type -> faucet.connector.v1.ShardsResponse
-	24, // 33: faucet.connector.v1.ConnectorService.Write:output_type -> faucet.connector.v1.WriteResponse
-	29, // [29:34] is the sub-list for method output_type
-	24, // [24:29] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	22, // 20: faucet.connector.v1.WriteOpen.record_policy:type_name -> faucet.connector.v1.RecordPolicy
+	10, // 21: faucet.connector.v1.Upstream.read:type_name -> faucet.connector.v1.ReadRequest
+	29, // 22: faucet.connector.v1.WriteResponse.ack:type_name -> faucet.connector.v1.Ack
+	18, // 23: faucet.connector.v1.WriteResponse.stats:type_name -> faucet.connector.v1.Stats
+	28, // 24: faucet.connector.v1.WriteResponse.upstream_failed:type_name -> faucet.connector.v1.UpstreamFailure
+	26, // 25: faucet.connector.v1.WriteResponse.rejected:type_name -> faucet.connector.v1.Rejected
+	27, // 26: faucet.connector.v1.Rejected.records:type_name -> faucet.connector.v1.RejectedRecord
+	2,  // 27: faucet.connector.v1.ConnectorService.Spec:input_type -> faucet.connector.v1.SpecRequest
+	5,  // 28: faucet.connector.v1.ConnectorService.Check:input_type -> faucet.connector.v1.CheckRequest
+	10, // 29: faucet.connector.v1.ConnectorService.Read:input_type -> faucet.connector.v1.ReadRequest
+	14, // 30: faucet.connector.v1.ConnectorService.Shards:input_type -> faucet.connector.v1.ShardsRequest
+	20, // 31: faucet.connector.v1.ConnectorService.Write:input_type -> faucet.connector.v1.WriteRequest
+	3,  // 32: faucet.connector.v1.ConnectorService.Spec:output_type -> faucet.connector.v1.SpecResponse
+	8,  // 33: faucet.connector.v1.ConnectorService.Check:output_type -> faucet.connector.v1.CheckResponse
+	12, // 34: faucet.connector.v1.ConnectorService.Read:output_type -> faucet.connector.v1.ReadResponse
+	15, // 35: faucet.connector.v1.ConnectorService.Shards:output_type -> faucet.connector.v1.ShardsResponse
+	25, // 36: faucet.connector.v1.ConnectorService.Write:output_type -> faucet.connector.v1.WriteResponse
+	32, // [32:37] is the sub-list for method output_type
+	27, // [27:32] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_faucet_connector_v1_connector_proto_init() }
@@ -2025,10 +2271,11 @@ func file_faucet_connector_v1_connector_proto_init() {
 		(*WriteRequest_Batch)(nil),
 		(*WriteRequest_Abort)(nil),
 	}
-	file_faucet_connector_v1_connector_proto_msgTypes[22].OneofWrappers = []any{
+	file_faucet_connector_v1_connector_proto_msgTypes[23].OneofWrappers = []any{
 		(*WriteResponse_Ack)(nil),
 		(*WriteResponse_Stats)(nil),
 		(*WriteResponse_UpstreamFailed)(nil),
+		(*WriteResponse_Rejected)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -2036,7 +2283,7 @@ func file_faucet_connector_v1_connector_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_faucet_connector_v1_connector_proto_rawDesc), len(file_faucet_connector_v1_connector_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   25,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
