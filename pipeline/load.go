@@ -306,10 +306,10 @@ func (l *loader) plan(tree any) *Plan {
 			"make re-execution idempotent with a keyed sink (write_mode: upsert) instead")
 	}
 	plan := &Plan{
-		Name:      s.Name,
-		Execution: Execution{MaxConcurrent: s.Execution.MaxConcurrent, OnError: s.Execution.OnError},
-		Delivery:  s.Delivery,
-		Shard:     s.Shard,
+		Name:       s.Name,
+		Execution:  Execution{MaxConcurrent: s.Execution.MaxConcurrent, OnError: s.Execution.OnError},
+		Delivery:   s.Delivery,
+		Shard:      s.Shard,
 		Retry:      l.retry(s),
 		DeadLetter: l.deadLetter(s),
 	}

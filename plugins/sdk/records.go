@@ -74,7 +74,9 @@ func Isolate(ctx context.Context, b Batch, write func(ctx context.Context, part 
 		func(ctx context.Context, first, n int) error {
 			return write(ctx, Batch{Seq: b.Seq, Count: n, Records: b.Records[starts[first]:starts[first+n]]})
 		},
-		func(i, attempts int, err error) { Reject(ctx, b.Seq, i, b.Records[starts[i]:starts[i+1]], attempts, err) })
+		func(i, attempts int, err error) {
+			Reject(ctx, b.Seq, i, b.Records[starts[i]:starts[i+1]], attempts, err)
+		})
 }
 
 // IsolateFunc is Isolate over n records a sink addresses by position, for a
