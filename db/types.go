@@ -51,8 +51,12 @@ type InvocationRecord struct {
 	ParentRecordKey *string `json:"parent_record_key"`
 	RunID           string  `json:"run_id,omitempty"`
 	RecordsWritten  int64   `json:"records_written"`
-	DurationMS      int64   `json:"duration_ms"`
-	Error           *string `json:"error"`
+	// RecordsDeadLettered and RecordsDropped count the records the sink
+	// refused that went to the dead-letter file, or were dropped.
+	RecordsDeadLettered int64   `json:"records_dead_lettered,omitempty"`
+	RecordsDropped      int64   `json:"records_dropped,omitempty"`
+	DurationMS          int64   `json:"duration_ms"`
+	Error               *string `json:"error"`
 }
 
 // RunRecord is one run's full record: what GET /v1/runs/{id} returns and what
@@ -84,6 +88,8 @@ type RunRecord struct {
 	Clock        *string         `json:"clock,omitempty"`
 	Concurrency  *int            `json:"concurrency,omitempty"`
 	Callback     json.RawMessage `json:"callback,omitempty"`
+	// ReplayOf is the dead-letter file a replay run feeds its sink from.
+	ReplayOf *string `json:"replay_of,omitempty"`
 }
 
 // MarshalJSON writes nil Labels and Invocations as {} and [], the shapes the

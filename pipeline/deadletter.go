@@ -106,6 +106,9 @@ func (d *deadLetters) attach(ctx context.Context) context.Context {
 	r := SessionReportFrom(ctx)
 	r.Policy = &RecordPolicy{MaxAttempts: max(1, d.p.MaxRowAttempts)}
 	r.Rejected = d.rejected
+	r.Unrefused = func(reason string) {
+		d.e.opts.Logger.Warn("resilience.poison does not apply: "+reason+"; a record it fails on fails the invocation", "row_id", d.inv.RowID)
+	}
 	return WithSessionReport(ctx, r)
 }
 

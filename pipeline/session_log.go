@@ -54,6 +54,10 @@ type SessionReport struct {
 	// Rejected is called with each record the sink refused under Policy,
 	// before its final answer.
 	Rejected func(Rejection)
+	// Unrefused, when set, is told why a session asked for Policy gets
+	// none (its sink cannot refuse single records): a bad record then fails
+	// it.
+	Unrefused func(reason string)
 }
 
 // RecordPolicy is how a sink treats a single bad record: tried on its own

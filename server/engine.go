@@ -60,7 +60,8 @@ func (e *engine) Load(config []byte, format string) (*pipeline.Plan, error) {
 }
 
 func (e *engine) Execute(ctx context.Context, runID string, plan *pipeline.Plan, log *slog.Logger, progress func(int64)) ([]pipeline.InvocationResult, error) {
-	opts := pipeline.ExecuteOptions{Connectors: e.host, Logger: log}
+	// The dead-letter file of a run is confined like its sinks' files.
+	opts := pipeline.ExecuteOptions{Connectors: e.host, Logger: log, RunID: runID, Files: e.files.Files()}
 	if e.ledger != nil {
 		opts.Output = func(_ string, f pipeline.OutputFile) { e.ledger.Record(ctx, runID, f, log) }
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/faucet-dev/faucet/plugins/host"
 	"github.com/faucet-dev/faucet/server/api"
 	"github.com/faucet-dev/faucet/server/auth"
+	"github.com/faucet-dev/faucet/server/dlq"
 	"github.com/faucet-dev/faucet/server/envpolicy"
 	"github.com/faucet-dev/faucet/server/fileroots"
 	"github.com/faucet-dev/faucet/server/follow"
@@ -332,7 +333,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 	api.New(mux, &api.Deps{
 		Runner: run, Store: store, Logs: hub, Auth: authn, Catalog: eng.Catalog(),
 		Follow:  follow.New(store, follow.Options{MaxPerRun: cfg.MaxLogFollowersPerRun, MaxTotal: cfg.MaxLogFollowers, Metrics: m}),
-		Metrics: m, Log: log, BodyLimit: cfg.BodyLimitBytes, Ledger: ledger,
+		Metrics: m, Log: log, BodyLimit: cfg.BodyLimitBytes, Ledger: ledger, DLQ: dlq.New(files.Files),
 	})
 	mux.Handle("/", notFound())
 	ready := withCORS(mux, cfg.CORSOrigins)

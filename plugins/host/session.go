@@ -228,7 +228,13 @@ func (s *sinkSession) receive() {
 // recordPolicy is the record policy an open request to p carries: the
 // session's, when the connector honours one and speaks protocol 1.3.
 func recordPolicy(c *Connector, p *proc, r pipeline.SessionReport) *connectorv1.RecordPolicy {
-	if r.Policy == nil || !c.RejectsRecords || !protocol.Supports(p.version, protocol.VersionFileAccess) {
+	if r.Policy == nil {
+		return nil
+	}
+	if !c.RejectsRecords || !protocol.Supports(p.version, protocol.VersionFileAccess) {
+		if r.Unrefused != nil {
+			r.Unrefused(fmt.Sprintf("sink %s cannot refuse single records (it does not say so in its spec, or speaks a protocol before 1.3)", c.Name))
+		}
 		return nil
 	}
 	return &connectorv1.RecordPolicy{MaxAttempts: uint32(max(1, r.Policy.MaxAttempts))}

@@ -20,6 +20,7 @@ import (
 	"github.com/faucet-dev/faucet/db"
 	"github.com/faucet-dev/faucet/pipeline"
 	"github.com/faucet-dev/faucet/server/auth"
+	"github.com/faucet-dev/faucet/server/dlq"
 	"github.com/faucet-dev/faucet/server/follow"
 	"github.com/faucet-dev/faucet/server/logs"
 	"github.com/faucet-dev/faucet/server/metrics"
@@ -47,7 +48,9 @@ type Deps struct {
 	Metrics *metrics.Metrics
 	// Ledger keeps the files runs wrote (/v1/local-outputs).
 	Ledger *outputs.Ledger
-	Log    *slog.Logger
+	// DLQ reads, replays and discards dead letters (/v1/dlq/*).
+	DLQ *dlq.Service
+	Log *slog.Logger
 	// BodyLimit caps request bodies in bytes; zero means DefaultBodyLimit.
 	BodyLimit int64
 

@@ -180,6 +180,7 @@ func Register(a huma.API, d *Deps) {
 	}, d.runDoctor)
 
 	registerOutputs(g, d)
+	registerDLQ(g, d)
 
 	huma.Register(g.v1, huma.Operation{
 		OperationID: "whoami", Method: http.MethodGet, Path: "/whoami",

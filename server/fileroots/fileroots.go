@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync/atomic"
 
 	"github.com/faucet-dev/faucet/plugins/sdk"
@@ -163,5 +164,17 @@ func (a *Access) Files() *sdk.Files { return a.files.Load() }
 
 // Check refuses a path of a submitted config that no run could open: one
 // outside the roots, one whose way leads out of them, or one of the
-// server's own files. access ("read" or "write") does not change the rules.
-func (a *Access) Check(_, name string) error { return a.Files().Check(name) }
+// server's own files; and a directory where a file is to be written
+// (access "write").
+func (a *Access) Check(access, name string) error {
+	f := a.Files()
+	if err := f.Check(name); err != nil {
+		return err
+	}
+	if access == "write" && !strings.ContainsAny(name, `*?[\`) {
+		if fi, err := f.Stat(name); err == nil && fi.IsDir() {
+			return fmt.Errorf("path %s is a directory, not a file to write", name)
+		}
+	}
+	return nil
+}

@@ -231,7 +231,10 @@ func classify(res []pipeline.InvocationResult, err error, red *redact.Redactor) 
 	o := outcome{status: db.StatusCompleted, reason: reasonOK, invs: make([]db.InvocationRecord, 0, len(res))}
 	var failures []string
 	for _, inv := range res {
-		ir := db.InvocationRecord{RowID: inv.RowID, RecordsWritten: inv.RecordsWritten, DurationMS: inv.Duration.Milliseconds()}
+		ir := db.InvocationRecord{
+			RowID: inv.RowID, RecordsWritten: inv.RecordsWritten, DurationMS: inv.Duration.Milliseconds(),
+			RecordsDeadLettered: inv.RecordsDeadLettered, RecordsDropped: inv.RecordsDropped,
+		}
 		if inv.Err != nil {
 			msg := red.String(inv.Err.Error())
 			ir.Error = &msg

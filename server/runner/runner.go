@@ -202,6 +202,8 @@ type SubmitRequest struct {
 	Clock       *string
 	Concurrency *int
 	Callback    json.RawMessage
+	// ReplayOf names the dead-letter file a replay run feeds its sink from.
+	ReplayOf *string
 	// Audit, when set, is the audit entry of the submission: who and from
 	// where. Submit completes it (id, time, run, fingerprint, result) and
 	// writes it together with the run record.
@@ -322,6 +324,7 @@ func (r *Runner) Submit(ctx context.Context, req SubmitRequest) (SubmitResult, e
 		Clock:          req.Clock,
 		Concurrency:    req.Concurrency,
 		Callback:       req.Callback,
+		ReplayOf:       req.ReplayOf,
 	}
 	if rec.Name == nil && plan.Name != "" {
 		name := plan.Name
@@ -402,6 +405,13 @@ func (r *Runner) load(req SubmitRequest) (*pipeline.Plan, error) {
 		plan.Execution.MaxConcurrent = *req.Concurrency
 	}
 	return plan, nil
+}
+
+// Check loads a config as a submit would, without running or probing it:
+// a config that does not load is a *ConfigError.
+func (r *Runner) Check(config, format string) error {
+	_, err := r.load(SubmitRequest{Config: config, ConfigFormat: format})
+	return err
 }
 
 // Doctor loads a config and probes its connectors, without running it. The
@@ -548,6 +558,7 @@ func requestFingerprint(configFP string, req SubmitRequest) string {
 		Clock       *string           `json:"clock"`
 		Concurrency *int              `json:"concurrency"`
 		Callback    json.RawMessage   `json:"callback"`
+		ReplayOf    *string           `json:"replay_of,omitempty"`
 	}
 	labels := req.Labels
 	if len(labels) == 0 {
@@ -557,7 +568,7 @@ func requestFingerprint(configFP string, req SubmitRequest) string {
 	b, _ := json.Marshal(fields{
 		Config: configFP, Format: req.ConfigFormat, Name: req.Name, Labels: labels,
 		TimeoutSecs: req.TimeoutSecs, Clock: req.Clock, Concurrency: req.Concurrency,
-		Callback: req.Callback,
+		Callback: req.Callback, ReplayOf: req.ReplayOf,
 	})
 	return sha256Hex(b)
 }

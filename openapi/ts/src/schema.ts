@@ -84,6 +84,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/dlq/discard": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Discard (archive or delete) dead letters
+         * @description Removes the letters matching reason and before_ms from a location within the server's file roots, archived to <file>.archived.jsonl beside it unless delete; other lines stay as they are. Operator; audited as dlq.discard.
+         */
+        post: operations["discardDLQ"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/dlq/inspect": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Inspect a dead-letter location (read-only)
+         * @description Reads a dead-letter location within the server's file roots and returns the letters by reason and error kind, with a page of them (limit from offset). Viewer; audited as dlq.inspect.
+         */
+        post: operations["inspectDLQ"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/dlq/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Replay dead letters through a pipeline config's sink
+         * @description Submits the records of a dead-letter location as a normal run: the config's source is replaced by the letters (connector dlq), its sink is kept, and records it refuses again land in a fresh dead-letter file (failed_dlq), never in the one replayed. The run's record names what it replays (replay_of). A location with no dead letter (a file of other lines) is 400. Operator; audited as dlq.replay.
+         */
+        post: operations["replayDLQ"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/doctor": {
         parameters: {
             query?: never;
@@ -363,6 +423,93 @@ export interface components {
             description?: string;
             name: string;
         };
+        DLQDiscardRequest: {
+            /**
+             * Format: int64
+             * @description Only the letters whose ts_ms is strictly older than this.
+             */
+            before_ms?: number;
+            /** @description Delete the letters instead of appending them to <file>.archived.jsonl beside the file. */
+            delete?: boolean;
+            /** @description Keys of a dead-letter file sealed at rest; this server seals none, so it takes none. */
+            encryption_keys?: string[];
+            /** @description A dead-letter file, a directory of *.jsonl dead-letter files, or a glob, within the server's file roots. */
+            location: string;
+            /**
+             * @description Only the letters with this reason.
+             * @enum {string}
+             */
+            reason?: "partial" | "dlq_all" | "quality" | "schema_drift" | "contract";
+        };
+        DLQInspectRequest: {
+            /** @description Keys of a dead-letter file sealed at rest; this server seals none, so it takes none. */
+            encryption_keys?: string[];
+            /**
+             * Format: int64
+             * @description Letters in sample.
+             * @default 5
+             */
+            limit: number;
+            /** @description A dead-letter file, a directory of *.jsonl dead-letter files, or a glob, within the server's file roots. */
+            location: string;
+            /**
+             * Format: int64
+             * @description The first letter of sample (in file and line order): pass next_offset to page on.
+             */
+            offset?: number;
+            /**
+             * @description Only the letters with this reason.
+             * @enum {string}
+             */
+            reason?: "partial" | "dlq_all" | "quality" | "schema_drift" | "contract";
+        };
+        DLQReplayOutcome: {
+            /**
+             * Format: int64
+             * @description Letters the replay feeds the sink.
+             */
+            candidates: number;
+            dry_run: boolean;
+            /** @description Where records that fail again go. */
+            failed_dlq: string;
+            /**
+             * Format: int64
+             * @description Always 0 here: the replay is a run of its own, whose record counts what its sink wrote.
+             */
+            records_written: number;
+            /** @description The replay's run; follow it with GET /v1/runs/{id}. Absent for a dry run, or when there was nothing to replay. */
+            run_id?: string;
+            /** @description The run's status at submission. */
+            status?: string;
+        };
+        DLQReplayRequest: {
+            /** @description The pipeline config whose sink the records are replayed into; its source is replaced by the dead letters. */
+            config: string;
+            /** @description Format of config; yaml when omitted. */
+            config_format?: components["schemas"]["ConfigFormat"];
+            /** @description Count the candidates and check the config without submitting a run. */
+            dry_run?: boolean;
+            /** @description Keys of a dead-letter file sealed at rest; this server seals none, so it takes none. */
+            encryption_keys?: string[];
+            /** @description Where records that fail again go; default <from>.replay-failed.jsonl beside from. Never from itself. */
+            failed_dlq?: string;
+            /** @description The dead-letter file (or directory, or glob) to replay, within the server's file roots. */
+            from: string;
+            /**
+             * @description Only the letters with this reason.
+             * @enum {string}
+             */
+            reason?: "partial" | "dlq_all" | "quality" | "schema_drift" | "contract";
+            /** @description The matrix row of config whose sink the replay writes to; the first when omitted. */
+            row?: string;
+        };
+        DiscardOutcome: {
+            archived_to: string[];
+            /** Format: int64 */
+            discarded: number;
+            /** Format: int64 */
+            files_rewritten: number;
+        };
         DoctorCheck: {
             connector: string;
             /** Format: int64 */
@@ -413,11 +560,37 @@ export interface components {
             duration_ms: number;
             error: string | null;
             parent_record_key: string | null;
+            /**
+             * Format: int64
+             * @description Records the sink refused that were appended to the dead-letter file (resilience.dlq).
+             */
+            records_dead_lettered?: number;
+            /**
+             * Format: int64
+             * @description Records the sink refused that were dropped (resilience.poison.action drop).
+             */
+            records_dropped?: number;
             /** Format: int64 */
             records_written: number;
             /** @description Matrix row id, or "default". */
             row_id: string;
             run_id?: string;
+        };
+        Letter: {
+            /** Format: int64 */
+            attempt?: number;
+            connector?: string;
+            error_kind: string | null;
+            error_message: string | null;
+            payload: unknown;
+            pipeline: string | null;
+            reason: string | null;
+            /** Format: int64 */
+            record_index: number | null;
+            row: string | null;
+            run_id?: string;
+            /** Format: int64 */
+            ts_ms?: number;
         };
         ListResponse: {
             /** @description Pass as cursor to read the next page; null on the last page. */
@@ -547,8 +720,15 @@ export interface components {
                 [key: string]: string;
             };
             name: string | null;
+            /**
+             * Format: int64
+             * @description Records the sinks refused that were appended to the dead-letter file, over every invocation.
+             */
+            records_dead_lettered?: number;
             /** Format: int64 */
             records_written: number;
+            /** @description The dead-letter file this run replays (POST /v1/dlq/replay): its records are the ones the file held. */
+            replay_of?: string;
             run_id: string;
             /** Format: date-time */
             started_at: string | null;
@@ -615,6 +795,28 @@ export interface components {
             submitted_at: string;
             /** @description Non-fatal remarks about the submission. */
             warnings?: string[];
+        };
+        Summary: {
+            by_error_kind: {
+                [key: string]: number;
+            };
+            by_reason: {
+                [key: string]: number;
+            };
+            /** Format: int64 */
+            files_read: number;
+            location: string;
+            /** Format: int64 */
+            malformed: number;
+            /** Format: int64 */
+            next_offset: number | null;
+            /** Format: int64 */
+            non_envelope: number;
+            sample: components["schemas"]["Letter"][];
+            /** Format: int64 */
+            total_envelopes: number;
+            /** Format: int64 */
+            undecryptable: number;
         };
         Whoami: {
             /** @description false when the server runs with --no-auth. */
@@ -774,6 +976,97 @@ export interface operations {
             400: components["responses"]["Problem"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Problem"];
+            500: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    discardDLQ: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DLQDiscardRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DiscardOutcome"];
+                };
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Problem"];
+            422: components["responses"]["Problem"];
+            500: components["responses"]["Problem"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    inspectDLQ: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DLQInspectRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Summary"];
+                };
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Unauthorized"];
+            422: components["responses"]["Problem"];
+            500: components["responses"]["Problem"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    replayDLQ: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DLQReplayRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DLQReplayOutcome"];
+                };
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Problem"];
+            422: components["responses"]["Problem"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
             default: components["responses"]["Problem"];
