@@ -74,81 +74,27 @@ func (e ConfigFormat) Valid() bool {
 	}
 }
 
-// Defines values for DLQDiscardRequestReason.
+// Defines values for DLQReason.
 const (
-	DLQDiscardRequestReasonContract    DLQDiscardRequestReason = "contract"
-	DLQDiscardRequestReasonDlqAll      DLQDiscardRequestReason = "dlq_all"
-	DLQDiscardRequestReasonPartial     DLQDiscardRequestReason = "partial"
-	DLQDiscardRequestReasonQuality     DLQDiscardRequestReason = "quality"
-	DLQDiscardRequestReasonSchemaDrift DLQDiscardRequestReason = "schema_drift"
+	Contract    DLQReason = "contract"
+	DlqAll      DLQReason = "dlq_all"
+	Partial     DLQReason = "partial"
+	Quality     DLQReason = "quality"
+	SchemaDrift DLQReason = "schema_drift"
 )
 
-// Valid indicates whether the value is a known member of the DLQDiscardRequestReason enum.
-func (e DLQDiscardRequestReason) Valid() bool {
+// Valid indicates whether the value is a known member of the DLQReason enum.
+func (e DLQReason) Valid() bool {
 	switch e {
-	case DLQDiscardRequestReasonContract:
+	case Contract:
 		return true
-	case DLQDiscardRequestReasonDlqAll:
+	case DlqAll:
 		return true
-	case DLQDiscardRequestReasonPartial:
+	case Partial:
 		return true
-	case DLQDiscardRequestReasonQuality:
+	case Quality:
 		return true
-	case DLQDiscardRequestReasonSchemaDrift:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for DLQInspectRequestReason.
-const (
-	DLQInspectRequestReasonContract    DLQInspectRequestReason = "contract"
-	DLQInspectRequestReasonDlqAll      DLQInspectRequestReason = "dlq_all"
-	DLQInspectRequestReasonPartial     DLQInspectRequestReason = "partial"
-	DLQInspectRequestReasonQuality     DLQInspectRequestReason = "quality"
-	DLQInspectRequestReasonSchemaDrift DLQInspectRequestReason = "schema_drift"
-)
-
-// Valid indicates whether the value is a known member of the DLQInspectRequestReason enum.
-func (e DLQInspectRequestReason) Valid() bool {
-	switch e {
-	case DLQInspectRequestReasonContract:
-		return true
-	case DLQInspectRequestReasonDlqAll:
-		return true
-	case DLQInspectRequestReasonPartial:
-		return true
-	case DLQInspectRequestReasonQuality:
-		return true
-	case DLQInspectRequestReasonSchemaDrift:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for DLQReplayRequestReason.
-const (
-	DLQReplayRequestReasonContract    DLQReplayRequestReason = "contract"
-	DLQReplayRequestReasonDlqAll      DLQReplayRequestReason = "dlq_all"
-	DLQReplayRequestReasonPartial     DLQReplayRequestReason = "partial"
-	DLQReplayRequestReasonQuality     DLQReplayRequestReason = "quality"
-	DLQReplayRequestReasonSchemaDrift DLQReplayRequestReason = "schema_drift"
-)
-
-// Valid indicates whether the value is a known member of the DLQReplayRequestReason enum.
-func (e DLQReplayRequestReason) Valid() bool {
-	switch e {
-	case DLQReplayRequestReasonContract:
-		return true
-	case DLQReplayRequestReasonDlqAll:
-		return true
-	case DLQReplayRequestReasonPartial:
-		return true
-	case DLQReplayRequestReasonQuality:
-		return true
-	case DLQReplayRequestReasonSchemaDrift:
+	case SchemaDrift:
 		return true
 	default:
 		return false
@@ -463,19 +409,16 @@ type DLQDiscardRequest struct {
 	// Location A dead-letter file, a directory of *.jsonl dead-letter files, or a glob, within the server's file roots.
 	Location string `json:"location"`
 
-	// Reason Only the letters with this reason.
-	Reason *DLQDiscardRequestReason `json:"reason,omitempty"`
+	// Reason The stage that dead-lettered a record: partial (a sink refused it on its own), dlq_all, quality, schema_drift and contract (the Rust faucet's other stages).
+	Reason *DLQReason `json:"reason,omitempty"`
 }
-
-// DLQDiscardRequestReason Only the letters with this reason.
-type DLQDiscardRequestReason string
 
 // DLQInspectRequest defines model for DLQInspectRequest.
 type DLQInspectRequest struct {
 	// EncryptionKeys Keys of a dead-letter file sealed at rest; this server seals none, so it takes none.
 	EncryptionKeys *[]string `json:"encryption_keys,omitempty"`
 
-	// Limit Letters in sample.
+	// Limit Letters in sample; 5 when omitted.
 	Limit *int64 `json:"limit,omitempty"`
 
 	// Location A dead-letter file, a directory of *.jsonl dead-letter files, or a glob, within the server's file roots.
@@ -484,12 +427,12 @@ type DLQInspectRequest struct {
 	// Offset The first letter of sample (in file and line order): pass next_offset to page on.
 	Offset *int64 `json:"offset,omitempty"`
 
-	// Reason Only the letters with this reason.
-	Reason *DLQInspectRequestReason `json:"reason,omitempty"`
+	// Reason The stage that dead-lettered a record: partial (a sink refused it on its own), dlq_all, quality, schema_drift and contract (the Rust faucet's other stages).
+	Reason *DLQReason `json:"reason,omitempty"`
 }
 
-// DLQInspectRequestReason Only the letters with this reason.
-type DLQInspectRequestReason string
+// DLQReason The stage that dead-lettered a record: partial (a sink refused it on its own), dlq_all, quality, schema_drift and contract (the Rust faucet's other stages).
+type DLQReason string
 
 // DLQReplayOutcome defines model for DLQReplayOutcome.
 type DLQReplayOutcome struct {
@@ -530,15 +473,12 @@ type DLQReplayRequest struct {
 	// From The dead-letter file (or directory, or glob) to replay, within the server's file roots.
 	From string `json:"from"`
 
-	// Reason Only the letters with this reason.
-	Reason *DLQReplayRequestReason `json:"reason,omitempty"`
+	// Reason The stage that dead-lettered a record: partial (a sink refused it on its own), dlq_all, quality, schema_drift and contract (the Rust faucet's other stages).
+	Reason *DLQReason `json:"reason,omitempty"`
 
 	// Row The matrix row of config whose sink the replay writes to; the first when omitted.
 	Row *string `json:"row,omitempty"`
 }
-
-// DLQReplayRequestReason Only the letters with this reason.
-type DLQReplayRequestReason string
 
 // DiscardOutcome defines model for DiscardOutcome.
 type DiscardOutcome struct {

@@ -15,11 +15,11 @@ import (
 
 // DLQInspectRequest is the body of POST /v1/dlq/inspect.
 type DLQInspectRequest struct {
-	Location       string   `json:"location" minLength:"1" maxLength:"4096" doc:"A dead-letter file, a directory of *.jsonl dead-letter files, or a glob, within the server's file roots."`
-	Reason         string   `json:"reason,omitempty" enum:"partial,dlq_all,quality,schema_drift,contract" doc:"Only the letters with this reason."`
-	Limit          int      `json:"limit,omitempty" default:"5" minimum:"0" maximum:"1000" doc:"Letters in sample."`
-	Offset         int      `json:"offset,omitempty" minimum:"0" doc:"The first letter of sample (in file and line order): pass next_offset to page on."`
-	EncryptionKeys []string `json:"encryption_keys,omitempty" maxItems:"0" doc:"Keys of a dead-letter file sealed at rest; this server seals none, so it takes none."`
+	Location       string    `json:"location" minLength:"1" maxLength:"4096" doc:"A dead-letter file, a directory of *.jsonl dead-letter files, or a glob, within the server's file roots."`
+	Reason         DLQReason `json:"reason,omitempty" doc:"Only the letters with this reason."`
+	Limit          *int      `json:"limit,omitempty" minimum:"0" maximum:"1000" doc:"Letters in sample; 5 when omitted."`
+	Offset         int       `json:"offset,omitempty" minimum:"0" doc:"The first letter of sample (in file and line order): pass next_offset to page on."`
+	EncryptionKeys []string  `json:"encryption_keys,omitempty" maxItems:"0" doc:"Keys of a dead-letter file sealed at rest; this server seals none, so it takes none."`
 }
 
 // DLQReplayRequest is the body of POST /v1/dlq/replay.
@@ -27,7 +27,7 @@ type DLQReplayRequest struct {
 	Config         string       `json:"config" minLength:"1" doc:"The pipeline config whose sink the records are replayed into; its source is replaced by the dead letters."`
 	ConfigFormat   ConfigFormat `json:"config_format,omitempty" doc:"Format of config; yaml when omitted."`
 	From           string       `json:"from" minLength:"1" maxLength:"4096" doc:"The dead-letter file (or directory, or glob) to replay, within the server's file roots."`
-	Reason         string       `json:"reason,omitempty" enum:"partial,dlq_all,quality,schema_drift,contract" doc:"Only the letters with this reason."`
+	Reason         DLQReason    `json:"reason,omitempty" doc:"Only the letters with this reason."`
 	FailedDLQ      string       `json:"failed_dlq,omitempty" maxLength:"4096" doc:"Where records that fail again go; default <from>.replay-failed.jsonl beside from. Never from itself."`
 	Row            string       `json:"row,omitempty" maxLength:"256" doc:"The matrix row of config whose sink the replay writes to; the first when omitted."`
 	DryRun         bool         `json:"dry_run,omitempty" doc:"Count the candidates and check the config without submitting a run."`
@@ -46,11 +46,11 @@ type DLQReplayOutcome struct {
 
 // DLQDiscardRequest is the body of POST /v1/dlq/discard.
 type DLQDiscardRequest struct {
-	Location       string   `json:"location" minLength:"1" maxLength:"4096" doc:"A dead-letter file, a directory of *.jsonl dead-letter files, or a glob, within the server's file roots."`
-	Reason         string   `json:"reason,omitempty" enum:"partial,dlq_all,quality,schema_drift,contract" doc:"Only the letters with this reason."`
-	BeforeMS       *int64   `json:"before_ms,omitempty" doc:"Only the letters whose ts_ms is strictly older than this."`
-	Delete         bool     `json:"delete,omitempty" doc:"Delete the letters instead of appending them to <file>.archived.jsonl beside the file."`
-	EncryptionKeys []string `json:"encryption_keys,omitempty" maxItems:"0" doc:"Keys of a dead-letter file sealed at rest; this server seals none, so it takes none."`
+	Location       string    `json:"location" minLength:"1" maxLength:"4096" doc:"A dead-letter file, a directory of *.jsonl dead-letter files, or a glob, within the server's file roots."`
+	Reason         DLQReason `json:"reason,omitempty" doc:"Only the letters with this reason."`
+	BeforeMS       *int64    `json:"before_ms,omitempty" doc:"Only the letters whose ts_ms is strictly older than this."`
+	Delete         bool      `json:"delete,omitempty" doc:"Delete the letters instead of appending them to <file>.archived.jsonl beside the file."`
+	EncryptionKeys []string  `json:"encryption_keys,omitempty" maxItems:"0" doc:"Keys of a dead-letter file sealed at rest; this server seals none, so it takes none."`
 }
 
 // registerDLQ adds the dead-letter routes.
@@ -95,7 +95,11 @@ type inspectDLQOutput struct {
 }
 
 func (d *Deps) inspectDLQ(ctx context.Context, in *inspectDLQInput) (*inspectDLQOutput, error) {
-	sum, err := d.DLQ.Inspect(ctx, dlq.InspectRequest{Location: in.Body.Location, Reason: in.Body.Reason, Limit: in.Body.Limit, Offset: in.Body.Offset})
+	limit := 5
+	if in.Body.Limit != nil {
+		limit = *in.Body.Limit
+	}
+	sum, err := d.DLQ.Inspect(ctx, dlq.InspectRequest{Location: in.Body.Location, Reason: string(in.Body.Reason), Limit: limit, Offset: in.Body.Offset})
 	d.audit(ctx, principalFrom(ctx), "dlq.inspect", nil, nil, resultOf(err))
 	if err != nil {
 		return nil, d.dlqError(err)
@@ -115,7 +119,7 @@ func (d *Deps) replayDLQ(ctx context.Context, in *replayDLQInput) (*replayDLQOut
 	p := principalFrom(ctx)
 	b := in.Body
 	plan, err := d.DLQ.PlanReplay(ctx, dlq.ReplayRequest{
-		Config: b.Config, ConfigFormat: b.ConfigFormat.orYAML(), From: b.From, Reason: b.Reason, FailedDLQ: b.FailedDLQ, Row: b.Row,
+		Config: b.Config, ConfigFormat: b.ConfigFormat.orYAML(), From: b.From, Reason: string(b.Reason), FailedDLQ: b.FailedDLQ, Row: b.Row,
 	})
 	if err != nil {
 		d.audit(ctx, p, "dlq.replay", nil, nil, "error")
@@ -152,7 +156,7 @@ type discardDLQOutput struct {
 }
 
 func (d *Deps) discardDLQ(ctx context.Context, in *discardDLQInput) (*discardDLQOutput, error) {
-	res, err := d.DLQ.Discard(ctx, dlq.DiscardRequest{Location: in.Body.Location, Reason: in.Body.Reason, BeforeMS: in.Body.BeforeMS, Delete: in.Body.Delete})
+	res, err := d.DLQ.Discard(ctx, dlq.DiscardRequest{Location: in.Body.Location, Reason: string(in.Body.Reason), BeforeMS: in.Body.BeforeMS, Delete: in.Body.Delete})
 	d.audit(ctx, principalFrom(ctx), "dlq.discard", nil, nil, resultOf(err))
 	if err != nil {
 		return nil, d.dlqError(err)

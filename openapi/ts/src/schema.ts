@@ -435,21 +435,17 @@ export interface components {
             encryption_keys?: string[];
             /** @description A dead-letter file, a directory of *.jsonl dead-letter files, or a glob, within the server's file roots. */
             location: string;
-            /**
-             * @description Only the letters with this reason.
-             * @enum {string}
-             */
-            reason?: "partial" | "dlq_all" | "quality" | "schema_drift" | "contract";
+            /** @description Only the letters with this reason. */
+            reason?: components["schemas"]["DLQReason"];
         };
         DLQInspectRequest: {
             /** @description Keys of a dead-letter file sealed at rest; this server seals none, so it takes none. */
             encryption_keys?: string[];
             /**
              * Format: int64
-             * @description Letters in sample.
-             * @default 5
+             * @description Letters in sample; 5 when omitted.
              */
-            limit: number;
+            limit?: number;
             /** @description A dead-letter file, a directory of *.jsonl dead-letter files, or a glob, within the server's file roots. */
             location: string;
             /**
@@ -457,12 +453,14 @@ export interface components {
              * @description The first letter of sample (in file and line order): pass next_offset to page on.
              */
             offset?: number;
-            /**
-             * @description Only the letters with this reason.
-             * @enum {string}
-             */
-            reason?: "partial" | "dlq_all" | "quality" | "schema_drift" | "contract";
+            /** @description Only the letters with this reason. */
+            reason?: components["schemas"]["DLQReason"];
         };
+        /**
+         * @description The stage that dead-lettered a record: partial (a sink refused it on its own), dlq_all, quality, schema_drift and contract (the Rust faucet's other stages).
+         * @enum {string}
+         */
+        DLQReason: "partial" | "dlq_all" | "quality" | "schema_drift" | "contract";
         DLQReplayOutcome: {
             /**
              * Format: int64
@@ -495,11 +493,8 @@ export interface components {
             failed_dlq?: string;
             /** @description The dead-letter file (or directory, or glob) to replay, within the server's file roots. */
             from: string;
-            /**
-             * @description Only the letters with this reason.
-             * @enum {string}
-             */
-            reason?: "partial" | "dlq_all" | "quality" | "schema_drift" | "contract";
+            /** @description Only the letters with this reason. */
+            reason?: components["schemas"]["DLQReason"];
             /** @description The matrix row of config whose sink the replay writes to; the first when omitted. */
             row?: string;
         };
