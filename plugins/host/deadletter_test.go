@@ -137,3 +137,40 @@ func TestPostgresSinkDeadLetters(t *testing.T) {
 		})
 	}
 }
+
+// TestSQLiteSinkDeadLetters: the sqlite sink isolates the records its table
+// refuses with savepoints, splitting each batch around them.
+func TestSQLiteSinkDeadLetters(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "out.db")
+	in := filepath.Join(dir, "in.jsonl")
+	var b strings.Builder
+	for i := range 3000 {
+		id := i
+		if i%1000 == 10 {
+			id = i - 5
+		}
+		fmt.Fprintf(&b, `{"id":%d,"n":%d}`+"\n", id, i)
+	}
+	if err := os.WriteFile(in, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := newHost(t)
+	// The table the sink creates takes key as its primary key.
+	p := plan(pipeline.Invocation{RowID: "default",
+		Source: cfg("jsonl", map[string]any{"path": in}),
+		Sink:   cfg("sqlite", map[string]any{"path": db, "table": "t", "key": []string{"id"}}),
+	})
+	p.DeadLetter = &pipeline.DeadLetter{Path: filepath.Join(dir, "dead.jsonl"), MaxRowAttempts: 1, Action: pipeline.PoisonDLQ}
+	res, err := pipeline.Execute(context.Background(), p, pipeline.ExecuteOptions{Connectors: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].RecordsWritten != 2997 || res[0].RecordsDeadLettered != 3 {
+		t.Fatalf("result %+v, want 2997 written and 3 dead-lettered", res[0])
+	}
+	letters := readEnvelopes(t, filepath.Join(dir, "dead.jsonl"))
+	if len(letters) != 3 || !strings.Contains(letters[0].Error.Message, "UNIQUE constraint failed") {
+		t.Fatalf("dead letters: %+v", letters)
+	}
+}

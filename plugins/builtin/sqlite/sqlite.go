@@ -48,6 +48,8 @@ func (Connector) Spec() sdk.Spec {
 		WriteModes:   tabular.WriteModes,
 		// Every session is a transaction (they take turns writing).
 		IndependentSessions: true,
+		// Savepoints isolate a record the table refuses.
+		RejectsRecords: true,
 	}
 }
 
