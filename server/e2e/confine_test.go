@@ -203,3 +203,35 @@ func TestConfigEnvironment(t *testing.T) {
 		}
 	})
 }
+
+// TestClusterMemberInterpolatesWithItsOwnPolicy: in cluster mode the member
+// that claims a run loads its config with its own environment policy: a
+// variable the submitting member allows but the claiming one does not
+// fails the run there, naming the variable.
+func TestClusterMemberInterpolatesWithItsOwnPolicy(t *testing.T) {
+	t.Parallel()
+	hist := testpg.Database(t)
+	dir := realTempDir(t)
+	member := func(env []string, args ...string) *server {
+		all := append([]string{"--cluster", "--lease-ttl-secs", clusterLease, "--cluster-poll-secs", clusterPoll, "--max-concurrent-runs", "1", "--file-root", dir}, args...)
+		return start(t, serverOpts{history: hist, args: all, bin: fastBin, env: env})
+	}
+	a := member([]string{"ONLY_ON_A=a-value-3141"}, "--config-env", "ONLY_ON_A")
+	// a's one slot is taken by a held run, so b claims the next one.
+	held := a.submit(client.SubmitRequest{Config: holding(1, filepath.Join(dir, "held.jsonl"))}).RunId
+	a.await(held, client.RunStatusRunning)
+	b := member([]string{"ONLY_ON_A=b-value-2718"})
+	id := a.submit(client.SubmitRequest{Config: "version: 1\npipeline:\n  source: {type: generate, config: {count: 1}}\n  sink: {type: jsonl, config: {path: \"${env:ONLY_ON_A}.jsonl\"}}\n"}).RunId
+	rec := b.await(id, client.RunStatusFailed)
+	if rec.Error == nil || !strings.Contains(*rec.Error, "ONLY_ON_A") || !strings.Contains(*rec.Error, "--config-env") {
+		t.Fatalf("the run b claimed: %+v", deref(rec.Error))
+	}
+	for _, f := range []string{"a-value-3141.jsonl", "b-value-2718.jsonl"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			t.Fatalf("%s was written", f)
+		}
+	}
+	if r, err := a.admin().CancelRunWithResponse(context.Background(), held); err != nil || r.StatusCode() >= 300 {
+		t.Fatalf("cancel the held run: %v", err)
+	}
+}

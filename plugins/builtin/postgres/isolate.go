@@ -45,8 +45,16 @@ import (
 // COPY restart per windowBytes of encoded rows.
 
 // windowBytes bounds the COPY input a window holds before its verdict is
-// asked for, and so the memory a session keeps to write it again.
-const windowBytes = 8 << 20
+// asked for, and so the memory a session keeps to write it again. A window
+// the server refused costs the rows before each refusal written twice, so
+// after one the next windows are smaller (down to minWindowBytes), and they
+// grow back, doubling, as windows pass clean: sparse refusals stay cheap,
+// and a run of them costs a little more per window instead of a whole
+// window per refusal.
+const (
+	windowBytes    = 8 << 20
+	minWindowBytes = 64 << 10
+)
 
 // isolation is the state of a session that isolates refused records.
 type isolation struct {
@@ -59,8 +67,32 @@ type isolation struct {
 	raw       []byte
 	rawStarts []int
 	refs      []recordRef
-	// line is the encoding of the record being added.
-	line []byte
+	// line is the encoding of the record being added, text a string
+	// value's while it is checked; kept, recs and present are a batch's.
+	line, text []byte
+	kept       []int
+	recs       [][]byte
+	present    []bool
+	// limit is the current window's size bound (see windowBytes); 0 is
+	// windowBytes.
+	limit int
+}
+
+// bound is the size a window may grow to.
+func (s *isolation) bound() int {
+	if s.limit == 0 {
+		return windowBytes
+	}
+	return s.limit
+}
+
+// judged adapts the window size to the verdict on the last one.
+func (s *isolation) judged(refused bool) {
+	if refused {
+		s.limit = max(minWindowBytes, s.bound()/16)
+	} else {
+		s.limit = min(windowBytes, 2*s.bound())
+	}
 }
 
 // recordRef is a record's batch and position there.
@@ -104,11 +136,13 @@ func (w *writer) writeIsolated(ctx context.Context, b sdk.Batch) error {
 	cols := w.index.Names()
 	ncols := len(cols)
 	w.rows = slices.Grow(w.rows[:0], b.Count*ncols)
-	present := make([]bool, ncols)
+	present := slices.Grow(w.iso.present[:0], ncols)[:ncols]
+	clear(present)
+	w.iso.present = present
 	// kept are the records that map onto the table: their position in the
 	// batch and their text, in the order of w.rows.
-	var kept []int
-	var recs [][]byte
+	kept, recs := w.iso.kept[:0], w.iso.recs[:0]
+	defer func() { w.iso.kept, w.iso.recs = kept, recs[:0] }()
 	i := -1
 	for rec := range b.All() {
 		i++
@@ -172,7 +206,7 @@ func (w *writer) writeIsolated(ctx context.Context, b sdk.Batch) error {
 	}
 	// A batch the server refused while queued is in the window: ending it
 	// writes the batch through isolation.
-	if err := w.stream.send(b.Seq, rows, buf); err != nil || len(w.iso.encoded) >= windowBytes {
+	if err := w.stream.send(b.Seq, rows, buf); err != nil || len(w.iso.encoded) >= w.iso.bound() {
 		return w.endWindow(ctx)
 	}
 	return nil
@@ -183,7 +217,7 @@ func (w *writer) writeIsolated(ctx context.Context, b sdk.Batch) error {
 func (w *writer) encodeChecked(dst []byte, vals [][]byte, which []int) ([]byte, error) {
 	names := w.index.Names()
 	for j, c := range which {
-		if err := checkValue(vals[c], w.types[c]); err != nil {
+		if err := checkValue(vals[c], w.types[c], &w.iso.text); err != nil {
 			return dst, fmt.Errorf("column %s: %w", names[c], err)
 		}
 		if j > 0 {
@@ -209,6 +243,7 @@ func (w *writer) endWindow(ctx context.Context) error {
 		if _, err := w.tx.Exec(ctx, "RELEASE SAVEPOINT faucet_window"); err != nil {
 			return fmt.Errorf("copy into %s: %w", w.cfg.Table, classify(err))
 		}
+		w.iso.judged(false)
 		w.iso.reset()
 		return nil
 	}
@@ -241,6 +276,7 @@ func (w *writer) endWindow(ctx context.Context) error {
 	if _, err := w.tx.Exec(ctx, "RELEASE SAVEPOINT faucet_window"); err != nil {
 		return fmt.Errorf("copy into %s: %w", w.cfg.Table, classify(err))
 	}
+	iso.judged(true)
 	iso.reset()
 	return nil
 }
@@ -276,7 +312,7 @@ func (w *writer) upsertPart(ctx context.Context, part sdk.Batch) error {
 	for r := 0; r*ncols < len(w.rows); r++ {
 		vals := w.rows[r*ncols : (r+1)*ncols]
 		for _, c := range which {
-			if err := checkValue(vals[c], w.types[c]); err != nil {
+			if err := checkValue(vals[c], w.types[c], &w.iso.text); err != nil {
 				return &sdk.RecordError{Index: r, Err: fmt.Errorf("column %s: %w", w.index.Names()[c], err)}
 			}
 		}
@@ -330,47 +366,63 @@ func recordError(err error) *sdk.RecordError {
 
 // checkValue refuses a raw JSON value its column certainly cannot hold, in
 // the server's words. It errs on the side of letting a value through: what
-// it lets pass the server judges, at the cost of a window's isolation.
-func checkValue(raw []byte, t columnType) error {
+// it lets pass the server judges, at the cost of a window's isolation. buf
+// is scratch space for a string's text.
+func checkValue(raw []byte, t columnType, buf *[]byte) error {
 	if len(raw) == 0 || raw[0] == 'n' {
 		if t.notNull {
 			return errors.New("null value violates the column's not-null constraint")
 		}
 		return nil
 	}
-	var text string
-	switch raw[0] {
-	case '"':
-		s, err := tabular.AppendUnquoted(nil, raw)
-		if err != nil {
-			return err
+	text := func() (string, error) {
+		if raw[0] != '"' {
+			return string(raw), nil // a number or a boolean, as written
 		}
-		if bytes.IndexByte(s, 0) >= 0 {
-			return errors.New(`invalid byte sequence for encoding "UTF8": 0x00`)
-		}
-		if !utf8.Valid(s) {
-			return errors.New(`invalid byte sequence for encoding "UTF8"`)
-		}
-		text = string(s)
-	case '{', '[':
-		text = string(raw)
-	default:
-		text = string(raw) // a number or a boolean, as written
+		s, err := tabular.AppendUnquoted((*buf)[:0], raw)
+		*buf = s
+		return string(s), err
 	}
 	switch t.oid {
 	case pgtype.Int2OID, pgtype.Int4OID, pgtype.Int8OID:
-		return checkInteger(text, t.oid)
-	case pgtype.NumericOID, pgtype.Float4OID, pgtype.Float8OID:
-		return checkNumber(text, t.oid)
-	case pgtype.BoolOID:
-		return checkBool(text)
-	case pgtype.UUIDOID:
-		return checkUUID(text)
-	case pgtype.VarcharOID, pgtype.BPCharOID:
-		if n := int(t.typmod) - 4; t.typmod > 4 && utf8.RuneCountInString(strings.TrimRight(text, " ")) > n {
-			name := map[uint32]string{pgtype.VarcharOID: "character varying", pgtype.BPCharOID: "character"}[t.oid]
-			return fmt.Errorf("value too long for type %s(%d)", name, n)
+		v, err := text()
+		if err != nil {
+			return err
 		}
+		return checkInteger(v, t.oid)
+	case pgtype.NumericOID, pgtype.Float4OID, pgtype.Float8OID:
+		v, err := text()
+		if err != nil {
+			return err
+		}
+		return checkNumber(v, t.oid)
+	case pgtype.BoolOID:
+		v, err := text()
+		if err != nil {
+			return err
+		}
+		return checkBool(v)
+	case pgtype.UUIDOID:
+		v, err := text()
+		if err != nil {
+			return err
+		}
+		return checkUUID(v)
+	case pgtype.VarcharOID, pgtype.BPCharOID:
+		if t.typmod > 4 && raw[0] == '"' {
+			v, err := text()
+			if err != nil {
+				return err
+			}
+			if n := int(t.typmod) - 4; utf8.RuneCountInString(strings.TrimRight(v, " ")) > n {
+				name := map[uint32]string{pgtype.VarcharOID: "character varying", pgtype.BPCharOID: "character"}[t.oid]
+				return fmt.Errorf("value too long for type %s(%d)", name, n)
+			}
+		}
+	}
+	// No text column takes a NUL character.
+	if raw[0] == '"' && bytes.Contains(raw, []byte(`\u0000`)) {
+		return errors.New(`invalid byte sequence for encoding "UTF8": 0x00`)
 	}
 	return nil
 }
