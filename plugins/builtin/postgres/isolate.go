@@ -67,12 +67,12 @@ type isolation struct {
 	raw       []byte
 	rawStarts []int
 	refs      []recordRef
-	// line is the encoding of the record being added, text a string
-	// value's while it is checked; kept, recs and present are a batch's.
-	line, text []byte
-	kept       []int
-	recs       [][]byte
-	present    []bool
+	// text is a string value's while it is checked; kept, recs and present
+	// are a batch's.
+	text    []byte
+	kept    []int
+	recs    [][]byte
+	present []bool
 	// limit is the current window's size bound (see windowBytes); 0 is
 	// windowBytes.
 	limit int
@@ -194,14 +194,14 @@ func (w *writer) writeIsolated(ctx context.Context, b sdk.Batch) error {
 	}
 	rows := 0
 	for k, index := range kept {
-		line, err := w.encodeChecked(w.iso.line[:0], w.rows[k*ncols:(k+1)*ncols], which)
-		w.iso.line = line
+		start := len(buf)
+		buf, err = w.encodeChecked(buf, w.rows[k*ncols:(k+1)*ncols], which)
 		if err != nil {
+			buf = buf[:start]
 			sdk.Reject(ctx, b.Seq, index, recs[k], 1, err)
 			continue
 		}
-		buf = append(buf, line...)
-		w.iso.add(recordRef{b.Seq, index}, recs[k], line)
+		w.iso.add(recordRef{b.Seq, index}, recs[k], buf[start:])
 		rows++
 	}
 	// A batch the server refused while queued is in the window: ending it
@@ -367,7 +367,8 @@ func recordError(err error) *sdk.RecordError {
 // checkValue refuses a raw JSON value its column certainly cannot hold, in
 // the server's words. It errs on the side of letting a value through: what
 // it lets pass the server judges, at the cost of a window's isolation. buf
-// is scratch space for a string's text.
+// is scratch space for a string's text. The common value (plain digits, a
+// string without escapes) is checked without a copy.
 func checkValue(raw []byte, t columnType, buf *[]byte) error {
 	if len(raw) == 0 || raw[0] == 'n' {
 		if t.notNull {
@@ -375,49 +376,45 @@ func checkValue(raw []byte, t columnType, buf *[]byte) error {
 		}
 		return nil
 	}
-	text := func() (string, error) {
+	text := func() ([]byte, error) {
 		if raw[0] != '"' {
-			return string(raw), nil // a number or a boolean, as written
+			return raw, nil // a number or a boolean, as written
+		}
+		if len(raw) >= 2 && bytes.IndexByte(raw, '\\') < 0 {
+			return raw[1 : len(raw)-1], nil
 		}
 		s, err := tabular.AppendUnquoted((*buf)[:0], raw)
 		*buf = s
-		return string(s), err
+		return s, err
 	}
+	var check func([]byte) error
 	switch t.oid {
 	case pgtype.Int2OID, pgtype.Int4OID, pgtype.Int8OID:
-		v, err := text()
-		if err != nil {
-			return err
-		}
-		return checkInteger(v, t.oid)
+		check = func(v []byte) error { return checkInteger(v, t.oid) }
 	case pgtype.NumericOID, pgtype.Float4OID, pgtype.Float8OID:
-		v, err := text()
-		if err != nil {
-			return err
-		}
-		return checkNumber(v, t.oid)
+		check = func(v []byte) error { return checkNumber(v, t.oid) }
 	case pgtype.BoolOID:
-		v, err := text()
-		if err != nil {
-			return err
-		}
-		return checkBool(v)
+		check = checkBool
 	case pgtype.UUIDOID:
-		v, err := text()
-		if err != nil {
-			return err
-		}
-		return checkUUID(v)
+		check = checkUUID
 	case pgtype.VarcharOID, pgtype.BPCharOID:
 		if t.typmod > 4 && raw[0] == '"' {
-			v, err := text()
-			if err != nil {
-				return err
+			check = func(v []byte) error {
+				if n := int(t.typmod) - 4; utf8.RuneCount(bytes.TrimRight(v, " ")) > n {
+					name := map[uint32]string{pgtype.VarcharOID: "character varying", pgtype.BPCharOID: "character"}[t.oid]
+					return fmt.Errorf("value too long for type %s(%d)", name, n)
+				}
+				return nil
 			}
-			if n := int(t.typmod) - 4; utf8.RuneCountInString(strings.TrimRight(v, " ")) > n {
-				name := map[uint32]string{pgtype.VarcharOID: "character varying", pgtype.BPCharOID: "character"}[t.oid]
-				return fmt.Errorf("value too long for type %s(%d)", name, n)
-			}
+		}
+	}
+	if check != nil {
+		v, err := text()
+		if err != nil {
+			return err
+		}
+		if err := check(v); err != nil {
+			return err
 		}
 	}
 	// No text column takes a NUL character.
@@ -439,36 +436,87 @@ var integerTypes = map[uint32]struct {
 // checkInteger refuses what no integer input is: plain digits out of the
 // type's range, or text with a character no integer literal has (a base
 // prefix, hex digits and _ are left to the server, whose versions differ).
-func checkInteger(s string, oid uint32) error {
+func checkInteger(s []byte, oid uint32) error {
 	it := integerTypes[oid]
-	v := strings.TrimSpace(s)
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+	v := bytes.TrimSpace(s)
+	if n, ok := parseDecimal(v); ok {
 		if n < it.min || n > it.max {
 			return fmt.Errorf("value %q is out of range for type %s", s, it.name)
 		}
 		return nil
 	}
-	if v == "" || strings.Trim(v, "+-0123456789_xXoObBaAcCdDeEfF") != "" {
+	if len(v) == 0 || len(bytes.Trim(v, "+-0123456789_xXoObBaAcCdDeEfF")) > 0 {
 		return fmt.Errorf("invalid input syntax for type %s: %q", it.name, s)
 	}
-	if strings.Trim(v, "+-0123456789") == "" {
+	if len(bytes.Trim(v, "+-0123456789")) == 0 {
 		return fmt.Errorf("value %q is out of range for type %s", s, it.name)
 	}
 	return nil
 }
 
-// checkNumber refuses text with a character no numeric literal has
-// (NaN and Infinity spelled in any case are numbers).
-func checkNumber(s string, oid uint32) error {
-	v := strings.TrimSpace(s)
-	if _, err := strconv.ParseFloat(v, 64); err == nil {
+// parseDecimal parses an optionally signed run of decimal digits that fits
+// an int64.
+func parseDecimal(v []byte) (int64, bool) {
+	neg := false
+	if len(v) > 0 && (v[0] == '+' || v[0] == '-') {
+		neg, v = v[0] == '-', v[1:]
+	}
+	if len(v) == 0 || len(v) > 19 {
+		return 0, false
+	}
+	var n uint64
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	if neg {
+		if n > 1<<63 {
+			return 0, false
+		}
+		return -int64(n), true
+	}
+	if n > 1<<63-1 {
+		return 0, false
+	}
+	return int64(n), true
+}
+
+// checkNumber refuses text with a character no numeric literal has (NaN
+// and Infinity spelled in any case are numbers).
+func checkNumber(s []byte, oid uint32) error {
+	v := bytes.TrimSpace(s)
+	if plainNumber(v) {
 		return nil
 	}
-	if v == "" || strings.Trim(v, "+-.0123456789eE_ nNaAiIfFtTyY") != "" {
+	if _, err := strconv.ParseFloat(string(v), 64); err == nil {
+		return nil
+	}
+	if len(v) == 0 || len(bytes.Trim(v, "+-.0123456789eE_ nNaAiIfFtTyY")) > 0 {
 		name := map[uint32]string{pgtype.NumericOID: "numeric", pgtype.Float4OID: "real", pgtype.Float8OID: "double precision"}[oid]
 		return fmt.Errorf("invalid input syntax for type %s: %q", name, s)
 	}
 	return nil
+}
+
+// plainNumber reports whether v is [+-]digits[.digits], the common number.
+func plainNumber(v []byte) bool {
+	if len(v) > 0 && (v[0] == '+' || v[0] == '-') {
+		v = v[1:]
+	}
+	digits, dot := 0, false
+	for _, c := range v {
+		switch {
+		case c >= '0' && c <= '9':
+			digits++
+		case c == '.' && !dot:
+			dot = true
+		default:
+			return false
+		}
+	}
+	return digits > 0
 }
 
 // boolWords are the inputs a boolean column takes, and their unambiguous
@@ -478,8 +526,13 @@ var boolWords = map[string]bool{
 	"f": true, "fa": true, "fal": true, "fals": true, "false": true, "n": true, "no": true, "of": true, "off": true, "0": true,
 }
 
-func checkBool(s string) error {
-	if !boolWords[strings.ToLower(strings.TrimSpace(s))] {
+func checkBool(s []byte) error {
+	v := bytes.TrimSpace(s)
+	switch string(v) { // no allocation: the compiler compares in place
+	case "true", "false", "t", "f", "1", "0":
+		return nil
+	}
+	if len(v) > 5 || !boolWords[strings.ToLower(string(v))] {
 		return fmt.Errorf("invalid input syntax for type boolean: %q", s)
 	}
 	return nil
@@ -487,14 +540,18 @@ func checkBool(s string) error {
 
 // checkUUID refuses text that is not 32 hex digits once hyphens and braces
 // are dropped.
-func checkUUID(s string) error {
-	hex := strings.Map(func(r rune) rune {
-		if r == '-' || r == '{' || r == '}' {
-			return -1
+func checkUUID(s []byte) error {
+	n := 0
+	for _, c := range bytes.TrimSpace(s) {
+		switch {
+		case c == '-' || c == '{' || c == '}':
+		case c >= '0' && c <= '9', c >= 'a' && c <= 'f', c >= 'A' && c <= 'F':
+			n++
+		default:
+			return fmt.Errorf("invalid input syntax for type uuid: %q", s)
 		}
-		return r
-	}, strings.TrimSpace(s))
-	if len(hex) != 32 || strings.Trim(hex, "0123456789abcdefABCDEF") != "" {
+	}
+	if n != 32 {
 		return fmt.Errorf("invalid input syntax for type uuid: %q", s)
 	}
 	return nil
