@@ -29,6 +29,13 @@ func RecordPolicyFrom(ctx context.Context) (RecordPolicy, bool) {
 	return r.policy, true
 }
 
+// WithRecordPolicy returns ctx carrying p as faucet gives a write session
+// its record policy, with reject called for every record the sink refuses,
+// for testing a sink without faucet.
+func WithRecordPolicy(ctx context.Context, p RecordPolicy, reject func(seq uint64, index int, record []byte, attempts int, err error)) context.Context {
+	return context.WithValue(ctx, rejectsKey{}, &rejects{policy: p, each: reject})
+}
+
 // Reject reports that the session refused the index-th record (from 0) of
 // batch seq, after attempts tries on its own, because of err. faucet
 // dead-letters, drops or fails on it as the pipeline's poison policy says;
@@ -39,9 +46,11 @@ func Reject(ctx context.Context, seq uint64, index int, record []byte, attempts 
 	if !ok {
 		return
 	}
-	r.add(seq, &connectorv1.RejectedRecord{
-		Index: uint32(index), Record: bytes.Clone(bytes.TrimRight(record, "\n")), Error: err.Error(), Attempts: uint32(attempts),
-	})
+	rec := bytes.Clone(bytes.TrimRight(record, "\n"))
+	if r.each != nil {
+		r.each(seq, index, rec, attempts, err)
+	}
+	r.add(seq, &connectorv1.RejectedRecord{Index: uint32(index), Record: rec, Error: err.Error(), Attempts: uint32(attempts)})
 }
 
 // RecordError is an error caused by the records a sink was given rather
@@ -163,7 +172,9 @@ type rejectsKey struct{}
 
 // rejects collects what a session refused until the SDK sends it.
 type rejects struct {
-	policy  RecordPolicy
+	policy RecordPolicy
+	// each, when set, is told of every refusal too (WithRecordPolicy).
+	each    func(seq uint64, index int, record []byte, attempts int, err error)
 	mu      sync.Mutex
 	pending []*connectorv1.Rejected
 	total   int64

@@ -101,8 +101,14 @@ type recordRef struct {
 	index int
 }
 
-// reset empties the window.
+// reset empties the window. The first one allocates what a full window
+// holds, so a window never grows by copying itself.
 func (s *isolation) reset() {
+	if cap(s.encoded) == 0 {
+		s.encoded, s.raw = make([]byte, 0, windowBytes+1<<20), make([]byte, 0, 2*windowBytes)
+		s.starts, s.rawStarts = make([]int, 0, windowBytes/64), make([]int, 0, windowBytes/64)
+		s.refs = make([]recordRef, 0, windowBytes/64)
+	}
 	s.encoded, s.raw = s.encoded[:0], s.raw[:0]
 	s.starts, s.rawStarts, s.refs = append(s.starts[:0], 0), append(s.rawStarts[:0], 0), s.refs[:0]
 }
@@ -328,9 +334,9 @@ func (w *writer) upsertPart(ctx context.Context, part sdk.Batch) error {
 	if _, rerr := w.tx.Exec(ctx, "ROLLBACK TO SAVEPOINT faucet_part"); rerr != nil {
 		return classify(rerr)
 	}
+	// A COPY into the staging table names the line it refused; the
+	// INSERT … SELECT from it does not, and the part is then halved.
 	if re := recordError(err); re != nil {
-		// INSERT … SELECT does not say which row: the part is halved.
-		re.Index = -1
 		return re
 	}
 	return err
