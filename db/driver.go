@@ -34,6 +34,7 @@ type Driver interface {
 	AuditDriver
 	LogDriver
 	RetentionDriver
+	TemplateDriver
 	LocalOutputDriver
 }
 
@@ -214,6 +215,9 @@ type RunRow struct {
 	Attempt        int
 	RecordsWritten int64
 	Error          *string
+	// TemplateID and TemplateVersion are both set or both nil.
+	TemplateID      *string
+	TemplateVersion *int
 	// Submission is the JSON object of what never changes after submit.
 	Submission []byte
 	// Invocations is the JSON array of the invocation results, nil until
@@ -275,6 +279,7 @@ type RunListParams struct {
 	// Statuses are OR-ed; empty means every status.
 	Statuses     []RunStatus
 	Name         *string
+	Template     *string
 	Since, Until *time.Time
 	// Cursor is the run the page starts below; empty for the first page.
 	Cursor string
@@ -441,4 +446,86 @@ type PurgeParams struct {
 	ClaimsBefore       *time.Time
 	InstancesBefore    *time.Time
 	AuditBefore        *time.Time
+}
+
+// TemplateDriver stores pipeline templates. A read is one statement, so
+// one snapshot; the writes are primitives run inside a transaction the
+// Store opens, so the Store's rules see and change one consistent template.
+type TemplateDriver interface {
+	TemplateReader
+	// TemplateWrite runs fn in one write transaction, committed when fn
+	// returns nil and rolled back otherwise. fn must use the ctx it is
+	// given, and must lock the template it changes (TemplateLock or
+	// TemplateNextVersion) before anything else: writes of one template
+	// then run one at a time, across processes.
+	TemplateWrite(ctx context.Context, fn func(ctx context.Context, w TemplateWriter) error) error
+}
+
+// TemplateReader reads the template tables, each method in one statement.
+type TemplateReader interface {
+	// TemplateVersionGet returns one version or ErrNotFound.
+	TemplateVersionGet(ctx context.Context, id string, version int) (TemplateVersion, error)
+	// TemplateFacts returns the facts of one template; no versions when it
+	// does not exist.
+	TemplateFacts(ctx context.Context, id string) (TemplateFacts, error)
+	// TemplateFactsAll returns the facts of every template, by id.
+	TemplateFactsAll(ctx context.Context) (map[string]TemplateFacts, error)
+	// TemplateListNewest returns the newest version of every template,
+	// without its body, in no particular order.
+	TemplateListNewest(ctx context.Context) ([]TemplateVersion, error)
+}
+
+// TemplateWriter changes the template tables, inside TemplateWrite.
+type TemplateWriter interface {
+	TemplateReader
+	// TemplateLock locks an existing template until the transaction ends;
+	// ErrNotFound when it does not exist.
+	TemplateLock(ctx context.Context, id string) error
+	// TemplateNextVersion locks the template, creating it at now when it
+	// does not exist, and takes its next version number.
+	TemplateNextVersion(ctx context.Context, id string, now time.Time) (int, error)
+	// TemplateVersionInsert inserts a version of a locked template.
+	TemplateVersionInsert(ctx context.Context, v *TemplateVersion) error
+	// TemplateVersionDelete deletes a version with what points at it.
+	TemplateVersionDelete(ctx context.Context, id string, version int) error
+	// TemplateDelete deletes a template with everything of it.
+	TemplateDelete(ctx context.Context, id string) error
+	// TemplateTagSet points a channel at a version.
+	TemplateTagSet(ctx context.Context, p *TemplateTagParams) error
+	// TemplateLaunchAppend appends a launch of p.Version, numbered by the
+	// template's launch counter, and returns its seq.
+	TemplateLaunchAppend(ctx context.Context, p *TemplateLaunchParams) (int, error)
+	// TemplateLaunchTrim deletes the launch-log entries below seq.
+	TemplateLaunchTrim(ctx context.Context, id string, seq int) error
+	// TemplateDeprecationSet replaces the deprecation of the template
+	// (p.Version nil) or of a version.
+	TemplateDeprecationSet(ctx context.Context, p *TemplateDeprecationParams) error
+	// TemplateDeprecationClear deletes the deprecation of the template
+	// (version nil) or of a version.
+	TemplateDeprecationClear(ctx context.Context, id string, version *int) error
+}
+
+// TemplateTagParams are the arguments of TemplateWriter.TemplateTagSet.
+type TemplateTagParams struct {
+	ID, Tag string
+	Version int
+	Now     time.Time
+	By      *string
+}
+
+// TemplateLaunchParams are the arguments of
+// TemplateWriter.TemplateLaunchAppend.
+type TemplateLaunchParams struct {
+	ID      string
+	Version int
+	Now     time.Time
+	By      *string
+}
+
+// TemplateDeprecationParams are the arguments of
+// TemplateWriter.TemplateDeprecationSet.
+type TemplateDeprecationParams struct {
+	ID          string
+	Version     *int
+	Deprecation TemplateDeprecation
 }

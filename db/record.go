@@ -46,6 +46,10 @@ func encodeRun(rec *RunRecord) (RunRow, error) {
 		RecordsWritten: rec.RecordsWritten,
 		Error:          rec.Error,
 	}
+	if (rec.TemplateID == nil) != (rec.TemplateVersion == nil) {
+		return RunRow{}, fmt.Errorf("run %s: template id and template version go together", rec.RunID)
+	}
+	row.TemplateID, row.TemplateVersion = rec.TemplateID, rec.TemplateVersion
 	labels := rec.Labels
 	if labels == nil {
 		labels = map[string]string{}
@@ -73,17 +77,19 @@ func encodeRun(rec *RunRecord) (RunRow, error) {
 // start and finish.
 func decodeRun(row RunRow) (RunRecord, error) {
 	rec := RunRecord{
-		RunID:          row.RunID,
-		Name:           row.Name,
-		Status:         row.Status,
-		SubmittedAt:    row.SubmittedAt.UTC(),
-		StartedAt:      utcPtr(row.StartedAt),
-		FinishedAt:     utcPtr(row.FinishedAt),
-		RecordsWritten: row.RecordsWritten,
-		Invocations:    []InvocationRecord{},
-		Error:          row.Error,
-		IdempotencyKey: row.IdempotencyKey,
-		Attempt:        row.Attempt,
+		RunID:           row.RunID,
+		Name:            row.Name,
+		Status:          row.Status,
+		SubmittedAt:     row.SubmittedAt.UTC(),
+		StartedAt:       utcPtr(row.StartedAt),
+		FinishedAt:      utcPtr(row.FinishedAt),
+		RecordsWritten:  row.RecordsWritten,
+		Invocations:     []InvocationRecord{},
+		Error:           row.Error,
+		IdempotencyKey:  row.IdempotencyKey,
+		Attempt:         row.Attempt,
+		TemplateID:      row.TemplateID,
+		TemplateVersion: row.TemplateVersion,
 	}
 	rec.ElapsedSecs = elapsedSecs(rec.StartedAt, rec.FinishedAt)
 	if err := json.Unmarshal(row.Labels, &rec.Labels); err != nil {

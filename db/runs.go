@@ -89,7 +89,7 @@ func (s *store) RunList(ctx context.Context, f ListFilter) (ListPage, error) {
 		limit = DefaultListLimit
 	}
 	rows, err := s.d.RunList(ctx, &RunListParams{
-		Statuses: f.Statuses, Name: f.Name, Since: microPtr(f.Since), Until: microPtr(f.Until),
+		Statuses: f.Statuses, Name: f.Name, Template: f.Template, Since: microPtr(f.Since), Until: microPtr(f.Until),
 		Cursor: f.Cursor, Limit: limit + 1,
 	})
 	if err != nil {

@@ -34,6 +34,7 @@ type Store interface {
 	AuditStore
 	LogStore
 	RetentionStore
+	TemplateStore
 	LocalOutputStore
 }
 
@@ -281,6 +282,53 @@ type RetentionStore interface {
 	// idempotency claims, stale members and old audit entries; shards whose
 	// run no longer exists are always deleted.
 	Purge(ctx context.Context, p PurgePolicy) (PurgeReport, error)
+}
+
+// TemplateStore owns the pipeline template registry: versions registered
+// once and never changed, channels pointing at versions, the launch log whose
+// newest entry is the live version, and deprecations of a template or of one
+// version. Every write of a template is one transaction holding the
+// template's lock, so concurrent writers (on any process) are applied one
+// at a time, and a write that fails leaves nothing behind. Retention never
+// purges templates: a template outlives the runs it produced.
+type TemplateStore interface {
+	// TemplateRegister stores d as the template's next version (1 for a new
+	// template; a number is never reused while the template exists), points
+	// d.Tags at it and, with d.Launch, launches it, then prunes the
+	// template to its newest TemplateVersionRetain versions, keeping any
+	// version a channel, the live version or the previous one points at.
+	// Launching into a deprecated template is a *DeprecatedError.
+	TemplateRegister(ctx context.Context, d TemplateDraft) (TemplateVersion, error)
+	// TemplateGet returns one version with its template's state;
+	// ErrNotFound when either does not exist.
+	TemplateGet(ctx context.Context, id string, version int) (TemplateDetail, error)
+	// TemplateState returns a template's state; ErrNotFound when it has no
+	// version.
+	TemplateState(ctx context.Context, id string) (TemplateState, error)
+	// TemplateList returns the newest version of every template (bodies
+	// left out) with its state, newest registered first (then by id).
+	TemplateList(ctx context.Context, f TemplateListFilter) ([]TemplateSummary, error)
+	// TemplateDelete deletes one version (version set) with its channels,
+	// launch-log entries and deprecation, or the whole template; deleting a
+	// template's last version deletes the template. ErrNotFound when there
+	// is nothing to delete.
+	TemplateDelete(ctx context.Context, id string, version *int) error
+	// TemplateTag points an assignable channel at an existing version,
+	// moving it when it pointed elsewhere.
+	TemplateTag(ctx context.Context, id, tag string, version int, by *string) error
+	// TemplateLaunch makes version the live one by appending it to the
+	// launch log. Launching the live version changes nothing
+	// (AlreadyLaunched). A deprecated template or version is a
+	// *DeprecatedError.
+	TemplateLaunch(ctx context.Context, id string, version int, by *string) (LaunchOutcome, error)
+	// TemplateRollback launches the previous version, the newest launch of
+	// a version other than the live one; ErrNoRollbackTarget when there is
+	// none.
+	TemplateRollback(ctx context.Context, id string, by *string) (LaunchOutcome, error)
+	// TemplateDeprecate deprecates the template (version nil) or one
+	// version, replacing an earlier deprecation; a nil d revives it. The
+	// store stamps d.DeprecatedAt.
+	TemplateDeprecate(ctx context.Context, id string, version *int, d *TemplateDeprecation) error
 }
 
 // Options configure a Store.

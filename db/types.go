@@ -79,6 +79,10 @@ type RunRecord struct {
 	IdempotencyKey *string            `json:"idempotency_key"`
 	DoctorReport   json.RawMessage    `json:"doctor_report,omitempty"`
 	Attempt        int                `json:"attempt"`
+	// TemplateID and TemplateVersion name the template version the run was
+	// triggered from; both nil for a run submitted as a config.
+	TemplateID      *string `json:"template_id,omitempty"`
+	TemplateVersion *int    `json:"template_version,omitempty"`
 
 	// ConfigBody is the raw submitted config (cluster runs only), stored
 	// uninterpolated so no resolved secret is ever persisted.
@@ -350,10 +354,12 @@ type RunLogPage struct {
 }
 
 // ListFilter selects runs for RunList. Statuses are OR-ed; an empty slice means
-// every status. Cursor is the run id of the last run of the previous page.
+// every status. Template keeps the runs triggered from that template. Cursor
+// is the run id of the last run of the previous page.
 type ListFilter struct {
 	Statuses []RunStatus
 	Name     *string
+	Template *string
 	Since    *time.Time
 	Until    *time.Time
 	Limit    int

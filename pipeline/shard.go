@@ -38,7 +38,7 @@ func WholeReason(plan *Plan, count int, s Sharder) string {
 	if !s.IndependentSessions(inv.Sink.Type) {
 		return fmt.Sprintf("%d shards are ignored: sink %s does not commit and abort concurrent sessions on their own (the shards would share one output, and a failed one could take the others' records with it); the run executes whole", count, inv.Sink.Type)
 	}
-	if inv.SinkWriteMode == WriteModeOverwrite {
+	if SinkWriteMode(s, inv.Sink) == WriteModeOverwrite {
 		return fmt.Sprintf("%d shards are ignored: sink %s overwrites its target (write_mode overwrite), so each shard would replace the others' output; the run executes whole", count, inv.Sink.Type)
 	}
 	return ""

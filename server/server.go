@@ -33,6 +33,7 @@ import (
 	"github.com/faucet-dev/faucet/server/metrics"
 	"github.com/faucet-dev/faucet/server/outputs"
 	"github.com/faucet-dev/faucet/server/runner"
+	"github.com/faucet-dev/faucet/server/templates"
 )
 
 // Config is every setting of faucet serve; the zero value of a field takes
@@ -329,9 +330,15 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 			log.Warn("runs interrupted by the previous shutdown were marked failed", "runs", n)
 		}
 	}
+	registry := templates.New(templates.Config{
+		Store: store, Loader: eng, Clustered: cfg.Cluster, Log: log,
+		Submitter: templates.SubmitFunc(func(ctx context.Context, r templates.Run) (templates.Accepted, error) {
+			return submitTemplateRun(ctx, run, r)
+		}),
+	})
 	mux := http.NewServeMux()
 	api.New(mux, &api.Deps{
-		Runner: run, Store: store, Logs: hub, Auth: authn, Catalog: eng.Catalog(),
+		Runner: run, Store: store, Logs: hub, Auth: authn, Catalog: eng.Catalog(), Templates: registry,
 		Follow:  follow.New(store, follow.Options{MaxPerRun: cfg.MaxLogFollowersPerRun, MaxTotal: cfg.MaxLogFollowers, Metrics: m}),
 		Metrics: m, Log: log, BodyLimit: cfg.BodyLimitBytes, Ledger: ledger, DLQ: dlq.New(files.Files),
 	})

@@ -58,19 +58,11 @@ unless it completed.`,
 			if format != "yaml" && format != "json" {
 				return usageErrorf("--format %q: want yaml or json", format)
 			}
-			if len(labels) > 0 {
-				m := map[string]string{}
-				for _, l := range labels {
-					k, v, ok := strings.Cut(l, "=")
-					if !ok || k == "" {
-						return usageErrorf("--label %q: want key=value", l)
-					}
-					m[k] = v
-				}
-				body.Labels = &m
+			var err error
+			if body.Labels, err = labelFlags(labels); err != nil {
+				return err
 			}
 			var data []byte
-			var err error
 			if args[0] == "-" {
 				data, err = io.ReadAll(cmd.InOrStdin())
 			} else {
@@ -146,6 +138,22 @@ unless it completed.`,
 	return cmd
 }
 
+// labelFlags reads --label key=value flags; none is nil.
+func labelFlags(labels []string) (*map[string]string, error) {
+	if len(labels) == 0 {
+		return nil, nil
+	}
+	m := map[string]string{}
+	for _, l := range labels {
+		k, v, ok := strings.Cut(l, "=")
+		if !ok || k == "" {
+			return nil, usageErrorf("--label %q: want key=value", l)
+		}
+		m[k] = v
+	}
+	return &m, nil
+}
+
 func derefSlice[T any](p *[]T) []T {
 	if p == nil {
 		return nil
@@ -212,11 +220,11 @@ func printRun(w io.Writer, format outputFormat, r *client.RunRecord) error {
 
 func (sf *serverFlags) listCmd() *cobra.Command {
 	var (
-		statuses     []string
-		name, cursor string
-		limit        int
-		all, quiet   bool
-		out          *outputFormat
+		statuses               []string
+		name, template, cursor string
+		limit                  int
+		all, quiet             bool
+		out                    *outputFormat
 	)
 	cmd := &cobra.Command{
 		Use:   "list",
@@ -234,6 +242,9 @@ func (sf *serverFlags) listCmd() *cobra.Command {
 			}
 			if name != "" {
 				params.Name = &name
+			}
+			if template != "" {
+				params.Template = &template
 			}
 			if len(statuses) > 0 {
 				st := make([]client.RunStatus, len(statuses))
@@ -279,6 +290,7 @@ func (sf *serverFlags) listCmd() *cobra.Command {
 	out = addOutputFlags(cmd)
 	cmd.Flags().StringArrayVar(&statuses, "status", nil, "only runs in this status (repeatable)")
 	cmd.Flags().StringVar(&name, "name", "", "only runs with this name")
+	cmd.Flags().StringVar(&template, "template", "", "only runs triggered from this template")
 	cmd.Flags().IntVar(&limit, "limit", 0, "page size (server default 50, at most 500)")
 	cmd.Flags().StringVar(&cursor, "cursor", "", "continue after this cursor")
 	cmd.Flags().BoolVar(&all, "all", false, "follow next_cursor through every page")

@@ -211,6 +211,91 @@ func Benchmark(b *testing.B, newURL func(t testing.TB) string) {
 		}
 		done()
 	})
+
+	benchmarkTemplates(b, newURL)
+}
+
+// benchmarkTemplates measures the template registry's hot paths: a
+// register (its version, a tag, the prune past the retained versions), the
+// listing of a registry of 100 templates, and the store's share of a
+// trigger (the template's state and version, then the run with its audit
+// entry), from 16 triggers at once.
+func benchmarkTemplates(b *testing.B, newURL func(t testing.TB) string) {
+	b.Run("TemplateRegister", func(b *testing.B) {
+		s := open(b, newURL(b), db.Options{InstanceID: "bench"})
+		ctx := context.Background()
+		d := draft("")
+		d.Tags = []string{"dev"}
+		done := measure(b)
+		for i := range b.N {
+			d.ID = fmt.Sprintf("tpl-%d", i%10)
+			if _, err := s.TemplateRegister(ctx, d); err != nil {
+				b.Fatal(err)
+			}
+		}
+		done()
+	})
+
+	b.Run("TemplateList100", func(b *testing.B) {
+		s := open(b, newURL(b), db.Options{InstanceID: "bench"})
+		ctx := context.Background()
+		for i := range 100 {
+			d := draft(fmt.Sprintf("tpl-%03d", i))
+			for v := range 5 {
+				d.Launch = v%2 == 0
+				if _, err := s.TemplateRegister(ctx, d); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		done := measure(b)
+		for range b.N {
+			sums, err := s.TemplateList(ctx, db.TemplateListFilter{})
+			if err != nil || len(sums) != 100 {
+				b.Fatalf("list: %d templates, %v", len(sums), err)
+			}
+		}
+		done()
+	})
+
+	b.Run("TemplateTrigger16", func(b *testing.B) {
+		s := open(b, newURL(b), db.Options{InstanceID: "bench"})
+		ctx := context.Background()
+		d := draft("nightly")
+		d.Launch = true
+		register(b, s, d)
+		var n atomic.Int64
+		b.SetParallelism(max(1, 16/runtime.GOMAXPROCS(0)))
+		done := measure(b)
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if err := triggerRun(ctx, s, "nightly", fmt.Sprintf("run-%d", n.Add(1))); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+		done()
+	})
+}
+
+// triggerRun is what a trigger asks of the store: the template's state to
+// resolve stable, that version with the state it checks deprecations in,
+// and the run with its audit entry.
+func triggerRun(ctx context.Context, s db.Store, template, id string) error {
+	st, err := s.TemplateState(ctx, template)
+	if err != nil {
+		return err
+	}
+	detail, err := s.TemplateGet(ctx, template, *st.Stable)
+	if err != nil {
+		return err
+	}
+	rec := newRun(id, db.StatusQueued, now())
+	rec.Name, rec.ConfigFormat = detail.Version.Name, ptr("json")
+	rec.TemplateID, rec.TemplateVersion = &template, &detail.Version.Version
+	audit := &db.AuditEntry{ID: id, Timestamp: now(), Principal: "admin", Role: "admin", Action: "run.submit", RunID: &id, Result: "ok"}
+	return s.RunSubmit(ctx, rec, audit)
 }
 
 // runLifecycle writes what faucet serve stores for one short run: the

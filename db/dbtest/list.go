@@ -76,6 +76,12 @@ func exerciseList(t *testing.T, newURL func(t testing.TB) string) {
 			} else {
 				r.Name = ptr("odd")
 			}
+			// Every third run comes from a template, in one of two versions.
+			if i%3 == 0 {
+				r.TemplateID, r.TemplateVersion = ptr("tpl"), ptr(1+i%2)
+			} else if i%4 == 0 {
+				r.TemplateID, r.TemplateVersion = ptr("other-tpl"), ptr(1)
+			}
 			recs = append(recs, r)
 		}
 		submit(t, s, recs...)
@@ -184,6 +190,18 @@ func exerciseList(t *testing.T, newURL func(t testing.TB) string) {
 					return (r.Status == db.StatusCompleted || r.Status == db.StatusQueued) && *r.Name == "even" && !r.SubmittedAt.Before(since)
 				}},
 			{"nothing matches", db.ListFilter{Name: ptr("nobody")},
+				func(*db.RunRecord) bool { return false }},
+			{"template", db.ListFilter{Template: ptr("tpl")},
+				func(r *db.RunRecord) bool { return r.TemplateID != nil && *r.TemplateID == "tpl" }},
+			{"template with a status and a name", db.ListFilter{Template: ptr("tpl"), Statuses: []db.RunStatus{db.StatusCompleted, db.StatusQueued}, Name: ptr("even")},
+				func(r *db.RunRecord) bool {
+					return r.TemplateID != nil && *r.TemplateID == "tpl" && (r.Status == db.StatusCompleted || r.Status == db.StatusQueued) && *r.Name == "even"
+				}},
+			{"template with active statuses", db.ListFilter{Template: ptr("other-tpl"), Statuses: []db.RunStatus{db.StatusRunning, db.StatusQueued}},
+				func(r *db.RunRecord) bool {
+					return r.TemplateID != nil && *r.TemplateID == "other-tpl" && (r.Status == db.StatusRunning || r.Status == db.StatusQueued)
+				}},
+			{"unknown template", db.ListFilter{Template: ptr("no-such-template")},
 				func(*db.RunRecord) bool { return false }},
 			// Runs pass through these statuses; a dialect may read them
 			// another way than a history walk.

@@ -2,6 +2,7 @@ package dbtest
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
@@ -28,16 +29,18 @@ func fullRun(id string) *db.RunRecord {
 			{RowID: "row-1", ParentRecordKey: ptr("k1"), RunID: id + "-1", RecordsWritten: 4000, DurationMS: 1900},
 			{RowID: "row-2", RecordsWritten: 200, DurationMS: 120, Error: ptr("partial: 3 records rejected")},
 		},
-		Error:          ptr("1 of 2 invocations failed"),
-		IdempotencyKey: ptr("idem-1"),
-		DoctorReport:   json.RawMessage(`{"checks": [{"name": "source", "ok": true}], "ok": true}`),
-		Attempt:        2,
-		ConfigBody:     ptr("version: 1\npipeline:\n  source: {kind: csv}\n"),
-		ConfigFormat:   ptr("yaml"),
-		TimeoutSecs:    ptr(int64(600)),
-		Clock:          ptr("2024-01-02T03:04:05Z"),
-		Concurrency:    ptr(4),
-		Callback:       json.RawMessage(`{"url": "https://example.com/hook", "on": ["completed"]}`),
+		Error:           ptr("1 of 2 invocations failed"),
+		IdempotencyKey:  ptr("idem-1"),
+		DoctorReport:    json.RawMessage(`{"checks": [{"name": "source", "ok": true}], "ok": true}`),
+		Attempt:         2,
+		TemplateID:      ptr("nightly"),
+		TemplateVersion: ptr(3),
+		ConfigBody:      ptr("version: 1\npipeline:\n  source: {kind: csv}\n"),
+		ConfigFormat:    ptr("yaml"),
+		TimeoutSecs:     ptr(int64(600)),
+		Clock:           ptr("2024-01-02T03:04:05Z"),
+		Concurrency:     ptr(4),
+		Callback:        json.RawMessage(`{"url": "https://example.com/hook", "on": ["completed"]}`),
 	}
 }
 
@@ -123,6 +126,21 @@ func exerciseRuns(t *testing.T, newURL func(t testing.TB) string) {
 		again := newRun("r1", db.StatusQueued, now())
 		wantPermanent(t, "a second submit of one run id", s.RunSubmit(t.Context(), again, nil), "run submit")
 		sameJSON(t, "the first submit's record", normalized(rec), get(t, s, "r1"))
+	})
+
+	t.Run("TemplateIDAndVersionGoTogether", func(t *testing.T) {
+		t.Parallel()
+		s := fresh(t, newURL, "a")
+		onlyID := newRun("only-id", db.StatusQueued, now())
+		onlyID.TemplateID = ptr("tpl")
+		onlyVersion := newRun("only-version", db.StatusQueued, now())
+		onlyVersion.TemplateVersion = ptr(1)
+		for _, rec := range []*db.RunRecord{onlyID, onlyVersion} {
+			wantPermanent(t, "a run naming half a template version", s.RunSubmit(t.Context(), rec, nil), "run submit")
+			if _, err := s.RunGet(t.Context(), rec.RunID); !errors.Is(err, db.ErrNotFound) {
+				t.Fatalf("run %s was written: %v", rec.RunID, err)
+			}
+		}
 	})
 
 	t.Run("ElapsedIsDerivedFromStartAndFinish", func(t *testing.T) {

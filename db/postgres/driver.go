@@ -51,7 +51,25 @@ func runRow(r dbsqlc.FaucetRun) db.RunRow {
 		SubmittedAt: r.SubmittedAt, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
 		IdempotencyKey: r.IdempotencyKey, Attempt: int(r.Attempt), RecordsWritten: r.RecordsWritten,
 		Error: r.Error, Submission: r.Submission, Invocations: r.Invocations,
+		TemplateID: r.TemplateID, TemplateVersion: intPtr(r.TemplateVersion),
 	}
+}
+
+// intPtr and int32Ptr convert a nullable integer column.
+func intPtr(v *int32) *int {
+	if v == nil {
+		return nil
+	}
+	n := int(*v)
+	return &n
+}
+
+func int32Ptr(v *int) *int32 {
+	if v == nil {
+		return nil
+	}
+	n := int32(*v)
+	return &n
 }
 
 func runRows(rows []dbsqlc.FaucetRun) []db.RunRow {

@@ -14,6 +14,7 @@ func (d *driver) RunInsert(ctx context.Context, p *db.RunInsertParams) error {
 		SubmittedAt: r.SubmittedAt, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, IdempotencyKey: r.IdempotencyKey,
 		Owner: p.Owner, LeaseExpiresAt: p.LeaseExpiresAt, Attempt: int32(r.Attempt), RecordsWritten: r.RecordsWritten,
 		Error: r.Error, Submission: r.Submission, Invocations: r.Invocations,
+		TemplateID: r.TemplateID, TemplateVersion: int32Ptr(r.TemplateVersion),
 	}
 	if a := p.Audit; a != nil {
 		arg.AuditID, arg.AuditTs, arg.AuditPrincipal, arg.AuditRole, arg.AuditAction = &a.ID, a.Timestamp, a.Principal, a.Role, a.Action
@@ -48,6 +49,7 @@ func (d *driver) RunFinish(ctx context.Context, p *db.RunFinishParams) (bool, er
 			SubmittedAt: r.SubmittedAt, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, IdempotencyKey: r.IdempotencyKey,
 			Owner: p.Owner, Attempt: int32(r.Attempt), RecordsWritten: r.RecordsWritten, Error: r.Error,
 			Submission: r.Submission, Invocations: r.Invocations,
+			TemplateID: r.TemplateID, TemplateVersion: int32Ptr(r.TemplateVersion),
 			Seqs: seqs, Tss: tss, Levels: levels, Lines: texts,
 		})
 	}
@@ -80,9 +82,17 @@ func (d *driver) RunList(ctx context.Context, p *db.RunListParams) ([]db.RunRow,
 	for i, st := range p.Statuses {
 		statuses[i] = string(st)
 	}
-	rows, err := d.q.RunList(ctx, dbsqlc.RunListParams{
-		Statuses: statuses, Name: p.Name, Since: p.Since, Until: p.Until, Cursor: p.Cursor, PageLimit: int32(p.Limit),
-	})
+	var rows []dbsqlc.FaucetRun
+	var err error
+	if p.Template != nil {
+		rows, err = d.q.RunListTemplate(ctx, dbsqlc.RunListTemplateParams{
+			Template: *p.Template, Statuses: statuses, Name: p.Name, Since: p.Since, Until: p.Until, Cursor: p.Cursor, PageLimit: int32(p.Limit),
+		})
+	} else {
+		rows, err = d.q.RunList(ctx, dbsqlc.RunListParams{
+			Statuses: statuses, Name: p.Name, Since: p.Since, Until: p.Until, Cursor: p.Cursor, PageLimit: int32(p.Limit),
+		})
+	}
 	if err != nil {
 		return nil, interpretError(err)
 	}

@@ -51,6 +51,7 @@ func (d *driver) ShardClaim(ctx context.Context, p *db.ShardClaimParams) ([]db.S
 				SubmittedAt: r.SubmittedAt, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
 				IdempotencyKey: r.IdempotencyKey, Attempt: r.RunAttempt, RecordsWritten: r.RecordsWritten,
 				Error: r.Error, Submission: r.Submission, Invocations: r.Invocations,
+				TemplateID: r.TemplateID, TemplateVersion: r.TemplateVersion,
 			}),
 		}
 	}

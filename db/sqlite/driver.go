@@ -141,7 +141,23 @@ func runRow(r dbsqlc.FaucetRun) db.RunRow {
 		SubmittedAt: fromMicros(r.SubmittedAt), StartedAt: fromMicrosPtr(r.StartedAt), FinishedAt: fromMicrosPtr(r.FinishedAt),
 		IdempotencyKey: r.IdempotencyKey, Attempt: int(r.Attempt), RecordsWritten: r.RecordsWritten,
 		Error: r.Error, Submission: []byte(r.Submission), Invocations: bytesPtr(r.Invocations),
+		TemplateID: r.TemplateID, TemplateVersion: intPtr(r.TemplateVersion),
 	}
+}
+
+// intPtr and int64Ptr convert a nullable INTEGER column.
+func intPtr(v *int64) *int {
+	if v == nil {
+		return nil
+	}
+	return ptr(int(*v))
+}
+
+func int64Ptr(v *int) *int64 {
+	if v == nil {
+		return nil
+	}
+	return ptr(int64(*v))
 }
 
 func runRows(rows []dbsqlc.FaucetRun) []db.RunRow {

@@ -21,6 +21,7 @@ func (d *driver) RunInsert(ctx context.Context, p *db.RunInsertParams) error {
 		IdempotencyKey: r.IdempotencyKey, Owner: &p.Owner, LeaseExpiresAt: ptr(micros(p.LeaseExpiresAt)),
 		Attempt: int64(r.Attempt), RecordsWritten: r.RecordsWritten, Error: r.Error,
 		Submission: string(r.Submission), Invocations: textPtr(r.Invocations),
+		TemplateID: r.TemplateID, TemplateVersion: int64Ptr(r.TemplateVersion),
 	}
 	if p.Audit == nil {
 		return d.writeOne(ctx, func(ctx context.Context, q *dbsqlc.Queries) error { return q.RunInsert(ctx, arg) })
@@ -57,6 +58,7 @@ func (d *driver) RunFinish(ctx context.Context, p *db.RunFinishParams) (bool, er
 			SubmittedAt: micros(r.SubmittedAt), StartedAt: microsPtr(r.StartedAt), FinishedAt: microsPtr(r.FinishedAt),
 			IdempotencyKey: r.IdempotencyKey, Owner: &p.Owner, Attempt: int64(r.Attempt), RecordsWritten: r.RecordsWritten,
 			Error: r.Error, Submission: string(r.Submission), Invocations: textPtr(r.Invocations),
+			TemplateID: r.TemplateID, TemplateVersion: int64Ptr(r.TemplateVersion),
 		}
 		finish = func(ctx context.Context, q *dbsqlc.Queries) (bool, error) { return true, q.RunFinish(ctx, arg) }
 	}
@@ -91,8 +93,9 @@ func (d *driver) RunStatus(ctx context.Context, runID string) (db.RunStatus, err
 	return db.RunStatus(st), interpretError(err)
 }
 
-// RunList reads a page in one statement. Statuses runs only pass through
-// are read through the status index (RunListActive), any other filter by
+// RunList reads a page in one statement. A template's runs are read
+// through the template index (RunListTemplate), statuses runs only pass
+// through through the status index (RunListActive), any other filter by
 // walking the history newest first.
 func (d *driver) RunList(ctx context.Context, p *db.RunListParams) ([]db.RunRow, error) {
 	var statuses *string
@@ -105,11 +108,16 @@ func (d *driver) RunList(ctx context.Context, p *db.RunListParams) ([]db.RunRow,
 	}
 	var rows []dbsqlc.FaucetRun
 	var err error
-	if statuses != nil && !slices.ContainsFunc(p.Statuses, db.RunStatus.Terminal) {
+	switch {
+	case p.Template != nil:
+		rows, err = d.rq.RunListTemplate(ctx, dbsqlc.RunListTemplateParams{
+			Template: p.Template, Statuses: statuses, Name: p.Name, Since: microsPtr(p.Since), Until: microsPtr(p.Until), Cursor: p.Cursor, RowLimit: int64(p.Limit),
+		})
+	case statuses != nil && !slices.ContainsFunc(p.Statuses, db.RunStatus.Terminal):
 		rows, err = d.rq.RunListActive(ctx, dbsqlc.RunListActiveParams{
 			Statuses: *statuses, Name: p.Name, Since: microsPtr(p.Since), Until: microsPtr(p.Until), Cursor: p.Cursor, RowLimit: int64(p.Limit),
 		})
-	} else {
+	default:
 		rows, err = d.rq.RunList(ctx, dbsqlc.RunListParams{
 			Statuses: statuses, Name: p.Name, Since: microsPtr(p.Since), Until: microsPtr(p.Until), Cursor: p.Cursor, RowLimit: int64(p.Limit),
 		})

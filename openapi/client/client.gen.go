@@ -191,6 +191,30 @@ func (e LogLineLevel) Valid() bool {
 	}
 }
 
+// Defines values for ParamSpecType.
+const (
+	Bool   ParamSpecType = "bool"
+	Float  ParamSpecType = "float"
+	Int    ParamSpecType = "int"
+	String ParamSpecType = "string"
+)
+
+// Valid indicates whether the value is a known member of the ParamSpecType enum.
+func (e ParamSpecType) Valid() bool {
+	switch e {
+	case Bool:
+		return true
+	case Float:
+		return true
+	case Int:
+		return true
+	case String:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ReadyStatusHistory.
 const (
 	ReadyStatusHistoryConnecting  ReadyStatusHistory = "connecting"
@@ -278,6 +302,66 @@ func (e RunStatus) Valid() bool {
 	case RunStatusRunning:
 		return true
 	case RunStatusSharded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TemplateStatus.
+const (
+	Deprecated TemplateStatus = "deprecated"
+	Draft      TemplateStatus = "draft"
+	Launched   TemplateStatus = "launched"
+)
+
+// Valid indicates whether the value is a known member of the TemplateStatus enum.
+func (e TemplateStatus) Valid() bool {
+	switch e {
+	case Deprecated:
+		return true
+	case Draft:
+		return true
+	case Launched:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for VersionChannel.
+const (
+	Canary   VersionChannel = "canary"
+	Dev      VersionChannel = "dev"
+	Newest   VersionChannel = "newest"
+	PreProd  VersionChannel = "pre-prod"
+	Previous VersionChannel = "previous"
+	Prod     VersionChannel = "prod"
+	Stable   VersionChannel = "stable"
+	Staging  VersionChannel = "staging"
+	Test     VersionChannel = "test"
+)
+
+// Valid indicates whether the value is a known member of the VersionChannel enum.
+func (e VersionChannel) Valid() bool {
+	switch e {
+	case Canary:
+		return true
+	case Dev:
+		return true
+	case Newest:
+		return true
+	case PreProd:
+		return true
+	case Previous:
+		return true
+	case Prod:
+		return true
+	case Stable:
+		return true
+	case Staging:
+		return true
+	case Test:
 		return true
 	default:
 		return false
@@ -374,6 +458,13 @@ type CallbackSpec struct {
 
 // CallbackSpecOn defines model for CallbackSpec.On.
 type CallbackSpecOn string
+
+// ChannelAssignment defines model for ChannelAssignment.
+type ChannelAssignment struct {
+	Id      string `json:"id"`
+	Tag     string `json:"tag"`
+	Version int64  `json:"version"`
+}
 
 // ClusterStatus defines model for ClusterStatus.
 type ClusterStatus struct {
@@ -480,6 +571,36 @@ type DLQReplayRequest struct {
 	Row *string `json:"row,omitempty"`
 }
 
+// DeprecateTemplateRequest defines model for DeprecateTemplateRequest.
+type DeprecateTemplateRequest struct {
+	// Reason Why it is retired; triggers that are refused name it.
+	Reason *string `json:"reason,omitempty"`
+
+	// Undo Revive instead of retire.
+	Undo *bool `json:"undo,omitempty"`
+
+	// Version A template version: a VersionChannel name (stable, previous, newest, dev, test, staging, pre-prod, canary, prod), a numeric string, or a number. 0, latest and unknown names are refused.
+	Version *VersionSelector `json:"version,omitempty"`
+}
+
+// DeprecationRecord defines model for DeprecationRecord.
+type DeprecationRecord struct {
+	DeprecatedAt time.Time `json:"deprecated_at"`
+	DeprecatedBy *string   `json:"deprecated_by,omitempty"`
+	Reason       *string   `json:"reason,omitempty"`
+}
+
+// DeprecationResult defines model for DeprecationResult.
+type DeprecationResult struct {
+	Id string `json:"id"`
+
+	// Status The lifecycle status of a template (not of a version), derived so it never disagrees with the registry: draft until a version is launched, launched afterwards, deprecated once retired.
+	Status TemplateStatus `json:"status"`
+
+	// Version The version deprecated or revived, when the request named one.
+	Version *int64 `json:"version,omitempty"`
+}
+
 // DiscardOutcome defines model for DiscardOutcome.
 type DiscardOutcome struct {
 	ArchivedTo     []string `json:"archived_to"`
@@ -566,6 +687,40 @@ type InvocationRecord struct {
 	RunId *string `json:"run_id,omitempty"`
 }
 
+// LaunchRecord defines model for LaunchRecord.
+type LaunchRecord struct {
+	LaunchedAt time.Time `json:"launched_at"`
+
+	// LaunchedBy The principal that launched it.
+	LaunchedBy *string `json:"launched_by,omitempty"`
+
+	// Seq The template's launch sequence number, from 1.
+	Seq     int64 `json:"seq"`
+	Version int64 `json:"version"`
+}
+
+// LaunchResponse defines model for LaunchResponse.
+type LaunchResponse struct {
+	// AlreadyLaunched true when the version was live already, so nothing changed.
+	AlreadyLaunched bool   `json:"already_launched"`
+	Id              string `json:"id"`
+
+	// Replaced The version it replaced, the new previous; absent on a first launch and when nothing changed.
+	Replaced *int64 `json:"replaced,omitempty"`
+
+	// Status The lifecycle status of a template (not of a version), derived so it never disagrees with the registry: draft until a version is launched, launched afterwards, deprecated once retired.
+	Status TemplateStatus `json:"status"`
+
+	// Version The live version now.
+	Version int64 `json:"version"`
+}
+
+// LaunchTemplateRequest defines model for LaunchTemplateRequest.
+type LaunchTemplateRequest struct {
+	// Version A template version: a VersionChannel name (stable, previous, newest, dev, test, staging, pre-prod, canary, prod), a numeric string, or a number. 0, latest and unknown names are refused.
+	Version *VersionSelector `json:"version,omitempty"`
+}
+
 // Letter defines model for Letter.
 type Letter struct {
 	Attempt      *int64      `json:"attempt,omitempty"`
@@ -646,6 +801,25 @@ type LogPage struct {
 	Truncated bool `json:"truncated"`
 }
 
+// ParamSpec defines model for ParamSpec.
+type ParamSpec struct {
+	// Default The value used when a trigger gives none.
+	Default     interface{} `json:"default,omitempty"`
+	Description *string     `json:"description,omitempty"`
+
+	// Required A trigger must give a value: the param has no default.
+	Required bool `json:"required"`
+
+	// Secret The value is masked in every response, log and record, and never stored; a clustered server refuses such params.
+	Secret bool `json:"secret"`
+
+	// Type The type a trigger's value is converted to.
+	Type ParamSpecType `json:"type"`
+}
+
+// ParamSpecType The type a trigger's value is converted to.
+type ParamSpecType string
+
 // Problem defines model for Problem.
 type Problem struct {
 	// Detail Explanation of this occurrence; equals error.message.
@@ -663,6 +837,15 @@ type Problem struct {
 
 	// Type Problem type URI; one per error code.
 	Type string `json:"type"`
+}
+
+// PromoteTemplateRequest defines model for PromoteTemplateRequest.
+type PromoteTemplateRequest struct {
+	// Tag A named version channel: a pointer at one version. The set is closed. stable (the launched version, and what a request naming no version uses), previous (the version launched before it) and newest (the highest version number) are derived and cannot be assigned; dev, test, staging, pre-prod, canary and prod are assigned with POST /v1/templates/{id}/tags. latest is not a channel: it reads as both stable and newest.
+	Tag VersionChannel `json:"tag"`
+
+	// Version A template version: a VersionChannel name (stable, previous, newest, dev, test, staging, pre-prod, canary, prod), a numeric string, or a number. 0, latest and unknown names are refused.
+	Version *VersionSelector `json:"version,omitempty"`
 }
 
 // ReadyStatus defines model for ReadyStatus.
@@ -685,6 +868,27 @@ type ReadyStatusHistory string
 
 // ReadyStatusStatus defines model for ReadyStatus.Status.
 type ReadyStatusStatus string
+
+// RegisterTemplateRequest defines model for RegisterTemplateRequest.
+type RegisterTemplateRequest struct {
+	// Config The config document, stored exactly as given. It may declare params (params: {NAME: {type, required, default, secret, description}}) and refer to them as ${param.NAME}.
+	Config string `json:"config"`
+
+	// ConfigFormat Syntax of a pipeline config.
+	ConfigFormat *ConfigFormat `json:"config_format,omitempty"`
+
+	// Description What the template does; the previous version's description when omitted.
+	Description *string `json:"description,omitempty"`
+
+	// Id The template id: lowercase letters, digits, - and _ (starting with a letter or digit), at most 64. Derived from the config's name when omitted.
+	Id *string `json:"id,omitempty"`
+
+	// Launch Launch the new version, making it stable. A register alone never moves callers.
+	Launch *bool `json:"launch,omitempty"`
+
+	// Tags Assignable channels to point at the new version; a derived channel is refused (422), a channel named twice is a conflict (409).
+	Tags *[]VersionChannel `json:"tags,omitempty"`
+}
 
 // Role A principal's role: viewer reads, operator also submits, cancels and deletes runs and probes configs, admin also reads the audit log.
 type Role string
@@ -718,7 +922,13 @@ type RunRecord struct {
 	// Status A run's status. pending: stored for any cluster member to claim (cluster mode only); queued: admitted to this server's queue; running: executing; sharded: split into source shards that execute on their own (cluster mode only); completed, failed, cancelled: terminal.
 	Status      RunStatus `json:"status"`
 	SubmittedAt time.Time `json:"submitted_at"`
-	TimeoutSecs *int64    `json:"timeout_secs,omitempty"`
+
+	// TemplateId The template the run was triggered from (POST /v1/templates/{id}/runs); the labels template and template_version say so too.
+	TemplateId *string `json:"template_id,omitempty"`
+
+	// TemplateVersion The template version the run was triggered from.
+	TemplateVersion *int64 `json:"template_version,omitempty"`
+	TimeoutSecs     *int64 `json:"timeout_secs,omitempty"`
 }
 
 // RunStatus A run's status. pending: stored for any cluster member to claim (cluster mode only); queued: admitted to this server's queue; running: executing; sharded: split into source shards that execute on their own (cluster mode only); completed, failed, cancelled: terminal.
@@ -798,6 +1008,181 @@ type Summary struct {
 	Undecryptable  int64            `json:"undecryptable"`
 }
 
+// TemplateDetail defines model for TemplateDetail.
+type TemplateDetail struct {
+	// Body The config document exactly as registered (its references unresolved).
+	Body      string    `json:"body"`
+	CreatedAt time.Time `json:"created_at"`
+
+	// CreatedBy The principal that registered the version.
+	CreatedBy   *string            `json:"created_by,omitempty"`
+	Deprecation *DeprecationRecord `json:"deprecation,omitempty"`
+	Description *string            `json:"description,omitempty"`
+
+	// Format Syntax of a pipeline config.
+	Format ConfigFormat `json:"format"`
+
+	// Id The template id (a slug).
+	Id string `json:"id"`
+
+	// IsStable Whether this version is the launched one.
+	IsStable bool `json:"is_stable"`
+
+	// Launches The launch log, newest first (its newest 100 entries; the audit log keeps every launch).
+	Launches []LaunchRecord `json:"launches"`
+
+	// Name The config's own name.
+	Name *string `json:"name,omitempty"`
+
+	// Newest The highest version number, launched or not.
+	Newest *int64 `json:"newest"`
+
+	// Params The params the config declares, by name: what a trigger supplies.
+	Params map[string]ParamSpec `json:"params"`
+
+	// Previous The version launched before stable: the rollback target.
+	Previous *int64 `json:"previous"`
+
+	// Stable The launched version: what stable, and a request naming no version, use. null while the template is a draft.
+	Stable *int64 `json:"stable"`
+
+	// Status The lifecycle status of a template (not of a version), derived so it never disagrees with the registry: draft until a version is launched, launched afterwards, deprecated once retired.
+	Status TemplateStatus `json:"status"`
+
+	// Tags The assigned channels ({channel: version}); the derived ones are not listed.
+	Tags map[string]int64 `json:"tags"`
+
+	// Version The version. In a listing, the newest registered one; state.stable is what a request naming no version uses.
+	Version int64 `json:"version"`
+
+	// VersionDeprecations The individually deprecated versions, newest first: triggers and launches of them are refused.
+	VersionDeprecations []VersionDeprecation `json:"version_deprecations"`
+
+	// Versions Every stored version, newest first.
+	Versions []int64 `json:"versions"`
+}
+
+// TemplateList defines model for TemplateList.
+type TemplateList struct {
+	Templates []TemplateSummary `json:"templates"`
+}
+
+// TemplateState defines model for TemplateState.
+type TemplateState struct {
+	Deprecation *DeprecationRecord `json:"deprecation,omitempty"`
+
+	// Newest The highest version number, launched or not.
+	Newest *int64 `json:"newest"`
+
+	// Previous The version launched before stable: the rollback target.
+	Previous *int64 `json:"previous"`
+
+	// Stable The launched version: what stable, and a request naming no version, use. null while the template is a draft.
+	Stable *int64 `json:"stable"`
+
+	// Status The lifecycle status of a template (not of a version), derived so it never disagrees with the registry: draft until a version is launched, launched afterwards, deprecated once retired.
+	Status TemplateStatus `json:"status"`
+
+	// Tags The assigned channels ({channel: version}); the derived ones are not listed.
+	Tags map[string]int64 `json:"tags"`
+
+	// VersionDeprecations The individually deprecated versions, newest first: triggers and launches of them are refused.
+	VersionDeprecations []VersionDeprecation `json:"version_deprecations"`
+
+	// Versions Every stored version, newest first.
+	Versions []int64 `json:"versions"`
+}
+
+// TemplateStatus The lifecycle status of a template (not of a version), derived so it never disagrees with the registry: draft until a version is launched, launched afterwards, deprecated once retired.
+type TemplateStatus string
+
+// TemplateSummary defines model for TemplateSummary.
+type TemplateSummary struct {
+	CreatedAt time.Time `json:"created_at"`
+
+	// CreatedBy The principal that registered the version.
+	CreatedBy   *string `json:"created_by,omitempty"`
+	Description *string `json:"description,omitempty"`
+
+	// Id The template id (a slug).
+	Id string `json:"id"`
+
+	// Name The config's own name.
+	Name *string `json:"name,omitempty"`
+
+	// Params The params the config declares, by name: what a trigger supplies.
+	Params map[string]ParamSpec `json:"params"`
+	State  *TemplateState       `json:"state,omitempty"`
+
+	// Version The version. In a listing, the newest registered one; state.stable is what a request naming no version uses.
+	Version int64 `json:"version"`
+}
+
+// TriggerTemplateRequest defines model for TriggerTemplateRequest.
+type TriggerTemplateRequest struct {
+	Clock       *time.Time `json:"clock,omitempty"`
+	Concurrency *int64     `json:"concurrency,omitempty"`
+	DoctorFirst *bool      `json:"doctor_first,omitempty"`
+
+	// Env Not supported: a non-empty env is refused (422). The run reads the environment of the server that executes it.
+	Env *map[string]string `json:"env,omitempty"`
+
+	// IdempotencyKey As for SubmitRequest. A repeat with the same params returns the existing run; secret params do not count, since nothing stored may derive from them.
+	IdempotencyKey *string `json:"idempotency_key,omitempty"`
+
+	// Labels Labels of the run (as for SubmitRequest); template and template_version are the trigger's.
+	Labels *map[string]string `json:"labels,omitempty"`
+
+	// Name Display name of the run; the config's name when omitted.
+	Name *string `json:"name,omitempty"`
+
+	// Params Values of the template's declared params: strings, numbers and booleans, converted to the declared types. A value containing ${ is refused: params are data.
+	Params      *map[string]interface{} `json:"params,omitempty"`
+	TimeoutSecs *int64                  `json:"timeout_secs,omitempty"`
+
+	// Version A template version: a VersionChannel name (stable, previous, newest, dev, test, staging, pre-prod, canary, prod), a numeric string, or a number. 0, latest and unknown names are refused.
+	Version *VersionSelector `json:"version,omitempty"`
+}
+
+// TriggeredRun defines model for TriggeredRun.
+type TriggeredRun struct {
+	// Params The bound params, every secret one as ***.
+	Params map[string]interface{} `json:"params"`
+
+	// Replayed true when the idempotency_key matched an earlier trigger: run_id is that trigger's run.
+	Replayed bool   `json:"replayed"`
+	RunId    string `json:"run_id"`
+
+	// Status A run's status. pending: stored for any cluster member to claim (cluster mode only); queued: admitted to this server's queue; running: executing; sharded: split into source shards that execute on their own (cluster mode only); completed, failed, cancelled: terminal.
+	Status          RunStatus `json:"status"`
+	SubmittedAt     time.Time `json:"submitted_at"`
+	TemplateId      string    `json:"template_id"`
+	TemplateVersion int64     `json:"template_version"`
+	Warnings        *[]string `json:"warnings,omitempty"`
+}
+
+// VersionChannel A named version channel: a pointer at one version. The set is closed. stable (the launched version, and what a request naming no version uses), previous (the version launched before it) and newest (the highest version number) are derived and cannot be assigned; dev, test, staging, pre-prod, canary and prod are assigned with POST /v1/templates/{id}/tags. latest is not a channel: it reads as both stable and newest.
+type VersionChannel string
+
+// VersionDeprecation defines model for VersionDeprecation.
+type VersionDeprecation struct {
+	DeprecatedAt time.Time `json:"deprecated_at"`
+	DeprecatedBy *string   `json:"deprecated_by,omitempty"`
+	Reason       *string   `json:"reason,omitempty"`
+	Version      int64     `json:"version"`
+}
+
+// VersionSelector A template version: a VersionChannel name (stable, previous, newest, dev, test, staging, pre-prod, canary, prod), a numeric string, or a number. 0, latest and unknown names are refused.
+type VersionSelector struct {
+	union json.RawMessage
+}
+
+// VersionSelector0 A channel name or a version number as text.
+type VersionSelector0 = string
+
+// VersionSelector1 defines model for VersionSelector.1.
+type VersionSelector1 = int
+
 // Whoami defines model for Whoami.
 type Whoami struct {
 	// AuthEnabled false when the server runs with --no-auth.
@@ -854,6 +1239,9 @@ type ListRunsParams struct {
 
 	// Name Only runs with this name.
 	Name *string `form:"name,omitempty" json:"name,omitempty"`
+
+	// Template Only runs triggered from this template (by id).
+	Template *string `form:"template,omitempty" json:"template,omitempty"`
 
 	// Since Only runs submitted at or after this time (RFC 3339).
 	Since *time.Time `form:"since,omitempty" json:"since,omitempty"`
@@ -922,6 +1310,24 @@ type FollowRunLogsParams struct {
 // GetSchemaParamsKind defines parameters for GetSchema.
 type GetSchemaParamsKind string
 
+// ListTemplatesParams defines parameters for ListTemplates.
+type ListTemplatesParams struct {
+	// IncludeDeprecated List deprecated templates too.
+	IncludeDeprecated *bool `form:"include_deprecated,omitempty" json:"include_deprecated,omitempty"`
+}
+
+// DeleteTemplateParams defines parameters for DeleteTemplate.
+type DeleteTemplateParams struct {
+	// Version The version: a channel (stable when omitted, previous, newest, dev, test, staging, pre-prod, canary, prod) or a number.
+	Version *string `form:"version,omitempty" json:"version,omitempty"`
+}
+
+// GetTemplateParams defines parameters for GetTemplate.
+type GetTemplateParams struct {
+	// Version The version: a channel (stable when omitted, previous, newest, dev, test, staging, pre-prod, canary, prod) or a number.
+	Version *string `form:"version,omitempty" json:"version,omitempty"`
+}
+
 // DiscardDLQJSONRequestBody defines body for DiscardDLQ for application/json ContentType.
 type DiscardDLQJSONRequestBody = DLQDiscardRequest
 
@@ -936,6 +1342,83 @@ type RunDoctorJSONRequestBody = DoctorRequest
 
 // SubmitRunJSONRequestBody defines body for SubmitRun for application/json ContentType.
 type SubmitRunJSONRequestBody = SubmitRequest
+
+// RegisterTemplateJSONRequestBody defines body for RegisterTemplate for application/json ContentType.
+type RegisterTemplateJSONRequestBody = RegisterTemplateRequest
+
+// DeprecateTemplateJSONRequestBody defines body for DeprecateTemplate for application/json ContentType.
+type DeprecateTemplateJSONRequestBody = DeprecateTemplateRequest
+
+// LaunchTemplateJSONRequestBody defines body for LaunchTemplate for application/json ContentType.
+type LaunchTemplateJSONRequestBody = LaunchTemplateRequest
+
+// TriggerTemplateJSONRequestBody defines body for TriggerTemplate for application/json ContentType.
+type TriggerTemplateJSONRequestBody = TriggerTemplateRequest
+
+// PromoteTemplateJSONRequestBody defines body for PromoteTemplate for application/json ContentType.
+type PromoteTemplateJSONRequestBody = PromoteTemplateRequest
+
+// AsVersionSelector0 returns the union data inside the VersionSelector as a VersionSelector0
+func (t VersionSelector) AsVersionSelector0() (VersionSelector0, error) {
+	var body VersionSelector0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromVersionSelector0 overwrites any union data inside the VersionSelector as the provided VersionSelector0
+func (t *VersionSelector) FromVersionSelector0(v VersionSelector0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeVersionSelector0 performs a merge with any union data inside the VersionSelector, using the provided VersionSelector0
+func (t *VersionSelector) MergeVersionSelector0(v VersionSelector0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsVersionSelector1 returns the union data inside the VersionSelector as a VersionSelector1
+func (t VersionSelector) AsVersionSelector1() (VersionSelector1, error) {
+	var body VersionSelector1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromVersionSelector1 overwrites any union data inside the VersionSelector as the provided VersionSelector1
+func (t *VersionSelector) FromVersionSelector1(v VersionSelector1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeVersionSelector1 performs a merge with any union data inside the VersionSelector, using the provided VersionSelector1
+func (t *VersionSelector) MergeVersionSelector1(v VersionSelector1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t VersionSelector) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *VersionSelector) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
 
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
@@ -1203,6 +1686,124 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/schemas/{kind}/{name} (the `GetSchema` operationId).
 	GetSchema(ctx context.Context, kind GetSchemaParamsKind, name string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListTemplates List pipeline templates
+	//
+	// The newest version of every template, newest registered first, each with its template's release state. Bodies are left out: read one with GET /v1/templates/{id}. Deprecated templates are listed with include_deprecated.
+	//
+	// Corresponds with GET /v1/templates (the `ListTemplates` operationId).
+	ListTemplates(ctx context.Context, params *ListTemplatesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RegisterTemplateWithBody Register a pipeline template
+	//
+	// Stores a config document, and the typed params it declares, as the template's next version, so runs are triggered by {id, params} instead of sending the whole config. A register never moves callers: an unpinned trigger keeps using stable until a version is launched (launch: true here, or POST /v1/templates/{id}/launch), so a first register leaves the template a draft. The body is stored verbatim (${env:…} stays unresolved, for the server that runs it). The config is checked like a submitted one, its params filled with placeholders: 400 with each problem's path and line when it is not a valid pipeline. Versions are numbered from 1 and never reused; the newest 20 are kept, and any a channel, stable or previous points at.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/templates (the `RegisterTemplate` operationId).
+	RegisterTemplateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RegisterTemplate Register a pipeline template
+	//
+	// Stores a config document, and the typed params it declares, as the template's next version, so runs are triggered by {id, params} instead of sending the whole config. A register never moves callers: an unpinned trigger keeps using stable until a version is launched (launch: true here, or POST /v1/templates/{id}/launch), so a first register leaves the template a draft. The body is stored verbatim (${env:…} stays unresolved, for the server that runs it). The config is checked like a submitted one, its params filled with placeholders: 400 with each problem's path and line when it is not a valid pipeline. Versions are numbered from 1 and never reused; the newest 20 are kept, and any a channel, stable or previous points at.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/templates (the `RegisterTemplate` operationId).
+	RegisterTemplate(ctx context.Context, body RegisterTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteTemplate Delete a pipeline template or one version
+	//
+	// Deletes one version (version given: a number or a channel, resolved to its version) with the channels, launch-log entries and deprecation that point at it, or the whole template. Deleting the last version deletes the template. Runs triggered from it are kept.
+	//
+	// Corresponds with DELETE /v1/templates/{id} (the `DeleteTemplate` operationId).
+	DeleteTemplate(ctx context.Context, id string, params *DeleteTemplateParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetTemplate Get a pipeline template version
+	//
+	// One version (stable unless version says otherwise) with its body, the template's whole release state and its launch log. A draft has no stable version: ask for version=newest. A channel with no version is 409.
+	//
+	// Corresponds with GET /v1/templates/{id} (the `GetTemplate` operationId).
+	GetTemplate(ctx context.Context, id string, params *GetTemplateParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeprecateTemplateWithBody Deprecate (or revive) a template or one version
+	//
+	// Retires the template, or one version. Triggers and launches of it are refused (409, naming the reason), and a deprecated template is listed only with include_deprecated. undo: true revives it; DELETE removes it.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/templates/{id}/deprecate (the `DeprecateTemplate` operationId).
+	DeprecateTemplateWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeprecateTemplate Deprecate (or revive) a template or one version
+	//
+	// Retires the template, or one version. Triggers and launches of it are refused (409, naming the reason), and a deprecated template is listed only with include_deprecated. undo: true revives it; DELETE removes it.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/templates/{id}/deprecate (the `DeprecateTemplate` operationId).
+	DeprecateTemplate(ctx context.Context, id string, body DeprecateTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// LaunchTemplateWithBody Launch a template version
+	//
+	// Makes a version (newest when omitted) the live one, stable, by appending it to the launch log; the version it replaces becomes previous. Launching the live version changes nothing (already_launched). A deprecated template or version refuses (409, naming the deprecation): revive it first.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/templates/{id}/launch (the `LaunchTemplate` operationId).
+	LaunchTemplateWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// LaunchTemplate Launch a template version
+	//
+	// Makes a version (newest when omitted) the live one, stable, by appending it to the launch log; the version it replaces becomes previous. Launching the live version changes nothing (already_launched). A deprecated template or version refuses (409, naming the deprecation): revive it first.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/templates/{id}/launch (the `LaunchTemplate` operationId).
+	LaunchTemplate(ctx context.Context, id string, body LaunchTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RollbackTemplate Roll a template back to its previous launch
+	//
+	// Launches previous, the version launched before the live one, as a normal launch: the launch log keeps the trail, and previous becomes the version rolled off. 409 when there is nothing to roll back to.
+	//
+	// Corresponds with POST /v1/templates/{id}/rollback (the `RollbackTemplate` operationId).
+	RollbackTemplate(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TriggerTemplateWithBody Trigger a run from a template
+	//
+	// Binds params into a version (stable when omitted) and submits the result through the path of POST /v1/runs: the idempotency key, doctor_first, the queue (429 when full), cluster dispatch and the audit log behave alike. The run records its template and version (GET /v1/runs?template=ID lists them). A param that is missing, unknown or of the wrong type is 400 naming it; a deprecated template or version is 409 naming the deprecation; a draft triggered without a version is 409. Secret params are masked in the response and never stored.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/templates/{id}/runs (the `TriggerTemplate` operationId).
+	TriggerTemplateWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TriggerTemplate Trigger a run from a template
+	//
+	// Binds params into a version (stable when omitted) and submits the result through the path of POST /v1/runs: the idempotency key, doctor_first, the queue (429 when full), cluster dispatch and the audit log behave alike. The run records its template and version (GET /v1/runs?template=ID lists them). A param that is missing, unknown or of the wrong type is 400 naming it; a deprecated template or version is 409 naming the deprecation; a draft triggered without a version is 409. Secret params are masked in the response and never stored.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/templates/{id}/runs (the `TriggerTemplate` operationId).
+	TriggerTemplate(ctx context.Context, id string, body TriggerTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PromoteTemplateWithBody Point a channel at a template version
+	//
+	// Points an assignable channel (dev, test, staging, pre-prod, canary, prod) at a version, moving it when it pointed elsewhere. version may name another channel, whose version is copied (stable when omitted). The derived channels (stable, previous, newest) cannot be assigned (422): stable moves only by launching.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/templates/{id}/tags (the `PromoteTemplate` operationId).
+	PromoteTemplateWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PromoteTemplate Point a channel at a template version
+	//
+	// Points an assignable channel (dev, test, staging, pre-prod, canary, prod) at a version, moving it when it pointed elsewhere. version may name another channel, whose version is copied (stable when omitted). The derived channels (stable, previous, newest) cannot be assigned (422): stable moves only by launching.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/templates/{id}/tags (the `PromoteTemplate` operationId).
+	PromoteTemplate(ctx context.Context, id string, body PromoteTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// Whoami Show the calling principal
 	//
@@ -1643,6 +2244,264 @@ func (c *Client) ListSchemas(ctx context.Context, reqEditors ...RequestEditorFn)
 // Corresponds with GET /v1/schemas/{kind}/{name} (the `GetSchema` operationId).
 func (c *Client) GetSchema(ctx context.Context, kind GetSchemaParamsKind, name string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetSchemaRequest(c.Server, kind, name)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListTemplates List pipeline templates
+//
+// The newest version of every template, newest registered first, each with its template's release state. Bodies are left out: read one with GET /v1/templates/{id}. Deprecated templates are listed with include_deprecated.
+//
+// Corresponds with GET /v1/templates (the `ListTemplates` operationId).
+func (c *Client) ListTemplates(ctx context.Context, params *ListTemplatesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListTemplatesRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RegisterTemplateWithBody Register a pipeline template
+//
+// Stores a config document, and the typed params it declares, as the template's next version, so runs are triggered by {id, params} instead of sending the whole config. A register never moves callers: an unpinned trigger keeps using stable until a version is launched (launch: true here, or POST /v1/templates/{id}/launch), so a first register leaves the template a draft. The body is stored verbatim (${env:…} stays unresolved, for the server that runs it). The config is checked like a submitted one, its params filled with placeholders: 400 with each problem's path and line when it is not a valid pipeline. Versions are numbered from 1 and never reused; the newest 20 are kept, and any a channel, stable or previous points at.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/templates (the `RegisterTemplate` operationId).
+func (c *Client) RegisterTemplateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRegisterTemplateRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RegisterTemplate Register a pipeline template
+//
+// Stores a config document, and the typed params it declares, as the template's next version, so runs are triggered by {id, params} instead of sending the whole config. A register never moves callers: an unpinned trigger keeps using stable until a version is launched (launch: true here, or POST /v1/templates/{id}/launch), so a first register leaves the template a draft. The body is stored verbatim (${env:…} stays unresolved, for the server that runs it). The config is checked like a submitted one, its params filled with placeholders: 400 with each problem's path and line when it is not a valid pipeline. Versions are numbered from 1 and never reused; the newest 20 are kept, and any a channel, stable or previous points at.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/templates (the `RegisterTemplate` operationId).
+func (c *Client) RegisterTemplate(ctx context.Context, body RegisterTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRegisterTemplateRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteTemplate Delete a pipeline template or one version
+//
+// Deletes one version (version given: a number or a channel, resolved to its version) with the channels, launch-log entries and deprecation that point at it, or the whole template. Deleting the last version deletes the template. Runs triggered from it are kept.
+//
+// Corresponds with DELETE /v1/templates/{id} (the `DeleteTemplate` operationId).
+func (c *Client) DeleteTemplate(ctx context.Context, id string, params *DeleteTemplateParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteTemplateRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetTemplate Get a pipeline template version
+//
+// One version (stable unless version says otherwise) with its body, the template's whole release state and its launch log. A draft has no stable version: ask for version=newest. A channel with no version is 409.
+//
+// Corresponds with GET /v1/templates/{id} (the `GetTemplate` operationId).
+func (c *Client) GetTemplate(ctx context.Context, id string, params *GetTemplateParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetTemplateRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeprecateTemplateWithBody Deprecate (or revive) a template or one version
+//
+// Retires the template, or one version. Triggers and launches of it are refused (409, naming the reason), and a deprecated template is listed only with include_deprecated. undo: true revives it; DELETE removes it.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/templates/{id}/deprecate (the `DeprecateTemplate` operationId).
+func (c *Client) DeprecateTemplateWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeprecateTemplateRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeprecateTemplate Deprecate (or revive) a template or one version
+//
+// Retires the template, or one version. Triggers and launches of it are refused (409, naming the reason), and a deprecated template is listed only with include_deprecated. undo: true revives it; DELETE removes it.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/templates/{id}/deprecate (the `DeprecateTemplate` operationId).
+func (c *Client) DeprecateTemplate(ctx context.Context, id string, body DeprecateTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeprecateTemplateRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// LaunchTemplateWithBody Launch a template version
+//
+// Makes a version (newest when omitted) the live one, stable, by appending it to the launch log; the version it replaces becomes previous. Launching the live version changes nothing (already_launched). A deprecated template or version refuses (409, naming the deprecation): revive it first.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/templates/{id}/launch (the `LaunchTemplate` operationId).
+func (c *Client) LaunchTemplateWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewLaunchTemplateRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// LaunchTemplate Launch a template version
+//
+// Makes a version (newest when omitted) the live one, stable, by appending it to the launch log; the version it replaces becomes previous. Launching the live version changes nothing (already_launched). A deprecated template or version refuses (409, naming the deprecation): revive it first.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/templates/{id}/launch (the `LaunchTemplate` operationId).
+func (c *Client) LaunchTemplate(ctx context.Context, id string, body LaunchTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewLaunchTemplateRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RollbackTemplate Roll a template back to its previous launch
+//
+// Launches previous, the version launched before the live one, as a normal launch: the launch log keeps the trail, and previous becomes the version rolled off. 409 when there is nothing to roll back to.
+//
+// Corresponds with POST /v1/templates/{id}/rollback (the `RollbackTemplate` operationId).
+func (c *Client) RollbackTemplate(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRollbackTemplateRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TriggerTemplateWithBody Trigger a run from a template
+//
+// Binds params into a version (stable when omitted) and submits the result through the path of POST /v1/runs: the idempotency key, doctor_first, the queue (429 when full), cluster dispatch and the audit log behave alike. The run records its template and version (GET /v1/runs?template=ID lists them). A param that is missing, unknown or of the wrong type is 400 naming it; a deprecated template or version is 409 naming the deprecation; a draft triggered without a version is 409. Secret params are masked in the response and never stored.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/templates/{id}/runs (the `TriggerTemplate` operationId).
+func (c *Client) TriggerTemplateWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTriggerTemplateRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TriggerTemplate Trigger a run from a template
+//
+// Binds params into a version (stable when omitted) and submits the result through the path of POST /v1/runs: the idempotency key, doctor_first, the queue (429 when full), cluster dispatch and the audit log behave alike. The run records its template and version (GET /v1/runs?template=ID lists them). A param that is missing, unknown or of the wrong type is 400 naming it; a deprecated template or version is 409 naming the deprecation; a draft triggered without a version is 409. Secret params are masked in the response and never stored.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/templates/{id}/runs (the `TriggerTemplate` operationId).
+func (c *Client) TriggerTemplate(ctx context.Context, id string, body TriggerTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTriggerTemplateRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PromoteTemplateWithBody Point a channel at a template version
+//
+// Points an assignable channel (dev, test, staging, pre-prod, canary, prod) at a version, moving it when it pointed elsewhere. version may name another channel, whose version is copied (stable when omitted). The derived channels (stable, previous, newest) cannot be assigned (422): stable moves only by launching.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/templates/{id}/tags (the `PromoteTemplate` operationId).
+func (c *Client) PromoteTemplateWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPromoteTemplateRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PromoteTemplate Point a channel at a template version
+//
+// Points an assignable channel (dev, test, staging, pre-prod, canary, prod) at a version, moving it when it pointed elsewhere. version may name another channel, whose version is copied (stable when omitted). The derived channels (stable, previous, newest) cannot be assigned (422): stable moves only by launching.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/templates/{id}/tags (the `PromoteTemplate` operationId).
+func (c *Client) PromoteTemplate(ctx context.Context, id string, body PromoteTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPromoteTemplateRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2221,6 +3080,18 @@ func NewListRunsRequest(server string, params *ListRunsParams) (*http.Request, e
 
 		}
 
+		if params.Template != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "template", *params.Template, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.Since != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "since", *params.Since, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
@@ -2768,6 +3639,444 @@ func NewGetSchemaRequest(server string, kind GetSchemaParamsKind, name string) (
 	return req, nil
 }
 
+// NewListTemplatesRequest constructs an http.Request for the ListTemplates method
+func NewListTemplatesRequest(server string, params *ListTemplatesParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/templates")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.IncludeDeprecated != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "include_deprecated", *params.IncludeDeprecated, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewRegisterTemplateRequest calls the generic RegisterTemplate builder with application/json body
+func NewRegisterTemplateRequest(server string, body RegisterTemplateJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRegisterTemplateRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewRegisterTemplateRequestWithBody constructs an http.Request for the RegisterTemplate method, with any body, and a specified content type
+func NewRegisterTemplateRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/templates")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDeleteTemplateRequest constructs an http.Request for the DeleteTemplate method
+func NewDeleteTemplateRequest(server string, id string, params *DeleteTemplateParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/templates/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Version != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "version", *params.Version, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetTemplateRequest constructs an http.Request for the GetTemplate method
+func NewGetTemplateRequest(server string, id string, params *GetTemplateParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/templates/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Version != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "version", *params.Version, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewDeprecateTemplateRequest calls the generic DeprecateTemplate builder with application/json body
+func NewDeprecateTemplateRequest(server string, id string, body DeprecateTemplateJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewDeprecateTemplateRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewDeprecateTemplateRequestWithBody constructs an http.Request for the DeprecateTemplate method, with any body, and a specified content type
+func NewDeprecateTemplateRequestWithBody(server string, id string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/templates/%s/deprecate", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewLaunchTemplateRequest calls the generic LaunchTemplate builder with application/json body
+func NewLaunchTemplateRequest(server string, id string, body LaunchTemplateJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewLaunchTemplateRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewLaunchTemplateRequestWithBody constructs an http.Request for the LaunchTemplate method, with any body, and a specified content type
+func NewLaunchTemplateRequestWithBody(server string, id string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/templates/%s/launch", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewRollbackTemplateRequest constructs an http.Request for the RollbackTemplate method
+func NewRollbackTemplateRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/templates/%s/rollback", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewTriggerTemplateRequest calls the generic TriggerTemplate builder with application/json body
+func NewTriggerTemplateRequest(server string, id string, body TriggerTemplateJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewTriggerTemplateRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewTriggerTemplateRequestWithBody constructs an http.Request for the TriggerTemplate method, with any body, and a specified content type
+func NewTriggerTemplateRequestWithBody(server string, id string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/templates/%s/runs", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewPromoteTemplateRequest calls the generic PromoteTemplate builder with application/json body
+func NewPromoteTemplateRequest(server string, id string, body PromoteTemplateJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPromoteTemplateRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewPromoteTemplateRequestWithBody constructs an http.Request for the PromoteTemplate method, with any body, and a specified content type
+func NewPromoteTemplateRequestWithBody(server string, id string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/templates/%s/tags", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewWhoamiRequest constructs an http.Request for the Whoami method
 func NewWhoamiRequest(server string) (*http.Request, error) {
 	var err error
@@ -3061,6 +4370,132 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/schemas/{kind}/{name} (the `GetSchema` operationId).
 	GetSchemaWithResponse(ctx context.Context, kind GetSchemaParamsKind, name string, reqEditors ...RequestEditorFn) (*GetSchemaResponse, error)
+
+	// ListTemplatesWithResponse List pipeline templates
+	//
+	// The newest version of every template, newest registered first, each with its template's release state. Bodies are left out: read one with GET /v1/templates/{id}. Deprecated templates are listed with include_deprecated.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/templates (the `ListTemplates` operationId).
+	ListTemplatesWithResponse(ctx context.Context, params *ListTemplatesParams, reqEditors ...RequestEditorFn) (*ListTemplatesResponse, error)
+
+	// RegisterTemplateWithBodyWithResponse Register a pipeline template
+	//
+	// Stores a config document, and the typed params it declares, as the template's next version, so runs are triggered by {id, params} instead of sending the whole config. A register never moves callers: an unpinned trigger keeps using stable until a version is launched (launch: true here, or POST /v1/templates/{id}/launch), so a first register leaves the template a draft. The body is stored verbatim (${env:…} stays unresolved, for the server that runs it). The config is checked like a submitted one, its params filled with placeholders: 400 with each problem's path and line when it is not a valid pipeline. Versions are numbered from 1 and never reused; the newest 20 are kept, and any a channel, stable or previous points at.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/templates (the `RegisterTemplate` operationId).
+	RegisterTemplateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RegisterTemplateResponse, error)
+
+	// RegisterTemplateWithResponse Register a pipeline template
+	//
+	// Stores a config document, and the typed params it declares, as the template's next version, so runs are triggered by {id, params} instead of sending the whole config. A register never moves callers: an unpinned trigger keeps using stable until a version is launched (launch: true here, or POST /v1/templates/{id}/launch), so a first register leaves the template a draft. The body is stored verbatim (${env:…} stays unresolved, for the server that runs it). The config is checked like a submitted one, its params filled with placeholders: 400 with each problem's path and line when it is not a valid pipeline. Versions are numbered from 1 and never reused; the newest 20 are kept, and any a channel, stable or previous points at.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/templates (the `RegisterTemplate` operationId).
+	RegisterTemplateWithResponse(ctx context.Context, body RegisterTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*RegisterTemplateResponse, error)
+
+	// DeleteTemplateWithResponse Delete a pipeline template or one version
+	//
+	// Deletes one version (version given: a number or a channel, resolved to its version) with the channels, launch-log entries and deprecation that point at it, or the whole template. Deleting the last version deletes the template. Runs triggered from it are kept.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/templates/{id} (the `DeleteTemplate` operationId).
+	DeleteTemplateWithResponse(ctx context.Context, id string, params *DeleteTemplateParams, reqEditors ...RequestEditorFn) (*DeleteTemplateResponse, error)
+
+	// GetTemplateWithResponse Get a pipeline template version
+	//
+	// One version (stable unless version says otherwise) with its body, the template's whole release state and its launch log. A draft has no stable version: ask for version=newest. A channel with no version is 409.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/templates/{id} (the `GetTemplate` operationId).
+	GetTemplateWithResponse(ctx context.Context, id string, params *GetTemplateParams, reqEditors ...RequestEditorFn) (*GetTemplateResponse, error)
+
+	// DeprecateTemplateWithBodyWithResponse Deprecate (or revive) a template or one version
+	//
+	// Retires the template, or one version. Triggers and launches of it are refused (409, naming the reason), and a deprecated template is listed only with include_deprecated. undo: true revives it; DELETE removes it.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/templates/{id}/deprecate (the `DeprecateTemplate` operationId).
+	DeprecateTemplateWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DeprecateTemplateResponse, error)
+
+	// DeprecateTemplateWithResponse Deprecate (or revive) a template or one version
+	//
+	// Retires the template, or one version. Triggers and launches of it are refused (409, naming the reason), and a deprecated template is listed only with include_deprecated. undo: true revives it; DELETE removes it.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/templates/{id}/deprecate (the `DeprecateTemplate` operationId).
+	DeprecateTemplateWithResponse(ctx context.Context, id string, body DeprecateTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*DeprecateTemplateResponse, error)
+
+	// LaunchTemplateWithBodyWithResponse Launch a template version
+	//
+	// Makes a version (newest when omitted) the live one, stable, by appending it to the launch log; the version it replaces becomes previous. Launching the live version changes nothing (already_launched). A deprecated template or version refuses (409, naming the deprecation): revive it first.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/templates/{id}/launch (the `LaunchTemplate` operationId).
+	LaunchTemplateWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*LaunchTemplateResponse, error)
+
+	// LaunchTemplateWithResponse Launch a template version
+	//
+	// Makes a version (newest when omitted) the live one, stable, by appending it to the launch log; the version it replaces becomes previous. Launching the live version changes nothing (already_launched). A deprecated template or version refuses (409, naming the deprecation): revive it first.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/templates/{id}/launch (the `LaunchTemplate` operationId).
+	LaunchTemplateWithResponse(ctx context.Context, id string, body LaunchTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*LaunchTemplateResponse, error)
+
+	// RollbackTemplateWithResponse Roll a template back to its previous launch
+	//
+	// Launches previous, the version launched before the live one, as a normal launch: the launch log keeps the trail, and previous becomes the version rolled off. 409 when there is nothing to roll back to.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/templates/{id}/rollback (the `RollbackTemplate` operationId).
+	RollbackTemplateWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*RollbackTemplateResponse, error)
+
+	// TriggerTemplateWithBodyWithResponse Trigger a run from a template
+	//
+	// Binds params into a version (stable when omitted) and submits the result through the path of POST /v1/runs: the idempotency key, doctor_first, the queue (429 when full), cluster dispatch and the audit log behave alike. The run records its template and version (GET /v1/runs?template=ID lists them). A param that is missing, unknown or of the wrong type is 400 naming it; a deprecated template or version is 409 naming the deprecation; a draft triggered without a version is 409. Secret params are masked in the response and never stored.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/templates/{id}/runs (the `TriggerTemplate` operationId).
+	TriggerTemplateWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TriggerTemplateResponse, error)
+
+	// TriggerTemplateWithResponse Trigger a run from a template
+	//
+	// Binds params into a version (stable when omitted) and submits the result through the path of POST /v1/runs: the idempotency key, doctor_first, the queue (429 when full), cluster dispatch and the audit log behave alike. The run records its template and version (GET /v1/runs?template=ID lists them). A param that is missing, unknown or of the wrong type is 400 naming it; a deprecated template or version is 409 naming the deprecation; a draft triggered without a version is 409. Secret params are masked in the response and never stored.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/templates/{id}/runs (the `TriggerTemplate` operationId).
+	TriggerTemplateWithResponse(ctx context.Context, id string, body TriggerTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*TriggerTemplateResponse, error)
+
+	// PromoteTemplateWithBodyWithResponse Point a channel at a template version
+	//
+	// Points an assignable channel (dev, test, staging, pre-prod, canary, prod) at a version, moving it when it pointed elsewhere. version may name another channel, whose version is copied (stable when omitted). The derived channels (stable, previous, newest) cannot be assigned (422): stable moves only by launching.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/templates/{id}/tags (the `PromoteTemplate` operationId).
+	PromoteTemplateWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PromoteTemplateResponse, error)
+
+	// PromoteTemplateWithResponse Point a channel at a template version
+	//
+	// Points an assignable channel (dev, test, staging, pre-prod, canary, prod) at a version, moving it when it pointed elsewhere. version may name another channel, whose version is copied (stable when omitted). The derived channels (stable, previous, newest) cannot be assigned (422): stable moves only by launching.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/templates/{id}/tags (the `PromoteTemplate` operationId).
+	PromoteTemplateWithResponse(ctx context.Context, id string, body PromoteTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*PromoteTemplateResponse, error)
 
 	// WhoamiWithResponse Show the calling principal
 	//
@@ -4835,6 +6270,984 @@ func (r GetSchemaResponse) ContentType() string {
 	return ""
 }
 
+// ListTemplatesResponse401Headers the declared response headers of an HTTP 401 response for ListTemplates
+type ListTemplatesResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+type ListTemplatesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TemplateList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListTemplatesResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListTemplatesResponse) GetJSON200() *TemplateList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListTemplatesResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListTemplatesResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListTemplatesResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListTemplatesResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ListTemplatesResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListTemplatesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListTemplatesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListTemplatesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListTemplatesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RegisterTemplateResponse401Headers the declared response headers of an HTTP 401 response for RegisterTemplate
+type RegisterTemplateResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+type RegisterTemplateResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *TemplateSummary
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RegisterTemplateResponse401Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r RegisterTemplateResponse) GetJSON201() *TemplateSummary {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RegisterTemplateResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RegisterTemplateResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r RegisterTemplateResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r RegisterTemplateResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r RegisterTemplateResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r RegisterTemplateResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r RegisterTemplateResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r RegisterTemplateResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r RegisterTemplateResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r RegisterTemplateResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RegisterTemplateResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RegisterTemplateResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RegisterTemplateResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteTemplateResponse401Headers the declared response headers of an HTTP 401 response for DeleteTemplate
+type DeleteTemplateResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+type DeleteTemplateResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteTemplateResponse401Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r DeleteTemplateResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r DeleteTemplateResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r DeleteTemplateResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r DeleteTemplateResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r DeleteTemplateResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r DeleteTemplateResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r DeleteTemplateResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r DeleteTemplateResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteTemplateResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteTemplateResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteTemplateResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteTemplateResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetTemplateResponse401Headers the declared response headers of an HTTP 401 response for GetTemplate
+type GetTemplateResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+type GetTemplateResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TemplateDetail
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetTemplateResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetTemplateResponse) GetJSON200() *TemplateDetail {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetTemplateResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetTemplateResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetTemplateResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r GetTemplateResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GetTemplateResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetTemplateResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetTemplateResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetTemplateResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetTemplateResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetTemplateResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetTemplateResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeprecateTemplateResponse401Headers the declared response headers of an HTTP 401 response for DeprecateTemplate
+type DeprecateTemplateResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+type DeprecateTemplateResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DeprecationResult
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeprecateTemplateResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DeprecateTemplateResponse) GetJSON200() *DeprecationResult {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r DeprecateTemplateResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r DeprecateTemplateResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r DeprecateTemplateResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r DeprecateTemplateResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r DeprecateTemplateResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r DeprecateTemplateResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r DeprecateTemplateResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r DeprecateTemplateResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r DeprecateTemplateResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r DeprecateTemplateResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r DeprecateTemplateResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeprecateTemplateResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeprecateTemplateResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeprecateTemplateResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// LaunchTemplateResponse401Headers the declared response headers of an HTTP 401 response for LaunchTemplate
+type LaunchTemplateResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+type LaunchTemplateResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *LaunchResponse
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *LaunchTemplateResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r LaunchTemplateResponse) GetJSON200() *LaunchResponse {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r LaunchTemplateResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r LaunchTemplateResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r LaunchTemplateResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r LaunchTemplateResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r LaunchTemplateResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r LaunchTemplateResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r LaunchTemplateResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r LaunchTemplateResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r LaunchTemplateResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r LaunchTemplateResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r LaunchTemplateResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r LaunchTemplateResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r LaunchTemplateResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r LaunchTemplateResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RollbackTemplateResponse401Headers the declared response headers of an HTTP 401 response for RollbackTemplate
+type RollbackTemplateResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+type RollbackTemplateResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *LaunchResponse
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RollbackTemplateResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RollbackTemplateResponse) GetJSON200() *LaunchResponse {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RollbackTemplateResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RollbackTemplateResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r RollbackTemplateResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r RollbackTemplateResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r RollbackTemplateResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r RollbackTemplateResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r RollbackTemplateResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r RollbackTemplateResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r RollbackTemplateResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RollbackTemplateResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RollbackTemplateResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RollbackTemplateResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// TriggerTemplateResponse401Headers the declared response headers of an HTTP 401 response for TriggerTemplate
+type TriggerTemplateResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// TriggerTemplateResponse429Headers the declared response headers of an HTTP 429 response for TriggerTemplate
+type TriggerTemplateResponse429Headers struct {
+	RetryAfter int
+}
+
+type TriggerTemplateResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *TriggeredRun
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *TriggerTemplateResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *TriggerTemplateResponse429Headers
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r TriggerTemplateResponse) GetJSON202() *TriggeredRun {
+	return r.JSON202
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r TriggerTemplateResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r TriggerTemplateResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r TriggerTemplateResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r TriggerTemplateResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r TriggerTemplateResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r TriggerTemplateResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r TriggerTemplateResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r TriggerTemplateResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r TriggerTemplateResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r TriggerTemplateResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r TriggerTemplateResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r TriggerTemplateResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TriggerTemplateResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TriggerTemplateResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TriggerTemplateResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PromoteTemplateResponse401Headers the declared response headers of an HTTP 401 response for PromoteTemplate
+type PromoteTemplateResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+type PromoteTemplateResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ChannelAssignment
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PromoteTemplateResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PromoteTemplateResponse) GetJSON200() *ChannelAssignment {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r PromoteTemplateResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r PromoteTemplateResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r PromoteTemplateResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r PromoteTemplateResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r PromoteTemplateResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r PromoteTemplateResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r PromoteTemplateResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r PromoteTemplateResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r PromoteTemplateResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r PromoteTemplateResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r PromoteTemplateResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PromoteTemplateResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PromoteTemplateResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PromoteTemplateResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // WhoamiResponse401Headers the declared response headers of an HTTP 401 response for Whoami
 type WhoamiResponse401Headers struct {
 	WWWAuthenticate string
@@ -5275,6 +7688,216 @@ func (c *ClientWithResponses) GetSchemaWithResponse(ctx context.Context, kind Ge
 		return nil, err
 	}
 	return ParseGetSchemaResponse(rsp)
+}
+
+// ListTemplatesWithResponse List pipeline templates
+//
+// The newest version of every template, newest registered first, each with its template's release state. Bodies are left out: read one with GET /v1/templates/{id}. Deprecated templates are listed with include_deprecated.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/templates (the `ListTemplates` operationId).
+func (c *ClientWithResponses) ListTemplatesWithResponse(ctx context.Context, params *ListTemplatesParams, reqEditors ...RequestEditorFn) (*ListTemplatesResponse, error) {
+	rsp, err := c.ListTemplates(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListTemplatesResponse(rsp)
+}
+
+// RegisterTemplateWithBodyWithResponse Register a pipeline template
+//
+// Stores a config document, and the typed params it declares, as the template's next version, so runs are triggered by {id, params} instead of sending the whole config. A register never moves callers: an unpinned trigger keeps using stable until a version is launched (launch: true here, or POST /v1/templates/{id}/launch), so a first register leaves the template a draft. The body is stored verbatim (${env:…} stays unresolved, for the server that runs it). The config is checked like a submitted one, its params filled with placeholders: 400 with each problem's path and line when it is not a valid pipeline. Versions are numbered from 1 and never reused; the newest 20 are kept, and any a channel, stable or previous points at.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/templates (the `RegisterTemplate` operationId).
+func (c *ClientWithResponses) RegisterTemplateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RegisterTemplateResponse, error) {
+	rsp, err := c.RegisterTemplateWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRegisterTemplateResponse(rsp)
+}
+
+// RegisterTemplateWithResponse Register a pipeline template
+//
+// Stores a config document, and the typed params it declares, as the template's next version, so runs are triggered by {id, params} instead of sending the whole config. A register never moves callers: an unpinned trigger keeps using stable until a version is launched (launch: true here, or POST /v1/templates/{id}/launch), so a first register leaves the template a draft. The body is stored verbatim (${env:…} stays unresolved, for the server that runs it). The config is checked like a submitted one, its params filled with placeholders: 400 with each problem's path and line when it is not a valid pipeline. Versions are numbered from 1 and never reused; the newest 20 are kept, and any a channel, stable or previous points at.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/templates (the `RegisterTemplate` operationId).
+func (c *ClientWithResponses) RegisterTemplateWithResponse(ctx context.Context, body RegisterTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*RegisterTemplateResponse, error) {
+	rsp, err := c.RegisterTemplate(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRegisterTemplateResponse(rsp)
+}
+
+// DeleteTemplateWithResponse Delete a pipeline template or one version
+//
+// Deletes one version (version given: a number or a channel, resolved to its version) with the channels, launch-log entries and deprecation that point at it, or the whole template. Deleting the last version deletes the template. Runs triggered from it are kept.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/templates/{id} (the `DeleteTemplate` operationId).
+func (c *ClientWithResponses) DeleteTemplateWithResponse(ctx context.Context, id string, params *DeleteTemplateParams, reqEditors ...RequestEditorFn) (*DeleteTemplateResponse, error) {
+	rsp, err := c.DeleteTemplate(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteTemplateResponse(rsp)
+}
+
+// GetTemplateWithResponse Get a pipeline template version
+//
+// One version (stable unless version says otherwise) with its body, the template's whole release state and its launch log. A draft has no stable version: ask for version=newest. A channel with no version is 409.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/templates/{id} (the `GetTemplate` operationId).
+func (c *ClientWithResponses) GetTemplateWithResponse(ctx context.Context, id string, params *GetTemplateParams, reqEditors ...RequestEditorFn) (*GetTemplateResponse, error) {
+	rsp, err := c.GetTemplate(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetTemplateResponse(rsp)
+}
+
+// DeprecateTemplateWithBodyWithResponse Deprecate (or revive) a template or one version
+//
+// Retires the template, or one version. Triggers and launches of it are refused (409, naming the reason), and a deprecated template is listed only with include_deprecated. undo: true revives it; DELETE removes it.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/templates/{id}/deprecate (the `DeprecateTemplate` operationId).
+func (c *ClientWithResponses) DeprecateTemplateWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DeprecateTemplateResponse, error) {
+	rsp, err := c.DeprecateTemplateWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeprecateTemplateResponse(rsp)
+}
+
+// DeprecateTemplateWithResponse Deprecate (or revive) a template or one version
+//
+// Retires the template, or one version. Triggers and launches of it are refused (409, naming the reason), and a deprecated template is listed only with include_deprecated. undo: true revives it; DELETE removes it.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/templates/{id}/deprecate (the `DeprecateTemplate` operationId).
+func (c *ClientWithResponses) DeprecateTemplateWithResponse(ctx context.Context, id string, body DeprecateTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*DeprecateTemplateResponse, error) {
+	rsp, err := c.DeprecateTemplate(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeprecateTemplateResponse(rsp)
+}
+
+// LaunchTemplateWithBodyWithResponse Launch a template version
+//
+// Makes a version (newest when omitted) the live one, stable, by appending it to the launch log; the version it replaces becomes previous. Launching the live version changes nothing (already_launched). A deprecated template or version refuses (409, naming the deprecation): revive it first.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/templates/{id}/launch (the `LaunchTemplate` operationId).
+func (c *ClientWithResponses) LaunchTemplateWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*LaunchTemplateResponse, error) {
+	rsp, err := c.LaunchTemplateWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseLaunchTemplateResponse(rsp)
+}
+
+// LaunchTemplateWithResponse Launch a template version
+//
+// Makes a version (newest when omitted) the live one, stable, by appending it to the launch log; the version it replaces becomes previous. Launching the live version changes nothing (already_launched). A deprecated template or version refuses (409, naming the deprecation): revive it first.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/templates/{id}/launch (the `LaunchTemplate` operationId).
+func (c *ClientWithResponses) LaunchTemplateWithResponse(ctx context.Context, id string, body LaunchTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*LaunchTemplateResponse, error) {
+	rsp, err := c.LaunchTemplate(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseLaunchTemplateResponse(rsp)
+}
+
+// RollbackTemplateWithResponse Roll a template back to its previous launch
+//
+// Launches previous, the version launched before the live one, as a normal launch: the launch log keeps the trail, and previous becomes the version rolled off. 409 when there is nothing to roll back to.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/templates/{id}/rollback (the `RollbackTemplate` operationId).
+func (c *ClientWithResponses) RollbackTemplateWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*RollbackTemplateResponse, error) {
+	rsp, err := c.RollbackTemplate(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRollbackTemplateResponse(rsp)
+}
+
+// TriggerTemplateWithBodyWithResponse Trigger a run from a template
+//
+// Binds params into a version (stable when omitted) and submits the result through the path of POST /v1/runs: the idempotency key, doctor_first, the queue (429 when full), cluster dispatch and the audit log behave alike. The run records its template and version (GET /v1/runs?template=ID lists them). A param that is missing, unknown or of the wrong type is 400 naming it; a deprecated template or version is 409 naming the deprecation; a draft triggered without a version is 409. Secret params are masked in the response and never stored.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/templates/{id}/runs (the `TriggerTemplate` operationId).
+func (c *ClientWithResponses) TriggerTemplateWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TriggerTemplateResponse, error) {
+	rsp, err := c.TriggerTemplateWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTriggerTemplateResponse(rsp)
+}
+
+// TriggerTemplateWithResponse Trigger a run from a template
+//
+// Binds params into a version (stable when omitted) and submits the result through the path of POST /v1/runs: the idempotency key, doctor_first, the queue (429 when full), cluster dispatch and the audit log behave alike. The run records its template and version (GET /v1/runs?template=ID lists them). A param that is missing, unknown or of the wrong type is 400 naming it; a deprecated template or version is 409 naming the deprecation; a draft triggered without a version is 409. Secret params are masked in the response and never stored.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/templates/{id}/runs (the `TriggerTemplate` operationId).
+func (c *ClientWithResponses) TriggerTemplateWithResponse(ctx context.Context, id string, body TriggerTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*TriggerTemplateResponse, error) {
+	rsp, err := c.TriggerTemplate(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTriggerTemplateResponse(rsp)
+}
+
+// PromoteTemplateWithBodyWithResponse Point a channel at a template version
+//
+// Points an assignable channel (dev, test, staging, pre-prod, canary, prod) at a version, moving it when it pointed elsewhere. version may name another channel, whose version is copied (stable when omitted). The derived channels (stable, previous, newest) cannot be assigned (422): stable moves only by launching.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/templates/{id}/tags (the `PromoteTemplate` operationId).
+func (c *ClientWithResponses) PromoteTemplateWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PromoteTemplateResponse, error) {
+	rsp, err := c.PromoteTemplateWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePromoteTemplateResponse(rsp)
+}
+
+// PromoteTemplateWithResponse Point a channel at a template version
+//
+// Points an assignable channel (dev, test, staging, pre-prod, canary, prod) at a version, moving it when it pointed elsewhere. version may name another channel, whose version is copied (stable when omitted). The derived channels (stable, previous, newest) cannot be assigned (422): stable moves only by launching.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/templates/{id}/tags (the `PromoteTemplate` operationId).
+func (c *ClientWithResponses) PromoteTemplateWithResponse(ctx context.Context, id string, body PromoteTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*PromoteTemplateResponse, error) {
+	rsp, err := c.PromoteTemplate(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePromoteTemplateResponse(rsp)
 }
 
 // WhoamiWithResponse Show the calling principal
@@ -6868,6 +9491,909 @@ func ParseGetSchemaResponse(rsp *http.Response) (*GetSchemaResponse, error) {
 	switch {
 	case rsp.StatusCode == 401:
 		var headers GetSchemaResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListTemplatesResponse parses an HTTP response from a ListTemplatesWithResponse call
+func ParseListTemplatesResponse(rsp *http.Response) (*ListTemplatesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListTemplatesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TemplateList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListTemplatesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRegisterTemplateResponse parses an HTTP response from a RegisterTemplateWithResponse call
+func ParseRegisterTemplateResponse(rsp *http.Response) (*RegisterTemplateResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RegisterTemplateResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest TemplateSummary
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers RegisterTemplateResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteTemplateResponse parses an HTTP response from a DeleteTemplateWithResponse call
+func ParseDeleteTemplateResponse(rsp *http.Response) (*DeleteTemplateResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteTemplateResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DeleteTemplateResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetTemplateResponse parses an HTTP response from a GetTemplateWithResponse call
+func ParseGetTemplateResponse(rsp *http.Response) (*GetTemplateResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetTemplateResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TemplateDetail
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetTemplateResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeprecateTemplateResponse parses an HTTP response from a DeprecateTemplateWithResponse call
+func ParseDeprecateTemplateResponse(rsp *http.Response) (*DeprecateTemplateResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeprecateTemplateResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DeprecationResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DeprecateTemplateResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseLaunchTemplateResponse parses an HTTP response from a LaunchTemplateWithResponse call
+func ParseLaunchTemplateResponse(rsp *http.Response) (*LaunchTemplateResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &LaunchTemplateResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest LaunchResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers LaunchTemplateResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRollbackTemplateResponse parses an HTTP response from a RollbackTemplateWithResponse call
+func ParseRollbackTemplateResponse(rsp *http.Response) (*RollbackTemplateResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RollbackTemplateResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest LaunchResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers RollbackTemplateResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseTriggerTemplateResponse parses an HTTP response from a TriggerTemplateWithResponse call
+func ParseTriggerTemplateResponse(rsp *http.Response) (*TriggerTemplateResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TriggerTemplateResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest TriggeredRun
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers TriggerTemplateResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers TriggerTemplateResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePromoteTemplateResponse parses an HTTP response from a PromoteTemplateWithResponse call
+func ParsePromoteTemplateResponse(rsp *http.Response) (*PromoteTemplateResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PromoteTemplateResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ChannelAssignment
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers PromoteTemplateResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -26,6 +27,7 @@ import (
 	"github.com/faucet-dev/faucet/server/metrics"
 	"github.com/faucet-dev/faucet/server/outputs"
 	"github.com/faucet-dev/faucet/server/runner"
+	"github.com/faucet-dev/faucet/server/templates"
 )
 
 // Title and Version of the OpenAPI document. Version is the wire format's,
@@ -45,7 +47,9 @@ type Deps struct {
 	Follow  *follow.Hub
 	Auth    *auth.Authenticator
 	Catalog pipeline.Catalog
-	Metrics *metrics.Metrics
+	// Templates is the pipeline template registry.
+	Templates *templates.Service
+	Metrics   *metrics.Metrics
 	// Ledger keeps the files runs wrote (/v1/local-outputs).
 	Ledger *outputs.Ledger
 	// DLQ reads, replays and discards dead letters (/v1/dlq/*).
@@ -199,7 +203,7 @@ func (d *Deps) authorize(a huma.API) func(huma.Context, func(huma.Context)) {
 		}
 		if !p.Role.Allows(need) {
 			var runID *string
-			if id := ctx.Param("id"); id != "" {
+			if id := ctx.Param("id"); id != "" && strings.HasPrefix(op.Path, "/v1/runs/") {
 				runID = &id
 			}
 			d.audit(ctx.Context(), p, action, runID, nil, "denied")

@@ -179,6 +179,7 @@ func Register(a huma.API, d *Deps) {
 		Metadata: map[string]any{metaRole: auth.Operator, metaAction: "doctor"},
 	}, d.runDoctor)
 
+	d.registerTemplates(g, maxBody)
 	registerOutputs(g, d)
 	registerDLQ(g, d)
 
@@ -430,12 +431,13 @@ func (d *Deps) runnerError(err error) error {
 }
 
 type listRunsInput struct {
-	Status []RunStatus `query:"status,explode" doc:"Only runs in these statuses (repeatable)."`
-	Name   string      `query:"name" doc:"Only runs with this name."`
-	Since  time.Time   `query:"since" doc:"Only runs submitted at or after this time (RFC 3339)."`
-	Until  time.Time   `query:"until" doc:"Only runs submitted before this time (RFC 3339)."`
-	Limit  int         `query:"limit" default:"50" minimum:"1" maximum:"500" doc:"Page size."`
-	Cursor string      `query:"cursor" maxLength:"256" doc:"next_cursor of the previous page (the id of its last run)."`
+	Status   []RunStatus `query:"status,explode" doc:"Only runs in these statuses (repeatable)."`
+	Name     string      `query:"name" doc:"Only runs with this name."`
+	Template string      `query:"template" maxLength:"64" doc:"Only runs triggered from this template (by id)."`
+	Since    time.Time   `query:"since" doc:"Only runs submitted at or after this time (RFC 3339)."`
+	Until    time.Time   `query:"until" doc:"Only runs submitted before this time (RFC 3339)."`
+	Limit    int         `query:"limit" default:"50" minimum:"1" maximum:"500" doc:"Page size."`
+	Cursor   string      `query:"cursor" maxLength:"256" doc:"next_cursor of the previous page (the id of its last run)."`
 }
 
 // Resolve answers a malformed since or until with 400, as for any bad input.
@@ -476,7 +478,7 @@ func (d *Deps) listRuns(ctx context.Context, in *listRunsInput) (*listRunsOutput
 		}
 		f.Statuses = append(f.Statuses, st)
 	}
-	f.Name, f.Since, f.Until = optString(in.Name), optTime(in.Since), optTime(in.Until)
+	f.Name, f.Template, f.Since, f.Until = optString(in.Name), optString(in.Template), optTime(in.Since), optTime(in.Until)
 	page, err := d.Runner.List(ctx, f)
 	if err != nil {
 		return nil, d.runnerError(err)

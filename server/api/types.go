@@ -76,6 +76,10 @@ type RunRecord struct {
 	Clock               *string            `json:"clock,omitempty"`
 	Callback            *CallbackSpec      `json:"callback,omitempty"`
 	ReplayOf            *string            `json:"replay_of,omitempty" doc:"The dead-letter file this run replays (POST /v1/dlq/replay): its records are the ones the file held."`
+	// The template version the run was triggered from, when it was; its
+	// labels then carry them too (template, template_version).
+	TemplateID      *string `json:"template_id,omitempty" doc:"The template the run was triggered from (POST /v1/templates/{id}/runs); the labels template and template_version say so too."`
+	TemplateVersion *int    `json:"template_version,omitempty" doc:"The template version the run was triggered from."`
 }
 
 // ListResponse is a page of GET /v1/runs.
@@ -208,23 +212,26 @@ type Whoami struct {
 
 func toRunRecord(r *db.RunRecord) RunRecord {
 	out := RunRecord{
-		RunID:          r.RunID,
-		Name:           r.Name,
-		Labels:         r.Labels,
-		Status:         RunStatus(r.Status),
-		SubmittedAt:    r.SubmittedAt.UTC(),
-		StartedAt:      utcPtr(r.StartedAt),
-		FinishedAt:     utcPtr(r.FinishedAt),
-		ElapsedSecs:    r.ElapsedSecs,
-		RecordsWritten: r.RecordsWritten,
-		Invocations:    make([]InvocationRecord, len(r.Invocations)),
-		Error:          r.Error,
-		IdempotencyKey: r.IdempotencyKey,
-		Attempt:        r.Attempt,
-		TimeoutSecs:    r.TimeoutSecs,
-		Clock:          r.Clock,
-		ReplayOf:       r.ReplayOf,
+		RunID:           r.RunID,
+		Name:            r.Name,
+		Labels:          r.Labels,
+		Status:          RunStatus(r.Status),
+		SubmittedAt:     r.SubmittedAt.UTC(),
+		StartedAt:       utcPtr(r.StartedAt),
+		FinishedAt:      utcPtr(r.FinishedAt),
+		ElapsedSecs:     r.ElapsedSecs,
+		RecordsWritten:  r.RecordsWritten,
+		Invocations:     make([]InvocationRecord, len(r.Invocations)),
+		Error:           r.Error,
+		IdempotencyKey:  r.IdempotencyKey,
+		Attempt:         r.Attempt,
+		TimeoutSecs:     r.TimeoutSecs,
+		Clock:           r.Clock,
+		TemplateID:      r.TemplateID,
+		TemplateVersion: r.TemplateVersion,
+		ReplayOf:        r.ReplayOf,
 	}
+	out.Labels = withTemplateLabels(r, out.Labels)
 	if out.Labels == nil {
 		out.Labels = map[string]string{}
 	}

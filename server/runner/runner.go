@@ -208,6 +208,23 @@ type SubmitRequest struct {
 	// where. Submit completes it (id, time, run, fingerprint, result) and
 	// writes it together with the run record.
 	Audit *db.AuditEntry
+
+	// Template, when set, is the template version the config was
+	// materialized from; the run record keeps it.
+	Template *TemplateRef
+	// Secrets are values the config holds that no record, log or error may
+	// show (a template's secret params): masked like the plan's own.
+	Secrets []string
+	// Fingerprint, when set, stands for the config in the audit entry and
+	// the idempotency fingerprint, for a config that holds Secrets, which
+	// nothing stored may be derived from.
+	Fingerprint string
+}
+
+// TemplateRef names one version of a template.
+type TemplateRef struct {
+	ID      string
+	Version int
 }
 
 // SubmitResult describes the accepted (or replayed) run.
@@ -262,6 +279,7 @@ func (r *Runner) Submit(ctx context.Context, req SubmitRequest) (SubmitResult, e
 	if err != nil {
 		return SubmitResult{}, err
 	}
+	plan.Secrets = append(plan.Secrets, req.Secrets...)
 	red := r.redactor(plan)
 
 	// Reserve first: everything below (probes, claims) is bounded by the
@@ -285,6 +303,9 @@ func (r *Runner) Submit(ctx context.Context, req SubmitRequest) (SubmitResult, e
 
 	runID := uuid.Must(uuid.NewV7()).String()
 	configFP := plan.Fingerprint
+	if req.Fingerprint != "" {
+		configFP = req.Fingerprint
+	}
 	if configFP == "" {
 		configFP = sha256Hex([]byte(req.Config))
 	}
@@ -325,6 +346,9 @@ func (r *Runner) Submit(ctx context.Context, req SubmitRequest) (SubmitResult, e
 		Concurrency:    req.Concurrency,
 		Callback:       req.Callback,
 		ReplayOf:       req.ReplayOf,
+	}
+	if t := req.Template; t != nil {
+		rec.TemplateID, rec.TemplateVersion = &t.ID, &t.Version
 	}
 	if rec.Name == nil && plan.Name != "" {
 		name := plan.Name
@@ -395,10 +419,18 @@ func (r *Runner) auditEntry(base *db.AuditEntry, runID, fingerprint string) *db.
 	return &e
 }
 
-// load loads the config and applies the request's overrides.
+// load loads the config and applies the request's overrides. The
+// problems of a config holding secrets are masked, as pipeline masks the
+// values it resolves itself.
 func (r *Runner) load(req SubmitRequest) (*pipeline.Plan, error) {
 	plan, err := r.engine.Load([]byte(req.Config), req.ConfigFormat)
 	if err != nil {
+		if len(req.Secrets) > 0 {
+			red := redact.New(req.Secrets)
+			for _, p := range pipeline.ConfigProblems(err) {
+				p.Message = red.String(p.Message)
+			}
+		}
 		return nil, &ConfigError{Err: err}
 	}
 	if req.Concurrency != nil {

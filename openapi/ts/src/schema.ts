@@ -348,6 +348,154 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/templates": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List pipeline templates
+         * @description The newest version of every template, newest registered first, each with its template's release state. Bodies are left out: read one with GET /v1/templates/{id}. Deprecated templates are listed with include_deprecated.
+         */
+        get: operations["listTemplates"];
+        put?: never;
+        /**
+         * Register a pipeline template
+         * @description Stores a config document, and the typed params it declares, as the template's next version, so runs are triggered by {id, params} instead of sending the whole config. A register never moves callers: an unpinned trigger keeps using stable until a version is launched (launch: true here, or POST /v1/templates/{id}/launch), so a first register leaves the template a draft. The body is stored verbatim (${env:…} stays unresolved, for the server that runs it). The config is checked like a submitted one, its params filled with placeholders: 400 with each problem's path and line when it is not a valid pipeline. Versions are numbered from 1 and never reused; the newest 20 are kept, and any a channel, stable or previous points at.
+         */
+        post: operations["registerTemplate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/templates/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a pipeline template version
+         * @description One version (stable unless version says otherwise) with its body, the template's whole release state and its launch log. A draft has no stable version: ask for version=newest. A channel with no version is 409.
+         */
+        get: operations["getTemplate"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a pipeline template or one version
+         * @description Deletes one version (version given: a number or a channel, resolved to its version) with the channels, launch-log entries and deprecation that point at it, or the whole template. Deleting the last version deletes the template. Runs triggered from it are kept.
+         */
+        delete: operations["deleteTemplate"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/templates/{id}/deprecate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Deprecate (or revive) a template or one version
+         * @description Retires the template, or one version. Triggers and launches of it are refused (409, naming the reason), and a deprecated template is listed only with include_deprecated. undo: true revives it; DELETE removes it.
+         */
+        post: operations["deprecateTemplate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/templates/{id}/launch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Launch a template version
+         * @description Makes a version (newest when omitted) the live one, stable, by appending it to the launch log; the version it replaces becomes previous. Launching the live version changes nothing (already_launched). A deprecated template or version refuses (409, naming the deprecation): revive it first.
+         */
+        post: operations["launchTemplate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/templates/{id}/rollback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Roll a template back to its previous launch
+         * @description Launches previous, the version launched before the live one, as a normal launch: the launch log keeps the trail, and previous becomes the version rolled off. 409 when there is nothing to roll back to.
+         */
+        post: operations["rollbackTemplate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/templates/{id}/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Trigger a run from a template
+         * @description Binds params into a version (stable when omitted) and submits the result through the path of POST /v1/runs: the idempotency key, doctor_first, the queue (429 when full), cluster dispatch and the audit log behave alike. The run records its template and version (GET /v1/runs?template=ID lists them). A param that is missing, unknown or of the wrong type is 400 naming it; a deprecated template or version is 409 naming the deprecation; a draft triggered without a version is 409. Secret params are masked in the response and never stored.
+         */
+        post: operations["triggerTemplate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/templates/{id}/tags": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Point a channel at a template version
+         * @description Points an assignable channel (dev, test, staging, pre-prod, canary, prod) at a version, moving it when it pointed elsewhere. version may name another channel, whose version is copied (stable when omitted). The derived channels (stable, previous, newest) cannot be assigned (422): stable moves only by launching.
+         */
+        post: operations["promoteTemplate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/whoami": {
         parameters: {
             query?: never;
@@ -403,6 +551,12 @@ export interface components {
             on?: ("completed" | "failed" | "cancelled")[];
             /** @description http(s) URL to call when the run reaches a terminal status. */
             url: string;
+        };
+        ChannelAssignment: {
+            id: string;
+            tag: string;
+            /** Format: int64 */
+            version: number;
         };
         ClusterStatus: {
             enabled: boolean;
@@ -498,6 +652,29 @@ export interface components {
             /** @description The matrix row of config whose sink the replay writes to; the first when omitted. */
             row?: string;
         };
+        DeprecateTemplateRequest: {
+            /** @description Why it is retired; triggers that are refused name it. */
+            reason?: string;
+            /** @description Revive instead of retire. */
+            undo?: boolean;
+            /** @description Deprecate (or revive) just this version; the whole template when omitted. */
+            version?: components["schemas"]["VersionSelector"];
+        };
+        DeprecationRecord: {
+            /** Format: date-time */
+            deprecated_at: string;
+            deprecated_by?: string;
+            reason?: string;
+        };
+        DeprecationResult: {
+            id: string;
+            status: components["schemas"]["TemplateStatus"];
+            /**
+             * Format: int64
+             * @description The version deprecated or revived, when the request named one.
+             */
+            version?: number;
+        };
         DiscardOutcome: {
             archived_to: string[];
             /** Format: int64 */
@@ -570,6 +747,39 @@ export interface components {
             /** @description Matrix row id, or "default". */
             row_id: string;
             run_id?: string;
+        };
+        LaunchRecord: {
+            /** Format: date-time */
+            launched_at: string;
+            /** @description The principal that launched it. */
+            launched_by?: string;
+            /**
+             * Format: int64
+             * @description The template's launch sequence number, from 1.
+             */
+            seq: number;
+            /** Format: int64 */
+            version: number;
+        };
+        LaunchResponse: {
+            /** @description true when the version was live already, so nothing changed. */
+            already_launched: boolean;
+            id: string;
+            /**
+             * Format: int64
+             * @description The version it replaced, the new previous; absent on a first launch and when nothing changed.
+             */
+            replaced?: number;
+            status: components["schemas"]["TemplateStatus"];
+            /**
+             * Format: int64
+             * @description The live version now.
+             */
+            version: number;
+        };
+        LaunchTemplateRequest: {
+            /** @description The version to make live: a number, or a channel whose version to launch; newest when omitted. */
+            version?: components["schemas"]["VersionSelector"];
         };
         Letter: {
             /** Format: int64 */
@@ -655,6 +865,20 @@ export interface components {
             /** @description Which lines were dropped, and where to read them if they still exist. */
             reason: string;
         };
+        ParamSpec: {
+            /** @description The value used when a trigger gives none. */
+            default?: unknown;
+            description?: string;
+            /** @description A trigger must give a value: the param has no default. */
+            required: boolean;
+            /** @description The value is masked in every response, log and record, and never stored; a clustered server refuses such params. */
+            secret: boolean;
+            /**
+             * @description The type a trigger's value is converted to.
+             * @enum {string}
+             */
+            type: "string" | "int" | "float" | "bool";
+        };
         Problem: {
             /** @description Explanation of this occurrence; equals error.message. */
             detail: string;
@@ -672,6 +896,12 @@ export interface components {
             /** @description Problem type URI; one per error code. */
             type: string;
         };
+        PromoteTemplateRequest: {
+            /** @description The assignable channel to point (dev, test, staging, pre-prod, canary, prod). */
+            tag: components["schemas"]["VersionChannel"];
+            /** @description The version to point it at: a number, or a channel whose version to copy; stable when omitted. Resolved to a number now, so the channel never follows later moves. */
+            version?: components["schemas"]["VersionSelector"];
+        };
         ReadyStatus: {
             cluster: components["schemas"]["ClusterStatus"];
             /**
@@ -685,6 +915,20 @@ export interface components {
             queue_ok: boolean;
             /** @enum {string} */
             status: "ready" | "not_ready";
+        };
+        RegisterTemplateRequest: {
+            /** @description The config document, stored exactly as given. It may declare params (params: {NAME: {type, required, default, secret, description}}) and refer to them as ${param.NAME}. */
+            config: string;
+            /** @description Format of config; yaml when omitted. */
+            config_format?: components["schemas"]["ConfigFormat"];
+            /** @description What the template does; the previous version's description when omitted. */
+            description?: string;
+            /** @description The template id: lowercase letters, digits, - and _ (starting with a letter or digit), at most 64. Derived from the config's name when omitted. */
+            id?: string;
+            /** @description Launch the new version, making it stable. A register alone never moves callers. */
+            launch?: boolean;
+            /** @description Assignable channels to point at the new version; a derived channel is refused (422), a channel named twice is a conflict (409). */
+            tags?: components["schemas"]["VersionChannel"][];
         };
         /**
          * @description A principal's role: viewer reads, operator also submits, cancels and deletes runs and probes configs, admin also reads the audit log.
@@ -730,6 +974,13 @@ export interface components {
             status: components["schemas"]["RunStatus"];
             /** Format: date-time */
             submitted_at: string;
+            /** @description The template the run was triggered from (POST /v1/templates/{id}/runs); the labels template and template_version say so too. */
+            template_id?: string;
+            /**
+             * Format: int64
+             * @description The template version the run was triggered from.
+             */
+            template_version?: number;
             /** Format: int64 */
             timeout_secs?: number;
         };
@@ -813,6 +1064,175 @@ export interface components {
             /** Format: int64 */
             undecryptable: number;
         };
+        TemplateDetail: {
+            /** @description The config document exactly as registered (its references unresolved). */
+            body: string;
+            /** Format: date-time */
+            created_at: string;
+            /** @description The principal that registered the version. */
+            created_by?: string;
+            /** @description Present only when status is deprecated. */
+            deprecation?: components["schemas"]["DeprecationRecord"];
+            description?: string;
+            format: components["schemas"]["ConfigFormat"];
+            /** @description The template id (a slug). */
+            id: string;
+            /** @description Whether this version is the launched one. */
+            is_stable: boolean;
+            /** @description The launch log, newest first (its newest 100 entries; the audit log keeps every launch). */
+            launches: components["schemas"]["LaunchRecord"][];
+            /** @description The config's own name. */
+            name?: string;
+            /**
+             * Format: int64
+             * @description The highest version number, launched or not.
+             */
+            newest: number | null;
+            /** @description The params the config declares, by name: what a trigger supplies. */
+            params: {
+                [key: string]: components["schemas"]["ParamSpec"];
+            };
+            /**
+             * Format: int64
+             * @description The version launched before stable: the rollback target.
+             */
+            previous: number | null;
+            /**
+             * Format: int64
+             * @description The launched version: what stable, and a request naming no version, use. null while the template is a draft.
+             */
+            stable: number | null;
+            status: components["schemas"]["TemplateStatus"];
+            /** @description The assigned channels ({channel: version}); the derived ones are not listed. */
+            tags: {
+                [key: string]: number;
+            };
+            /**
+             * Format: int64
+             * @description The version. In a listing, the newest registered one; state.stable is what a request naming no version uses.
+             */
+            version: number;
+            /** @description The individually deprecated versions, newest first: triggers and launches of them are refused. */
+            version_deprecations: components["schemas"]["VersionDeprecation"][];
+            /** @description Every stored version, newest first. */
+            versions: number[];
+        };
+        TemplateList: {
+            templates: components["schemas"]["TemplateSummary"][];
+        };
+        TemplateState: {
+            /** @description Present only when status is deprecated. */
+            deprecation?: components["schemas"]["DeprecationRecord"];
+            /**
+             * Format: int64
+             * @description The highest version number, launched or not.
+             */
+            newest: number | null;
+            /**
+             * Format: int64
+             * @description The version launched before stable: the rollback target.
+             */
+            previous: number | null;
+            /**
+             * Format: int64
+             * @description The launched version: what stable, and a request naming no version, use. null while the template is a draft.
+             */
+            stable: number | null;
+            status: components["schemas"]["TemplateStatus"];
+            /** @description The assigned channels ({channel: version}); the derived ones are not listed. */
+            tags: {
+                [key: string]: number;
+            };
+            /** @description The individually deprecated versions, newest first: triggers and launches of them are refused. */
+            version_deprecations: components["schemas"]["VersionDeprecation"][];
+            /** @description Every stored version, newest first. */
+            versions: number[];
+        };
+        /**
+         * @description The lifecycle status of a template (not of a version), derived so it never disagrees with the registry: draft until a version is launched, launched afterwards, deprecated once retired.
+         * @enum {string}
+         */
+        TemplateStatus: "draft" | "launched" | "deprecated";
+        TemplateSummary: {
+            /** Format: date-time */
+            created_at: string;
+            /** @description The principal that registered the version. */
+            created_by?: string;
+            description?: string;
+            /** @description The template id (a slug). */
+            id: string;
+            /** @description The config's own name. */
+            name?: string;
+            /** @description The params the config declares, by name: what a trigger supplies. */
+            params: {
+                [key: string]: components["schemas"]["ParamSpec"];
+            };
+            /** @description The template's release state; present on the read paths. */
+            state?: components["schemas"]["TemplateState"];
+            /**
+             * Format: int64
+             * @description The version. In a listing, the newest registered one; state.stable is what a request naming no version uses.
+             */
+            version: number;
+        };
+        TriggerTemplateRequest: {
+            /** Format: date-time */
+            clock?: string;
+            /** Format: int64 */
+            concurrency?: number;
+            doctor_first?: boolean;
+            /** @description Not supported: a non-empty env is refused (422). The run reads the environment of the server that executes it. */
+            env?: {
+                [key: string]: string;
+            };
+            /** @description As for SubmitRequest. A repeat with the same params returns the existing run; secret params do not count, since nothing stored may derive from them. */
+            idempotency_key?: string | null;
+            /** @description Labels of the run (as for SubmitRequest); template and template_version are the trigger's. */
+            labels?: {
+                [key: string]: string;
+            };
+            /** @description Display name of the run; the config's name when omitted. */
+            name?: string;
+            /** @description Values of the template's declared params: strings, numbers and booleans, converted to the declared types. A value containing ${ is refused: params are data. */
+            params?: {
+                [key: string]: unknown;
+            };
+            /** Format: int64 */
+            timeout_secs?: number | null;
+            /** @description The version to run: stable when omitted, another channel, or a number. */
+            version?: components["schemas"]["VersionSelector"];
+        };
+        TriggeredRun: {
+            /** @description The bound params, every secret one as ***. */
+            params: {
+                [key: string]: unknown;
+            };
+            /** @description true when the idempotency_key matched an earlier trigger: run_id is that trigger's run. */
+            replayed: boolean;
+            run_id: string;
+            status: components["schemas"]["RunStatus"];
+            /** Format: date-time */
+            submitted_at: string;
+            template_id: string;
+            /** Format: int64 */
+            template_version: number;
+            warnings?: string[];
+        };
+        /**
+         * @description A named version channel: a pointer at one version. The set is closed. stable (the launched version, and what a request naming no version uses), previous (the version launched before it) and newest (the highest version number) are derived and cannot be assigned; dev, test, staging, pre-prod, canary and prod are assigned with POST /v1/templates/{id}/tags. latest is not a channel: it reads as both stable and newest.
+         * @enum {string}
+         */
+        VersionChannel: "stable" | "previous" | "newest" | "dev" | "test" | "staging" | "pre-prod" | "canary" | "prod";
+        VersionDeprecation: {
+            /** Format: date-time */
+            deprecated_at: string;
+            deprecated_by?: string;
+            reason?: string;
+            /** Format: int64 */
+            version: number;
+        };
+        /** @description A template version: a VersionChannel name (stable, previous, newest, dev, test, staging, pre-prod, canary, prod), a numeric string, or a number. 0, latest and unknown names are refused. */
+        VersionSelector: string | number;
         Whoami: {
             /** @description false when the server runs with --no-auth. */
             auth_enabled: boolean;
@@ -1201,6 +1621,8 @@ export interface operations {
                 status?: components["schemas"]["RunStatus"][];
                 /** @description Only runs with this name. */
                 name?: string;
+                /** @description Only runs triggered from this template (by id). */
+                template?: string;
                 /** @description Only runs submitted at or after this time (RFC 3339). */
                 since?: string;
                 /** @description Only runs submitted before this time (RFC 3339). */
@@ -1507,6 +1929,312 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["Problem"];
             500: components["responses"]["Problem"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    listTemplates: {
+        parameters: {
+            query?: {
+                /** @description List deprecated templates too. */
+                include_deprecated?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TemplateList"];
+                };
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    registerTemplate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RegisterTemplateRequest"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TemplateSummary"];
+                };
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Problem"];
+            409: components["responses"]["Problem"];
+            413: components["responses"]["Problem"];
+            422: components["responses"]["Problem"];
+            500: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    getTemplate: {
+        parameters: {
+            query?: {
+                /** @description The version: a channel (stable when omitted, previous, newest, dev, test, staging, pre-prod, canary, prod) or a number. */
+                version?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Template id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TemplateDetail"];
+                };
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["Problem"];
+            409: components["responses"]["Problem"];
+            500: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    deleteTemplate: {
+        parameters: {
+            query?: {
+                /** @description The version: a channel (stable when omitted, previous, newest, dev, test, staging, pre-prod, canary, prod) or a number. */
+                version?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Template id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Problem"];
+            404: components["responses"]["Problem"];
+            409: components["responses"]["Problem"];
+            500: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    deprecateTemplate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Template id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["DeprecateTemplateRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeprecationResult"];
+                };
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Problem"];
+            404: components["responses"]["Problem"];
+            409: components["responses"]["Problem"];
+            413: components["responses"]["Problem"];
+            422: components["responses"]["Problem"];
+            500: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    launchTemplate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Template id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["LaunchTemplateRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LaunchResponse"];
+                };
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Problem"];
+            404: components["responses"]["Problem"];
+            409: components["responses"]["Problem"];
+            413: components["responses"]["Problem"];
+            422: components["responses"]["Problem"];
+            500: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    rollbackTemplate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Template id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LaunchResponse"];
+                };
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Problem"];
+            404: components["responses"]["Problem"];
+            409: components["responses"]["Problem"];
+            500: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    triggerTemplate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Template id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["TriggerTemplateRequest"];
+            };
+        };
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TriggeredRun"];
+                };
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Problem"];
+            404: components["responses"]["Problem"];
+            409: components["responses"]["Problem"];
+            413: components["responses"]["Problem"];
+            422: components["responses"]["Problem"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    promoteTemplate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Template id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PromoteTemplateRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelAssignment"];
+                };
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Problem"];
+            404: components["responses"]["Problem"];
+            409: components["responses"]["Problem"];
+            413: components["responses"]["Problem"];
+            422: components["responses"]["Problem"];
+            500: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
             default: components["responses"]["Problem"];
         };
     };

@@ -22,16 +22,35 @@ WHERE (cardinality(@statuses::text[]) = 0 OR r.status = ANY (@statuses::text[]))
 ORDER BY r.submitted_at DESC, r.run_id DESC
 LIMIT @page_limit;
 
+-- name: RunListTemplate :many
+-- RunList for the runs of one template, read newest first through the
+-- template index rather than found in a walk of the whole history.
+SELECT * FROM faucet_runs r
+WHERE r.template_id = @template::text
+  AND (cardinality(@statuses::text[]) = 0 OR r.status = ANY (@statuses::text[]))
+  AND (sqlc.narg(name)::text IS NULL OR r.name = sqlc.narg(name)::text)
+  AND (sqlc.narg(since)::timestamptz IS NULL OR r.submitted_at >= sqlc.narg(since)::timestamptz)
+  AND (sqlc.narg(until)::timestamptz IS NULL OR r.submitted_at <= sqlc.narg(until)::timestamptz)
+  AND (r.submitted_at, r.run_id) < (
+      CASE WHEN @cursor::text = '' THEN 'infinity'::timestamptz
+           ELSE (SELECT c.submitted_at FROM faucet_runs c WHERE c.run_id = @cursor::text) END,
+      COALESCE((SELECT c.run_id FROM faucet_runs c WHERE c.run_id = @cursor::text), '')
+  )
+ORDER BY r.submitted_at DESC, r.run_id DESC
+LIMIT @page_limit;
+
 -- name: RunInsert :exec
 -- Inserts a new run owned by the caller and, when audit_id is set, the audit
 -- entry of its submission, in one statement.
 WITH run AS (
     INSERT INTO faucet_runs (
         run_id, name, labels, status, submitted_at, started_at, finished_at, idempotency_key,
-        owner, lease_expires_at, attempt, records_written, error, submission, invocations
+        owner, lease_expires_at, attempt, records_written, error, submission, invocations,
+        template_id, template_version
     ) VALUES (
         @run_id, @name, @labels, @status, @submitted_at, @started_at, @finished_at, @idempotency_key,
-        @owner::text, @lease_expires_at::timestamptz, @attempt, @records_written, @error, @submission, @invocations
+        @owner::text, @lease_expires_at::timestamptz, @attempt, @records_written, @error, @submission, @invocations,
+        @template_id, @template_version
     )
     RETURNING run_id
 )
@@ -49,10 +68,12 @@ WHERE sqlc.narg(audit_id)::text IS NOT NULL;
 WITH run AS (
     INSERT INTO faucet_runs AS f (
         run_id, name, labels, status, submitted_at, started_at, finished_at, idempotency_key,
-        owner, lease_expires_at, attempt, records_written, error, submission, invocations
+        owner, lease_expires_at, attempt, records_written, error, submission, invocations,
+        template_id, template_version
     ) VALUES (
         @run_id, @name, @labels, @status, @submitted_at, @started_at, @finished_at, @idempotency_key,
-        @owner::text, NULL, @attempt, @records_written, @error, @submission, @invocations
+        @owner::text, NULL, @attempt, @records_written, @error, @submission, @invocations,
+        @template_id, @template_version
     )
     ON CONFLICT (run_id) DO UPDATE SET
         status = excluded.status,

@@ -23,7 +23,8 @@ WHERE s.run_id = ANY (ARRAY(SELECT picked.run_id FROM picked))
   AND s.status = 'pending' AND r.run_id = s.run_id
 RETURNING s.run_id, s.shard_id, s.descriptor, s.size_estimate, s.attempt,
     r.name, r.labels, r.status, r.submitted_at, r.started_at, r.finished_at, r.idempotency_key,
-    r.attempt AS run_attempt, r.records_written, r.error, r.submission, r.invocations;
+    r.attempt AS run_attempt, r.records_written, r.error, r.submission, r.invocations,
+    r.template_id, r.template_version;
 
 -- name: ShardRenewLeases :execrows
 UPDATE faucet_shards SET lease_expires_at = @lease_expires_at::timestamptz

@@ -1,12 +1,14 @@
 -- name: RunInsert :exec
 INSERT INTO faucet_runs (
     run_id, name, labels, status, submitted_at, started_at, finished_at,
-    idempotency_key, owner, lease_expires_at, attempt, records_written, error, submission, invocations
+    idempotency_key, owner, lease_expires_at, attempt, records_written, error, submission, invocations,
+    template_id, template_version
 ) VALUES (
     sqlc.arg(run_id), sqlc.narg(name), sqlc.arg(labels), sqlc.arg(status),
     sqlc.arg(submitted_at), sqlc.narg(started_at), sqlc.narg(finished_at),
     sqlc.narg(idempotency_key), sqlc.arg(owner), sqlc.arg(lease_expires_at),
-    sqlc.arg(attempt), sqlc.arg(records_written), sqlc.narg(error), sqlc.arg(submission), sqlc.narg(invocations)
+    sqlc.arg(attempt), sqlc.arg(records_written), sqlc.narg(error), sqlc.arg(submission), sqlc.narg(invocations),
+    sqlc.narg(template_id), sqlc.narg(template_version)
 );
 
 -- RunFinish writes a run's terminal columns, inserting the whole run when
@@ -14,12 +16,14 @@ INSERT INTO faucet_runs (
 -- name: RunFinish :exec
 INSERT INTO faucet_runs (
     run_id, name, labels, status, submitted_at, started_at, finished_at,
-    idempotency_key, owner, lease_expires_at, attempt, records_written, error, submission, invocations
+    idempotency_key, owner, lease_expires_at, attempt, records_written, error, submission, invocations,
+    template_id, template_version
 ) VALUES (
     sqlc.arg(run_id), sqlc.narg(name), sqlc.arg(labels), sqlc.arg(status),
     sqlc.arg(submitted_at), sqlc.narg(started_at), sqlc.narg(finished_at),
     sqlc.narg(idempotency_key), sqlc.arg(owner), NULL,
-    sqlc.arg(attempt), sqlc.arg(records_written), sqlc.narg(error), sqlc.arg(submission), sqlc.narg(invocations)
+    sqlc.arg(attempt), sqlc.arg(records_written), sqlc.narg(error), sqlc.arg(submission), sqlc.narg(invocations),
+    sqlc.narg(template_id), sqlc.narg(template_version)
 )
 ON CONFLICT (run_id) DO UPDATE SET
     status = excluded.status,
@@ -84,6 +88,22 @@ WHERE status IN (SELECT value FROM json_each(CAST(sqlc.arg(statuses) AS TEXT)))
       SELECT CASE WHEN CAST(sqlc.arg(cursor) AS TEXT) = '' THEN 9223372036854775807 ELSE max(c.submitted_at) END, coalesce(max(c.run_id), '')
       FROM faucet_runs c WHERE c.run_id = sqlc.arg(cursor))
 ORDER BY submitted_at DESC, run_id DESC
+LIMIT sqlc.arg(row_limit);
+
+-- RunListTemplate is RunList for the runs of one template, read newest
+-- first through the template index rather than found in a walk of the
+-- whole history.
+-- name: RunListTemplate :many
+SELECT r.* FROM faucet_runs r INDEXED BY faucet_runs_template_idx
+WHERE r.template_id = sqlc.arg(template)
+  AND (CAST(sqlc.narg(statuses) AS TEXT) IS NULL OR r.status IN (SELECT value FROM json_each(sqlc.narg(statuses))))
+  AND (CAST(sqlc.narg(name) AS TEXT) IS NULL OR r.name = sqlc.narg(name))
+  AND (CAST(sqlc.narg(since) AS INTEGER) IS NULL OR r.submitted_at >= sqlc.narg(since))
+  AND (CAST(sqlc.narg(until) AS INTEGER) IS NULL OR r.submitted_at <= sqlc.narg(until))
+  AND (r.submitted_at, r.run_id) < (
+      SELECT CASE WHEN CAST(sqlc.arg(cursor) AS TEXT) = '' THEN 9223372036854775807 ELSE max(c.submitted_at) END, coalesce(max(c.run_id), '')
+      FROM faucet_runs c WHERE c.run_id = sqlc.arg(cursor))
+ORDER BY r.submitted_at DESC, r.run_id DESC
 LIMIT sqlc.arg(row_limit);
 
 -- name: RunStatus :one

@@ -67,6 +67,8 @@ type FaucetRun struct {
 	Error             *string
 	Submission        []byte
 	Invocations       []byte
+	TemplateID        *string
+	TemplateVersion   *int32
 }
 
 type FaucetRunLog struct {
@@ -94,4 +96,47 @@ type FaucetShard struct {
 	RecordsWritten int64
 	Error          *string
 	FinishedAt     *time.Time
+}
+
+type FaucetTemplate struct {
+	TemplateID  string
+	Version     int32
+	Name        *string
+	Description *string
+	Format      string
+	Body        string
+	Params      []byte
+	CreatedAt   time.Time
+	CreatedBy   *string
+}
+
+type FaucetTemplateDeprecation struct {
+	TemplateID   string
+	Version      *int32
+	DeprecatedAt time.Time
+	DeprecatedBy *string
+	Reason       *string
+}
+
+type FaucetTemplateHead struct {
+	TemplateID    string
+	LastVersion   int32
+	LastLaunchSeq int32
+	CreatedAt     time.Time
+}
+
+type FaucetTemplateLaunch struct {
+	TemplateID string
+	Seq        int32
+	Version    int32
+	LaunchedAt time.Time
+	LaunchedBy *string
+}
+
+type FaucetTemplateTag struct {
+	TemplateID string
+	Tag        string
+	Version    int32
+	UpdatedAt  time.Time
+	UpdatedBy  *string
 }

@@ -45,7 +45,7 @@ UPDATE faucet_runs r SET
     owner = $2::text,
     lease_expires_at = $3::timestamptz
 WHERE r.run_id = ANY (ARRAY(SELECT picked.run_id FROM picked)) AND r.status = 'pending'
-RETURNING r.run_id, r.name, r.labels, r.status, r.submitted_at, r.started_at, r.finished_at, r.idempotency_key, r.owner, r.lease_expires_at, r.cancel_requested_at, r.attempt, r.records_written, r.error, r.submission, r.invocations
+RETURNING r.run_id, r.name, r.labels, r.status, r.submitted_at, r.started_at, r.finished_at, r.idempotency_key, r.owner, r.lease_expires_at, r.cancel_requested_at, r.attempt, r.records_written, r.error, r.submission, r.invocations, r.template_id, r.template_version
 `
 
 type RunClaimPendingParams struct {
@@ -90,6 +90,8 @@ func (q *Queries) RunClaimPending(ctx context.Context, arg RunClaimPendingParams
 			&i.Error,
 			&i.Submission,
 			&i.Invocations,
+			&i.TemplateID,
+			&i.TemplateVersion,
 		); err != nil {
 			return nil, err
 		}
@@ -226,10 +228,12 @@ const runFinish = `-- name: RunFinish :one
 WITH run AS (
     INSERT INTO faucet_runs AS f (
         run_id, name, labels, status, submitted_at, started_at, finished_at, idempotency_key,
-        owner, lease_expires_at, attempt, records_written, error, submission, invocations
+        owner, lease_expires_at, attempt, records_written, error, submission, invocations,
+        template_id, template_version
     ) VALUES (
         $1, $2, $3, $4, $5, $6, $7, $8,
-        $9::text, NULL, $10, $11, $12, $13, $14
+        $9::text, NULL, $10, $11, $12, $13, $14,
+        $15, $16
     )
     ON CONFLICT (run_id) DO UPDATE SET
         status = excluded.status,
@@ -243,31 +247,33 @@ WITH run AS (
     RETURNING 1
 ), lines AS (
     INSERT INTO faucet_run_logs (run_id, seq, ts, level, line)
-    SELECT $1, unnest($15::bigint[]), unnest($16::timestamptz[]), unnest($17::text[]), unnest($18::text[])
+    SELECT $1, unnest($17::bigint[]), unnest($18::timestamptz[]), unnest($19::text[]), unnest($20::text[])
     ON CONFLICT (run_id, seq) DO NOTHING
 )
 SELECT count(*) FROM run
 `
 
 type RunFinishParams struct {
-	RunID          string
-	Name           *string
-	Labels         []byte
-	Status         string
-	SubmittedAt    time.Time
-	StartedAt      *time.Time
-	FinishedAt     *time.Time
-	IdempotencyKey *string
-	Owner          string
-	Attempt        int32
-	RecordsWritten int64
-	Error          *string
-	Submission     []byte
-	Invocations    []byte
-	Seqs           []int64
-	Tss            []time.Time
-	Levels         []string
-	Lines          []string
+	RunID           string
+	Name            *string
+	Labels          []byte
+	Status          string
+	SubmittedAt     time.Time
+	StartedAt       *time.Time
+	FinishedAt      *time.Time
+	IdempotencyKey  *string
+	Owner           string
+	Attempt         int32
+	RecordsWritten  int64
+	Error           *string
+	Submission      []byte
+	Invocations     []byte
+	TemplateID      *string
+	TemplateVersion *int32
+	Seqs            []int64
+	Tss             []time.Time
+	Levels          []string
+	Lines           []string
 }
 
 // Writes a run's terminal columns, inserting the whole run when the store
@@ -289,6 +295,8 @@ func (q *Queries) RunFinish(ctx context.Context, arg RunFinishParams) (int64, er
 		arg.Error,
 		arg.Submission,
 		arg.Invocations,
+		arg.TemplateID,
+		arg.TemplateVersion,
 		arg.Seqs,
 		arg.Tss,
 		arg.Levels,
@@ -359,7 +367,7 @@ func (q *Queries) RunFinishOwned(ctx context.Context, arg RunFinishOwnedParams) 
 }
 
 const runGet = `-- name: RunGet :one
-SELECT run_id, name, labels, status, submitted_at, started_at, finished_at, idempotency_key, owner, lease_expires_at, cancel_requested_at, attempt, records_written, error, submission, invocations FROM faucet_runs WHERE run_id = $1
+SELECT run_id, name, labels, status, submitted_at, started_at, finished_at, idempotency_key, owner, lease_expires_at, cancel_requested_at, attempt, records_written, error, submission, invocations, template_id, template_version FROM faucet_runs WHERE run_id = $1
 `
 
 func (q *Queries) RunGet(ctx context.Context, runID string) (FaucetRun, error) {
@@ -382,6 +390,8 @@ func (q *Queries) RunGet(ctx context.Context, runID string) (FaucetRun, error) {
 		&i.Error,
 		&i.Submission,
 		&i.Invocations,
+		&i.TemplateID,
+		&i.TemplateVersion,
 	)
 	return i, err
 }
@@ -390,10 +400,12 @@ const runInsert = `-- name: RunInsert :exec
 WITH run AS (
     INSERT INTO faucet_runs (
         run_id, name, labels, status, submitted_at, started_at, finished_at, idempotency_key,
-        owner, lease_expires_at, attempt, records_written, error, submission, invocations
+        owner, lease_expires_at, attempt, records_written, error, submission, invocations,
+        template_id, template_version
     ) VALUES (
         $9, $10, $11, $12, $13, $14, $15, $16,
-        $17::text, $18::timestamptz, $19, $20, $21, $22, $23
+        $17::text, $18::timestamptz, $19, $20, $21, $22, $23,
+        $24, $25
     )
     RETURNING run_id
 )
@@ -429,6 +441,8 @@ type RunInsertParams struct {
 	Error                  *string
 	Submission             []byte
 	Invocations            []byte
+	TemplateID             *string
+	TemplateVersion        *int32
 }
 
 // Inserts a new run owned by the caller and, when audit_id is set, the audit
@@ -458,12 +472,14 @@ func (q *Queries) RunInsert(ctx context.Context, arg RunInsertParams) error {
 		arg.Error,
 		arg.Submission,
 		arg.Invocations,
+		arg.TemplateID,
+		arg.TemplateVersion,
 	)
 	return err
 }
 
 const runList = `-- name: RunList :many
-SELECT run_id, name, labels, status, submitted_at, started_at, finished_at, idempotency_key, owner, lease_expires_at, cancel_requested_at, attempt, records_written, error, submission, invocations FROM faucet_runs r
+SELECT run_id, name, labels, status, submitted_at, started_at, finished_at, idempotency_key, owner, lease_expires_at, cancel_requested_at, attempt, records_written, error, submission, invocations, template_id, template_version FROM faucet_runs r
 WHERE (cardinality($1::text[]) = 0 OR r.status = ANY ($1::text[]))
   AND ($2::text IS NULL OR r.name = $2::text)
   AND ($3::timestamptz IS NULL OR r.submitted_at >= $3::timestamptz)
@@ -523,6 +539,83 @@ func (q *Queries) RunList(ctx context.Context, arg RunListParams) ([]FaucetRun, 
 			&i.Error,
 			&i.Submission,
 			&i.Invocations,
+			&i.TemplateID,
+			&i.TemplateVersion,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const runListTemplate = `-- name: RunListTemplate :many
+SELECT run_id, name, labels, status, submitted_at, started_at, finished_at, idempotency_key, owner, lease_expires_at, cancel_requested_at, attempt, records_written, error, submission, invocations, template_id, template_version FROM faucet_runs r
+WHERE r.template_id = $1::text
+  AND (cardinality($2::text[]) = 0 OR r.status = ANY ($2::text[]))
+  AND ($3::text IS NULL OR r.name = $3::text)
+  AND ($4::timestamptz IS NULL OR r.submitted_at >= $4::timestamptz)
+  AND ($5::timestamptz IS NULL OR r.submitted_at <= $5::timestamptz)
+  AND (r.submitted_at, r.run_id) < (
+      CASE WHEN $6::text = '' THEN 'infinity'::timestamptz
+           ELSE (SELECT c.submitted_at FROM faucet_runs c WHERE c.run_id = $6::text) END,
+      COALESCE((SELECT c.run_id FROM faucet_runs c WHERE c.run_id = $6::text), '')
+  )
+ORDER BY r.submitted_at DESC, r.run_id DESC
+LIMIT $7
+`
+
+type RunListTemplateParams struct {
+	Template  string
+	Statuses  []string
+	Name      *string
+	Since     *time.Time
+	Until     *time.Time
+	Cursor    string
+	PageLimit int32
+}
+
+// RunList for the runs of one template, read newest first through the
+// template index rather than found in a walk of the whole history.
+func (q *Queries) RunListTemplate(ctx context.Context, arg RunListTemplateParams) ([]FaucetRun, error) {
+	rows, err := q.db.Query(ctx, runListTemplate,
+		arg.Template,
+		arg.Statuses,
+		arg.Name,
+		arg.Since,
+		arg.Until,
+		arg.Cursor,
+		arg.PageLimit,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []FaucetRun
+	for rows.Next() {
+		var i FaucetRun
+		if err := rows.Scan(
+			&i.RunID,
+			&i.Name,
+			&i.Labels,
+			&i.Status,
+			&i.SubmittedAt,
+			&i.StartedAt,
+			&i.FinishedAt,
+			&i.IdempotencyKey,
+			&i.Owner,
+			&i.LeaseExpiresAt,
+			&i.CancelRequestedAt,
+			&i.Attempt,
+			&i.RecordsWritten,
+			&i.Error,
+			&i.Submission,
+			&i.Invocations,
+			&i.TemplateID,
+			&i.TemplateVersion,
 		); err != nil {
 			return nil, err
 		}

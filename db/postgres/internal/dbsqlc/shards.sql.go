@@ -58,7 +58,8 @@ WHERE s.run_id = ANY (ARRAY(SELECT picked.run_id FROM picked))
   AND s.status = 'pending' AND r.run_id = s.run_id
 RETURNING s.run_id, s.shard_id, s.descriptor, s.size_estimate, s.attempt,
     r.name, r.labels, r.status, r.submitted_at, r.started_at, r.finished_at, r.idempotency_key,
-    r.attempt AS run_attempt, r.records_written, r.error, r.submission, r.invocations
+    r.attempt AS run_attempt, r.records_written, r.error, r.submission, r.invocations,
+    r.template_id, r.template_version
 `
 
 type ShardClaimParams struct {
@@ -68,23 +69,25 @@ type ShardClaimParams struct {
 }
 
 type ShardClaimRow struct {
-	RunID          string
-	ShardID        string
-	Descriptor     []byte
-	SizeEstimate   *int64
-	Attempt        int32
-	Name           *string
-	Labels         []byte
-	Status         string
-	SubmittedAt    time.Time
-	StartedAt      *time.Time
-	FinishedAt     *time.Time
-	IdempotencyKey *string
-	RunAttempt     int32
-	RecordsWritten int64
-	Error          *string
-	Submission     []byte
-	Invocations    []byte
+	RunID           string
+	ShardID         string
+	Descriptor      []byte
+	SizeEstimate    *int64
+	Attempt         int32
+	Name            *string
+	Labels          []byte
+	Status          string
+	SubmittedAt     time.Time
+	StartedAt       *time.Time
+	FinishedAt      *time.Time
+	IdempotencyKey  *string
+	RunAttempt      int32
+	RecordsWritten  int64
+	Error           *string
+	Submission      []byte
+	Invocations     []byte
+	TemplateID      *string
+	TemplateVersion *int32
 }
 
 // Claims the largest pending shards of runs without a cancel request in one
@@ -118,6 +121,8 @@ func (q *Queries) ShardClaim(ctx context.Context, arg ShardClaimParams) ([]Shard
 			&i.Error,
 			&i.Submission,
 			&i.Invocations,
+			&i.TemplateID,
+			&i.TemplateVersion,
 		); err != nil {
 			return nil, err
 		}

@@ -63,6 +63,8 @@ type FaucetRun struct {
 	Error             *string
 	Submission        string
 	Invocations       *string
+	TemplateID        *string
+	TemplateVersion   *int64
 }
 
 type FaucetRunLog struct {
@@ -90,4 +92,47 @@ type FaucetShard struct {
 	RecordsWritten int64
 	Error          *string
 	FinishedAt     *int64
+}
+
+type FaucetTemplate struct {
+	TemplateID  string
+	Version     int64
+	Name        *string
+	Description *string
+	Format      string
+	Body        string
+	Params      string
+	CreatedAt   int64
+	CreatedBy   *string
+}
+
+type FaucetTemplateDeprecation struct {
+	TemplateID   string
+	Version      *int64
+	DeprecatedAt int64
+	DeprecatedBy *string
+	Reason       *string
+}
+
+type FaucetTemplateHead struct {
+	TemplateID    string
+	LastVersion   int64
+	LastLaunchSeq int64
+	CreatedAt     int64
+}
+
+type FaucetTemplateLaunch struct {
+	TemplateID string
+	Seq        int64
+	Version    int64
+	LaunchedAt int64
+	LaunchedBy *string
+}
+
+type FaucetTemplateTag struct {
+	TemplateID string
+	Tag        string
+	Version    int64
+	UpdatedAt  int64
+	UpdatedBy  *string
 }

@@ -42,7 +42,7 @@ WHERE +status = 'pending'
       WHERE p.status = 'pending'
       ORDER BY p.submitted_at, p.run_id
       LIMIT ?4)
-RETURNING run_id, name, labels, status, submitted_at, started_at, finished_at, idempotency_key, owner, lease_expires_at, cancel_requested_at, attempt, records_written, error, submission, invocations
+RETURNING run_id, name, labels, status, submitted_at, started_at, finished_at, idempotency_key, owner, lease_expires_at, cancel_requested_at, attempt, records_written, error, submission, invocations, template_id, template_version
 `
 
 type RunClaimPendingParams struct {
@@ -88,6 +88,8 @@ func (q *Queries) RunClaimPending(ctx context.Context, arg RunClaimPendingParams
 			&i.Error,
 			&i.Submission,
 			&i.Invocations,
+			&i.TemplateID,
+			&i.TemplateVersion,
 		); err != nil {
 			return nil, err
 		}
@@ -214,12 +216,14 @@ func (q *Queries) RunFinalizeShardedParent(ctx context.Context, arg RunFinalizeS
 const runFinish = `-- name: RunFinish :exec
 INSERT INTO faucet_runs (
     run_id, name, labels, status, submitted_at, started_at, finished_at,
-    idempotency_key, owner, lease_expires_at, attempt, records_written, error, submission, invocations
+    idempotency_key, owner, lease_expires_at, attempt, records_written, error, submission, invocations,
+    template_id, template_version
 ) VALUES (
     ?1, ?2, ?3, ?4,
     ?5, ?6, ?7,
     ?8, ?9, NULL,
-    ?10, ?11, ?12, ?13, ?14
+    ?10, ?11, ?12, ?13, ?14,
+    ?15, ?16
 )
 ON CONFLICT (run_id) DO UPDATE SET
     status = excluded.status,
@@ -233,20 +237,22 @@ ON CONFLICT (run_id) DO UPDATE SET
 `
 
 type RunFinishParams struct {
-	RunID          string
-	Name           *string
-	Labels         string
-	Status         string
-	SubmittedAt    int64
-	StartedAt      *int64
-	FinishedAt     *int64
-	IdempotencyKey *string
-	Owner          *string
-	Attempt        int64
-	RecordsWritten int64
-	Error          *string
-	Submission     string
-	Invocations    *string
+	RunID           string
+	Name            *string
+	Labels          string
+	Status          string
+	SubmittedAt     int64
+	StartedAt       *int64
+	FinishedAt      *int64
+	IdempotencyKey  *string
+	Owner           *string
+	Attempt         int64
+	RecordsWritten  int64
+	Error           *string
+	Submission      string
+	Invocations     *string
+	TemplateID      *string
+	TemplateVersion *int64
 }
 
 // RunFinish writes a run's terminal columns, inserting the whole run when
@@ -267,6 +273,8 @@ func (q *Queries) RunFinish(ctx context.Context, arg RunFinishParams) error {
 		arg.Error,
 		arg.Submission,
 		arg.Invocations,
+		arg.TemplateID,
+		arg.TemplateVersion,
 	)
 	return err
 }
@@ -317,7 +325,7 @@ func (q *Queries) RunFinishOwned(ctx context.Context, arg RunFinishOwnedParams) 
 }
 
 const runGet = `-- name: RunGet :one
-SELECT run_id, name, labels, status, submitted_at, started_at, finished_at, idempotency_key, owner, lease_expires_at, cancel_requested_at, attempt, records_written, error, submission, invocations FROM faucet_runs WHERE run_id = ?1
+SELECT run_id, name, labels, status, submitted_at, started_at, finished_at, idempotency_key, owner, lease_expires_at, cancel_requested_at, attempt, records_written, error, submission, invocations, template_id, template_version FROM faucet_runs WHERE run_id = ?1
 `
 
 func (q *Queries) RunGet(ctx context.Context, runID string) (FaucetRun, error) {
@@ -340,12 +348,14 @@ func (q *Queries) RunGet(ctx context.Context, runID string) (FaucetRun, error) {
 		&i.Error,
 		&i.Submission,
 		&i.Invocations,
+		&i.TemplateID,
+		&i.TemplateVersion,
 	)
 	return i, err
 }
 
 const runGetMany = `-- name: RunGetMany :many
-SELECT run_id, name, labels, status, submitted_at, started_at, finished_at, idempotency_key, owner, lease_expires_at, cancel_requested_at, attempt, records_written, error, submission, invocations FROM faucet_runs
+SELECT run_id, name, labels, status, submitted_at, started_at, finished_at, idempotency_key, owner, lease_expires_at, cancel_requested_at, attempt, records_written, error, submission, invocations, template_id, template_version FROM faucet_runs
 WHERE run_id IN (SELECT value FROM json_each(CAST(?1 AS TEXT)))
 `
 
@@ -375,6 +385,8 @@ func (q *Queries) RunGetMany(ctx context.Context, runIds string) ([]FaucetRun, e
 			&i.Error,
 			&i.Submission,
 			&i.Invocations,
+			&i.TemplateID,
+			&i.TemplateVersion,
 		); err != nil {
 			return nil, err
 		}
@@ -392,31 +404,35 @@ func (q *Queries) RunGetMany(ctx context.Context, runIds string) ([]FaucetRun, e
 const runInsert = `-- name: RunInsert :exec
 INSERT INTO faucet_runs (
     run_id, name, labels, status, submitted_at, started_at, finished_at,
-    idempotency_key, owner, lease_expires_at, attempt, records_written, error, submission, invocations
+    idempotency_key, owner, lease_expires_at, attempt, records_written, error, submission, invocations,
+    template_id, template_version
 ) VALUES (
     ?1, ?2, ?3, ?4,
     ?5, ?6, ?7,
     ?8, ?9, ?10,
-    ?11, ?12, ?13, ?14, ?15
+    ?11, ?12, ?13, ?14, ?15,
+    ?16, ?17
 )
 `
 
 type RunInsertParams struct {
-	RunID          string
-	Name           *string
-	Labels         string
-	Status         string
-	SubmittedAt    int64
-	StartedAt      *int64
-	FinishedAt     *int64
-	IdempotencyKey *string
-	Owner          *string
-	LeaseExpiresAt *int64
-	Attempt        int64
-	RecordsWritten int64
-	Error          *string
-	Submission     string
-	Invocations    *string
+	RunID           string
+	Name            *string
+	Labels          string
+	Status          string
+	SubmittedAt     int64
+	StartedAt       *int64
+	FinishedAt      *int64
+	IdempotencyKey  *string
+	Owner           *string
+	LeaseExpiresAt  *int64
+	Attempt         int64
+	RecordsWritten  int64
+	Error           *string
+	Submission      string
+	Invocations     *string
+	TemplateID      *string
+	TemplateVersion *int64
 }
 
 func (q *Queries) RunInsert(ctx context.Context, arg RunInsertParams) error {
@@ -436,12 +452,14 @@ func (q *Queries) RunInsert(ctx context.Context, arg RunInsertParams) error {
 		arg.Error,
 		arg.Submission,
 		arg.Invocations,
+		arg.TemplateID,
+		arg.TemplateVersion,
 	)
 	return err
 }
 
 const runList = `-- name: RunList :many
-SELECT run_id, name, labels, status, submitted_at, started_at, finished_at, idempotency_key, owner, lease_expires_at, cancel_requested_at, attempt, records_written, error, submission, invocations FROM faucet_runs
+SELECT run_id, name, labels, status, submitted_at, started_at, finished_at, idempotency_key, owner, lease_expires_at, cancel_requested_at, attempt, records_written, error, submission, invocations, template_id, template_version FROM faucet_runs
 WHERE (CAST(?1 AS TEXT) IS NULL OR status IN (SELECT value FROM json_each(?1)))
   AND (CAST(?2 AS TEXT) IS NULL OR name = ?2)
   AND (CAST(?3 AS INTEGER) IS NULL OR submitted_at >= ?3)
@@ -499,6 +517,8 @@ func (q *Queries) RunList(ctx context.Context, arg RunListParams) ([]FaucetRun, 
 			&i.Error,
 			&i.Submission,
 			&i.Invocations,
+			&i.TemplateID,
+			&i.TemplateVersion,
 		); err != nil {
 			return nil, err
 		}
@@ -514,7 +534,7 @@ func (q *Queries) RunList(ctx context.Context, arg RunListParams) ([]FaucetRun, 
 }
 
 const runListActive = `-- name: RunListActive :many
-SELECT run_id, name, labels, status, submitted_at, started_at, finished_at, idempotency_key, owner, lease_expires_at, cancel_requested_at, attempt, records_written, error, submission, invocations FROM faucet_runs INDEXED BY faucet_runs_status_submitted_idx
+SELECT run_id, name, labels, status, submitted_at, started_at, finished_at, idempotency_key, owner, lease_expires_at, cancel_requested_at, attempt, records_written, error, submission, invocations, template_id, template_version FROM faucet_runs INDEXED BY faucet_runs_status_submitted_idx
 WHERE status IN (SELECT value FROM json_each(CAST(?1 AS TEXT)))
   AND (CAST(?2 AS TEXT) IS NULL OR name = ?2)
   AND (CAST(?3 AS INTEGER) IS NULL OR submitted_at >= ?3)
@@ -572,6 +592,85 @@ func (q *Queries) RunListActive(ctx context.Context, arg RunListActiveParams) ([
 			&i.Error,
 			&i.Submission,
 			&i.Invocations,
+			&i.TemplateID,
+			&i.TemplateVersion,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const runListTemplate = `-- name: RunListTemplate :many
+SELECT r.run_id, r.name, r.labels, r.status, r.submitted_at, r.started_at, r.finished_at, r.idempotency_key, r.owner, r.lease_expires_at, r.cancel_requested_at, r.attempt, r.records_written, r.error, r.submission, r.invocations, r.template_id, r.template_version FROM faucet_runs r INDEXED BY faucet_runs_template_idx
+WHERE r.template_id = ?1
+  AND (CAST(?2 AS TEXT) IS NULL OR r.status IN (SELECT value FROM json_each(?2)))
+  AND (CAST(?3 AS TEXT) IS NULL OR r.name = ?3)
+  AND (CAST(?4 AS INTEGER) IS NULL OR r.submitted_at >= ?4)
+  AND (CAST(?5 AS INTEGER) IS NULL OR r.submitted_at <= ?5)
+  AND (r.submitted_at, r.run_id) < (
+      SELECT CASE WHEN CAST(?6 AS TEXT) = '' THEN 9223372036854775807 ELSE max(c.submitted_at) END, coalesce(max(c.run_id), '')
+      FROM faucet_runs c WHERE c.run_id = ?6)
+ORDER BY r.submitted_at DESC, r.run_id DESC
+LIMIT ?7
+`
+
+type RunListTemplateParams struct {
+	Template *string
+	Statuses *string
+	Name     *string
+	Since    *int64
+	Until    *int64
+	Cursor   string
+	RowLimit int64
+}
+
+// RunListTemplate is RunList for the runs of one template, read newest
+// first through the template index rather than found in a walk of the
+// whole history.
+func (q *Queries) RunListTemplate(ctx context.Context, arg RunListTemplateParams) ([]FaucetRun, error) {
+	rows, err := q.db.QueryContext(ctx, runListTemplate,
+		arg.Template,
+		arg.Statuses,
+		arg.Name,
+		arg.Since,
+		arg.Until,
+		arg.Cursor,
+		arg.RowLimit,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []FaucetRun
+	for rows.Next() {
+		var i FaucetRun
+		if err := rows.Scan(
+			&i.RunID,
+			&i.Name,
+			&i.Labels,
+			&i.Status,
+			&i.SubmittedAt,
+			&i.StartedAt,
+			&i.FinishedAt,
+			&i.IdempotencyKey,
+			&i.Owner,
+			&i.LeaseExpiresAt,
+			&i.CancelRequestedAt,
+			&i.Attempt,
+			&i.RecordsWritten,
+			&i.Error,
+			&i.Submission,
+			&i.Invocations,
+			&i.TemplateID,
+			&i.TemplateVersion,
 		); err != nil {
 			return nil, err
 		}
