@@ -127,7 +127,7 @@ func (d *deadLetters) rejected(r Rejection) {
 		d.dropped++
 		if d.dropped <= 10 {
 			d.e.opts.Logger.Warn("a record the sink refused was dropped", "row_id", d.inv.RowID, "sink", d.inv.Sink.Type,
-				"batch", r.Seq, "record", r.Index, "attempts", r.Attempts, "error", d.e.redact.Replace(r.Error))
+				"batch", r.Seq, "record", r.Index, "attempts", r.Attempts, "error", d.e.redact.String(r.Error))
 		}
 		return
 	}
@@ -139,7 +139,7 @@ func (d *deadLetters) rejected(r Rejection) {
 		payload, _ = json.Marshal(string(r.Record))
 	}
 	line, err := json.Marshal(Envelope{
-		Payload: payload, Error: EnvelopeError{Kind: "Sink", Message: d.e.redact.Replace(r.Error)}, Reason: ReasonPartial,
+		Payload: payload, Error: EnvelopeError{Kind: "Sink", Message: d.e.redact.String(r.Error)}, Reason: ReasonPartial,
 		Connector: d.inv.Sink.Type, Sink: d.inv.Sink.Type, Pipeline: d.e.plan.Name, Row: d.inv.RowID, RunID: d.e.opts.RunID,
 		RecordIndex: r.Index, Attempt: r.Attempts, TsMS: time.Now().UnixMilli(),
 	})

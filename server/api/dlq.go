@@ -7,10 +7,9 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 
-	"github.com/faucet-dev/faucet/db"
+	"github.com/faucet-dev/faucet/server/admission"
 	"github.com/faucet-dev/faucet/server/auth"
 	"github.com/faucet-dev/faucet/server/dlq"
-	"github.com/faucet-dev/faucet/server/runner"
 )
 
 // DLQInspectRequest is the body of POST /v1/dlq/inspect.
@@ -128,20 +127,20 @@ func (d *Deps) replayDLQ(ctx context.Context, in *replayDLQInput) (*replayDLQOut
 	out := DLQReplayOutcome{Candidates: plan.Candidates, DryRun: b.DryRun, FailedDLQ: plan.FailedDLQ}
 	if b.DryRun || plan.Candidates == 0 {
 		// Nothing runs, but the config must be one that could.
-		if err := d.Runner.Check(string(plan.Config), "json"); err != nil {
+		if err := d.Admission.Check(string(plan.Config), "json"); err != nil {
 			d.audit(ctx, p, "dlq.replay", nil, nil, "error")
-			return nil, d.runnerError(err)
+			return nil, d.serviceError(err)
 		}
 		d.audit(ctx, p, "dlq.replay", nil, nil, "ok")
 		return &replayDLQOutput{Body: out}, nil
 	}
-	res, err := d.Runner.Submit(ctx, runner.SubmitRequest{
-		Config: string(plan.Config), ConfigFormat: "json", ReplayOf: &plan.From,
-		Audit: &db.AuditEntry{Principal: p.Name, Role: p.Role.String(), Action: "dlq.replay", SourceIP: sourceIPFrom(ctx)},
+	who := actor(ctx, p)
+	res, err := d.Admission.Submit(ctx, admission.Request{
+		Config: string(plan.Config), ConfigFormat: "json", ReplayOf: &plan.From, Actor: &who, Action: "dlq.replay",
 	})
 	if err != nil {
 		d.audit(ctx, p, "dlq.replay", nil, nil, "error")
-		return nil, d.runnerError(err)
+		return nil, d.serviceError(err)
 	}
 	out.RunID, out.Status = res.RunID, string(res.Status)
 	return &replayDLQOutput{Body: out}, nil
@@ -177,5 +176,5 @@ func (d *Deps) dlqError(err error) error {
 	if bad := new(dlq.BadRequestError); errors.As(err, &bad) {
 		return errBadConfig(err.Error(), nil)
 	}
-	return d.runnerError(err)
+	return d.serviceError(err)
 }

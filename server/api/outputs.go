@@ -135,5 +135,5 @@ func (d *Deps) outputsError(err error) error {
 	case errors.As(err, &pe):
 		return errConflict(err.Error() + "; the file is not deleted")
 	}
-	return d.runnerError(err)
+	return d.serviceError(err)
 }
