@@ -2,9 +2,11 @@ package host_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/faucet-dev/faucet/pipeline"
@@ -141,4 +143,66 @@ func TestConfinedConnectors(t *testing.T) {
 	if b, _ := os.ReadFile(c.serverFile); string(b) != "token\ns3cret\n" {
 		t.Errorf("the server file changed: %q", b)
 	}
+}
+
+// TestConfinedRenameRace: while a directory of the root is swapped for a
+// symlink out of it and back, over and over, a plugin process reads a file
+// through it run after run. Each open resolves beneath the root when it
+// happens, so a run reads the file inside or fails; none reads the file
+// outside.
+func TestConfinedRenameRace(t *testing.T) {
+	c := newConfinedHost(t)
+	dir := filepath.Join(c.root, "d")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(dir, "secret.csv"), "user\ninside\n")
+	link, aside := filepath.Join(c.root, "d-link"), filepath.Join(c.root, "d-aside")
+	if err := os.Symlink(c.outside, link); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	var swapper sync.WaitGroup
+	swapper.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if i%2 == 0 {
+				_ = os.Rename(dir, aside)
+				_ = os.Rename(link, dir)
+			} else {
+				_ = os.Rename(dir, link)
+				_ = os.Rename(aside, dir)
+			}
+		}
+	})
+	defer func() {
+		close(stop)
+		swapper.Wait()
+	}()
+	read, refused := 0, 0
+	for i := range 60 {
+		out := filepath.Join(c.root, fmt.Sprintf("race-%d.jsonl", i))
+		_, err := pipeline.Execute(context.Background(), plan(pipeline.Invocation{RowID: "default",
+			Source: cfg("csv", map[string]any{"path": "d/secret.csv"}), Sink: cfg("jsonl", map[string]any{"path": out})}),
+			pipeline.ExecuteOptions{Connectors: c.conns["pipe"]})
+		if err != nil {
+			// Mid-swap the path may also be missing or not a directory.
+			msg := err.Error()
+			if !strings.Contains(msg, "outside the file roots") && !strings.Contains(msg, "no such file") && !strings.Contains(msg, "not a directory") {
+				t.Fatalf("run %d failed for another reason: %s", i, msg)
+			}
+			refused++
+			continue
+		}
+		got := readJSONL(t, out)
+		if len(got) != 1 || got[0]["user"] != "inside" {
+			t.Fatalf("run %d read %v through a directory swapped for a symlink out of the root", i, got)
+		}
+		read++
+	}
+	t.Logf("%d runs read the file inside, %d were refused or found no file", read, refused)
 }

@@ -235,3 +235,55 @@ func TestClusterMemberInterpolatesWithItsOwnPolicy(t *testing.T) {
 		t.Fatalf("cancel the held run: %v", err)
 	}
 }
+
+// TestSwapBetweenCheckAndOpen: a path that passes the submit check is
+// checked again by the plugin when it opens it. The run waits in the queue
+// behind a held one while the directory it reads is swapped for a symlink
+// out of the root, so the swap lands between the check and the open every
+// time; the plugin refuses the path, and nothing outside is read.
+func TestSwapBetweenCheckAndOpen(t *testing.T) {
+	t.Parallel()
+	root, outside := realTempDir(t), realTempDir(t)
+	dir := filepath.Join(root, "d")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for path, text := range map[string]string{filepath.Join(dir, "in.csv"): "id\n1\n", filepath.Join(outside, "in.csv"): "id\nhunter2\n"} {
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := start(t, serverOpts{args: []string{"--file-root", root, "--max-concurrent-runs", "1"}})
+	held := s.submit(client.SubmitRequest{Config: holding(1, filepath.Join(root, "held.jsonl"))}).RunId
+	s.await(held, client.RunStatusRunning)
+	// One run reads through the directory, one writes into it.
+	if err := os.WriteFile(filepath.Join(root, "in.csv"), []byte("id\n1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	read := s.submit(client.SubmitRequest{Config: "version: 1\npipeline:\n  source: {type: csv, config: {path: d/in.csv}}\n  sink: {type: jsonl, config: {path: out.jsonl}}\n"}).RunId
+	written := s.submit(client.SubmitRequest{Config: "version: 1\npipeline:\n  source: {type: csv, config: {path: in.csv}}\n  sink: {type: jsonl, config: {path: d/out.jsonl}}\n"}).RunId
+	if rec := s.get(read); rec.Status != client.RunStatusQueued {
+		t.Fatalf("the run reading d/ is %s, want queued behind the held run", rec.Status)
+	}
+	if err := os.Rename(dir, filepath.Join(root, "d-aside")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, dir); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := s.admin().CancelRunWithResponse(context.Background(), held); err != nil || r.StatusCode() >= 300 {
+		t.Fatalf("cancel the held run: %v", err)
+	}
+	for id, path := range map[string]string{read: "d/in.csv", written: dir} {
+		rec := s.await(id, client.RunStatusFailed, client.RunStatusCompleted)
+		if rec.Status != client.RunStatusFailed || rec.Error == nil || !strings.Contains(*rec.Error, path) || !strings.Contains(*rec.Error, "outside the file roots ("+root+")") {
+			t.Fatalf("a run whose directory became a symlink out of the root after its check: %s %s", rec.Status, deref(rec.Error))
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "out.jsonl")); err == nil && strings.Contains(string(b), "hunter2") {
+		t.Fatalf("the run read the file outside the root: %s", b)
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) != 1 {
+		t.Fatalf("files appeared outside the root: %v", entries)
+	}
+}
