@@ -6,9 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
+	"github.com/faucet-dev/faucet/internal/testfs"
 	"github.com/faucet-dev/faucet/pipeline"
 	"github.com/faucet-dev/faucet/plugins/host"
 	"github.com/faucet-dev/faucet/plugins/sdk"
@@ -157,32 +157,8 @@ func TestConfinedRenameRace(t *testing.T) {
 		t.Fatal(err)
 	}
 	write(t, filepath.Join(dir, "secret.csv"), "user\ninside\n")
-	link, aside := filepath.Join(c.root, "d-link"), filepath.Join(c.root, "d-aside")
-	if err := os.Symlink(c.outside, link); err != nil {
-		t.Fatal(err)
-	}
-	stop := make(chan struct{})
-	var swapper sync.WaitGroup
-	swapper.Go(func() {
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if i%2 == 0 {
-				_ = os.Rename(dir, aside)
-				_ = os.Rename(link, dir)
-			} else {
-				_ = os.Rename(dir, link)
-				_ = os.Rename(aside, dir)
-			}
-		}
-	})
-	defer func() {
-		close(stop)
-		swapper.Wait()
-	}()
+	stop := testfs.SwapDir(t, dir, c.outside)
+	defer stop()
 	read, refused := 0, 0
 	for i := range 60 {
 		out := filepath.Join(c.root, fmt.Sprintf("race-%d.jsonl", i))

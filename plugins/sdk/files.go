@@ -193,20 +193,14 @@ func (f *Files) Open(name string) (*os.File, error) {
 }
 
 // OpenFile opens name as os.OpenFile does. Missing parent directories are
-// not created (see MkdirAll). A file that turns out to be one of the
-// server's own is closed again and refused; one this call created is then
-// removed.
+// not created (see MkdirAll). Beneath a root, a path naming one of the
+// server's own files is refused before it is opened; a file that turns out
+// to be one once open (a hard link, a file swapped in meanwhile) is closed
+// again and refused.
 func (f *Files) OpenFile(name string, flag int, perm os.FileMode) (*os.File, error) {
 	if !f.Confined() {
 		file, err := os.OpenFile(name, flag, perm)
-		if err != nil {
-			return nil, f.fail("open", name, err)
-		}
-		if err := f.admit(file); err != nil {
-			file.Close()
-			return nil, f.fail("open", name, err)
-		}
-		return file, nil
+		return f.opened(name, file, err)
 	}
 	r, rel, err := f.within(name)
 	if err != nil {
@@ -217,6 +211,12 @@ func (f *Files) OpenFile(name string, flag int, perm os.FileMode) (*os.File, err
 		return nil, f.fail("open", name, err)
 	}
 	file, err := r.OpenFile(rel, flag, perm)
+	return f.opened(name, file, err)
+}
+
+// opened admits the file an open of name returned, closing it when it is
+// one of the server's own.
+func (f *Files) opened(name string, file *os.File, err error) (*os.File, error) {
 	if err != nil {
 		return nil, f.fail("open", name, err)
 	}

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 
+	"github.com/faucet-dev/faucet/internal/testfs"
 	"github.com/faucet-dev/faucet/plugins/sdk"
 )
 
@@ -130,30 +130,8 @@ func TestFilesRenameRace(t *testing.T) {
 		t.Fatal(err)
 	}
 	write(t, filepath.Join(dir, "secret.txt"), "inside")
-	link := filepath.Join(root, "d-link")
-	if err := os.Symlink(outside, link); err != nil {
-		t.Fatal(err)
-	}
-	aside := filepath.Join(root, "d-aside")
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			// d is the real directory on even turns, the symlink on odd ones.
-			if i%2 == 0 {
-				_ = os.Rename(dir, aside)
-				_ = os.Rename(link, dir)
-			} else {
-				_ = os.Rename(dir, link)
-				_ = os.Rename(aside, dir)
-			}
-		}
-	})
+	stop := testfs.SwapDir(t, dir, outside)
+	defer stop()
 	opened := 0
 	for range 2000 {
 		file, err := f.Open("d/secret.txt")
@@ -165,13 +143,9 @@ func TestFilesRenameRace(t *testing.T) {
 		file.Close()
 		opened++
 		if string(b[:n]) != "inside" {
-			close(stop)
-			wg.Wait()
 			t.Fatalf("read %q through a directory swapped for a symlink out of the root", b[:n])
 		}
 	}
-	close(stop)
-	wg.Wait()
 	t.Logf("%d of 2000 opens found the directory in place", opened)
 }
 
