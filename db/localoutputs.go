@@ -3,7 +3,6 @@ package db
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/google/uuid"
 )
@@ -61,6 +60,3 @@ func (s *store) LocalOutputMarkDeleted(ctx context.Context, id string) (*LocalOu
 	}
 	return &out, true, nil
 }
-
-// FileIDString is how the ledger writes a file's identity.
-func FileIDString(dev, ino uint64) string { return fmt.Sprintf("%d:%d", dev, ino) }

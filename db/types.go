@@ -414,8 +414,9 @@ type LocalOutput struct {
 	LastWrittenAt  time.Time `json:"last_written_at"`
 	// ExistedBefore: a file was at Path before faucet first wrote it.
 	ExistedBefore bool `json:"existed_before"`
-	// FileID identifies the file faucet wrote last ("device:inode"), so a
-	// deletion removes exactly that file; empty when unknown.
+	// FileID identifies the file faucet wrote last (its device, inode, size
+	// and modification time), so a deletion removes exactly that file;
+	// empty when unknown.
 	FileID    string     `json:"file_id,omitempty"`
 	DeletedAt *time.Time `json:"deleted_at"`
 }

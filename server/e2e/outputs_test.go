@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/faucet-dev/faucet/openapi/client"
@@ -119,18 +120,21 @@ matrix:
 		if r, _ := admin.DeleteLocalOutputWithResponse(ctx, "no-such-entry"); r.StatusCode() != http.StatusNotFound {
 			t.Fatalf("deleting a missing entry: %d", r.StatusCode())
 		}
-		// A file replaced since faucet wrote it is not faucet's to delete.
+		// A file replaced since faucet wrote it is not faucet's to delete,
+		// even of the same size, where the file system may well give it the
+		// inode number the removed one had.
 		replaced := got[filepath.Join(root, "existing.jsonl")]
 		if err := os.Remove(filepath.Join(root, "existing.jsonl")); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(root, "existing.jsonl"), []byte("someone else's\n"), 0o644); err != nil {
+		theirs := strings.Repeat("x", int(replaced.SizeBytes))
+		if err := os.WriteFile(filepath.Join(root, "existing.jsonl"), []byte(theirs), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		if r, _ := admin.DeleteLocalOutputWithResponse(ctx, replaced.Id); r.StatusCode() != http.StatusConflict {
 			t.Fatalf("deleting a replaced file: %d %s", r.StatusCode(), r.Body)
 		}
-		if b, _ := os.ReadFile(filepath.Join(root, "existing.jsonl")); string(b) != "someone else's\n" {
+		if b, _ := os.ReadFile(filepath.Join(root, "existing.jsonl")); string(b) != theirs {
 			t.Fatal("the replaced file was deleted")
 		}
 		audit, err := admin.ListAuditWithResponse(ctx, &client.ListAuditParams{Action: ptr("local_output.delete")})

@@ -52,9 +52,7 @@ func New(store db.LocalOutputStore, files func() *sdk.Files, log *slog.Logger) *
 func (l *Ledger) Record(ctx context.Context, runID string, f pipeline.OutputFile, log *slog.Logger) {
 	w := db.LocalOutputWrite{Path: f.Path, SizeBytes: f.Size, RunID: runID, Existed: f.Existed}
 	if fi, err := l.files().Stat(f.Path); err == nil {
-		if dev, ino, ok := sdk.FileID(fi); ok {
-			w.FileID = db.FileIDString(dev, ino)
-		}
+		w.FileID = identity(fi)
 		w.SizeBytes = fi.Size()
 	}
 	if _, err := l.store.LocalOutputRecord(context.WithoutCancel(ctx), w); err != nil {
@@ -89,7 +87,7 @@ func (l *Ledger) Delete(ctx context.Context, id string) (*db.LocalOutput, error)
 	case err != nil:
 		return nil, err
 	default:
-		if dev, ino, ok := sdk.FileID(fi); ok && out.FileID != "" && db.FileIDString(dev, ino) != out.FileID {
+		if out.FileID != "" && identity(fi) != out.FileID {
 			return nil, ErrReplaced
 		}
 		if err := files.Remove(out.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -104,6 +102,18 @@ func (l *Ledger) Delete(ctx context.Context, id string) (*db.LocalOutput, error)
 		return nil, ErrDeleted
 	}
 	return deleted, nil
+}
+
+// identity tells the file fi describes from one put at its path since:
+// device and inode, and, since a file system hands a freed inode number to
+// the next file it creates, the size and modification time too. Empty when
+// the platform has no inode numbers.
+func identity(fi fs.FileInfo) string {
+	dev, ino, ok := sdk.FileID(fi)
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("%d:%d:%d:%d", dev, ino, fi.Size(), fi.ModTime().UnixNano())
 }
 
 // Get returns one entry.
