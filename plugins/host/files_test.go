@@ -182,3 +182,70 @@ func TestConfinedRenameRace(t *testing.T) {
 	}
 	t.Logf("%d runs read the file inside, %d were refused or found no file", read, refused)
 }
+
+// TestThirdPartyPluginsAndTheRoots: a third-party plugin built against
+// today's SDK is told the roots with every call and, opening its files
+// through sdk.FilesFrom, is confined as the built-ins are; one built
+// against protocol 1.0 cannot be told, and the host warns naming it.
+func TestThirdPartyPluginsAndTheRoots(t *testing.T) {
+	c := newConfinedHost(t)
+	write(t, filepath.Join(c.root, "in.txt"), "one\ntwo\n")
+	write(t, filepath.Join(c.outside, "secret.txt"), "hunter2\n")
+	if err := os.Symlink(filepath.Join(c.outside, "secret.txt"), filepath.Join(c.root, "link.txt")); err != nil {
+		t.Fatal(err)
+	}
+	files := sdk.NewFiles([]string{c.root}, nil)
+	plugins := t.TempDir()
+	install(t, linesBin, plugins, "faucet-lines")
+	hostLog, logged := testLog(t)
+	h, err := host.New(context.Background(), host.Options{
+		Executable: faucetBin, Builtins: builtinSpecs(), Logger: hostLog,
+		PluginDirs: []string{plugins}, Files: func() *sdk.Files { return files },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	run := func(conns pipeline.Connectors, source, sink pipeline.ConnectorConfig) error {
+		_, err := pipeline.Execute(context.Background(), plan(pipeline.Invocation{RowID: "default", Source: source, Sink: sink}),
+			pipeline.ExecuteOptions{Connectors: conns, Logger: hostLog})
+		return err
+	}
+	if err := run(h, cfg("lines", map[string]any{"path": "in.txt"}), cfg("lines", map[string]any{"path": "copy.txt"})); err != nil {
+		t.Fatalf("lines → lines within the root: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(c.root, "copy.txt")); err != nil || string(b) != "one\ntwo\n" {
+		t.Fatalf("the copy within the root: %q (%v)", b, err)
+	}
+	for _, r := range []struct {
+		what         string
+		source, sink pipeline.ConnectorConfig
+	}{
+		{"an absolute path outside", cfg("lines", map[string]any{"path": filepath.Join(c.outside, "secret.txt")}), cfg("jsonl", map[string]any{"path": "x.jsonl"})},
+		{"dot dot", cfg("lines", map[string]any{"path": "../outside/secret.txt"}), cfg("jsonl", map[string]any{"path": "x.jsonl"})},
+		{"a symlink out of the root", cfg("lines", map[string]any{"path": "link.txt"}), cfg("jsonl", map[string]any{"path": "x.jsonl"})},
+		{"a sink outside", cfg("lines", map[string]any{"path": "in.txt"}), cfg("lines", map[string]any{"path": filepath.Join(c.outside, "x.txt")})},
+	} {
+		if err := run(h, r.source, r.sink); err == nil || !strings.Contains(err.Error(), "outside the file roots") {
+			t.Errorf("the lines plugin, %s: got %v, want it refused as outside the file roots", r.what, err)
+		}
+	}
+	if entries, _ := os.ReadDir(c.outside); len(entries) != 2 {
+		t.Errorf("files appeared outside the root: %v", entries)
+	}
+
+	old, err := host.New(context.Background(), host.Options{
+		Executable: faucetBin, Builtins: builtinSpecs(), Logger: hostLog,
+		PluginDirs: []string{buildLinesV10(t)}, Files: func() *sdk.Files { return files },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { old.Close() })
+	if err := run(old, cfg("lines", map[string]any{"path": filepath.Join(c.root, "in.txt")}), cfg("jsonl", map[string]any{"path": "old.jsonl"})); err != nil {
+		t.Fatalf("the protocol 1.0 plugin: %v", err)
+	}
+	if !containsLine(logged.String(), "is not told the file roots", "connector=lines", "path="+linesV10Bin) {
+		t.Errorf("no warning names the protocol 1.0 plugin that cannot be confined:\n%s", logged.String())
+	}
+}
