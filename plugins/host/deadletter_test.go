@@ -138,6 +138,85 @@ func TestPostgresSinkDeadLetters(t *testing.T) {
 	}
 }
 
+// TestPostgresUpsertDeadLetters: an upsert writes each batch through a
+// staging table; a batch the server refuses (a check constraint) is halved
+// until the refused records stand alone, and a value its column cannot
+// hold is refused before the server sees it; the rest is written.
+func TestPostgresUpsertDeadLetters(t *testing.T) {
+	url := testpg.Database(t)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE TABLE dlq_upsert (id bigint PRIMARY KEY, amount numeric CHECK (amount >= 0), note text)"); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.jsonl")
+	var b strings.Builder
+	negative, bad := map[int]bool{}, map[int]bool{}
+	for i := range 2000 {
+		amount := fmt.Sprintf("%q", fmt.Sprint(i%100, ".5"))
+		switch {
+		case i%400 == 11:
+			amount = `"-1"` // the server's check refuses it
+			negative[i] = true
+		case i%500 == 3:
+			amount = `"n/a"`
+			bad[i] = true
+		}
+		fmt.Fprintf(&b, `{"id":%d,"amount":%s,"note":"row %d"}`+"\n", i, amount, i)
+	}
+	if err := os.WriteFile(in, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dlq := filepath.Join(dir, "dead.jsonl")
+	p := plan(pipeline.Invocation{RowID: "default",
+		Source: cfg("jsonl", map[string]any{"path": in}),
+		Sink:   cfg("postgres", map[string]any{"url": url, "table": "dlq_upsert", "write_mode": "upsert", "key": []string{"id"}}),
+	})
+	p.DeadLetter = &pipeline.DeadLetter{Path: dlq, MaxRowAttempts: 2, Action: pipeline.PoisonDLQ}
+	res, err := pipeline.Execute(ctx, p, pipeline.ExecuteOptions{Connectors: newHost(t), RunID: "run-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantBad := len(negative) + len(bad)
+	if res[0].RecordsWritten != int64(2000-wantBad) || res[0].RecordsDeadLettered != int64(wantBad) {
+		t.Fatalf("result %+v, want %d written and %d dead-lettered", res[0], 2000-wantBad, wantBad)
+	}
+	var n int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM dlq_upsert").Scan(&n); err != nil || n != 2000-wantBad {
+		t.Fatalf("the table holds %d rows (%v), want %d", n, err, 2000-wantBad)
+	}
+	letters := readEnvelopes(t, dlq)
+	if len(letters) != wantBad {
+		t.Fatalf("%d dead letters, want %d", len(letters), wantBad)
+	}
+	for _, e := range letters {
+		var rec struct {
+			ID int `json:"id"`
+		}
+		if err := json.Unmarshal(e.Payload, &rec); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case negative[rec.ID]:
+			if !strings.Contains(e.Error.Message, "violates check constraint") || e.Attempt != 2 {
+				t.Errorf("dead letter of a refused amount: %+v", e)
+			}
+		case bad[rec.ID]:
+			// Found in a part, it is retried as the server's refusals are.
+			if !strings.Contains(e.Error.Message, `invalid input syntax for type numeric: "n/a"`) || e.Attempt != 2 {
+				t.Errorf("dead letter of a bad value: %+v", e)
+			}
+		default:
+			t.Errorf("a good record was dead-lettered: %+v", e)
+		}
+	}
+}
+
 // TestSQLiteSinkDeadLetters: the sqlite sink isolates the records its table
 // refuses with savepoints, splitting each batch around them.
 func TestSQLiteSinkDeadLetters(t *testing.T) {

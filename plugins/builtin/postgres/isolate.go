@@ -290,21 +290,10 @@ func (w *writer) endWindow(ctx context.Context) error {
 // copyPart copies lines under a savepoint of their own: a refusal leaves
 // nothing of them and is a *sdk.RecordError naming the line it was at.
 func (w *writer) copyPart(ctx context.Context, copySQL string, lines []byte) error {
-	if _, err := w.tx.Exec(ctx, "SAVEPOINT faucet_part"); err != nil {
+	return w.underSavepoint(ctx, func() error {
+		_, err := w.conn.PgConn().CopyFrom(ctx, bytes.NewReader(lines), copySQL)
 		return classify(err)
-	}
-	_, err := w.conn.PgConn().CopyFrom(ctx, bytes.NewReader(lines), copySQL)
-	if err == nil {
-		_, err = w.tx.Exec(ctx, "RELEASE SAVEPOINT faucet_part")
-		return classify(err)
-	}
-	if _, rerr := w.tx.Exec(ctx, "ROLLBACK TO SAVEPOINT faucet_part"); rerr != nil {
-		return classify(rerr)
-	}
-	if re := recordError(err); re != nil {
-		return re
-	}
-	return classify(err)
+	})
 }
 
 // upsertPart upserts part of a batch under a savepoint: a record the table
@@ -323,10 +312,19 @@ func (w *writer) upsertPart(ctx context.Context, part sdk.Batch) error {
 			}
 		}
 	}
+	// A COPY into the staging table names the line it refused; the
+	// INSERT … SELECT from it does not, and the part is then halved.
+	return w.underSavepoint(ctx, func() error { return w.upsert(ctx, part, listed, which) })
+}
+
+// underSavepoint runs write under a savepoint of its own: when write fails
+// nothing of it stays, and a refusal of a record's content is returned as a
+// *sdk.RecordError, any other failure of write as it is.
+func (w *writer) underSavepoint(ctx context.Context, write func() error) error {
 	if _, err := w.tx.Exec(ctx, "SAVEPOINT faucet_part"); err != nil {
 		return classify(err)
 	}
-	err = w.upsert(ctx, part, listed, which)
+	err := write()
 	if err == nil {
 		_, err = w.tx.Exec(ctx, "RELEASE SAVEPOINT faucet_part")
 		return classify(err)
@@ -334,8 +332,6 @@ func (w *writer) upsertPart(ctx context.Context, part sdk.Batch) error {
 	if _, rerr := w.tx.Exec(ctx, "ROLLBACK TO SAVEPOINT faucet_part"); rerr != nil {
 		return classify(rerr)
 	}
-	// A COPY into the staging table names the line it refused; the
-	// INSERT … SELECT from it does not, and the part is then halved.
 	if re := recordError(err); re != nil {
 		return re
 	}
