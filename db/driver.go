@@ -38,6 +38,7 @@ type Driver interface {
 	WakeDriver
 	TemplateDriver
 	LocalOutputDriver
+	CallbackDriver
 }
 
 // LocalOutputDriver stores the ledger of written files.

@@ -54,10 +54,16 @@ func (p *pipelineHost) Close() error { return p.host.Close() }
 // Catalog is the connector catalog the API's schema routes show.
 func (p *pipelineHost) Catalog() pipeline.Catalog { return p.host }
 
+// Load loads a config as a template registers it: at the present instant.
 func (p *pipelineHost) Load(config []byte, format string) (*pipeline.Plan, error) {
+	return p.LoadAt(config, format, time.Time{})
+}
+
+// LoadAt loads a run's config at the run's clock; a zero now is the present.
+func (p *pipelineHost) LoadAt(config []byte, format string, now time.Time) (*pipeline.Plan, error) {
 	return pipeline.Load(config, pipeline.LoadOptions{
 		Format: pipeline.Format(format), Defaults: p.defaults, Catalog: p.host,
-		Env: p.env.Lookup, EnvAllowed: p.env.Allowed, Files: p.files.Check,
+		Env: p.env.Lookup, EnvAllowed: p.env.Allowed, Files: p.files.Check, Now: now,
 	})
 }
 

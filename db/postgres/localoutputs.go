@@ -58,14 +58,6 @@ func localOutput(r dbsqlc.FaucetLocalOutput) db.LocalOutput {
 	return out
 }
 
-func utc(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
-}
-
 func nonEmpty(s string) *string {
 	if s == "" {
 		return nil
