@@ -148,6 +148,14 @@ type ExecuteOptions struct {
 	// FlushTimeout bounds how long a sink may take to commit after the run
 	// is cancelled; 0 means one minute.
 	FlushTimeout time.Duration
+	// Output, if set, is called with every file a committed sink session of
+	// the invocation rowID created or replaced (the dead-letter file too),
+	// from any goroutine.
+	Output func(rowID string, f OutputFile)
+	// RunID names the run in its dead letters.
+	RunID string
+	// Files opens the dead-letter file; nil opens paths as given.
+	Files FileOpener
 	// Observe asks the connectors to report the datasets they read and
 	// wrote (InvocationResult.Lineage), for the catalog.
 	Observe bool
@@ -285,15 +293,18 @@ func (e *executor) invoke(ctx context.Context, inv *Invocation) InvocationResult
 	if e.opts.Observe {
 		ctx = WithObservation(ctx)
 	}
+	if out := e.opts.Output; out != nil {
+		ctx = WithSessionReport(ctx, SessionReport{Output: func(f OutputFile) { out(inv.RowID, f) }})
+	}
 	attempts := max(1, e.plan.Retry.MaxAttempts)
 	backoff := e.plan.Retry.InitialBackoff
 	var (
-		written int64
-		lineage *Lineage
-		err     error
+		written, letters, dropped int64
+		lineage                   *Lineage
+		err                       error
 	)
 	for attempt := 1; ; attempt++ {
-		written, lineage, err = e.attempt(ctx, inv)
+		written, letters, dropped, lineage, err = e.attemptWithDeadLetters(ctx, inv)
 		if err == nil || attempt >= attempts || ctx.Err() != nil || !IsTransient(err) {
 			break
 		}
@@ -304,7 +315,7 @@ func (e *executor) invoke(ctx context.Context, inv *Invocation) InvocationResult
 		}
 		backoff = min(backoff*2, max(e.plan.Retry.MaxBackoff, backoff))
 	}
-	res := InvocationResult{RowID: inv.RowID, RecordsWritten: written, Duration: time.Since(start)}
+	res := InvocationResult{RowID: inv.RowID, RecordsWritten: written, RecordsDeadLettered: letters, RecordsDropped: dropped, Duration: time.Since(start)}
 	if err != nil {
 		res.Err = e.redact.Error(err)
 		log.Error("invocation failed", "records_written", written, "duration", res.Duration, "error", res.Err)
@@ -312,7 +323,36 @@ func (e *executor) invoke(ctx context.Context, inv *Invocation) InvocationResult
 		log.Info("invocation finished", "records_written", written, "duration", res.Duration)
 		res.Lineage = lineage
 	}
+	if letters > 0 {
+		log.Warn("records the sink refused were dead-lettered", "records", letters, "dlq", e.plan.DeadLetter.Path)
+	}
+	if dropped > 0 {
+		log.Warn("records the sink refused were dropped", "records", dropped)
+	}
 	return res
+}
+
+// attemptWithDeadLetters is one attempt, with the records its sink refuses
+// dead-lettered or dropped as the plan says: they count once the sink
+// committed, and an attempt whose sink rolled back leaves none. A
+// successful attempt also returns what its sessions observed, when Observe
+// asked.
+func (e *executor) attemptWithDeadLetters(ctx context.Context, inv *Invocation) (written, letters, dropped int64, lineage *Lineage, err error) {
+	dl := e.newDeadLetters(inv)
+	if dl == nil {
+		written, _, lineage, err = e.attempt(ctx, inv)
+		return written, 0, 0, lineage, err
+	}
+	written, committed, lineage, err := e.attempt(dl.attach(ctx), inv)
+	if !committed {
+		dl.discard()
+		return written, 0, 0, nil, err
+	}
+	letters, dropped, derr := dl.commit()
+	if err == nil {
+		err = derr
+	}
+	return written, letters, dropped, lineage, err
 }
 
 func sleep(ctx context.Context, d time.Duration) bool {
@@ -338,47 +378,18 @@ type received struct {
 
 // attempt streams one invocation's source into its sink once. On success
 // and on cancellation the sink commits what it acknowledged; on any other
-// failure it aborts, so a retry starts from a clean sink. A successful
-// attempt also returns what its sessions observed, when Observe asked.
-func (e *executor) attempt(ctx context.Context, inv *Invocation) (int64, *Lineage, error) {
+// failure it aborts, so a retry starts from a clean sink. committed says
+// whether the sink committed; lineage is what the sessions of a successful
+// attempt observed.
+func (e *executor) attempt(ctx context.Context, inv *Invocation) (n int64, committed bool, lineage *Lineage, err error) {
 	if p, ok := e.opts.Connectors.(Piper); ok {
-		session, n, err := e.pipe(ctx, p, inv)
-		if !errors.Is(err, ErrNoPipe) {
-			if err != nil {
-				return n, nil, err
-			}
-			return n, e.lineage(session, session), nil
+		if n, committed, lineage, err := e.pipe(ctx, p, inv); !errors.Is(err, ErrNoPipe) {
+			return n, committed, lineage, err
 		}
 	}
-	n, src, sink, err := e.relay(ctx, inv)
-	if err != nil {
-		return n, nil, err
-	}
-	return n, e.lineage(src, sink), nil
-}
-
-// lineage collects what a successful attempt's sessions observed; nil
-// when Observe did not ask.
-func (e *executor) lineage(src, sink any) *Lineage {
-	if !e.opts.Observe {
-		return nil
-	}
-	l := &Lineage{}
-	if o, ok := src.(SourceObserver); ok {
-		l.Source, _ = o.ObservedSource()
-	}
-	if o, ok := sink.(SinkObserver); ok {
-		l.Sink, _ = o.ObservedSink()
-	}
-	return l
-}
-
-// relay is attempt for connectors that cannot be piped: the batches pass
-// through the executor. It returns the sessions it used.
-func (e *executor) relay(ctx context.Context, inv *Invocation) (int64, SourceSession, SinkSession, error) {
 	src, err := e.opts.Connectors.OpenSource(ctx, inv.Source, inv.SourceShard)
 	if err != nil {
-		return 0, nil, nil, e.cancelled(ctx, err)
+		return 0, false, nil, e.cancelled(ctx, err)
 	}
 	defer src.Close()
 
@@ -386,14 +397,14 @@ func (e *executor) relay(ctx context.Context, inv *Invocation) (int64, SourceSes
 	// start (a missing file, a bad query) fails without touching the sink.
 	first, err := src.Recv()
 	if err != nil && err != io.EOF {
-		return 0, nil, nil, e.cancelled(ctx, err)
+		return 0, false, nil, e.cancelled(ctx, err)
 	}
 	firstErr := err
 
 	acks := e.newAcks(inv.RowID)
 	sink, err := e.opts.Connectors.OpenSink(context.WithoutCancel(ctx), inv.Sink, acks.add)
 	if err != nil {
-		return 0, nil, nil, e.cancelled(ctx, err)
+		return 0, false, nil, e.cancelled(ctx, err)
 	}
 
 	ch := make(chan received, e.opts.BufferBatches)
@@ -426,8 +437,8 @@ func (e *executor) relay(ctx context.Context, inv *Invocation) (int64, SourceSes
 		var r received
 		select {
 		case <-ctx.Done():
-			n, err := e.commitCancelled(ctx, inv, sink, acks.forget)
-			return n, nil, nil, err
+			n, committed, err := e.commitCancelled(ctx, inv, sink, acks.forget)
+			return n, committed, nil, err
 		case r = <-ch:
 		}
 		switch {
@@ -435,31 +446,30 @@ func (e *executor) relay(ctx context.Context, inv *Invocation) (int64, SourceSes
 			n, err := sink.Commit(ctx)
 			if err != nil {
 				acks.forget()
-				return 0, nil, nil, e.cancelled(ctx, fmt.Errorf("commit: %w", err))
+				return 0, false, nil, e.cancelled(ctx, fmt.Errorf("commit: %w", err))
 			}
-			return n, src, sink, nil
+			return n, true, e.lineage(src, sink), nil
 		case r.err != nil:
 			if ctx.Err() != nil {
-				n, err := e.commitCancelled(ctx, inv, sink, acks.forget)
-				return n, nil, nil, err
+				n, committed, err := e.commitCancelled(ctx, inv, sink, acks.forget)
+				return n, committed, nil, err
 			}
 			e.abort(ctx, sink, acks.forget)
-			return 0, nil, nil, r.err
+			return 0, false, nil, r.err
 		}
 		if err := sink.Send(r.b); err != nil {
 			e.abort(ctx, sink, acks.forget)
-			return 0, nil, nil, e.cancelled(ctx, err)
+			return 0, false, nil, e.cancelled(ctx, err)
 		}
 	}
 }
 
-// pipe is attempt for connectors that stream source to sink themselves. It
-// returns the session it used.
-func (e *executor) pipe(ctx context.Context, p Piper, inv *Invocation) (PipeSession, int64, error) {
+// pipe is attempt for connectors that stream source to sink themselves.
+func (e *executor) pipe(ctx context.Context, p Piper, inv *Invocation) (int64, bool, *Lineage, error) {
 	acks := e.newAcks(inv.RowID)
 	session, err := p.OpenPipe(context.WithoutCancel(ctx), inv.Source, inv.SourceShard, inv.Sink, acks.add)
 	if err != nil {
-		return nil, 0, e.cancelled(ctx, err)
+		return 0, false, nil, e.cancelled(ctx, err)
 	}
 	type outcome struct {
 		n   int64
@@ -474,9 +484,9 @@ func (e *executor) pipe(ctx context.Context, p Piper, inv *Invocation) (PipeSess
 	case o := <-done:
 		if o.err != nil {
 			acks.forget()
-			return session, 0, o.err
+			return 0, false, nil, o.err
 		}
-		return session, o.n, nil
+		return o.n, true, e.lineage(session, session), nil
 	case <-ctx.Done():
 	}
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opts.FlushTimeout)
@@ -485,35 +495,51 @@ func (e *executor) pipe(ctx context.Context, p Piper, inv *Invocation) (PipeSess
 		err := session.Abort(fctx)
 		<-done
 		acks.forget()
-		return session, 0, e.targetKept(ctx, inv, err)
+		return 0, false, nil, e.targetKept(ctx, inv, err)
 	}
 	n, err := session.Stop(fctx)
 	<-done
 	if err != nil {
 		acks.forget()
-		return session, 0, fmt.Errorf("cancelled (%w); committing the acknowledged batches failed: %w", context.Cause(ctx), err)
+		return 0, false, nil, fmt.Errorf("cancelled (%w); committing the acknowledged batches failed: %w", context.Cause(ctx), err)
 	}
-	return session, n, fmt.Errorf("cancelled after %d records were committed: %w", n, context.Cause(ctx))
+	return n, true, nil, fmt.Errorf("cancelled after %d records were committed: %w", n, context.Cause(ctx))
+}
+
+// lineage collects what a successful attempt's sessions observed; nil
+// when Observe did not ask.
+func (e *executor) lineage(src, sink any) *Lineage {
+	if !e.opts.Observe {
+		return nil
+	}
+	l := &Lineage{}
+	if o, ok := src.(SourceObserver); ok {
+		l.Source, _ = o.ObservedSource()
+	}
+	if o, ok := sink.(SinkObserver); ok {
+		l.Sink, _ = o.ObservedSink()
+	}
+	return l
 }
 
 // commitCancelled ends a cancelled attempt: the sink commits exactly the
 // batches it acknowledged, within FlushTimeout, unless it overwrites its
 // target, which then stays as it was.
-func (e *executor) commitCancelled(ctx context.Context, inv *Invocation, sink SinkSession, forget func()) (int64, error) {
+func (e *executor) commitCancelled(ctx context.Context, inv *Invocation, sink SinkSession, forget func()) (int64, bool, error) {
 	if inv.SinkWriteMode == WriteModeOverwrite {
 		forget()
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opts.FlushTimeout)
 		defer cancel()
-		return 0, e.targetKept(ctx, inv, sink.Abort(actx))
+		return 0, false, e.targetKept(ctx, inv, sink.Abort(actx))
 	}
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opts.FlushTimeout)
 	defer cancel()
 	n, err := sink.Commit(fctx)
 	if err != nil {
 		forget()
-		return 0, fmt.Errorf("cancelled (%w); committing the acknowledged batches failed: %w", context.Cause(ctx), err)
+		return 0, false, fmt.Errorf("cancelled (%w); committing the acknowledged batches failed: %w", context.Cause(ctx), err)
 	}
-	return n, fmt.Errorf("cancelled after %d records were committed: %w", n, context.Cause(ctx))
+	return n, true, fmt.Errorf("cancelled after %d records were committed: %w", n, context.Cause(ctx))
 }
 
 // targetKept is the error of a cancelled overwrite the sink was told to

@@ -25,6 +25,9 @@ bash scripts/npm-tools.sh
 if ! command -v dot >/dev/null; then
 	apt_install graphviz
 fi
+# The web console's browser suite drives Debian's Chromium with the npm
+# packages server/console/web/package-lock.json pins.
+bash scripts/console-tools.sh --browser
 
 go run ./internal/testpg/withpg go test -race -count=1 -timeout 30m ./...
 

@@ -38,7 +38,7 @@ func observed(uri, kind string, records int64, schema []db.SchemaColumn) db.Cata
 }
 
 // record records each invocation in a batch of its own.
-func record(t testing.TB, s db.Store, invs ...db.CatalogInvocation) {
+func recordCatalog(t testing.TB, s db.Store, invs ...db.CatalogInvocation) {
 	t.Helper()
 	for _, inv := range invs {
 		if err := s.CatalogRecord(t.Context(), db.CatalogBatch{Invocations: []db.CatalogInvocation{inv}}); err != nil {
@@ -98,8 +98,8 @@ func exerciseCatalog(t *testing.T, newURL func(t testing.TB) string, peek Peek) 
 		clk := newClock()
 		s := open(t, newURL(t), db.Options{InstanceID: "a", Clock: clk.Now})
 		t0 := now()
-		record(t, s, invocation("r1", t0, observed(csvURI, "csv", 3, peopleSchema), observed(tableURI, "postgres", 3, nil)))
-		record(t, s, invocation("r2", t0.Add(time.Minute), observed(tableURI, "postgres", 3, peopleSchema), observed(jsonlURI, "jsonl", 3, peopleSchema)))
+		recordCatalog(t, s, invocation("r1", t0, observed(csvURI, "csv", 3, peopleSchema), observed(tableURI, "postgres", 3, nil)))
+		recordCatalog(t, s, invocation("r2", t0.Add(time.Minute), observed(tableURI, "postgres", 3, peopleSchema), observed(jsonlURI, "jsonl", 3, peopleSchema)))
 
 		page := datasets(t, s, db.CatalogFilter{})
 		var uris []string
@@ -171,7 +171,7 @@ func exerciseCatalog(t *testing.T, newURL func(t testing.TB) string, peek Peek) 
 			{v3, 3},
 		}
 		for i, st := range steps {
-			record(t, s, invocation(fmt.Sprintf("r%d", i), t0.Add(time.Duration(i)*time.Second), observed(csvURI, "csv", 1, st.schema), observed(jsonlURI, "jsonl", 1, nil)))
+			recordCatalog(t, s, invocation(fmt.Sprintf("r%d", i), t0.Add(time.Duration(i)*time.Second), observed(csvURI, "csv", 1, st.schema), observed(jsonlURI, "jsonl", 1, nil)))
 			if got := detail(t, s, csvURI).SchemaVersions; got != st.version {
 				t.Fatalf("after record %d: %d schema versions, want %d", i, got, st.version)
 			}
@@ -208,14 +208,14 @@ func exerciseCatalog(t *testing.T, newURL func(t testing.TB) string, peek Peek) 
 		t.Parallel()
 		s := fresh(t, newURL, "a")
 		inv := invocation("r1", now(), observed(csvURI, "csv", 5, peopleSchema), observed(jsonlURI, "jsonl", 5, nil))
-		record(t, s, inv, inv)
+		recordCatalog(t, s, inv, inv)
 		d := detail(t, s, csvURI)
 		if d.Runs != 1 || d.TotalRecords != 5 || len(d.Stats) != 1 || d.Downstream[0].Runs != 1 {
 			t.Errorf("recorded twice: runs %d, total %d, %d stats, edge runs %d", d.Runs, d.TotalRecords, len(d.Stats), d.Downstream[0].Runs)
 		}
 		// Another row of the same run is another invocation.
 		inv.RowID = "second"
-		record(t, s, inv)
+		recordCatalog(t, s, inv)
 		if d := detail(t, s, csvURI); d.Runs != 2 || len(d.Stats) != 2 {
 			t.Errorf("a second row: runs %d, %d stats", d.Runs, len(d.Stats))
 		}
@@ -232,7 +232,7 @@ func exerciseCatalog(t *testing.T, newURL func(t testing.TB) string, peek Peek) 
 			uris = append(uris, uri)
 			// Two datasets share each instant, so the id breaks the tie.
 			at := t0.Add(time.Duration(i/2) * time.Second)
-			record(t, s, db.CatalogInvocation{RunID: fmt.Sprintf("r%d", i), Pipeline: "p", RowID: "default", Status: db.StatusCompleted,
+			recordCatalog(t, s, db.CatalogInvocation{RunID: fmt.Sprintf("r%d", i), Pipeline: "p", RowID: "default", Status: db.StatusCompleted,
 				RecordedAt: at, Sinks: []db.CatalogObservation{observed(uri, kind, 1, nil)}})
 		}
 		var all []string
@@ -281,11 +281,11 @@ func exerciseCatalog(t *testing.T, newURL func(t testing.TB) string, peek Peek) 
 		t0 := now()
 		chain := []string{"x://a", "x://b", "x://c", "x://d", "x://e"}
 		for i := range len(chain) - 1 {
-			record(t, s, invocation(fmt.Sprintf("chain-%d", i), t0.Add(time.Duration(i)*time.Second), observed(chain[i], "x", 1, nil), observed(chain[i+1], "x", 1, nil)))
+			recordCatalog(t, s, invocation(fmt.Sprintf("chain-%d", i), t0.Add(time.Duration(i)*time.Second), observed(chain[i], "x", 1, nil), observed(chain[i+1], "x", 1, nil)))
 		}
 		// A cycle back from the end, and a graph of its own beside it.
-		record(t, s, invocation("cycle", t0, observed("x://e", "x", 1, nil), observed("x://a", "x", 1, nil)))
-		record(t, s, invocation("other", t0, observed("y://1", "y", 1, nil), observed("y://2", "y", 1, nil)))
+		recordCatalog(t, s, invocation("cycle", t0, observed("x://e", "x", 1, nil), observed("x://a", "x", 1, nil)))
+		recordCatalog(t, s, invocation("other", t0, observed("y://1", "y", 1, nil), observed("y://2", "y", 1, nil)))
 		c := db.DatasetID("x://c")
 		for depth, want := range map[int][]string{
 			1:  {"x://b>x://c", "x://c>x://d"},
@@ -320,7 +320,7 @@ func exerciseCatalog(t *testing.T, newURL func(t testing.TB) string, peek Peek) 
 		t0 := now()
 		extra := 5
 		for i := range db.StatsKept + extra {
-			record(t, s, db.CatalogInvocation{RunID: fmt.Sprintf("r%04d", i), Pipeline: "p", RowID: "default", Status: db.StatusCompleted,
+			recordCatalog(t, s, db.CatalogInvocation{RunID: fmt.Sprintf("r%04d", i), Pipeline: "p", RowID: "default", Status: db.StatusCompleted,
 				RecordedAt: t0.Add(time.Duration(i) * time.Millisecond), Sinks: []db.CatalogObservation{observed(jsonlURI, "jsonl", int64(i), nil)}})
 		}
 		d := detail(t, s, jsonlURI)
@@ -378,8 +378,8 @@ func exerciseCatalog(t *testing.T, newURL func(t testing.TB) string, peek Peek) 
 		t.Parallel()
 		s := fresh(t, newURL, "a")
 		t0 := now()
-		record(t, s, invocation("new", t0, observed(csvURI, "csv", 7, nil), observed(jsonlURI, "jsonl", 7, nil)))
-		record(t, s, invocation("old", t0.Add(-time.Hour), observed(csvURI, "csv", 2, nil), observed(jsonlURI, "jsonl", 2, nil)))
+		recordCatalog(t, s, invocation("new", t0, observed(csvURI, "csv", 7, nil), observed(jsonlURI, "jsonl", 7, nil)))
+		recordCatalog(t, s, invocation("old", t0.Add(-time.Hour), observed(csvURI, "csv", 2, nil), observed(jsonlURI, "jsonl", 2, nil)))
 		d := detail(t, s, csvURI)
 		if d.LastRunID != "new" || d.LastRecords != 7 || !d.LastSeen.Equal(t0) || !d.FirstSeen.Equal(t0.Add(-time.Hour)) || d.Runs != 2 || d.TotalRecords != 9 {
 			t.Errorf("dataset %+v", d.CatalogDataset)
@@ -392,7 +392,7 @@ func exerciseCatalog(t *testing.T, newURL func(t testing.TB) string, peek Peek) 
 	t.Run("SeveralSourcesOneEdgeEach", func(t *testing.T) {
 		t.Parallel()
 		s := fresh(t, newURL, "a")
-		record(t, s, db.CatalogInvocation{RunID: "r1", Pipeline: "p", RowID: "default", Status: db.StatusCompleted,
+		recordCatalog(t, s, db.CatalogInvocation{RunID: "r1", Pipeline: "p", RowID: "default", Status: db.StatusCompleted,
 			Sources: []db.CatalogObservation{observed("x://a", "x", 4, nil), observed("x://b", "x", 3, nil), observed("x://out", "x", 9, nil)},
 			Sinks:   []db.CatalogObservation{observed("x://out", "x", 7, nil)}})
 		d := detail(t, s, "x://out")
@@ -411,7 +411,7 @@ func exerciseCatalog(t *testing.T, newURL func(t testing.TB) string, peek Peek) 
 		run := newRun("r1", db.StatusCompleted, clk.Now().Add(-48*time.Hour))
 		run.FinishedAt = ptr(clk.Now().Add(-47 * time.Hour))
 		submit(t, s, run)
-		record(t, s, invocation("r1", clk.Now().Add(-47*time.Hour), observed(csvURI, "csv", 1, peopleSchema), observed(jsonlURI, "jsonl", 1, nil)))
+		recordCatalog(t, s, invocation("r1", clk.Now().Add(-47*time.Hour), observed(csvURI, "csv", 1, peopleSchema), observed(jsonlURI, "jsonl", 1, nil)))
 		putSnapshots(t, s, db.ConfigSnapshot{Pipeline: "people", RunID: "r1", Body: []byte(`{"a":1}`)})
 		purge(t, s, db.PurgePolicy{TerminalRuns: time.Hour, Audit: time.Hour, IdempotencyClaims: time.Hour, Instances: time.Hour})
 		if _, err := s.RunGet(t.Context(), "r1"); !errors.Is(err, db.ErrNotFound) {
@@ -425,7 +425,7 @@ func exerciseCatalog(t *testing.T, newURL func(t testing.TB) string, peek Peek) 
 			t.Errorf("snapshot after the purge: %v", err)
 		}
 		submit(t, s, newRun("r2", db.StatusCompleted, clk.Now()))
-		record(t, s, invocation("r2", clk.Now(), observed(csvURI, "csv", 1, nil), observed(jsonlURI, "jsonl", 1, nil)))
+		recordCatalog(t, s, invocation("r2", clk.Now(), observed(csvURI, "csv", 1, nil), observed(jsonlURI, "jsonl", 1, nil)))
 		if out, err := s.RunDelete(t.Context(), "r2"); err != nil || out != db.Deleted {
 			t.Fatalf("delete: %v %v", out, err)
 		}

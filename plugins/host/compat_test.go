@@ -14,15 +14,18 @@ import (
 
 	"github.com/faucet-dev/faucet/pipeline"
 	"github.com/faucet-dev/faucet/plugins/host"
+	"github.com/faucet-dev/faucet/plugins/internal/protocol"
 )
 
 // Revisions a third-party plugin may have been built from: the last commit
-// whose SDK spoke only connector protocol 1.0, and the last one speaking
-// 1.1 at most. A plugin built from one stands for every plugin built before
-// the next version, which must keep working.
+// whose SDK spoke only connector protocol 1.0, the last one speaking 1.1 at
+// most, and the last one speaking 1.2 at most. A plugin built from one
+// stands for every plugin built before the next version, which must keep
+// working.
 const (
 	protocol10Revision = "cc1348f43fd380ee15ec9aeaff508420ba432bf9"
 	protocol11Revision = "14b87e2e125fd0f676e22f696ae197aece416660"
+	protocol12Revision = "fff8c5c5eaa82e34707111cab227af615ad14241"
 )
 
 var (
@@ -31,8 +34,9 @@ var (
 )
 
 // buildLinesAt builds the example lines plugin as it stood at revision,
-// from that revision's SDK and protocol (taken from the repository's
-// history), into a plugin directory of its own, and returns the directory.
+// from that revision's plugins tree (its SDK, protocol and example, taken
+// from the repository's history), into a plugin directory of its own, and
+// returns the directory.
 // Each revision is built once per test binary.
 func buildLinesAt(t *testing.T, revision string) string {
 	t.Helper()
@@ -51,7 +55,7 @@ func buildLinesAt(t *testing.T, revision string) string {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(src, "plugins-dir", "faucet-lines")
-	archive := exec.Command("sh", "-c", `git -C "$1" archive "$2" go.mod go.sum plugins/sdk plugins/internal plugins/proto plugins/examples/lines | tar -x -C "$3"`,
+	archive := exec.Command("sh", "-c", `git -C "$1" archive "$2" go.mod go.sum plugins | tar -x -C "$3"`,
 		"sh", strings.TrimSpace(string(root)), revision, src)
 	if out, err := archive.CombinedOutput(); err != nil {
 		t.Fatalf("extract revision %s (a shallow clone lacks it; fetch the history): %v\n%s", revision, err, out)
@@ -166,8 +170,8 @@ func TestProtocol10PluginKeepsWorking(t *testing.T) {
 	if !containsLine(logged.String(), "plugin started", "connector=faucet-lines", "path="+linesV10Bin, "protocol=1") {
 		t.Error("faucet did not negotiate protocol 1 (1.0) with the 1.0 plugin")
 	}
-	if !containsLine(logged.String(), "plugin started", "connector=csv", "protocol=3") {
-		t.Error("faucet did not negotiate protocol 3 (1.2) with a built-in")
+	if !containsLine(logged.String(), "plugin started", "connector=csv", fmt.Sprintf("protocol=%d", protocol.Latest)) {
+		t.Errorf("faucet did not negotiate protocol %d, the latest, with a built-in", protocol.Latest)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/faucet-dev/faucet/pipeline"
 	"github.com/faucet-dev/faucet/plugins/host"
+	"github.com/faucet-dev/faucet/plugins/sdk"
 )
 
 // observe executes one invocation asking the connectors for their datasets
@@ -134,5 +135,73 @@ func TestProtocol11PluginKeepsWorking(t *testing.T) {
 	}
 	if !containsLine(logged.String(), "plugin started", "connector=faucet-lines", "protocol=2") {
 		t.Error("faucet did not negotiate protocol 2 (1.1) with the 1.1 plugin")
+	}
+}
+
+// TestProtocol12PluginKeepsWorking runs the example plugin built against
+// protocol 1.2, which reports its datasets but cannot be told the file
+// roots, beside 1.3 built-ins, with faucet asking for datasets and
+// confining files: it negotiates 1.2, reports its file as a source and as
+// a sink, whether faucet relays the batches or a 1.3 sink reads it
+// directly, and is named in a warning as a connector whose paths are not
+// confined.
+func TestProtocol12PluginKeepsWorking(t *testing.T) {
+	hostLog, logged := testLog(t)
+	linesDir := buildLinesAt(t, protocol12Revision)
+	dir := t.TempDir()
+	files := sdk.NewFiles([]string{dir}, nil)
+	h, err := host.New(context.Background(), host.Options{
+		Executable: faucetBin, Builtins: builtinSpecs(), Logger: hostLog, PluginDirs: []string{linesDir},
+		Files: func() *sdk.Files { return files },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		h.Close()
+		for _, pid := range children(t, filepath.Join(linesDir, "faucet-lines")) {
+			t.Errorf("protocol 1.2 plugin process %d left behind", pid)
+		}
+	})
+	in := filepath.Join(dir, "in.txt")
+	if err := os.WriteFile(in, []byte("one\ntwo\nthree\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lines := &pipeline.Schema{Columns: []pipeline.Column{{Name: "n", Type: "integer"}, {Name: "line", Type: "string"}}}
+	for name, conns := range map[string]pipeline.Connectors{"piped": h, "relayed": relayOnly{h}} {
+		out := filepath.Join(dir, name+".jsonl")
+		l := observe(t, conns, pipeline.Invocation{RowID: "default", Source: cfg("lines", map[string]any{"path": in}), Sink: cfg("jsonl", map[string]any{"path": out})})
+		if n := countLines(t, out); n != 3 {
+			t.Errorf("%s: lines (1.2) → jsonl wrote %d records, want 3", name, n)
+		}
+		want := []pipeline.Dataset{{Kind: "lines", URI: fileURI(in), Schema: lines}}
+		if !reflect.DeepEqual(l.Source.Datasets, want) || l.Source.Records != 3 {
+			t.Errorf("%s: the 1.2 source's report = %+v, want datasets %+v", name, l.Source, want)
+		}
+		if len(l.Sink.Datasets) != 1 || l.Sink.Datasets[0].URI != fileURI(out) || l.Sink.Records != 3 {
+			t.Errorf("%s: the 1.3 sink's report = %+v", name, l.Sink)
+		}
+	}
+
+	csvIn := filepath.Join(dir, "in.csv")
+	if err := os.WriteFile(csvIn, []byte("line\nx\ny\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	linesOut := filepath.Join(dir, "out.txt")
+	l := observe(t, h, pipeline.Invocation{RowID: "default", Source: cfg("csv", map[string]any{"path": csvIn}), Sink: cfg("lines", map[string]any{"path": linesOut})})
+	if got, err := os.ReadFile(linesOut); err != nil || string(got) != "x\ny\n" {
+		t.Errorf("csv → lines (1.2) wrote %q (%v)", got, err)
+	}
+	if len(l.Source.Datasets) != 1 || l.Source.Datasets[0].URI != fileURI(csvIn) {
+		t.Errorf("the 1.3 source's report, passed on by the 1.2 sink = %+v", l.Source)
+	}
+	if len(l.Sink.Datasets) != 1 || l.Sink.Datasets[0].URI != fileURI(linesOut) {
+		t.Errorf("the 1.2 sink's report = %+v", l.Sink)
+	}
+	if !containsLine(logged.String(), "plugin started", "connector=faucet-lines", "protocol=3") {
+		t.Error("faucet did not negotiate protocol 3 (1.2) with the 1.2 plugin")
+	}
+	if !containsLine(logged.String(), "is not told the file roots", "connector=lines") {
+		t.Errorf("no warning names the protocol 1.2 plugin that cannot be confined:\n%s", logged.String())
 	}
 }

@@ -55,15 +55,18 @@ func (h *Host) OpenPipe(ctx context.Context, source pipeline.ConnectorConfig, sh
 	}
 	// The sink passes the source's report on only when it speaks 1.2 too.
 	observe := reports(pipeline.ObservationWanted(ctx), dst.version)
-	read := &connectorv1.ReadRequest{Config: source.Config, ReportDatasets: observe && reports(true, src.version)}
+	read := &connectorv1.ReadRequest{Config: source.Config, ReportDatasets: observe && reports(true, src.version), FileAccess: h.fileAccess(sc, src)}
 	if shard != nil {
 		read.Shard = &connectorv1.Shard{Descriptor_: shard.Descriptor, EstimatedRecords: shard.EstimatedRecords, EstimatedBytes: shard.EstimatedBytes}
 	}
+	report := pipeline.SessionReportFrom(ctx)
 	sctx, cancel := context.WithCancel(ctx)
 	stream, err := dst.rpc.Write(sctx)
 	if err == nil {
 		err = stream.Send(&connectorv1.WriteRequest{Msg: &connectorv1.WriteRequest_Open{Open: &connectorv1.WriteOpen{
 			Config:         sink.Config,
+			FileAccess:     h.fileAccess(kc, dst),
+			RecordPolicy:   recordPolicy(kc, dst, report),
 			Upstream:       &connectorv1.Upstream{Network: addr.Addr.Network(), Address: addr.Addr.String(), Read: read, ProtocolVersion: uint32(src.version)},
 			ReportDatasets: observe,
 		}}})
@@ -74,7 +77,8 @@ func (h *Host) OpenPipe(ctx context.Context, source pipeline.ConnectorConfig, sh
 		release()
 		return nil, err
 	}
-	p := &pipeSession{source: sc.Name, sink: kc.Name, src: src, dst: dst, stream: stream, cancel: cancel, acked: acked, done: make(chan struct{}), release: release}
+	p := &pipeSession{source: sc.Name, sink: kc.Name, src: src, dst: dst, stream: stream, cancel: cancel, acked: acked,
+		report: report, done: make(chan struct{}), release: release}
 	go p.receive()
 	return p, nil
 }
@@ -85,6 +89,7 @@ type pipeSession struct {
 	stream       grpc.BidiStreamingClient[connectorv1.WriteRequest, connectorv1.WriteResponse]
 	cancel       context.CancelFunc
 	acked        func(int)
+	report       pipeline.SessionReport
 	release      func()
 
 	done     chan struct{}
@@ -122,8 +127,13 @@ func (p *pipeSession) receive() {
 			if p.acked != nil {
 				p.acked(int(m.Ack.GetCount()))
 			}
+		case *connectorv1.WriteResponse_Rejected:
+			if n := reportRejected(p.report, m.Rejected); n > 0 && p.acked != nil {
+				p.acked(-n)
+			}
 		case *connectorv1.WriteResponse_Stats:
 			p.records, p.stats = m.Stats.GetRecords(), m.Stats
+			reportOutputs(p.report, m.Stats)
 			return
 		case *connectorv1.WriteResponse_UpstreamFailed:
 			// The source's own failure, seen from the sink: name the source.

@@ -74,9 +74,11 @@ const (
 
 // FileURI is the canonical URI of a file dataset: file:// and the absolute
 // path (a glob stays a glob), so the same file named two ways is one
-// dataset.
-func FileURI(path string) (string, error) {
-	abs, err := filepath.Abs(path)
+// dataset. A relative path is the one the call's Files opens (FilesFrom
+// ctx): beneath the first file root in a confined call, in the working
+// directory otherwise.
+func FileURI(ctx context.Context, path string) (string, error) {
+	abs, err := FilesFrom(ctx).Abs(path)
 	if err != nil {
 		return "", fmt.Errorf("file dataset %s: %w", path, err)
 	}

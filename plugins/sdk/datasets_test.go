@@ -1,6 +1,7 @@
 package sdk
 
 import (
+	"context"
 	"reflect"
 	"strings"
 	"testing"
@@ -66,8 +67,14 @@ func TestRedactURI(t *testing.T) {
 
 func TestFileURI(t *testing.T) {
 	t.Chdir(t.TempDir())
-	got, err := FileURI("in dir/x.csv")
+	got, err := FileURI(context.Background(), "in dir/x.csv")
 	if err != nil || !strings.HasPrefix(got, "file:///") || !strings.HasSuffix(got, "/in%20dir/x.csv") {
 		t.Errorf("FileURI = %q, %v", got, err)
+	}
+	// A confined call's relative path is the one its Files opens: beneath
+	// the first root, not the working directory.
+	confined := WithFiles(context.Background(), NewFiles([]string{"/srv/a", "/srv/b"}, nil))
+	if got, err := FileURI(confined, "out/x.csv"); err != nil || got != "file:///srv/a/out/x.csv" {
+		t.Errorf("FileURI in a confined call = %q, %v; want file:///srv/a/out/x.csv", got, err)
 	}
 }

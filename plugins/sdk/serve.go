@@ -134,7 +134,10 @@ func (s *server) Spec(context.Context, *connectorv1.SpecRequest) (*connectorv1.S
 		Description:  spec.Description,
 		SourceSchema: spec.SourceSchema,
 		SinkSchema:   spec.SinkSchema,
-		Capabilities: &connectorv1.Capabilities{Shardable: spec.Shardable, WriteModes: spec.WriteModes, ReadsUpstream: isSink, IndependentSessions: spec.IndependentSessions},
+		Capabilities: &connectorv1.Capabilities{
+			Shardable: spec.Shardable, WriteModes: spec.WriteModes, ReadsUpstream: isSink,
+			IndependentSessions: spec.IndependentSessions, RejectsRecords: spec.RejectsRecords,
+		},
 	}, nil
 }
 
@@ -147,6 +150,7 @@ func (s *server) Check(ctx context.Context, req *connectorv1.CheckRequest) (*con
 	if !ok {
 		return &connectorv1.CheckResponse{Items: []*connectorv1.CheckItem{{Name: "config", Ok: true, Message: "the connector has no probes beyond schema validation"}}}, nil
 	}
+	ctx = callContext(ctx, req.GetFileAccess())
 	items, err := checker.Check(ctx, role, req.GetConfig())
 	if err != nil {
 		return nil, toStatus(ctx, err)
@@ -163,6 +167,7 @@ func (s *server) Shards(ctx context.Context, req *connectorv1.ShardsRequest) (*c
 	if !ok {
 		return nil, status.Errorf(codes.Unimplemented, "connector %s is not shardable", s.c.Spec().Name)
 	}
+	ctx = callContext(ctx, req.GetFileAccess())
 	shards, err := sharder.Shards(ctx, req.GetConfig(), int(req.GetCount()))
 	if err != nil {
 		return nil, toStatus(ctx, err)
@@ -203,12 +208,13 @@ func (s *server) Read(req *connectorv1.ReadRequest, stream grpc.ServerStreamingS
 		w.next, w.grow, w.growAt = sb.next, sb.grow, sharedMinBytes
 		sb.w = w
 	}
-	if err := s.read(stream.Context(), src, req, w); err != nil {
+	ctx := callContext(stream.Context(), req.GetFileAccess())
+	if err := s.read(ctx, src, req, w); err != nil {
 		return err
 	}
 	stats := &connectorv1.Stats{Records: w.Records(), Bytes: w.Bytes()}
 	if infer != nil {
-		stats.Datasets = describe(stream.Context(), s.c, DatasetsRequest{Role: RoleSource, Config: req.GetConfig(), Shard: shardOf(req), Observed: infer.schema()})
+		stats.Datasets = describe(ctx, s.c, DatasetsRequest{Role: RoleSource, Config: req.GetConfig(), Shard: shardOf(req), Observed: infer.schema()})
 	}
 	return stream.Send(&connectorv1.ReadResponse{Msg: &connectorv1.ReadResponse_Stats{Stats: stats}})
 }
@@ -227,8 +233,10 @@ func (s *server) Write(stream grpc.BidiStreamingServer[connectorv1.WriteRequest,
 	if open == nil {
 		return status.Error(codes.InvalidArgument, "a write session must start with an open request")
 	}
+	ctx, outs := withOutputs(callContext(ctx, open.GetFileAccess()))
+	ctx, rej := withRejects(ctx, s.c, open.GetRecordPolicy())
 	if open.GetUpstream() != nil {
-		return s.writeFromUpstream(stream, sink, open)
+		return s.writeFromUpstream(ctx, session{outs, rej}, stream, sink, open)
 	}
 	w, err := sink.Open(ctx, open.GetConfig())
 	if err != nil {
@@ -249,7 +257,7 @@ func (s *server) Write(stream grpc.BidiStreamingServer[connectorv1.WriteRequest,
 			if infer != nil {
 				stats.Datasets = describe(ctx, s.c, DatasetsRequest{Role: RoleSink, Config: open.GetConfig(), Observed: infer.schema()})
 			}
-			return stream.Send(&connectorv1.WriteResponse{Msg: &connectorv1.WriteResponse_Stats{Stats: stats}})
+			return session{outs, rej}.finish(stream.Send, stats)
 		}
 		if err != nil {
 			// faucet went away mid-session: nothing will commit this.
@@ -262,6 +270,9 @@ func (s *server) Write(stream grpc.BidiStreamingServer[connectorv1.WriteRequest,
 			infer.observe(b.Records)
 			err := w.Write(ctx, b)
 			protocol.Release(b.Records)
+			if err == nil {
+				err = rej.flush(stream.Send)
+			}
 			if err != nil {
 				abort(w)
 				return toStatus(ctx, fmt.Errorf("batch %d: %w", b.Seq, err))
@@ -282,6 +293,25 @@ func (s *server) Write(stream grpc.BidiStreamingServer[connectorv1.WriteRequest,
 			return status.Error(codes.InvalidArgument, "unexpected request in a write session")
 		}
 	}
+}
+
+// session is what a write session reports besides its acknowledgements.
+type session struct {
+	outs *outputs
+	rej  *rejects
+}
+
+// finish sends the records refused last, then the final stats of a
+// committed session: stats with the records it refused left out of those it
+// made durable, and the files it wrote.
+func (s session) finish(send func(*connectorv1.WriteResponse) error, stats *connectorv1.Stats) error {
+	if err := s.rej.flush(send); err != nil {
+		return err
+	}
+	stats.Rejected = s.rej.count()
+	stats.Records -= stats.Rejected
+	stats.Outputs = s.outs.list()
+	return send(&connectorv1.WriteResponse{Msg: &connectorv1.WriteResponse_Stats{Stats: stats}})
 }
 
 // abort discards a session whose stream broke; the context is fresh because

@@ -26,8 +26,7 @@ import (
 // the source plugin directly. faucet's stream carries only control: closing
 // it stops the read and commits what was acknowledged, an abort request
 // discards the session.
-func (s *server) writeFromUpstream(stream grpc.BidiStreamingServer[connectorv1.WriteRequest, connectorv1.WriteResponse], sink Sink, open *connectorv1.WriteOpen) error {
-	ctx := stream.Context()
+func (s *server) writeFromUpstream(ctx context.Context, sess session, stream grpc.BidiStreamingServer[connectorv1.WriteRequest, connectorv1.WriteResponse], sink Sink, open *connectorv1.WriteOpen) error {
 	up := open.GetUpstream()
 	conn, release, err := s.upstreams.get(up.GetNetwork(), up.GetAddress())
 	if err != nil {
@@ -111,6 +110,9 @@ func (s *server) writeFromUpstream(stream grpc.BidiStreamingServer[connectorv1.W
 			infer.observe(data)
 			err = w.Write(ctx, batch)
 			u.done(b, data)
+			if err == nil {
+				err = sess.rej.flush(stream.Send)
+			}
 			if err != nil {
 				abort(w)
 				return toStatus(ctx, fmt.Errorf("batch %d: %w", seq, err))
@@ -147,7 +149,7 @@ func (s *server) writeFromUpstream(stream grpc.BidiStreamingServer[connectorv1.W
 		stats.Datasets = describe(ctx, s.c, DatasetsRequest{Role: RoleSink, Config: open.GetConfig(), Observed: infer.schema()})
 		stats.Upstream = upstream
 	}
-	return stream.Send(&connectorv1.WriteResponse{Msg: &connectorv1.WriteResponse_Stats{Stats: stats}})
+	return sess.finish(stream.Send, stats)
 }
 
 // upstreamRead is a sink's read of the source plugin it reads directly,

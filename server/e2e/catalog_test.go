@@ -397,7 +397,7 @@ func testPlanDiff(t *testing.T, h history) {
 	dir := t.TempDir()
 	hist := h.url(t)
 	const password, rotated = "plan-pw-one-1234", "plan-pw-two-5678"
-	s := start(t, serverOpts{history: hist, dataDir: dir, env: []string{"PLAN_PW=" + password}})
+	s := start(t, serverOpts{history: hist, dataDir: dir, env: []string{"PLAN_PW=" + password}, args: []string{"--config-env", "PLAN_PW"}})
 	if hist == "" {
 		hist = "sqlite:" + filepath.Join(dir, "history.db")
 	}

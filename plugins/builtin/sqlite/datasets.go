@@ -31,11 +31,11 @@ func (Connector) Datasets(ctx context.Context, req sdk.DatasetsRequest) ([]sdk.D
 		}
 		path, table = cfg.Path, cfg.Table
 	}
-	abs, err := filepath.Abs(path)
+	abs, err := sdk.FilesFrom(ctx).Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("resolve %s: %w", path, err)
 	}
-	db, err := open(path, true)
+	db, err := open(ctx, path, true)
 	if err != nil {
 		return nil, err
 	}
@@ -43,11 +43,11 @@ func (Connector) Datasets(ctx context.Context, req sdk.DatasetsRequest) ([]sdk.D
 	name := tabular.QueryID(query)
 	var schema *sdk.Schema
 	if query != "" {
-		schema, err = querySchema(ctx, db, query)
+		schema, err = querySchema(ctx, db.DB, query)
 	} else {
 		s, t := splitTable(table)
 		name = s + "." + t
-		schema, err = tableSchema(ctx, db, s, t)
+		schema, err = tableSchema(ctx, db.DB, s, t)
 	}
 	if err != nil {
 		return nil, err

@@ -32,8 +32,14 @@ const (
 	// observed schema (Stats.datasets), and a sink reading its source
 	// directly passes the source's final stats on (Stats.upstream).
 	VersionDatasets = 3
+	// VersionFileAccess is protocol 1.3: faucet serve sends every call that
+	// may open files the file roots and the server's own files to refuse
+	// (FileAccess), a sink reports the files it wrote (Stats.outputs), and
+	// a sink that rejects_records refuses single records under a record
+	// policy (Rejected) instead of failing the session.
+	VersionFileAccess = 4
 	// Latest is the highest version this build speaks.
-	Latest = VersionDatasets
+	Latest = VersionFileAccess
 )
 
 // Supports reports whether a peer that negotiated version has the additions

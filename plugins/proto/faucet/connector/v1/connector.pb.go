@@ -287,8 +287,11 @@ type Capabilities struct {
 	// writing one target at once on its own (each is a transaction); faucet
 	// splits a run into shards only for them (since 1.1).
 	IndependentSessions bool `protobuf:"varint,4,opt,name=independent_sessions,json=independentSessions,proto3" json:"independent_sessions,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// rejects_records sinks honour WriteOpen.record_policy: they refuse a
+	// single bad record instead of failing the session (since 1.3).
+	RejectsRecords bool `protobuf:"varint,30,opt,name=rejects_records,json=rejectsRecords,proto3" json:"rejects_records,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Capabilities) Reset() {
@@ -349,11 +352,20 @@ func (x *Capabilities) GetIndependentSessions() bool {
 	return false
 }
 
+func (x *Capabilities) GetRejectsRecords() bool {
+	if x != nil {
+		return x.RejectsRecords
+	}
+	return false
+}
+
 type CheckRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Role  Role                   `protobuf:"varint,1,opt,name=role,proto3,enum=faucet.connector.v1.Role" json:"role,omitempty"`
 	// config is the connector's config as a JSON object.
-	Config        []byte `protobuf:"bytes,2,opt,name=config,proto3" json:"config,omitempty"`
+	Config []byte `protobuf:"bytes,2,opt,name=config,proto3" json:"config,omitempty"`
+	// file_access bounds the files the probe may open (since 1.3).
+	FileAccess    *FileAccess `protobuf:"bytes,30,opt,name=file_access,json=fileAccess,proto3" json:"file_access,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -402,6 +414,144 @@ func (x *CheckRequest) GetConfig() []byte {
 	return nil
 }
 
+func (x *CheckRequest) GetFileAccess() *FileAccess {
+	if x != nil {
+		return x.FileAccess
+	}
+	return nil
+}
+
+// FileAccess bounds the files a connector opens for one call (since 1.3).
+// Every path resolves beneath one of roots, a relative one beneath the
+// first, as the kernel resolves it when the file is opened (a symlink or
+// ".." leading out of the root is refused), and none of denied is opened,
+// whatever path reaches it. Unset, paths open as given (faucet run).
+type FileAccess struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// roots are absolute, canonical directories.
+	Roots         []string      `protobuf:"bytes,1,rep,name=roots,proto3" json:"roots,omitempty"`
+	Denied        []*DeniedFile `protobuf:"bytes,2,rep,name=denied,proto3" json:"denied,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FileAccess) Reset() {
+	*x = FileAccess{}
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FileAccess) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FileAccess) ProtoMessage() {}
+
+func (x *FileAccess) ProtoReflect() protoreflect.Message {
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FileAccess.ProtoReflect.Descriptor instead.
+func (*FileAccess) Descriptor() ([]byte, []int) {
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *FileAccess) GetRoots() []string {
+	if x != nil {
+		return x.Roots
+	}
+	return nil
+}
+
+func (x *FileAccess) GetDenied() []*DeniedFile {
+	if x != nil {
+		return x.Denied
+	}
+	return nil
+}
+
+// DeniedFile is one of faucet serve's own files (its history database,
+// token file, auth config), which no connector may open: by path, which
+// covers a file that does not exist yet, and by device and inode, which
+// covers every name of an existing one. A directory in the list may hold
+// no file a connector opens or creates (a plugin directory).
+type DeniedFile struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Device        uint64                 `protobuf:"varint,2,opt,name=device,proto3" json:"device,omitempty"`
+	Inode         uint64                 `protobuf:"varint,3,opt,name=inode,proto3" json:"inode,omitempty"`
+	Directory     bool                   `protobuf:"varint,4,opt,name=directory,proto3" json:"directory,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeniedFile) Reset() {
+	*x = DeniedFile{}
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeniedFile) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeniedFile) ProtoMessage() {}
+
+func (x *DeniedFile) ProtoReflect() protoreflect.Message {
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeniedFile.ProtoReflect.Descriptor instead.
+func (*DeniedFile) Descriptor() ([]byte, []int) {
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *DeniedFile) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *DeniedFile) GetDevice() uint64 {
+	if x != nil {
+		return x.Device
+	}
+	return 0
+}
+
+func (x *DeniedFile) GetInode() uint64 {
+	if x != nil {
+		return x.Inode
+	}
+	return 0
+}
+
+func (x *DeniedFile) GetDirectory() bool {
+	if x != nil {
+		return x.Directory
+	}
+	return false
+}
+
 type CheckResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// items are the individual probes, in the order they ran.
@@ -412,7 +562,7 @@ type CheckResponse struct {
 
 func (x *CheckResponse) Reset() {
 	*x = CheckResponse{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[4]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -424,7 +574,7 @@ func (x *CheckResponse) String() string {
 func (*CheckResponse) ProtoMessage() {}
 
 func (x *CheckResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[4]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -437,7 +587,7 @@ func (x *CheckResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckResponse.ProtoReflect.Descriptor instead.
 func (*CheckResponse) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{4}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *CheckResponse) GetItems() []*CheckItem {
@@ -460,7 +610,7 @@ type CheckItem struct {
 
 func (x *CheckItem) Reset() {
 	*x = CheckItem{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[5]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -472,7 +622,7 @@ func (x *CheckItem) String() string {
 func (*CheckItem) ProtoMessage() {}
 
 func (x *CheckItem) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[5]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -485,7 +635,7 @@ func (x *CheckItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckItem.ProtoReflect.Descriptor instead.
 func (*CheckItem) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{5}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *CheckItem) GetName() string {
@@ -520,13 +670,15 @@ type ReadRequest struct {
 	// report_datasets asks the source to end a successful read with the
 	// datasets it read in Stats.datasets (since 1.2).
 	ReportDatasets bool `protobuf:"varint,20,opt,name=report_datasets,json=reportDatasets,proto3" json:"report_datasets,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// file_access bounds the files the read may open (since 1.3).
+	FileAccess    *FileAccess `protobuf:"bytes,30,opt,name=file_access,json=fileAccess,proto3" json:"file_access,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ReadRequest) Reset() {
 	*x = ReadRequest{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[6]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -538,7 +690,7 @@ func (x *ReadRequest) String() string {
 func (*ReadRequest) ProtoMessage() {}
 
 func (x *ReadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[6]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -551,7 +703,7 @@ func (x *ReadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRequest.ProtoReflect.Descriptor instead.
 func (*ReadRequest) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{6}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ReadRequest) GetConfig() []byte {
@@ -582,6 +734,13 @@ func (x *ReadRequest) GetReportDatasets() bool {
 	return false
 }
 
+func (x *ReadRequest) GetFileAccess() *FileAccess {
+	if x != nil {
+		return x.FileAccess
+	}
+	return nil
+}
+
 // SharedRegion is memory a sink shares with the source it reads: the whole
 // of a Linux memfd the sink holds open as file descriptor fd, which the
 // source opens as /proc/<pid>/fd/<fd>. It starts with a header of
@@ -607,7 +766,7 @@ type SharedRegion struct {
 
 func (x *SharedRegion) Reset() {
 	*x = SharedRegion{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[7]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -619,7 +778,7 @@ func (x *SharedRegion) String() string {
 func (*SharedRegion) ProtoMessage() {}
 
 func (x *SharedRegion) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[7]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -632,7 +791,7 @@ func (x *SharedRegion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SharedRegion.ProtoReflect.Descriptor instead.
 func (*SharedRegion) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{7}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *SharedRegion) GetPid() int64 {
@@ -683,7 +842,7 @@ type ReadResponse struct {
 
 func (x *ReadResponse) Reset() {
 	*x = ReadResponse{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[8]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -695,7 +854,7 @@ func (x *ReadResponse) String() string {
 func (*ReadResponse) ProtoMessage() {}
 
 func (x *ReadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[8]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -708,7 +867,7 @@ func (x *ReadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResponse.ProtoReflect.Descriptor instead.
 func (*ReadResponse) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{8}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ReadResponse) GetMsg() isReadResponse_Msg {
@@ -768,7 +927,7 @@ type Shard struct {
 
 func (x *Shard) Reset() {
 	*x = Shard{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[9]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -780,7 +939,7 @@ func (x *Shard) String() string {
 func (*Shard) ProtoMessage() {}
 
 func (x *Shard) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[9]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -793,7 +952,7 @@ func (x *Shard) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Shard.ProtoReflect.Descriptor instead.
 func (*Shard) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{9}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Shard) GetDescriptor_() []byte {
@@ -818,16 +977,18 @@ func (x *Shard) GetEstimatedBytes() int64 {
 }
 
 type ShardsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Config        []byte                 `protobuf:"bytes,1,opt,name=config,proto3" json:"config,omitempty"`
-	Count         uint32                 `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Config []byte                 `protobuf:"bytes,1,opt,name=config,proto3" json:"config,omitempty"`
+	Count  uint32                 `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
+	// file_access bounds the files the split may open (since 1.3).
+	FileAccess    *FileAccess `protobuf:"bytes,30,opt,name=file_access,json=fileAccess,proto3" json:"file_access,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ShardsRequest) Reset() {
 	*x = ShardsRequest{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[10]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -839,7 +1000,7 @@ func (x *ShardsRequest) String() string {
 func (*ShardsRequest) ProtoMessage() {}
 
 func (x *ShardsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[10]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -852,7 +1013,7 @@ func (x *ShardsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShardsRequest.ProtoReflect.Descriptor instead.
 func (*ShardsRequest) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{10}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ShardsRequest) GetConfig() []byte {
@@ -869,6 +1030,13 @@ func (x *ShardsRequest) GetCount() uint32 {
 	return 0
 }
 
+func (x *ShardsRequest) GetFileAccess() *FileAccess {
+	if x != nil {
+		return x.FileAccess
+	}
+	return nil
+}
+
 type ShardsResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Shards        []*Shard               `protobuf:"bytes,1,rep,name=shards,proto3" json:"shards,omitempty"`
@@ -878,7 +1046,7 @@ type ShardsResponse struct {
 
 func (x *ShardsResponse) Reset() {
 	*x = ShardsResponse{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[11]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -890,7 +1058,7 @@ func (x *ShardsResponse) String() string {
 func (*ShardsResponse) ProtoMessage() {}
 
 func (x *ShardsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[11]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -903,7 +1071,7 @@ func (x *ShardsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShardsResponse.ProtoReflect.Descriptor instead.
 func (*ShardsResponse) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{11}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ShardsResponse) GetShards() []*Shard {
@@ -929,7 +1097,7 @@ type Batch struct {
 
 func (x *Batch) Reset() {
 	*x = Batch{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[12]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -941,7 +1109,7 @@ func (x *Batch) String() string {
 func (*Batch) ProtoMessage() {}
 
 func (x *Batch) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[12]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -954,7 +1122,7 @@ func (x *Batch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Batch.ProtoReflect.Descriptor instead.
 func (*Batch) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{12}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Batch) GetSeq() uint64 {
@@ -997,7 +1165,7 @@ type SharedSlot struct {
 
 func (x *SharedSlot) Reset() {
 	*x = SharedSlot{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[13]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1009,7 +1177,7 @@ func (x *SharedSlot) String() string {
 func (*SharedSlot) ProtoMessage() {}
 
 func (x *SharedSlot) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[13]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1022,7 +1190,7 @@ func (x *SharedSlot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SharedSlot.ProtoReflect.Descriptor instead.
 func (*SharedSlot) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{13}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SharedSlot) GetSlot() uint32 {
@@ -1052,14 +1220,19 @@ type Stats struct {
 	// upstream, in a Write whose open asked for datasets and named an
 	// upstream, is the final Stats of the upstream read as the sink received
 	// it: what the source read (since 1.2).
-	Upstream      *Stats `protobuf:"bytes,21,opt,name=upstream,proto3" json:"upstream,omitempty"`
+	Upstream *Stats `protobuf:"bytes,21,opt,name=upstream,proto3" json:"upstream,omitempty"`
+	// outputs are the files a committed write session created or replaced
+	// (since 1.3), for faucet serve's ledger of the files its runs wrote.
+	Outputs []*OutputFile `protobuf:"bytes,30,rep,name=outputs,proto3" json:"outputs,omitempty"`
+	// rejected counts the records the sink refused (since 1.3).
+	Rejected      int64 `protobuf:"varint,31,opt,name=rejected,proto3" json:"rejected,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Stats) Reset() {
 	*x = Stats{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[14]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1071,7 +1244,7 @@ func (x *Stats) String() string {
 func (*Stats) ProtoMessage() {}
 
 func (x *Stats) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[14]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1084,7 +1257,7 @@ func (x *Stats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stats.ProtoReflect.Descriptor instead.
 func (*Stats) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{14}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Stats) GetRecords() int64 {
@@ -1115,6 +1288,20 @@ func (x *Stats) GetUpstream() *Stats {
 	return nil
 }
 
+func (x *Stats) GetOutputs() []*OutputFile {
+	if x != nil {
+		return x.Outputs
+	}
+	return nil
+}
+
+func (x *Stats) GetRejected() int64 {
+	if x != nil {
+		return x.Rejected
+	}
+	return 0
+}
+
 // Dataset is one thing a call read or wrote: a file, a table, a query's
 // result (since 1.2).
 type Dataset struct {
@@ -1135,7 +1322,7 @@ type Dataset struct {
 
 func (x *Dataset) Reset() {
 	*x = Dataset{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[15]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1147,7 +1334,7 @@ func (x *Dataset) String() string {
 func (*Dataset) ProtoMessage() {}
 
 func (x *Dataset) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[15]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1160,7 +1347,7 @@ func (x *Dataset) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Dataset.ProtoReflect.Descriptor instead.
 func (*Dataset) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{15}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Dataset) GetKind() string {
@@ -1194,7 +1381,7 @@ type DatasetSchema struct {
 
 func (x *DatasetSchema) Reset() {
 	*x = DatasetSchema{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[16]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1206,7 +1393,7 @@ func (x *DatasetSchema) String() string {
 func (*DatasetSchema) ProtoMessage() {}
 
 func (x *DatasetSchema) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[16]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1219,7 +1406,7 @@ func (x *DatasetSchema) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DatasetSchema.ProtoReflect.Descriptor instead.
 func (*DatasetSchema) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{16}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *DatasetSchema) GetColumns() []*DatasetColumn {
@@ -1247,7 +1434,7 @@ type DatasetColumn struct {
 
 func (x *DatasetColumn) Reset() {
 	*x = DatasetColumn{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[17]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1259,7 +1446,7 @@ func (x *DatasetColumn) String() string {
 func (*DatasetColumn) ProtoMessage() {}
 
 func (x *DatasetColumn) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[17]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1272,7 +1459,7 @@ func (x *DatasetColumn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DatasetColumn.ProtoReflect.Descriptor instead.
 func (*DatasetColumn) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{17}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *DatasetColumn) GetName() string {
@@ -1303,6 +1490,69 @@ func (x *DatasetColumn) GetDbType() string {
 	return ""
 }
 
+// OutputFile is a file a write session created or replaced (since 1.3).
+type OutputFile struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// path is the file's absolute path.
+	Path string `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Size int64  `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
+	// existed is set when a file was at path before the session.
+	Existed       bool `protobuf:"varint,3,opt,name=existed,proto3" json:"existed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OutputFile) Reset() {
+	*x = OutputFile{}
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OutputFile) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OutputFile) ProtoMessage() {}
+
+func (x *OutputFile) ProtoReflect() protoreflect.Message {
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OutputFile.ProtoReflect.Descriptor instead.
+func (*OutputFile) Descriptor() ([]byte, []int) {
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *OutputFile) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *OutputFile) GetSize() int64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *OutputFile) GetExisted() bool {
+	if x != nil {
+		return x.Existed
+	}
+	return false
+}
+
 type WriteRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Msg:
@@ -1317,7 +1567,7 @@ type WriteRequest struct {
 
 func (x *WriteRequest) Reset() {
 	*x = WriteRequest{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[18]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1329,7 +1579,7 @@ func (x *WriteRequest) String() string {
 func (*WriteRequest) ProtoMessage() {}
 
 func (x *WriteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[18]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1342,7 +1592,7 @@ func (x *WriteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteRequest.ProtoReflect.Descriptor instead.
 func (*WriteRequest) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{18}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *WriteRequest) GetMsg() isWriteRequest_Msg {
@@ -1413,13 +1663,22 @@ type WriteOpen struct {
 	// upstream's final Stats in Stats.upstream (since 1.2). faucet sets the
 	// upstream read's own report_datasets when the source speaks 1.2.
 	ReportDatasets bool `protobuf:"varint,20,opt,name=report_datasets,json=reportDatasets,proto3" json:"report_datasets,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// file_access bounds the files the session may open (since 1.3).
+	FileAccess *FileAccess `protobuf:"bytes,30,opt,name=file_access,json=fileAccess,proto3" json:"file_access,omitempty"`
+	// record_policy, when set, lets a sink that rejects_records refuse single
+	// records instead of failing the session (since 1.3): a record the target
+	// will not take (a constraint it violates, a value its column cannot
+	// hold) is written again on its own up to max_attempts times, then
+	// reported in a Rejected message; the rest of its batch is written as
+	// usual.
+	RecordPolicy  *RecordPolicy `protobuf:"bytes,31,opt,name=record_policy,json=recordPolicy,proto3" json:"record_policy,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *WriteOpen) Reset() {
 	*x = WriteOpen{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[19]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1431,7 +1690,7 @@ func (x *WriteOpen) String() string {
 func (*WriteOpen) ProtoMessage() {}
 
 func (x *WriteOpen) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[19]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1444,7 +1703,7 @@ func (x *WriteOpen) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteOpen.ProtoReflect.Descriptor instead.
 func (*WriteOpen) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{19}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *WriteOpen) GetConfig() []byte {
@@ -1468,6 +1727,66 @@ func (x *WriteOpen) GetReportDatasets() bool {
 	return false
 }
 
+func (x *WriteOpen) GetFileAccess() *FileAccess {
+	if x != nil {
+		return x.FileAccess
+	}
+	return nil
+}
+
+func (x *WriteOpen) GetRecordPolicy() *RecordPolicy {
+	if x != nil {
+		return x.RecordPolicy
+	}
+	return nil
+}
+
+// RecordPolicy is how a session treats a single bad record (since 1.3).
+type RecordPolicy struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// max_attempts counts the tries of a record on its own, at least 1.
+	MaxAttempts   uint32 `protobuf:"varint,1,opt,name=max_attempts,json=maxAttempts,proto3" json:"max_attempts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordPolicy) Reset() {
+	*x = RecordPolicy{}
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordPolicy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordPolicy) ProtoMessage() {}
+
+func (x *RecordPolicy) ProtoReflect() protoreflect.Message {
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordPolicy.ProtoReflect.Descriptor instead.
+func (*RecordPolicy) Descriptor() ([]byte, []int) {
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *RecordPolicy) GetMaxAttempts() uint32 {
+	if x != nil {
+		return x.MaxAttempts
+	}
+	return 0
+}
+
 // Upstream is a source plugin's Read, called by the sink itself.
 type Upstream struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1485,7 +1804,7 @@ type Upstream struct {
 
 func (x *Upstream) Reset() {
 	*x = Upstream{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[20]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1497,7 +1816,7 @@ func (x *Upstream) String() string {
 func (*Upstream) ProtoMessage() {}
 
 func (x *Upstream) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[20]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1510,7 +1829,7 @@ func (x *Upstream) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Upstream.ProtoReflect.Descriptor instead.
 func (*Upstream) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{20}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Upstream) GetNetwork() string {
@@ -1549,7 +1868,7 @@ type WriteAbort struct {
 
 func (x *WriteAbort) Reset() {
 	*x = WriteAbort{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[21]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1561,7 +1880,7 @@ func (x *WriteAbort) String() string {
 func (*WriteAbort) ProtoMessage() {}
 
 func (x *WriteAbort) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[21]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1574,7 +1893,7 @@ func (x *WriteAbort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteAbort.ProtoReflect.Descriptor instead.
 func (*WriteAbort) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{21}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{25}
 }
 
 type WriteResponse struct {
@@ -1584,6 +1903,7 @@ type WriteResponse struct {
 	//	*WriteResponse_Ack
 	//	*WriteResponse_Stats
 	//	*WriteResponse_UpstreamFailed
+	//	*WriteResponse_Rejected
 	Msg           isWriteResponse_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1591,7 +1911,7 @@ type WriteResponse struct {
 
 func (x *WriteResponse) Reset() {
 	*x = WriteResponse{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[22]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1603,7 +1923,7 @@ func (x *WriteResponse) String() string {
 func (*WriteResponse) ProtoMessage() {}
 
 func (x *WriteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[22]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1616,7 +1936,7 @@ func (x *WriteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteResponse.ProtoReflect.Descriptor instead.
 func (*WriteResponse) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{22}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *WriteResponse) GetMsg() isWriteResponse_Msg {
@@ -1653,6 +1973,15 @@ func (x *WriteResponse) GetUpstreamFailed() *UpstreamFailure {
 	return nil
 }
 
+func (x *WriteResponse) GetRejected() *Rejected {
+	if x != nil {
+		if x, ok := x.Msg.(*WriteResponse_Rejected); ok {
+			return x.Rejected
+		}
+	}
+	return nil
+}
+
 type isWriteResponse_Msg interface {
 	isWriteResponse_Msg()
 }
@@ -1673,11 +2002,148 @@ type WriteResponse_UpstreamFailed struct {
 	UpstreamFailed *UpstreamFailure `protobuf:"bytes,3,opt,name=upstream_failed,json=upstreamFailed,proto3,oneof"`
 }
 
+type WriteResponse_Rejected struct {
+	// rejected lists records the sink refused under the session's record
+	// policy (since 1.3).
+	Rejected *Rejected `protobuf:"bytes,30,opt,name=rejected,proto3,oneof"`
+}
+
 func (*WriteResponse_Ack) isWriteResponse_Msg() {}
 
 func (*WriteResponse_Stats) isWriteResponse_Msg() {}
 
 func (*WriteResponse_UpstreamFailed) isWriteResponse_Msg() {}
+
+func (*WriteResponse_Rejected) isWriteResponse_Msg() {}
+
+// Rejected lists records of batch seq that the sink refused (since 1.3). It
+// may come after the batch's Ack, when the target judges records after the
+// sink accepted them, but always before the final Stats, whose records
+// leave them out.
+type Rejected struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Seq           uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	Records       []*RejectedRecord      `protobuf:"bytes,2,rep,name=records,proto3" json:"records,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Rejected) Reset() {
+	*x = Rejected{}
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Rejected) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Rejected) ProtoMessage() {}
+
+func (x *Rejected) ProtoReflect() protoreflect.Message {
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Rejected.ProtoReflect.Descriptor instead.
+func (*Rejected) Descriptor() ([]byte, []int) {
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *Rejected) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *Rejected) GetRecords() []*RejectedRecord {
+	if x != nil {
+		return x.Records
+	}
+	return nil
+}
+
+// RejectedRecord is one refused record.
+type RejectedRecord struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// index is the record's position in its batch, from 0.
+	Index uint32 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	// record is the record as the sink received it (a JSON object).
+	Record []byte `protobuf:"bytes,2,opt,name=record,proto3" json:"record,omitempty"`
+	// error is why the target refused it, the last time it was tried.
+	Error string `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	// attempts counts the tries of the record on its own.
+	Attempts      uint32 `protobuf:"varint,4,opt,name=attempts,proto3" json:"attempts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RejectedRecord) Reset() {
+	*x = RejectedRecord{}
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RejectedRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RejectedRecord) ProtoMessage() {}
+
+func (x *RejectedRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RejectedRecord.ProtoReflect.Descriptor instead.
+func (*RejectedRecord) Descriptor() ([]byte, []int) {
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *RejectedRecord) GetIndex() uint32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *RejectedRecord) GetRecord() []byte {
+	if x != nil {
+		return x.Record
+	}
+	return nil
+}
+
+func (x *RejectedRecord) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *RejectedRecord) GetAttempts() uint32 {
+	if x != nil {
+		return x.Attempts
+	}
+	return 0
+}
 
 // UpstreamFailure is the gRPC status the upstream Read ended with.
 type UpstreamFailure struct {
@@ -1691,7 +2157,7 @@ type UpstreamFailure struct {
 
 func (x *UpstreamFailure) Reset() {
 	*x = UpstreamFailure{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[23]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1703,7 +2169,7 @@ func (x *UpstreamFailure) String() string {
 func (*UpstreamFailure) ProtoMessage() {}
 
 func (x *UpstreamFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[23]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1716,7 +2182,7 @@ func (x *UpstreamFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpstreamFailure.ProtoReflect.Descriptor instead.
 func (*UpstreamFailure) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{23}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *UpstreamFailure) GetCode() int32 {
@@ -1744,7 +2210,7 @@ type Ack struct {
 
 func (x *Ack) Reset() {
 	*x = Ack{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[24]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1756,7 +2222,7 @@ func (x *Ack) String() string {
 func (*Ack) ProtoMessage() {}
 
 func (x *Ack) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[24]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1769,7 +2235,7 @@ func (x *Ack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ack.ProtoReflect.Descriptor instead.
 func (*Ack) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{24}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Ack) GetSeq() uint64 {
@@ -1800,27 +2266,42 @@ const file_faucet_connector_v1_connector_proto_rawDesc = "" +
 	"\rsource_schema\x18\x05 \x01(\fR\fsourceSchema\x12\x1f\n" +
 	"\vsink_schema\x18\x06 \x01(\fR\n" +
 	"sinkSchema\x12E\n" +
-	"\fcapabilities\x18\a \x01(\v2!.faucet.connector.v1.CapabilitiesR\fcapabilities\"\xa7\x01\n" +
+	"\fcapabilities\x18\a \x01(\v2!.faucet.connector.v1.CapabilitiesR\fcapabilities\"\xd0\x01\n" +
 	"\fCapabilities\x12\x1c\n" +
 	"\tshardable\x18\x01 \x01(\bR\tshardable\x12\x1f\n" +
 	"\vwrite_modes\x18\x02 \x03(\tR\n" +
 	"writeModes\x12%\n" +
 	"\x0ereads_upstream\x18\x03 \x01(\bR\rreadsUpstream\x121\n" +
-	"\x14independent_sessions\x18\x04 \x01(\bR\x13independentSessions\"U\n" +
+	"\x14independent_sessions\x18\x04 \x01(\bR\x13independentSessions\x12'\n" +
+	"\x0frejects_records\x18\x1e \x01(\bR\x0erejectsRecords\"\x97\x01\n" +
 	"\fCheckRequest\x12-\n" +
 	"\x04role\x18\x01 \x01(\x0e2\x19.faucet.connector.v1.RoleR\x04role\x12\x16\n" +
-	"\x06config\x18\x02 \x01(\fR\x06config\"E\n" +
+	"\x06config\x18\x02 \x01(\fR\x06config\x12@\n" +
+	"\vfile_access\x18\x1e \x01(\v2\x1f.faucet.connector.v1.FileAccessR\n" +
+	"fileAccess\"[\n" +
+	"\n" +
+	"FileAccess\x12\x14\n" +
+	"\x05roots\x18\x01 \x03(\tR\x05roots\x127\n" +
+	"\x06denied\x18\x02 \x03(\v2\x1f.faucet.connector.v1.DeniedFileR\x06denied\"l\n" +
+	"\n" +
+	"DeniedFile\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
+	"\x06device\x18\x02 \x01(\x04R\x06device\x12\x14\n" +
+	"\x05inode\x18\x03 \x01(\x04R\x05inode\x12\x1c\n" +
+	"\tdirectory\x18\x04 \x01(\bR\tdirectory\"E\n" +
 	"\rCheckResponse\x124\n" +
 	"\x05items\x18\x01 \x03(\v2\x1e.faucet.connector.v1.CheckItemR\x05items\"I\n" +
 	"\tCheckItem\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x0e\n" +
 	"\x02ok\x18\x02 \x01(\bR\x02ok\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessage\"\xc8\x01\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"\x8a\x02\n" +
 	"\vReadRequest\x12\x16\n" +
 	"\x06config\x18\x01 \x01(\fR\x06config\x120\n" +
 	"\x05shard\x18\x02 \x01(\v2\x1a.faucet.connector.v1.ShardR\x05shard\x12F\n" +
 	"\rshared_region\x18\x03 \x01(\v2!.faucet.connector.v1.SharedRegionR\fsharedRegion\x12'\n" +
-	"\x0freport_datasets\x18\x14 \x01(\bR\x0ereportDatasets\"\x88\x01\n" +
+	"\x0freport_datasets\x18\x14 \x01(\bR\x0ereportDatasets\x12@\n" +
+	"\vfile_access\x18\x1e \x01(\v2\x1f.faucet.connector.v1.FileAccessR\n" +
+	"fileAccess\"\x88\x01\n" +
 	"\fSharedRegion\x12\x10\n" +
 	"\x03pid\x18\x01 \x01(\x03R\x03pid\x12\x0e\n" +
 	"\x02fd\x18\x02 \x01(\x05R\x02fd\x12\x14\n" +
@@ -1837,10 +2318,12 @@ const file_faucet_connector_v1_connector_proto_rawDesc = "" +
 	"descriptor\x18\x01 \x01(\fR\n" +
 	"descriptor\x12+\n" +
 	"\x11estimated_records\x18\x02 \x01(\x03R\x10estimatedRecords\x12'\n" +
-	"\x0festimated_bytes\x18\x03 \x01(\x03R\x0eestimatedBytes\"=\n" +
+	"\x0festimated_bytes\x18\x03 \x01(\x03R\x0eestimatedBytes\"\x7f\n" +
 	"\rShardsRequest\x12\x16\n" +
 	"\x06config\x18\x01 \x01(\fR\x06config\x12\x14\n" +
-	"\x05count\x18\x02 \x01(\rR\x05count\"D\n" +
+	"\x05count\x18\x02 \x01(\rR\x05count\x12@\n" +
+	"\vfile_access\x18\x1e \x01(\v2\x1f.faucet.connector.v1.FileAccessR\n" +
+	"fileAccess\"D\n" +
 	"\x0eShardsResponse\x122\n" +
 	"\x06shards\x18\x01 \x03(\v2\x1a.faucet.connector.v1.ShardR\x06shards\"\x82\x01\n" +
 	"\x05Batch\x12\x10\n" +
@@ -1851,12 +2334,14 @@ const file_faucet_connector_v1_connector_proto_rawDesc = "" +
 	"\n" +
 	"SharedSlot\x12\x12\n" +
 	"\x04slot\x18\x01 \x01(\rR\x04slot\x12\x16\n" +
-	"\x06length\x18\x02 \x01(\rR\x06length\"\xa9\x01\n" +
+	"\x06length\x18\x02 \x01(\rR\x06length\"\x80\x02\n" +
 	"\x05Stats\x12\x18\n" +
 	"\arecords\x18\x01 \x01(\x03R\arecords\x12\x14\n" +
 	"\x05bytes\x18\x02 \x01(\x03R\x05bytes\x128\n" +
 	"\bdatasets\x18\x14 \x03(\v2\x1c.faucet.connector.v1.DatasetR\bdatasets\x126\n" +
-	"\bupstream\x18\x15 \x01(\v2\x1a.faucet.connector.v1.StatsR\bupstream\"k\n" +
+	"\bupstream\x18\x15 \x01(\v2\x1a.faucet.connector.v1.StatsR\bupstream\x129\n" +
+	"\aoutputs\x18\x1e \x03(\v2\x1f.faucet.connector.v1.OutputFileR\aoutputs\x12\x1a\n" +
+	"\brejected\x18\x1f \x01(\x03R\brejected\"k\n" +
 	"\aDataset\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x10\n" +
 	"\x03uri\x18\x02 \x01(\tR\x03uri\x12:\n" +
@@ -1867,28 +2352,47 @@ const file_faucet_connector_v1_connector_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x1a\n" +
 	"\bnullable\x18\x03 \x01(\bR\bnullable\x12\x17\n" +
-	"\adb_type\x18\x04 \x01(\tR\x06dbType\"\xb8\x01\n" +
+	"\adb_type\x18\x04 \x01(\tR\x06dbType\"N\n" +
+	"\n" +
+	"OutputFile\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
+	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x18\n" +
+	"\aexisted\x18\x03 \x01(\bR\aexisted\"\xb8\x01\n" +
 	"\fWriteRequest\x124\n" +
 	"\x04open\x18\x01 \x01(\v2\x1e.faucet.connector.v1.WriteOpenH\x00R\x04open\x122\n" +
 	"\x05batch\x18\x02 \x01(\v2\x1a.faucet.connector.v1.BatchH\x00R\x05batch\x127\n" +
 	"\x05abort\x18\x03 \x01(\v2\x1f.faucet.connector.v1.WriteAbortH\x00R\x05abortB\x05\n" +
-	"\x03msg\"\x87\x01\n" +
+	"\x03msg\"\x91\x02\n" +
 	"\tWriteOpen\x12\x16\n" +
 	"\x06config\x18\x01 \x01(\fR\x06config\x129\n" +
 	"\bupstream\x18\x02 \x01(\v2\x1d.faucet.connector.v1.UpstreamR\bupstream\x12'\n" +
-	"\x0freport_datasets\x18\x14 \x01(\bR\x0ereportDatasets\"\x9f\x01\n" +
+	"\x0freport_datasets\x18\x14 \x01(\bR\x0ereportDatasets\x12@\n" +
+	"\vfile_access\x18\x1e \x01(\v2\x1f.faucet.connector.v1.FileAccessR\n" +
+	"fileAccess\x12F\n" +
+	"\rrecord_policy\x18\x1f \x01(\v2!.faucet.connector.v1.RecordPolicyR\frecordPolicy\"1\n" +
+	"\fRecordPolicy\x12!\n" +
+	"\fmax_attempts\x18\x01 \x01(\rR\vmaxAttempts\"\x9f\x01\n" +
 	"\bUpstream\x12\x18\n" +
 	"\anetwork\x18\x01 \x01(\tR\anetwork\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x124\n" +
 	"\x04read\x18\x03 \x01(\v2 .faucet.connector.v1.ReadRequestR\x04read\x12)\n" +
 	"\x10protocol_version\x18\x04 \x01(\rR\x0fprotocolVersion\"\f\n" +
 	"\n" +
-	"WriteAbort\"\xc9\x01\n" +
+	"WriteAbort\"\x86\x02\n" +
 	"\rWriteResponse\x12,\n" +
 	"\x03ack\x18\x01 \x01(\v2\x18.faucet.connector.v1.AckH\x00R\x03ack\x122\n" +
 	"\x05stats\x18\x02 \x01(\v2\x1a.faucet.connector.v1.StatsH\x00R\x05stats\x12O\n" +
-	"\x0fupstream_failed\x18\x03 \x01(\v2$.faucet.connector.v1.UpstreamFailureH\x00R\x0eupstreamFailedB\x05\n" +
-	"\x03msg\"?\n" +
+	"\x0fupstream_failed\x18\x03 \x01(\v2$.faucet.connector.v1.UpstreamFailureH\x00R\x0eupstreamFailed\x12;\n" +
+	"\brejected\x18\x1e \x01(\v2\x1d.faucet.connector.v1.RejectedH\x00R\brejectedB\x05\n" +
+	"\x03msg\"[\n" +
+	"\bRejected\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12=\n" +
+	"\arecords\x18\x02 \x03(\v2#.faucet.connector.v1.RejectedRecordR\arecords\"p\n" +
+	"\x0eRejectedRecord\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\rR\x05index\x12\x16\n" +
+	"\x06record\x18\x02 \x01(\fR\x06record\x12\x14\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\x12\x1a\n" +
+	"\battempts\x18\x04 \x01(\rR\battempts\"?\n" +
 	"\x0fUpstreamFailure\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\x05R\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\"-\n" +
@@ -1924,7 +2428,7 @@ func file_faucet_connector_v1_connector_proto_rawDescGZIP() []byte {
 }
 
 var file_faucet_connector_v1_connector_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_faucet_connector_v1_connector_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_faucet_connector_v1_connector_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
 var file_faucet_connector_v1_connector_proto_goTypes = []any{
 	(Kind)(0),               // 0: faucet.connector.v1.Kind
 	(Role)(0),               // 1: faucet.connector.v1.Role
@@ -1932,66 +2436,81 @@ var file_faucet_connector_v1_connector_proto_goTypes = []any{
 	(*SpecResponse)(nil),    // 3: faucet.connector.v1.SpecResponse
 	(*Capabilities)(nil),    // 4: faucet.connector.v1.Capabilities
 	(*CheckRequest)(nil),    // 5: faucet.connector.v1.CheckRequest
-	(*CheckResponse)(nil),   // 6: faucet.connector.v1.CheckResponse
-	(*CheckItem)(nil),       // 7: faucet.connector.v1.CheckItem
-	(*ReadRequest)(nil),     // 8: faucet.connector.v1.ReadRequest
-	(*SharedRegion)(nil),    // 9: faucet.connector.v1.SharedRegion
-	(*ReadResponse)(nil),    // 10: faucet.connector.v1.ReadResponse
-	(*Shard)(nil),           // 11: faucet.connector.v1.Shard
-	(*ShardsRequest)(nil),   // 12: faucet.connector.v1.ShardsRequest
-	(*ShardsResponse)(nil),  // 13: faucet.connector.v1.ShardsResponse
-	(*Batch)(nil),           // 14: faucet.connector.v1.Batch
-	(*SharedSlot)(nil),      // 15: faucet.connector.v1.SharedSlot
-	(*Stats)(nil),           // 16: faucet.connector.v1.Stats
-	(*Dataset)(nil),         // 17: faucet.connector.v1.Dataset
-	(*DatasetSchema)(nil),   // 18: faucet.connector.v1.DatasetSchema
-	(*DatasetColumn)(nil),   // 19: faucet.connector.v1.DatasetColumn
-	(*WriteRequest)(nil),    // 20: faucet.connector.v1.WriteRequest
-	(*WriteOpen)(nil),       // 21: faucet.connector.v1.WriteOpen
-	(*Upstream)(nil),        // 22: faucet.connector.v1.Upstream
-	(*WriteAbort)(nil),      // 23: faucet.connector.v1.WriteAbort
-	(*WriteResponse)(nil),   // 24: faucet.connector.v1.WriteResponse
-	(*UpstreamFailure)(nil), // 25: faucet.connector.v1.UpstreamFailure
-	(*Ack)(nil),             // 26: faucet.connector.v1.Ack
+	(*FileAccess)(nil),      // 6: faucet.connector.v1.FileAccess
+	(*DeniedFile)(nil),      // 7: faucet.connector.v1.DeniedFile
+	(*CheckResponse)(nil),   // 8: faucet.connector.v1.CheckResponse
+	(*CheckItem)(nil),       // 9: faucet.connector.v1.CheckItem
+	(*ReadRequest)(nil),     // 10: faucet.connector.v1.ReadRequest
+	(*SharedRegion)(nil),    // 11: faucet.connector.v1.SharedRegion
+	(*ReadResponse)(nil),    // 12: faucet.connector.v1.ReadResponse
+	(*Shard)(nil),           // 13: faucet.connector.v1.Shard
+	(*ShardsRequest)(nil),   // 14: faucet.connector.v1.ShardsRequest
+	(*ShardsResponse)(nil),  // 15: faucet.connector.v1.ShardsResponse
+	(*Batch)(nil),           // 16: faucet.connector.v1.Batch
+	(*SharedSlot)(nil),      // 17: faucet.connector.v1.SharedSlot
+	(*Stats)(nil),           // 18: faucet.connector.v1.Stats
+	(*Dataset)(nil),         // 19: faucet.connector.v1.Dataset
+	(*DatasetSchema)(nil),   // 20: faucet.connector.v1.DatasetSchema
+	(*DatasetColumn)(nil),   // 21: faucet.connector.v1.DatasetColumn
+	(*OutputFile)(nil),      // 22: faucet.connector.v1.OutputFile
+	(*WriteRequest)(nil),    // 23: faucet.connector.v1.WriteRequest
+	(*WriteOpen)(nil),       // 24: faucet.connector.v1.WriteOpen
+	(*RecordPolicy)(nil),    // 25: faucet.connector.v1.RecordPolicy
+	(*Upstream)(nil),        // 26: faucet.connector.v1.Upstream
+	(*WriteAbort)(nil),      // 27: faucet.connector.v1.WriteAbort
+	(*WriteResponse)(nil),   // 28: faucet.connector.v1.WriteResponse
+	(*Rejected)(nil),        // 29: faucet.connector.v1.Rejected
+	(*RejectedRecord)(nil),  // 30: faucet.connector.v1.RejectedRecord
+	(*UpstreamFailure)(nil), // 31: faucet.connector.v1.UpstreamFailure
+	(*Ack)(nil),             // 32: faucet.connector.v1.Ack
 }
 var file_faucet_connector_v1_connector_proto_depIdxs = []int32{
 	0,  // 0: faucet.connector.v1.SpecResponse.kind:type_name -> faucet.connector.v1.Kind
 	4,  // 1: faucet.connector.v1.SpecResponse.capabilities:type_name -> faucet.connector.v1.Capabilities
 	1,  // 2: faucet.connector.v1.CheckRequest.role:type_name -> faucet.connector.v1.Role
-	7,  // 3: faucet.connector.v1.CheckResponse.items:type_name -> faucet.connector.v1.CheckItem
-	11, // 4: faucet.connector.v1.ReadRequest.shard:type_name -> faucet.connector.v1.Shard
-	9,  // 5: faucet.connector.v1.ReadRequest.shared_region:type_name -> faucet.connector.v1.SharedRegion
-	14, // 6: faucet.connector.v1.ReadResponse.batch:type_name -> faucet.connector.v1.Batch
-	16, // 7: faucet.connector.v1.ReadResponse.stats:type_name -> faucet.connector.v1.Stats
-	11, // 8: faucet.connector.v1.ShardsResponse.shards:type_name -> faucet.connector.v1.Shard
-	15, // 9: faucet.connector.v1.Batch.shared:type_name -> faucet.connector.v1.SharedSlot
-	17, // 10: faucet.connector.v1.Stats.datasets:type_name -> faucet.connector.v1.Dataset
-	16, // 11: faucet.connector.v1.Stats.upstream:type_name -> faucet.connector.v1.Stats
-	18, // 12: faucet.connector.v1.Dataset.schema:type_name -> faucet.connector.v1.DatasetSchema
-	19, // 13: faucet.connector.v1.DatasetSchema.columns:type_name -> faucet.connector.v1.DatasetColumn
-	21, // 14: faucet.connector.v1.WriteRequest.open:type_name -> faucet.connector.v1.WriteOpen
-	14, // 15: faucet.connector.v1.WriteRequest.batch:type_name -> faucet.connector.v1.Batch
-	23, // 16: faucet.connector.v1.WriteRequest.abort:type_name -> faucet.connector.v1.WriteAbort
-	22, // 17: faucet.connector.v1.WriteOpen.upstream:type_name -> faucet.connector.v1.Upstream
-	8,  // 18: faucet.connector.v1.Upstream.read:type_name -> faucet.connector.v1.ReadRequest
-	26, // 19: faucet.connector.v1.WriteResponse.ack:type_name -> faucet.connector.v1.Ack
-	16, // 20: faucet.connector.v1.WriteResponse.stats:type_name -> faucet.connector.v1.Stats
-	25, // 21: faucet.connector.v1.WriteResponse.upstream_failed:type_name -> faucet.connector.v1.UpstreamFailure
-	2,  // 22: faucet.connector.v1.ConnectorService.Spec:input_type -> faucet.connector.v1.SpecRequest
-	5,  // 23: faucet.connector.v1.ConnectorService.Check:input_type -> faucet.connector.v1.CheckRequest
-	8,  // 24: faucet.connector.v1.ConnectorService.Read:input_type -> faucet.connector.v1.ReadRequest
-	12, // 25: faucet.connector.v1.ConnectorService.Shards:input_type -> faucet.connector.v1.ShardsRequest
-	20, // 26: faucet.connector.v1.ConnectorService.Write:input_type -> faucet.connector.v1.WriteRequest
-	3,  // 27: faucet.connector.v1.ConnectorService.Spec:output_type -> faucet.connector.v1.SpecResponse
-	6,  // 28: faucet.connector.v1.ConnectorService.Check:output_type -> faucet.connector.v1.CheckResponse
-	10, // 29: faucet.connector.v1.ConnectorService.Read:output_type -> faucet.connector.v1.ReadResponse
-	13, // 30: faucet.connector.v1.ConnectorService.Shards:output_type -> faucet.connector.v1.ShardsResponse
-	24, // 31: faucet.connector.v1.ConnectorService.Write:output_type -> faucet.connector.v1.WriteResponse
-	27, // [27:32] is the sub-list for method output_type
-	22, // [22:27] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	6,  // 3: faucet.connector.v1.CheckRequest.file_access:type_name -> faucet.connector.v1.FileAccess
+	7,  // 4: faucet.connector.v1.FileAccess.denied:type_name -> faucet.connector.v1.DeniedFile
+	9,  // 5: faucet.connector.v1.CheckResponse.items:type_name -> faucet.connector.v1.CheckItem
+	13, // 6: faucet.connector.v1.ReadRequest.shard:type_name -> faucet.connector.v1.Shard
+	11, // 7: faucet.connector.v1.ReadRequest.shared_region:type_name -> faucet.connector.v1.SharedRegion
+	6,  // 8: faucet.connector.v1.ReadRequest.file_access:type_name -> faucet.connector.v1.FileAccess
+	16, // 9: faucet.connector.v1.ReadResponse.batch:type_name -> faucet.connector.v1.Batch
+	18, // 10: faucet.connector.v1.ReadResponse.stats:type_name -> faucet.connector.v1.Stats
+	6,  // 11: faucet.connector.v1.ShardsRequest.file_access:type_name -> faucet.connector.v1.FileAccess
+	13, // 12: faucet.connector.v1.ShardsResponse.shards:type_name -> faucet.connector.v1.Shard
+	17, // 13: faucet.connector.v1.Batch.shared:type_name -> faucet.connector.v1.SharedSlot
+	19, // 14: faucet.connector.v1.Stats.datasets:type_name -> faucet.connector.v1.Dataset
+	18, // 15: faucet.connector.v1.Stats.upstream:type_name -> faucet.connector.v1.Stats
+	22, // 16: faucet.connector.v1.Stats.outputs:type_name -> faucet.connector.v1.OutputFile
+	20, // 17: faucet.connector.v1.Dataset.schema:type_name -> faucet.connector.v1.DatasetSchema
+	21, // 18: faucet.connector.v1.DatasetSchema.columns:type_name -> faucet.connector.v1.DatasetColumn
+	24, // 19: faucet.connector.v1.WriteRequest.open:type_name -> faucet.connector.v1.WriteOpen
+	16, // 20: faucet.connector.v1.WriteRequest.batch:type_name -> faucet.connector.v1.Batch
+	27, // 21: faucet.connector.v1.WriteRequest.abort:type_name -> faucet.connector.v1.WriteAbort
+	26, // 22: faucet.connector.v1.WriteOpen.upstream:type_name -> faucet.connector.v1.Upstream
+	6,  // 23: faucet.connector.v1.WriteOpen.file_access:type_name -> faucet.connector.v1.FileAccess
+	25, // 24: faucet.connector.v1.WriteOpen.record_policy:type_name -> faucet.connector.v1.RecordPolicy
+	10, // 25: faucet.connector.v1.Upstream.read:type_name -> faucet.connector.v1.ReadRequest
+	32, // 26: faucet.connector.v1.WriteResponse.ack:type_name -> faucet.connector.v1.Ack
+	18, // 27: faucet.connector.v1.WriteResponse.stats:type_name -> faucet.connector.v1.Stats
+	31, // 28: faucet.connector.v1.WriteResponse.upstream_failed:type_name -> faucet.connector.v1.UpstreamFailure
+	29, // 29: faucet.connector.v1.WriteResponse.rejected:type_name -> faucet.connector.v1.Rejected
+	30, // 30: faucet.connector.v1.Rejected.records:type_name -> faucet.connector.v1.RejectedRecord
+	2,  // 31: faucet.connector.v1.ConnectorService.Spec:input_type -> faucet.connector.v1.SpecRequest
+	5,  // 32: faucet.connector.v1.ConnectorService.Check:input_type -> faucet.connector.v1.CheckRequest
+	10, // 33: faucet.connector.v1.ConnectorService.Read:input_type -> faucet.connector.v1.ReadRequest
+	14, // 34: faucet.connector.v1.ConnectorService.Shards:input_type -> faucet.connector.v1.ShardsRequest
+	23, // 35: faucet.connector.v1.ConnectorService.Write:input_type -> faucet.connector.v1.WriteRequest
+	3,  // 36: faucet.connector.v1.ConnectorService.Spec:output_type -> faucet.connector.v1.SpecResponse
+	8,  // 37: faucet.connector.v1.ConnectorService.Check:output_type -> faucet.connector.v1.CheckResponse
+	12, // 38: faucet.connector.v1.ConnectorService.Read:output_type -> faucet.connector.v1.ReadResponse
+	15, // 39: faucet.connector.v1.ConnectorService.Shards:output_type -> faucet.connector.v1.ShardsResponse
+	28, // 40: faucet.connector.v1.ConnectorService.Write:output_type -> faucet.connector.v1.WriteResponse
+	36, // [36:41] is the sub-list for method output_type
+	31, // [31:36] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_faucet_connector_v1_connector_proto_init() }
@@ -1999,19 +2518,20 @@ func file_faucet_connector_v1_connector_proto_init() {
 	if File_faucet_connector_v1_connector_proto != nil {
 		return
 	}
-	file_faucet_connector_v1_connector_proto_msgTypes[8].OneofWrappers = []any{
+	file_faucet_connector_v1_connector_proto_msgTypes[10].OneofWrappers = []any{
 		(*ReadResponse_Batch)(nil),
 		(*ReadResponse_Stats)(nil),
 	}
-	file_faucet_connector_v1_connector_proto_msgTypes[18].OneofWrappers = []any{
+	file_faucet_connector_v1_connector_proto_msgTypes[21].OneofWrappers = []any{
 		(*WriteRequest_Open)(nil),
 		(*WriteRequest_Batch)(nil),
 		(*WriteRequest_Abort)(nil),
 	}
-	file_faucet_connector_v1_connector_proto_msgTypes[22].OneofWrappers = []any{
+	file_faucet_connector_v1_connector_proto_msgTypes[26].OneofWrappers = []any{
 		(*WriteResponse_Ack)(nil),
 		(*WriteResponse_Stats)(nil),
 		(*WriteResponse_UpstreamFailed)(nil),
+		(*WriteResponse_Rejected)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -2019,7 +2539,7 @@ func file_faucet_connector_v1_connector_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_faucet_connector_v1_connector_proto_rawDesc), len(file_faucet_connector_v1_connector_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   25,
+			NumMessages:   31,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
