@@ -35,6 +35,7 @@ type Driver interface {
 	LogDriver
 	RetentionDriver
 	TemplateDriver
+	TriggerDriver
 }
 
 // IdempotencyDriver stores idempotency claims.
@@ -217,6 +218,10 @@ type RunInsertParams struct {
 	LeaseExpiresAt time.Time
 	// Audit is written with the run when set.
 	Audit *AuditEntry
+	// Fire, when set, is written first, in the same transaction: an event
+	// that has a fire already writes nothing and fails with
+	// ErrAlreadyFired.
+	Fire *TriggerFireRow
 }
 
 // RunStartParams are the arguments of RunDriver.RunStart.

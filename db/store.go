@@ -35,6 +35,7 @@ type Store interface {
 	LogStore
 	RetentionStore
 	TemplateStore
+	TriggerStore
 }
 
 // Lifecycle is the store itself: its identity, health and connections.

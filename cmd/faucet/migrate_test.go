@@ -82,7 +82,7 @@ func TestMigrateCommand(t *testing.T) {
 			wantOutput(t, mustFaucet(t, "migrate", "status", h), "applied")
 			var st migrationStatus
 			if err := json.Unmarshal([]byte(mustFaucet(t, "migrate", "status", h, "--output", "json")), &st); err != nil ||
-				st.SchemaVersion != 4 || len(st.Migrations) != 3 || st.Migrations[0].State != "applied" || st.Migrations[0].AppliedAt == nil {
+				st.SchemaVersion != 7 || len(st.Migrations) != 4 || st.Migrations[0].State != "applied" || st.Migrations[0].AppliedAt == nil {
 				t.Fatalf("migrate status --output json: %+v (%v)", st, err)
 			}
 			// Removing every table asks first.
@@ -90,7 +90,7 @@ func TestMigrateCommand(t *testing.T) {
 			if err == nil || !strings.Contains(out, "Type yes to go ahead") {
 				t.Fatalf("down --to 0 answered no: %v\n%s", err, out)
 			}
-			wantOutput(t, mustFaucet(t, "migrate", "version", h), "schema version 4")
+			wantOutput(t, mustFaucet(t, "migrate", "version", h), "schema version 7")
 			out, err = faucetWithInput(t, "yes\n", "migrate", "down", "--to", "0", h)
 			if err != nil {
 				t.Fatalf("down --to 0 answered yes: %v\n%s", err, out)
@@ -150,14 +150,14 @@ func TestMigrateDefaultsToServesHistory(t *testing.T) {
 		t.Fatalf("migrate up --data-dir did not create serve's history file: %v", err)
 	}
 	t.Setenv("FAUCET_DATA_DIR", dir)
-	wantOutput(t, mustFaucet(t, "migrate", "version"), "schema version 4 (up to date)")
+	wantOutput(t, mustFaucet(t, "migrate", "version"), "schema version 7 (up to date)")
 	other := filepath.Join(t.TempDir(), "other.db")
 	t.Setenv("FAUCET_HISTORY", "sqlite:"+other)
 	if _, err := faucet(t, "migrate", "status"); err == nil || !strings.Contains(err.Error(), "no run history at "+other) {
 		t.Fatalf("FAUCET_HISTORY is not the history: %v", err)
 	}
 	t.Setenv("FAUCET_HISTORY", "")
-	wantOutput(t, mustFaucet(t, "migrate", "version"), "schema version 4 (up to date)")
+	wantOutput(t, mustFaucet(t, "migrate", "version"), "schema version 7 (up to date)")
 }
 
 func TestMigrateBadInput(t *testing.T) {
