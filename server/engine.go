@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/faucet-dev/faucet/pipeline"
@@ -17,8 +18,11 @@ import (
 // engine runs pipelines for the runner: configs load against the connector
 // host's catalog and execute through its warm plugin processes.
 type engine struct {
-	host     *host.Host
-	defaults []byte
+	host *host.Host
+	// defaults is the --default-config merged under every config; a
+	// reload swaps it whole, and a load reads it once, so each config
+	// loads against one version.
+	defaults atomic.Pointer[[]byte]
 }
 
 func newEngine(ctx context.Context, cfg Config, defaults []byte, log *slog.Logger) (*engine, error) {
@@ -33,8 +37,14 @@ func newEngine(ctx context.Context, cfg Config, defaults []byte, log *slog.Logge
 	if err != nil {
 		return nil, fmt.Errorf("start connector host: %w", err)
 	}
-	return &engine{host: h, defaults: defaults}, nil
+	e := &engine{host: h}
+	e.setDefaults(defaults)
+	return e, nil
 }
+
+// setDefaults makes defaults the config merged under every config loaded
+// from now on; the runs already loaded keep theirs.
+func (e *engine) setDefaults(defaults []byte) { e.defaults.Store(&defaults) }
 
 // Close stops every plugin process.
 func (e *engine) Close() error { return e.host.Close() }
@@ -44,7 +54,7 @@ func (e *engine) Catalog() pipeline.Catalog { return e.host }
 
 func (e *engine) Load(config []byte, format string) (*pipeline.Plan, error) {
 	return pipeline.Load(config, pipeline.LoadOptions{
-		Format: pipeline.Format(format), Defaults: e.defaults, Env: os.LookupEnv, Catalog: e.host,
+		Format: pipeline.Format(format), Defaults: *e.defaults.Load(), Env: os.LookupEnv, Catalog: e.host,
 	})
 }
 

@@ -217,6 +217,10 @@ type SubmitRequest struct {
 	// the idempotency fingerprint, for a config that holds Secrets, which
 	// nothing stored may be derived from.
 	Fingerprint string
+	// Fire, when set, is the trigger event (a schedule's slot, a file) the
+	// run is for: it is written with the run, and an event that started a
+	// run already writes nothing and fails with db.ErrAlreadyFired.
+	Fire *db.TriggerFire
 }
 
 // TemplateRef names one version of a template.
@@ -364,7 +368,7 @@ func (r *Runner) Submit(ctx context.Context, req SubmitRequest) (SubmitResult, e
 		// run the moment it is written.
 		r.plans.put(runID, plan)
 	}
-	if err := r.store.RunSubmit(ctx, rec, r.auditEntry(req.Audit, runID, configFP)); err != nil {
+	if err := r.record(ctx, rec, r.auditEntry(req.Audit, runID, configFP), req.Fire); err != nil {
 		r.plans.take(runID)
 		if req.IdempotencyKey != nil {
 			if relErr := r.store.IdempotencyRelease(context.WithoutCancel(ctx), runID); relErr != nil {
@@ -399,6 +403,15 @@ func (r *Runner) Submit(ctx context.Context, req SubmitRequest) (SubmitResult, e
 	a.log.Append(slog.LevelInfo, "run queued")
 	go r.queue(a, plan, red)
 	return result, nil
+}
+
+// record writes the run record with its audit entry and, for a run a
+// trigger's event started, the event's fire.
+func (r *Runner) record(ctx context.Context, rec *db.RunRecord, audit *db.AuditEntry, fire *db.TriggerFire) error {
+	if fire != nil {
+		return r.store.RunSubmitFired(ctx, rec, audit, *fire)
+	}
+	return r.store.RunSubmit(ctx, rec, audit)
 }
 
 // auditEntry completes the submission's audit entry for runID; nil when the
