@@ -54,7 +54,10 @@ type Config struct {
 	MaxQueuedRuns     int
 	// DefaultConfig is a pipeline config file merged under every submitted
 	// config.
-	DefaultConfig        string
+	DefaultConfig string
+	// Triggers is a triggers file: webhook, object_arrival and schedule
+	// triggers that start runs on their own.
+	Triggers             string
 	BodyLimitBytes       int64
 	ShutdownGrace        time.Duration
 	RetainTerminalRuns   time.Duration
@@ -185,6 +188,10 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 	if err != nil {
 		return err
 	}
+	triggerSet, err := loadTriggers(cfg.Triggers)
+	if err != nil {
+		return err
+	}
 
 	pipes, err := newPipelineHost(ctx, cfg, defaults, log)
 	if err != nil {
@@ -275,7 +282,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 			log.Warn("runs interrupted by the previous shutdown were marked failed", "runs", n)
 		}
 	}
-	if err := svc.start(ctx); err != nil {
+	if err := svc.start(ctx, triggerSet); err != nil {
 		stopHTTP(time.Second)
 		svc.stop(context.Background(), time.Second)
 		return err
@@ -284,6 +291,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 	api.New(mux, &api.Deps{
 		Admission: svc.admission, Runs: svc.exec, Cluster: svc.membership(), Audit: svc.audit,
 		Store: store, Logs: svc.logs, Auth: authn, Catalog: pipes.Catalog(), Templates: svc.templates,
+		Triggers: svc.triggers, Reloader: &reloader{defaultConfig: cfg.DefaultConfig, triggersFile: cfg.Triggers, pipes: pipes, triggers: svc.triggers},
 		Follow:  follow.New(store, follow.Options{MaxPerRun: cfg.MaxLogFollowersPerRun, MaxTotal: cfg.MaxLogFollowers, Metrics: m}),
 		Metrics: m, Log: log, BodyLimit: cfg.BodyLimitBytes,
 	})
@@ -481,17 +489,6 @@ func resolveAuth(cfg Config, historyFile string, out io.Writer, log *slog.Logger
 		log.Info("using the admin API token stored beside the history", "file", path)
 	}
 	return auth.Token(token)
-}
-
-func readDefaultConfig(path string) ([]byte, error) {
-	if path == "" {
-		return nil, nil
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, settingError([]string{"DefaultConfig"}, "read %[1]s: %[2]v", err)
-	}
-	return b, nil
 }
 
 // notFound answers unknown paths with the API's problem document.

@@ -28,6 +28,7 @@ import (
 	"github.com/faucet-dev/faucet/server/metrics"
 	"github.com/faucet-dev/faucet/server/runlog"
 	"github.com/faucet-dev/faucet/server/templates"
+	"github.com/faucet-dev/faucet/server/triggers"
 )
 
 // Title and Version of the OpenAPI document. Version is the wire format's,
@@ -55,6 +56,11 @@ type Deps struct {
 	Catalog pipeline.Catalog
 	// Templates is the pipeline template registry.
 	Templates *templates.Service
+	// Triggers fires the webhook triggers of --triggers and reports every
+	// trigger's health; nil without the flag.
+	Triggers *triggers.Service
+	// Reloader serves POST /v1/reload; nil reloads nothing.
+	Reloader Reloader
 	Metrics   *metrics.Metrics
 	Log       *slog.Logger
 	// BodyLimit caps request bodies in bytes; zero means DefaultBodyLimit.

@@ -182,6 +182,7 @@ func Register(a huma.API, d *Deps) {
 	}, d.runDoctor)
 
 	d.registerTemplates(g, maxBody)
+	d.registerTriggers(g, maxBody)
 
 	huma.Register(g.v1, huma.Operation{
 		OperationID: "whoami", Method: http.MethodGet, Path: "/whoami",
@@ -226,6 +227,15 @@ func (d *Deps) readyz(ctx context.Context, _ *struct{}) (*readyzOutput, error) {
 	}
 	if ready.Cluster.Enabled {
 		ready.Cluster.Instance = d.Store.InstanceID()
+	}
+	if d.Triggers != nil && d.Triggers.Set() != nil {
+		ready.Triggers = []TriggerHealth{}
+		for _, h := range d.Triggers.Health() {
+			ready.Triggers = append(ready.Triggers, TriggerHealth{
+				Name: h.Name, Type: h.Type, Healthy: h.Healthy, ConsecutiveFailures: h.ConsecutiveFailures,
+				LastFire: utcPtr(h.LastFire), LastError: h.LastError,
+			})
+		}
 	}
 	ready.History = HistoryReady
 	if !ready.HistoryOK {

@@ -94,9 +94,9 @@ func TestLoadNamesEachProblemWhereItIs(t *testing.T) {
 		want []string
 	}{
 		{"unknown type", "version: 1\ntriggers:\n  - name: q\n    type: queue_depth\n    config: p.yaml\n",
-			[]string{"triggers.yaml:4:11: triggers[0].type", "webhook", "object_arrival", "schedule"}},
+			[]string{"triggers.yaml:4:5: triggers[0].type", "webhook", "object_arrival", "schedule"}},
 		{"cron that does not parse", "version: 1\ntriggers:\n  - name: n\n    type: schedule\n    config: p.yaml\n    cron: \"61 * * * *\"\n",
-			[]string{"triggers.yaml:6:11: triggers[0].cron", "does not parse"}},
+			[]string{"triggers.yaml:6:5: triggers[0].cron", "does not parse"}},
 		{"@every", "version: 1\ntriggers:\n  - name: n\n    type: schedule\n    config: p.yaml\n    cron: \"@every 5s\"\n",
 			[]string{"triggers[0].cron", "@every is not supported"}},
 		{"unknown field", "version: 1\ntriggers:\n  - name: hook\n    type: webhook\n    config: p.yaml\n    debounce_sec: 5\n",
@@ -106,7 +106,7 @@ func TestLoadNamesEachProblemWhereItIs(t *testing.T) {
 		{"unknown store", "version: 1\ntriggers:\n  - name: d\n    type: object_arrival\n    config: p.yaml\n    store: {type: s3, path: x}\n",
 			[]string{"triggers[0].store.type"}},
 		{"duplicate name", "version: 1\ntriggers:\n  - {name: a, type: webhook, config: p.yaml}\n  - {name: a, type: webhook, config: p.yaml}\n",
-			[]string{"triggers.yaml:4:12: triggers[1].name", "used by triggers[0]"}},
+			[]string{"triggers.yaml:4:6: triggers[1].name", "used by triggers[0]"}},
 		{"name with a slash", "version: 1\ntriggers:\n  - {name: a/b, type: webhook, config: p.yaml}\n",
 			[]string{"triggers[0].name", "trigger name"}},
 		{"time zone", "version: 1\ntriggers:\n  - {name: n, type: schedule, config: p.yaml, cron: \"@daily\", timezone: Mars/Olympus}\n",

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/faucet-dev/faucet/db"
+	"github.com/faucet-dev/faucet/server/audit"
 	"github.com/faucet-dev/faucet/server/auth"
 	"github.com/faucet-dev/faucet/server/metrics"
 )
@@ -46,8 +47,8 @@ type Run struct {
 	IdempotencyKey *string
 	// Clock is the run's logical now (RFC 3339): a schedule's slot.
 	Clock *string
-	// Audit is the submission's audit entry: principal trigger:NAME.
-	Audit *db.AuditEntry
+	// Actor is who the submission is audited as: principal trigger:NAME.
+	Actor *audit.Actor
 	// Fire, when set, is the slot or file the run is for: the Submitter
 	// writes it with the run, and fails with db.ErrAlreadyFired when the
 	// event started a run already.
@@ -355,7 +356,7 @@ func (s *Service) run(t *Trigger, e *event, config []byte) Run {
 	}
 	return Run{
 		Config: string(config), Name: &name, Labels: labels, TimeoutSecs: t.timeout,
-		Audit: &db.AuditEntry{Principal: principal(t), Role: auth.Operator.String(), Action: "run.submit"},
+		Actor: &audit.Actor{Principal: principal(t), Role: auth.Operator.String()},
 	}
 }
 

@@ -86,7 +86,7 @@ func (s *Service) Fire(ctx context.Context, name string, call Call) (Fired, erro
 	}
 	run := s.run(t, e, cfg)
 	run.IdempotencyKey = key
-	run.Audit.SourceIP = call.SourceIP
+	run.Actor.SourceIP = call.SourceIP
 	acc, err := s.cfg.Submitter.Submit(ctx, run)
 	if err != nil {
 		// The window opens with a run, not with a failed try.
