@@ -302,6 +302,42 @@ func (e TemplateStatus) Valid() bool {
 	}
 }
 
+// Defines values for TriggerCoalescedStatus.
+const (
+	Coalesced TriggerCoalescedStatus = "coalesced"
+)
+
+// Valid indicates whether the value is a known member of the TriggerCoalescedStatus enum.
+func (e TriggerCoalescedStatus) Valid() bool {
+	switch e {
+	case Coalesced:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TriggerHealthType.
+const (
+	ObjectArrival TriggerHealthType = "object_arrival"
+	Schedule      TriggerHealthType = "schedule"
+	Webhook       TriggerHealthType = "webhook"
+)
+
+// Valid indicates whether the value is a known member of the TriggerHealthType enum.
+func (e TriggerHealthType) Valid() bool {
+	switch e {
+	case ObjectArrival:
+		return true
+	case Schedule:
+		return true
+	case Webhook:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for VersionChannel.
 const (
 	Canary   VersionChannel = "canary"
@@ -688,6 +724,9 @@ type ReadyStatus struct {
 	// QueueOk false when the run queue is full.
 	QueueOk bool              `json:"queue_ok"`
 	Status  ReadyStatusStatus `json:"status"`
+
+	// Triggers Each enabled trigger's health; present only when the server runs with --triggers. An unhealthy trigger does not make the server unready.
+	Triggers *[]TriggerHealth `json:"triggers,omitempty"`
 }
 
 // ReadyStatusHistory The history database: connecting (not reached since the server started; it keeps retrying), ready, or unavailable (it stopped answering).
@@ -715,6 +754,21 @@ type RegisterTemplateRequest struct {
 
 	// Tags Assignable channels to point at the new version; a derived channel is refused (422), a channel named twice is a conflict (409).
 	Tags *[]VersionChannel `json:"tags,omitempty"`
+}
+
+// Reloaded defines model for Reloaded.
+type Reloaded struct {
+	// Path The --default-config file now in force.
+	Path *string `json:"path,omitempty"`
+
+	// Reason Why nothing was reloaded.
+	Reason *string `json:"reason,omitempty"`
+
+	// Reloaded false when the server runs without --default-config and --triggers: nothing was read.
+	Reloaded bool `json:"reloaded"`
+
+	// Triggers The --triggers file now in force.
+	Triggers *string `json:"triggers,omitempty"`
 }
 
 // Role A principal's role: viewer reads, operator also submits, cancels and deletes runs and probes configs, admin also reads the audit log.
@@ -925,6 +979,31 @@ type TemplateSummary struct {
 	Version int64 `json:"version"`
 }
 
+// TriggerCoalesced defines model for TriggerCoalesced.
+type TriggerCoalesced struct {
+	Status TriggerCoalescedStatus `json:"status"`
+}
+
+// TriggerCoalescedStatus defines model for TriggerCoalesced.Status.
+type TriggerCoalescedStatus string
+
+// TriggerHealth defines model for TriggerHealth.
+type TriggerHealth struct {
+	ConsecutiveFailures int64 `json:"consecutive_failures"`
+
+	// Healthy false after 3 consecutive failures (fires that started no run, looks that failed), until one succeeds.
+	Healthy   bool    `json:"healthy"`
+	LastError *string `json:"last_error"`
+
+	// LastFire When it last started a run on this server.
+	LastFire *time.Time        `json:"last_fire"`
+	Name     string            `json:"name"`
+	Type     TriggerHealthType `json:"type"`
+}
+
+// TriggerHealthType defines model for TriggerHealth.Type.
+type TriggerHealthType string
+
 // TriggerTemplateRequest defines model for TriggerTemplateRequest.
 type TriggerTemplateRequest struct {
 	Clock       *time.Time `json:"clock,omitempty"`
@@ -1120,6 +1199,12 @@ type GetTemplateParams struct {
 	Version *string `form:"version,omitempty" json:"version,omitempty"`
 }
 
+// FireTriggerJSONBody defines parameters for FireTrigger.
+type FireTriggerJSONBody = interface{}
+
+// FireTriggerPutJSONBody defines parameters for FireTriggerPut.
+type FireTriggerPutJSONBody = interface{}
+
 // RunDoctorJSONRequestBody defines body for RunDoctor for application/json ContentType.
 type RunDoctorJSONRequestBody = DoctorRequest
 
@@ -1140,6 +1225,12 @@ type TriggerTemplateJSONRequestBody = TriggerTemplateRequest
 
 // PromoteTemplateJSONRequestBody defines body for PromoteTemplate for application/json ContentType.
 type PromoteTemplateJSONRequestBody = PromoteTemplateRequest
+
+// FireTriggerJSONRequestBody defines body for FireTrigger for application/json ContentType.
+type FireTriggerJSONRequestBody = FireTriggerJSONBody
+
+// FireTriggerPutJSONRequestBody defines body for FireTriggerPut for application/json ContentType.
+type FireTriggerPutJSONRequestBody = FireTriggerPutJSONBody
 
 // AsVersionSelector0 returns the union data inside the VersionSelector as a VersionSelector0
 func (t VersionSelector) AsVersionSelector0() (VersionSelector0, error) {
@@ -1322,6 +1413,13 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/doctor (the `RunDoctor` operationId).
 	RunDoctor(ctx context.Context, body RunDoctorJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// Reload Re-read --default-config and --triggers
+	//
+	// Reads and checks the --default-config and --triggers files again and swaps both in at once: configs submitted from then on merge over the new defaults, and the new triggers replace the old (runs already accepted keep their config; a schedule or directory keeps its fired slots and files). An invalid file is 422 naming the problem, and the files in force stay. Without either flag, 200 with reloaded false. Audited as config.reload (config.reload.rejected, config.reload.noop). Admin only.
+	//
+	// Corresponds with POST /v1/reload (the `Reload` operationId).
+	Reload(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListRuns List runs
 	//
@@ -1515,6 +1613,42 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/templates/{id}/tags (the `PromoteTemplate` operationId).
 	PromoteTemplate(ctx context.Context, id string, body PromoteTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// FireTriggerWithBody Fire a webhook trigger (POST)
+	//
+	// Starts a run of the named webhook trigger of the --triggers file, submitted as the principal trigger:NAME. The request body (any JSON, or none) is the config's ${trigger.body…}; the trigger's dedupe_header, when the request carries it, is the run's idempotency key (a repeat replays the run, 202). A fire within the trigger's debounce_secs of the last run it started is 200 coalesced and starts nothing. 404 for a name that is no enabled webhook trigger (or a server without --triggers); 400 for a method the trigger does not take, or a body its config cannot read.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/triggers/{name} (the `FireTrigger` operationId).
+	FireTriggerWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FireTrigger Fire a webhook trigger (POST)
+	//
+	// Starts a run of the named webhook trigger of the --triggers file, submitted as the principal trigger:NAME. The request body (any JSON, or none) is the config's ${trigger.body…}; the trigger's dedupe_header, when the request carries it, is the run's idempotency key (a repeat replays the run, 202). A fire within the trigger's debounce_secs of the last run it started is 200 coalesced and starts nothing. 404 for a name that is no enabled webhook trigger (or a server without --triggers); 400 for a method the trigger does not take, or a body its config cannot read.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/triggers/{name} (the `FireTrigger` operationId).
+	FireTrigger(ctx context.Context, name string, body FireTriggerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FireTriggerPutWithBody Fire a webhook trigger (PUT)
+	//
+	// Starts a run of the named webhook trigger of the --triggers file, submitted as the principal trigger:NAME. The request body (any JSON, or none) is the config's ${trigger.body…}; the trigger's dedupe_header, when the request carries it, is the run's idempotency key (a repeat replays the run, 202). A fire within the trigger's debounce_secs of the last run it started is 200 coalesced and starts nothing. 404 for a name that is no enabled webhook trigger (or a server without --triggers); 400 for a method the trigger does not take, or a body its config cannot read.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /v1/triggers/{name} (the `FireTriggerPut` operationId).
+	FireTriggerPutWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FireTriggerPut Fire a webhook trigger (PUT)
+	//
+	// Starts a run of the named webhook trigger of the --triggers file, submitted as the principal trigger:NAME. The request body (any JSON, or none) is the config's ${trigger.body…}; the trigger's dedupe_header, when the request carries it, is the run's idempotency key (a repeat replays the run, 202). A fire within the trigger's debounce_secs of the last run it started is 200 coalesced and starts nothing. 404 for a name that is no enabled webhook trigger (or a server without --triggers); 400 for a method the trigger does not take, or a body its config cannot read.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /v1/triggers/{name} (the `FireTriggerPut` operationId).
+	FireTriggerPut(ctx context.Context, name string, body FireTriggerPutJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// Whoami Show the calling principal
 	//
 	// Corresponds with GET /v1/whoami (the `Whoami` operationId).
@@ -1617,6 +1751,23 @@ func (c *Client) RunDoctorWithBody(ctx context.Context, contentType string, body
 // Corresponds with POST /v1/doctor (the `RunDoctor` operationId).
 func (c *Client) RunDoctor(ctx context.Context, body RunDoctorJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRunDoctorRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// Reload Re-read --default-config and --triggers
+//
+// Reads and checks the --default-config and --triggers files again and swaps both in at once: configs submitted from then on merge over the new defaults, and the new triggers replace the old (runs already accepted keep their config; a schedule or directory keeps its fired slots and files). An invalid file is 422 naming the problem, and the files in force stay. Without either flag, 200 with reloaded false. Audited as config.reload (config.reload.rejected, config.reload.noop). Admin only.
+//
+// Corresponds with POST /v1/reload (the `Reload` operationId).
+func (c *Client) Reload(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReloadRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -2059,6 +2210,82 @@ func (c *Client) PromoteTemplate(ctx context.Context, id string, body PromoteTem
 	return c.Client.Do(req)
 }
 
+// FireTriggerWithBody Fire a webhook trigger (POST)
+//
+// Starts a run of the named webhook trigger of the --triggers file, submitted as the principal trigger:NAME. The request body (any JSON, or none) is the config's ${trigger.body…}; the trigger's dedupe_header, when the request carries it, is the run's idempotency key (a repeat replays the run, 202). A fire within the trigger's debounce_secs of the last run it started is 200 coalesced and starts nothing. 404 for a name that is no enabled webhook trigger (or a server without --triggers); 400 for a method the trigger does not take, or a body its config cannot read.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/triggers/{name} (the `FireTrigger` operationId).
+func (c *Client) FireTriggerWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFireTriggerRequestWithBody(c.Server, name, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FireTrigger Fire a webhook trigger (POST)
+//
+// Starts a run of the named webhook trigger of the --triggers file, submitted as the principal trigger:NAME. The request body (any JSON, or none) is the config's ${trigger.body…}; the trigger's dedupe_header, when the request carries it, is the run's idempotency key (a repeat replays the run, 202). A fire within the trigger's debounce_secs of the last run it started is 200 coalesced and starts nothing. 404 for a name that is no enabled webhook trigger (or a server without --triggers); 400 for a method the trigger does not take, or a body its config cannot read.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/triggers/{name} (the `FireTrigger` operationId).
+func (c *Client) FireTrigger(ctx context.Context, name string, body FireTriggerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFireTriggerRequest(c.Server, name, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FireTriggerPutWithBody Fire a webhook trigger (PUT)
+//
+// Starts a run of the named webhook trigger of the --triggers file, submitted as the principal trigger:NAME. The request body (any JSON, or none) is the config's ${trigger.body…}; the trigger's dedupe_header, when the request carries it, is the run's idempotency key (a repeat replays the run, 202). A fire within the trigger's debounce_secs of the last run it started is 200 coalesced and starts nothing. 404 for a name that is no enabled webhook trigger (or a server without --triggers); 400 for a method the trigger does not take, or a body its config cannot read.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /v1/triggers/{name} (the `FireTriggerPut` operationId).
+func (c *Client) FireTriggerPutWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFireTriggerPutRequestWithBody(c.Server, name, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FireTriggerPut Fire a webhook trigger (PUT)
+//
+// Starts a run of the named webhook trigger of the --triggers file, submitted as the principal trigger:NAME. The request body (any JSON, or none) is the config's ${trigger.body…}; the trigger's dedupe_header, when the request carries it, is the run's idempotency key (a repeat replays the run, 202). A fire within the trigger's debounce_secs of the last run it started is 200 coalesced and starts nothing. 404 for a name that is no enabled webhook trigger (or a server without --triggers); 400 for a method the trigger does not take, or a body its config cannot read.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /v1/triggers/{name} (the `FireTriggerPut` operationId).
+func (c *Client) FireTriggerPut(ctx context.Context, name string, body FireTriggerPutJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFireTriggerPutRequest(c.Server, name, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // Whoami Show the calling principal
 //
 // Corresponds with GET /v1/whoami (the `Whoami` operationId).
@@ -2293,6 +2520,33 @@ func NewRunDoctorRequestWithBody(server string, contentType string, body io.Read
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewReloadRequest constructs an http.Request for the Reload method
+func NewReloadRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/reload")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -3346,6 +3600,100 @@ func NewPromoteTemplateRequestWithBody(server string, id string, contentType str
 	return req, nil
 }
 
+// NewFireTriggerRequest calls the generic FireTrigger builder with application/json body
+func NewFireTriggerRequest(server string, name string, body FireTriggerJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewFireTriggerRequestWithBody(server, name, "application/json", bodyReader)
+}
+
+// NewFireTriggerRequestWithBody constructs an http.Request for the FireTrigger method, with any body, and a specified content type
+func NewFireTriggerRequestWithBody(server string, name string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/triggers/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewFireTriggerPutRequest calls the generic FireTriggerPut builder with application/json body
+func NewFireTriggerPutRequest(server string, name string, body FireTriggerPutJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewFireTriggerPutRequestWithBody(server, name, "application/json", bodyReader)
+}
+
+// NewFireTriggerPutRequestWithBody constructs an http.Request for the FireTriggerPut method, with any body, and a specified content type
+func NewFireTriggerPutRequestWithBody(server string, name string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/triggers/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewWhoamiRequest constructs an http.Request for the Whoami method
 func NewWhoamiRequest(server string) (*http.Request, error) {
 	var err error
@@ -3470,6 +3818,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/doctor (the `RunDoctor` operationId).
 	RunDoctorWithResponse(ctx context.Context, body RunDoctorJSONRequestBody, reqEditors ...RequestEditorFn) (*RunDoctorResponse, error)
+
+	// ReloadWithResponse Re-read --default-config and --triggers
+	//
+	// Reads and checks the --default-config and --triggers files again and swaps both in at once: configs submitted from then on merge over the new defaults, and the new triggers replace the old (runs already accepted keep their config; a schedule or directory keeps its fired slots and files). An invalid file is 422 naming the problem, and the files in force stay. Without either flag, 200 with reloaded false. Audited as config.reload (config.reload.rejected, config.reload.noop). Admin only.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/reload (the `Reload` operationId).
+	ReloadWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ReloadResponse, error)
 
 	// ListRunsWithResponse List runs
 	//
@@ -3686,6 +4043,42 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/templates/{id}/tags (the `PromoteTemplate` operationId).
 	PromoteTemplateWithResponse(ctx context.Context, id string, body PromoteTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*PromoteTemplateResponse, error)
+
+	// FireTriggerWithBodyWithResponse Fire a webhook trigger (POST)
+	//
+	// Starts a run of the named webhook trigger of the --triggers file, submitted as the principal trigger:NAME. The request body (any JSON, or none) is the config's ${trigger.body…}; the trigger's dedupe_header, when the request carries it, is the run's idempotency key (a repeat replays the run, 202). A fire within the trigger's debounce_secs of the last run it started is 200 coalesced and starts nothing. 404 for a name that is no enabled webhook trigger (or a server without --triggers); 400 for a method the trigger does not take, or a body its config cannot read.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/triggers/{name} (the `FireTrigger` operationId).
+	FireTriggerWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FireTriggerResponse, error)
+
+	// FireTriggerWithResponse Fire a webhook trigger (POST)
+	//
+	// Starts a run of the named webhook trigger of the --triggers file, submitted as the principal trigger:NAME. The request body (any JSON, or none) is the config's ${trigger.body…}; the trigger's dedupe_header, when the request carries it, is the run's idempotency key (a repeat replays the run, 202). A fire within the trigger's debounce_secs of the last run it started is 200 coalesced and starts nothing. 404 for a name that is no enabled webhook trigger (or a server without --triggers); 400 for a method the trigger does not take, or a body its config cannot read.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/triggers/{name} (the `FireTrigger` operationId).
+	FireTriggerWithResponse(ctx context.Context, name string, body FireTriggerJSONRequestBody, reqEditors ...RequestEditorFn) (*FireTriggerResponse, error)
+
+	// FireTriggerPutWithBodyWithResponse Fire a webhook trigger (PUT)
+	//
+	// Starts a run of the named webhook trigger of the --triggers file, submitted as the principal trigger:NAME. The request body (any JSON, or none) is the config's ${trigger.body…}; the trigger's dedupe_header, when the request carries it, is the run's idempotency key (a repeat replays the run, 202). A fire within the trigger's debounce_secs of the last run it started is 200 coalesced and starts nothing. 404 for a name that is no enabled webhook trigger (or a server without --triggers); 400 for a method the trigger does not take, or a body its config cannot read.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/triggers/{name} (the `FireTriggerPut` operationId).
+	FireTriggerPutWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FireTriggerPutResponse, error)
+
+	// FireTriggerPutWithResponse Fire a webhook trigger (PUT)
+	//
+	// Starts a run of the named webhook trigger of the --triggers file, submitted as the principal trigger:NAME. The request body (any JSON, or none) is the config's ${trigger.body…}; the trigger's dedupe_header, when the request carries it, is the run's idempotency key (a repeat replays the run, 202). A fire within the trigger's debounce_secs of the last run it started is 200 coalesced and starts nothing. 404 for a name that is no enabled webhook trigger (or a server without --triggers); 400 for a method the trigger does not take, or a body its config cannot read.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/triggers/{name} (the `FireTriggerPut` operationId).
+	FireTriggerPutWithResponse(ctx context.Context, name string, body FireTriggerPutJSONRequestBody, reqEditors ...RequestEditorFn) (*FireTriggerPutResponse, error)
 
 	// WhoamiWithResponse Show the calling principal
 	//
@@ -3904,6 +4297,8 @@ type ListAuditResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -3932,6 +4327,11 @@ func (r ListAuditResponse) GetApplicationproblemJSON401() *Unauthorized {
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r ListAuditResponse) GetApplicationproblemJSON403() *Problem {
 	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r ListAuditResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -4082,6 +4482,89 @@ func (r RunDoctorResponse) ContentType() string {
 	return ""
 }
 
+// ReloadResponse401Headers the declared response headers of an HTTP 401 response for Reload
+type ReloadResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+type ReloadResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Reloaded
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ReloadResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ReloadResponse) GetJSON200() *Reloaded {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ReloadResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ReloadResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r ReloadResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ReloadResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ReloadResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ReloadResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReloadResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReloadResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReloadResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListRunsResponse401Headers the declared response headers of an HTTP 401 response for ListRuns
 type ListRunsResponse401Headers struct {
 	WWWAuthenticate string
@@ -4096,6 +4579,8 @@ type ListRunsResponse struct {
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -4119,6 +4604,11 @@ func (r ListRunsResponse) GetApplicationproblemJSON400() *Problem {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r ListRunsResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r ListRunsResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -4313,6 +4803,8 @@ type DeleteRunResponse struct {
 	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -4341,6 +4833,11 @@ func (r DeleteRunResponse) GetApplicationproblemJSON404() *Problem {
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
 func (r DeleteRunResponse) GetApplicationproblemJSON409() *Problem {
 	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r DeleteRunResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -4401,6 +4898,8 @@ type GetRunResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -4424,6 +4923,11 @@ func (r GetRunResponse) GetApplicationproblemJSON401() *Unauthorized {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r GetRunResponse) GetApplicationproblemJSON404() *Problem {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r GetRunResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -4486,6 +4990,8 @@ type CancelRunResponse struct {
 	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -4514,6 +5020,11 @@ func (r CancelRunResponse) GetApplicationproblemJSON404() *Problem {
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
 func (r CancelRunResponse) GetApplicationproblemJSON409() *Problem {
 	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r CancelRunResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -4581,6 +5092,8 @@ type StreamRunLogsResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -4613,6 +5126,11 @@ func (r StreamRunLogsResponse) GetApplicationproblemJSON401() *Unauthorized {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r StreamRunLogsResponse) GetApplicationproblemJSON404() *Problem {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r StreamRunLogsResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -4683,6 +5201,8 @@ type FollowRunLogsResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -4710,6 +5230,11 @@ func (r FollowRunLogsResponse) GetApplicationproblemJSON401() *Unauthorized {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r FollowRunLogsResponse) GetApplicationproblemJSON404() *Problem {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r FollowRunLogsResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -4846,6 +5371,8 @@ type GetSchemaResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
 	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
@@ -4872,6 +5399,11 @@ func (r GetSchemaResponse) GetApplicationproblemJSON401() *Unauthorized {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r GetSchemaResponse) GetApplicationproblemJSON404() *Problem {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r GetSchemaResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -4927,6 +5459,8 @@ type ListTemplatesResponse struct {
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -4950,6 +5484,11 @@ func (r ListTemplatesResponse) GetApplicationproblemJSON400() *Problem {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r ListTemplatesResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r ListTemplatesResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -5125,6 +5664,8 @@ type DeleteTemplateResponse struct {
 	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -5158,6 +5699,11 @@ func (r DeleteTemplateResponse) GetApplicationproblemJSON404() *Problem {
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
 func (r DeleteTemplateResponse) GetApplicationproblemJSON409() *Problem {
 	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r DeleteTemplateResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -5222,6 +5768,8 @@ type GetTemplateResponse struct {
 	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -5255,6 +5803,11 @@ func (r GetTemplateResponse) GetApplicationproblemJSON404() *Problem {
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
 func (r GetTemplateResponse) GetApplicationproblemJSON409() *Problem {
 	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r GetTemplateResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -5557,6 +6110,8 @@ type RollbackTemplateResponse struct {
 	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -5595,6 +6150,11 @@ func (r RollbackTemplateResponse) GetApplicationproblemJSON404() *Problem {
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
 func (r RollbackTemplateResponse) GetApplicationproblemJSON409() *Problem {
 	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r RollbackTemplateResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -5891,6 +6451,284 @@ func (r PromoteTemplateResponse) ContentType() string {
 	return ""
 }
 
+// FireTriggerResponse401Headers the declared response headers of an HTTP 401 response for FireTrigger
+type FireTriggerResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// FireTriggerResponse429Headers the declared response headers of an HTTP 429 response for FireTrigger
+type FireTriggerResponse429Headers struct {
+	RetryAfter int
+}
+
+type FireTriggerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TriggerCoalesced
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *SubmitResponse
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *FireTriggerResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *FireTriggerResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r FireTriggerResponse) GetJSON200() *TriggerCoalesced {
+	return r.JSON200
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r FireTriggerResponse) GetJSON202() *SubmitResponse {
+	return r.JSON202
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r FireTriggerResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r FireTriggerResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r FireTriggerResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r FireTriggerResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r FireTriggerResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r FireTriggerResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r FireTriggerResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r FireTriggerResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r FireTriggerResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r FireTriggerResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r FireTriggerResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r FireTriggerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FireTriggerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FireTriggerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FireTriggerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// FireTriggerPutResponse401Headers the declared response headers of an HTTP 401 response for FireTriggerPut
+type FireTriggerPutResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// FireTriggerPutResponse429Headers the declared response headers of an HTTP 429 response for FireTriggerPut
+type FireTriggerPutResponse429Headers struct {
+	RetryAfter int
+}
+
+type FireTriggerPutResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TriggerCoalesced
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *SubmitResponse
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *FireTriggerPutResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *FireTriggerPutResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r FireTriggerPutResponse) GetJSON200() *TriggerCoalesced {
+	return r.JSON200
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r FireTriggerPutResponse) GetJSON202() *SubmitResponse {
+	return r.JSON202
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r FireTriggerPutResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r FireTriggerPutResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r FireTriggerPutResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r FireTriggerPutResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r FireTriggerPutResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r FireTriggerPutResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r FireTriggerPutResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r FireTriggerPutResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r FireTriggerPutResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r FireTriggerPutResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r FireTriggerPutResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r FireTriggerPutResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FireTriggerPutResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FireTriggerPutResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FireTriggerPutResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // WhoamiResponse401Headers the declared response headers of an HTTP 401 response for Whoami
 type WhoamiResponse401Headers struct {
 	WWWAuthenticate string
@@ -6048,6 +6886,21 @@ func (c *ClientWithResponses) RunDoctorWithResponse(ctx context.Context, body Ru
 		return nil, err
 	}
 	return ParseRunDoctorResponse(rsp)
+}
+
+// ReloadWithResponse Re-read --default-config and --triggers
+//
+// Reads and checks the --default-config and --triggers files again and swaps both in at once: configs submitted from then on merge over the new defaults, and the new triggers replace the old (runs already accepted keep their config; a schedule or directory keeps its fired slots and files). An invalid file is 422 naming the problem, and the files in force stay. Without either flag, 200 with reloaded false. Audited as config.reload (config.reload.rejected, config.reload.noop). Admin only.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/reload (the `Reload` operationId).
+func (c *ClientWithResponses) ReloadWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ReloadResponse, error) {
+	rsp, err := c.Reload(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReloadResponse(rsp)
 }
 
 // ListRunsWithResponse List runs
@@ -6410,6 +7263,66 @@ func (c *ClientWithResponses) PromoteTemplateWithResponse(ctx context.Context, i
 	return ParsePromoteTemplateResponse(rsp)
 }
 
+// FireTriggerWithBodyWithResponse Fire a webhook trigger (POST)
+//
+// Starts a run of the named webhook trigger of the --triggers file, submitted as the principal trigger:NAME. The request body (any JSON, or none) is the config's ${trigger.body…}; the trigger's dedupe_header, when the request carries it, is the run's idempotency key (a repeat replays the run, 202). A fire within the trigger's debounce_secs of the last run it started is 200 coalesced and starts nothing. 404 for a name that is no enabled webhook trigger (or a server without --triggers); 400 for a method the trigger does not take, or a body its config cannot read.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/triggers/{name} (the `FireTrigger` operationId).
+func (c *ClientWithResponses) FireTriggerWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FireTriggerResponse, error) {
+	rsp, err := c.FireTriggerWithBody(ctx, name, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFireTriggerResponse(rsp)
+}
+
+// FireTriggerWithResponse Fire a webhook trigger (POST)
+//
+// Starts a run of the named webhook trigger of the --triggers file, submitted as the principal trigger:NAME. The request body (any JSON, or none) is the config's ${trigger.body…}; the trigger's dedupe_header, when the request carries it, is the run's idempotency key (a repeat replays the run, 202). A fire within the trigger's debounce_secs of the last run it started is 200 coalesced and starts nothing. 404 for a name that is no enabled webhook trigger (or a server without --triggers); 400 for a method the trigger does not take, or a body its config cannot read.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/triggers/{name} (the `FireTrigger` operationId).
+func (c *ClientWithResponses) FireTriggerWithResponse(ctx context.Context, name string, body FireTriggerJSONRequestBody, reqEditors ...RequestEditorFn) (*FireTriggerResponse, error) {
+	rsp, err := c.FireTrigger(ctx, name, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFireTriggerResponse(rsp)
+}
+
+// FireTriggerPutWithBodyWithResponse Fire a webhook trigger (PUT)
+//
+// Starts a run of the named webhook trigger of the --triggers file, submitted as the principal trigger:NAME. The request body (any JSON, or none) is the config's ${trigger.body…}; the trigger's dedupe_header, when the request carries it, is the run's idempotency key (a repeat replays the run, 202). A fire within the trigger's debounce_secs of the last run it started is 200 coalesced and starts nothing. 404 for a name that is no enabled webhook trigger (or a server without --triggers); 400 for a method the trigger does not take, or a body its config cannot read.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/triggers/{name} (the `FireTriggerPut` operationId).
+func (c *ClientWithResponses) FireTriggerPutWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FireTriggerPutResponse, error) {
+	rsp, err := c.FireTriggerPutWithBody(ctx, name, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFireTriggerPutResponse(rsp)
+}
+
+// FireTriggerPutWithResponse Fire a webhook trigger (PUT)
+//
+// Starts a run of the named webhook trigger of the --triggers file, submitted as the principal trigger:NAME. The request body (any JSON, or none) is the config's ${trigger.body…}; the trigger's dedupe_header, when the request carries it, is the run's idempotency key (a repeat replays the run, 202). A fire within the trigger's debounce_secs of the last run it started is 200 coalesced and starts nothing. 404 for a name that is no enabled webhook trigger (or a server without --triggers); 400 for a method the trigger does not take, or a body its config cannot read.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/triggers/{name} (the `FireTriggerPut` operationId).
+func (c *ClientWithResponses) FireTriggerPutWithResponse(ctx context.Context, name string, body FireTriggerPutJSONRequestBody, reqEditors ...RequestEditorFn) (*FireTriggerPutResponse, error) {
+	rsp, err := c.FireTriggerPut(ctx, name, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFireTriggerPutResponse(rsp)
+}
+
 // WhoamiWithResponse Show the calling principal
 //
 // Returns a wrapper object for the known response body format(s).
@@ -6613,6 +7526,13 @@ func ParseListAuditResponse(rsp *http.Response) (*ListAuditResponse, error) {
 		}
 		response.ApplicationproblemJSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -6747,6 +7667,80 @@ func ParseRunDoctorResponse(rsp *http.Response) (*RunDoctorResponse, error) {
 	return response, nil
 }
 
+// ParseReloadResponse parses an HTTP response from a ReloadWithResponse call
+func ParseReloadResponse(rsp *http.Response) (*ReloadResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReloadResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Reloaded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ReloadResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListRunsResponse parses an HTTP response from a ListRunsWithResponse call
 func ParseListRunsResponse(rsp *http.Response) (*ListRunsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -6781,6 +7775,13 @@ func ParseListRunsResponse(rsp *http.Response) (*ListRunsResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Problem
@@ -6992,6 +7993,13 @@ func ParseDeleteRunResponse(rsp *http.Response) (*DeleteRunResponse, error) {
 		}
 		response.ApplicationproblemJSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -7065,6 +8073,13 @@ func ParseGetRunResponse(rsp *http.Response) (*GetRunResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Problem
@@ -7153,6 +8168,13 @@ func ParseCancelRunResponse(rsp *http.Response) (*CancelRunResponse, error) {
 		}
 		response.ApplicationproblemJSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -7233,6 +8255,13 @@ func ParseStreamRunLogsResponse(rsp *http.Response) (*StreamRunLogsResponse, err
 			return nil, err
 		}
 		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
@@ -7327,6 +8356,13 @@ func ParseFollowRunLogsResponse(rsp *http.Response) (*FollowRunLogsResponse, err
 			return nil, err
 		}
 		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
@@ -7486,6 +8522,13 @@ func ParseGetSchemaResponse(rsp *http.Response) (*GetSchemaResponse, error) {
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -7552,6 +8595,13 @@ func ParseListTemplatesResponse(rsp *http.Response) (*ListTemplatesResponse, err
 			return nil, err
 		}
 		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Problem
@@ -7746,6 +8796,13 @@ func ParseDeleteTemplateResponse(rsp *http.Response) (*DeleteTemplateResponse, e
 		}
 		response.ApplicationproblemJSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -7833,6 +8890,13 @@ func ParseGetTemplateResponse(rsp *http.Response) (*GetTemplateResponse, error) 
 			return nil, err
 		}
 		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Problem
@@ -8147,6 +9211,13 @@ func ParseRollbackTemplateResponse(rsp *http.Response) (*RollbackTemplateRespons
 		}
 		response.ApplicationproblemJSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -8416,6 +9487,272 @@ func ParsePromoteTemplateResponse(rsp *http.Response) (*PromoteTemplateResponse,
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseFireTriggerResponse parses an HTTP response from a FireTriggerWithResponse call
+func ParseFireTriggerResponse(rsp *http.Response) (*FireTriggerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FireTriggerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TriggerCoalesced
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest SubmitResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers FireTriggerResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers FireTriggerResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseFireTriggerPutResponse parses an HTTP response from a FireTriggerPutWithResponse call
+func ParseFireTriggerPutResponse(rsp *http.Response) (*FireTriggerPutResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FireTriggerPutResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TriggerCoalesced
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest SubmitResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers FireTriggerPutResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers FireTriggerPutResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil

@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -81,11 +82,12 @@ func newGroups(a huma.API, d *Deps) groups {
 // shared response of its status and declares 500 and default. huma has by
 // then declared the statuses of op.Errors (inline, with the Problem schema)
 // and 422 for any operation with parameters; without a body an operation
-// cannot answer 422, since a bad parameter is a 400. A response with a body
+// answers 422 only when it lists it (a reload of an invalid file), since a
+// bad parameter is a 400. A response with a body
 // of its own (readyz's 503) is left as it is.
 func problemResponses(op *huma.Operation) {
 	op.Responses[strconv.Itoa(http.StatusInternalServerError)] = &huma.Response{}
-	if op.RequestBody == nil {
+	if op.RequestBody == nil && !slices.Contains(op.Errors, http.StatusUnprocessableEntity) {
 		delete(op.Responses, strconv.Itoa(http.StatusUnprocessableEntity))
 	}
 	for code, r := range op.Responses {

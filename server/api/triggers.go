@@ -62,6 +62,21 @@ func (d *Deps) registerTriggers(g groups, maxBody int64) {
 			Metadata: map[string]any{metaRole: auth.Operator, metaAction: "trigger.fire"},
 		}, d.fireTrigger(m.method))
 	}
+	// The handler reads the body raw, as the trigger's config does, and it
+	// may be empty; the document says what a caller sends and gets.
+	item := g.v1.OpenAPI().Paths["/v1/triggers/{name}"]
+	accepted := g.v1.OpenAPI().Components.Schemas.Schema(reflectType[SubmitResponse](), true, "")
+	for _, op := range []*huma.Operation{item.Post, item.Put} {
+		// In place: the registered handler shares the request body's
+		// description, and reads Required from it.
+		op.RequestBody.Required = false
+		op.RequestBody.Content = map[string]*huma.MediaType{
+			"application/json": {Schema: &huma.Schema{Description: "Any JSON value, or no body: the config reads it as ${trigger.body} and ${trigger.body.PATH}."}},
+		}
+		op.Responses["202"] = &huma.Response{Description: "A run was started, or replayed for a repeated dedupe_header value.", Content: map[string]*huma.MediaType{
+			"application/json": {Schema: accepted},
+		}}
+	}
 
 	huma.Register(g.v1, huma.Operation{
 		OperationID: "reload", Method: http.MethodPost, Path: "/reload",
