@@ -333,3 +333,56 @@ triggers:
 		t.Logf("%d slots from %s to %s, each once", len(slots), first.Format(time.TimeOnly), last.Format(time.TimeOnly))
 	})
 }
+
+// TestObjectArrivalClusterFiresEachFileOnce: three members watch one
+// directory; one is killed -9 between two batches of files. Every file
+// starts exactly one run.
+func TestObjectArrivalClusterFiresEachFileOnce(t *testing.T) {
+	eachClusterHistory(t, func(t *testing.T, hist string) {
+		dir := t.TempDir()
+		file := filepath.Join(dir, "triggers.yaml")
+		writeFile(t, filepath.Join(dir, "in", ".keep"), "")
+		writeFile(t, file, fmt.Sprintf(`version: 1
+triggers:
+  - name: drops
+    type: object_arrival
+    store: {type: file, path: in, glob: "*.csv"}
+    poll_interval_secs: 0.2
+    run: {name: drop}
+    config: {version: 1, pipeline: {source: {type: csv, config: {path: "${trigger.path}"}}, sink: {type: jsonl, config: {path: "%s/out/${trigger.object_key}.jsonl"}}}}
+`, dir))
+		ms := startCluster(t, 3, hist, "--triggers", file, "--log-level", "warn")
+		var names []string
+		batch := func(from, to int) {
+			for i := from; i < to; i++ {
+				name := fmt.Sprintf("f%02d.csv", i)
+				writeFile(t, filepath.Join(dir, "in", name), "id\n1\n")
+				names = append(names, name)
+			}
+			testwait.Until(t, time.Minute, func() error {
+				if n := len(ms[1].runsNamed("drop")); n < len(names) {
+					return fmt.Errorf("%d of %d files fired", n, len(names))
+				}
+				return nil
+			})
+		}
+		batch(0, 5)
+		ms[0].kill9()
+		batch(5, 10)
+		for _, m := range ms[1:] {
+			m.stop()
+		}
+		fired := map[string]int{}
+		for _, r := range startMember(t, hist).runsNamed("drop") {
+			fired[r.Labels["faucet.trigger.object_key"]]++
+		}
+		for _, name := range names {
+			if fired[name] != 1 {
+				t.Errorf("%s started %d runs", name, fired[name])
+			}
+		}
+		if len(fired) != len(names) {
+			t.Errorf("runs for %d files, want %d: %v", len(fired), len(names), fired)
+		}
+	})
+}
