@@ -61,8 +61,8 @@ type Deps struct {
 	Triggers *triggers.Service
 	// Reloader serves POST /v1/reload; nil reloads nothing.
 	Reloader Reloader
-	Metrics   *metrics.Metrics
-	Log       *slog.Logger
+	Metrics  *metrics.Metrics
+	Log      *slog.Logger
 	// BodyLimit caps request bodies in bytes; zero means DefaultBodyLimit.
 	BodyLimit int64
 

@@ -87,7 +87,7 @@ func (d *Deps) registerTriggers(g groups, maxBody int64) {
 			"An invalid file is 422 naming the problem, and the files in force stay. Without either flag, 200 " +
 			"with reloaded false. Audited as config.reload (config.reload.rejected, config.reload.noop). Admin only.",
 		Errors:   []int{422},
-		Metadata: map[string]any{metaRole: auth.Admin, metaAction: "config.reload"},
+		Metadata: map[string]any{metaRole: auth.Admin, metaAction: "config.reload", metaFileProblem: true},
 	}, d.reload)
 }
 
