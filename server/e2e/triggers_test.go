@@ -286,25 +286,25 @@ triggers:
     config: {version: 1, pipeline: {source: {type: generate, config: {count: 1}}, sink: {type: jsonl, config: {path: "%s/${trigger.slot}.jsonl"}}}}
 `, dir))
 		ms := startCluster(t, 3, hist, "--triggers", file, "--log-level", "warn")
-		countSlots := func(min int) []client.RunRecord {
-			var runs []client.RunRecord
+		awaitSlots := func(min int) int {
+			n := 0
 			testwait.Until(t, 2*time.Minute, func() error {
-				if runs = ms[1].runsNamed("tick"); len(runs) < min {
-					return fmt.Errorf("%d slots fired, waiting for %d", len(runs), min)
+				if n = len(ms[1].runsNamed("tick")); n < min {
+					return fmt.Errorf("%d slots fired, waiting for %d", n, min)
 				}
 				return nil
 			})
-			return runs
+			return n
 		}
-		before := len(countSlots(3))
+		before := awaitSlots(3)
 		ms[0].kill9()
-		runs := countSlots(before + 4)
+		awaitSlots(before + 4)
 		// The survivors stop gracefully, so no fire is in flight; a member
 		// without triggers reads what they left.
 		for _, m := range ms[1:] {
 			m.stop()
 		}
-		runs = startMember(t, hist).runsNamed("tick")
+		runs := startMember(t, hist).runsNamed("tick")
 		slots := map[string]int{}
 		var first, last time.Time
 		for _, r := range runs {
