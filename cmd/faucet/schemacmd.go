@@ -10,7 +10,9 @@ func newSchemaCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "schema",
 		Short: "Print the JSON Schema of a faucet file format",
-		Args:  cobra.NoArgs,
+		// Runnable, so that an unknown format is an error, not the help.
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(&cobra.Command{
 		Use:   "triggers",
