@@ -1,6 +1,6 @@
 -- name: TriggerArm :one
 -- Arms a trigger: the first arm, or one with other settings, stamps
--- armed_at; an arm with the settings already stored keeps the stamp. It
+-- armed_at, and an arm with the settings already stored keeps the stamp. It
 -- returns the stamp in force.
 INSERT INTO faucet_trigger_arms (trigger_name, fingerprint, armed_at)
 VALUES (@trigger_name, @fingerprint, @now)
@@ -11,7 +11,7 @@ ON CONFLICT (trigger_name) DO UPDATE SET
 RETURNING armed_at;
 
 -- name: TriggerFireInsert :execrows
--- Claims a slot or a file for one run; 0 rows when it was claimed before.
+-- Claims a slot or a file for one run: 0 rows when it was claimed before.
 INSERT INTO faucet_trigger_fires (trigger_name, fire_key, kind, subject, event_at, run_id, fired_at)
 VALUES (@trigger_name, @fire_key, @kind, @subject, @event_at, @run_id, @fired_at)
 ON CONFLICT (trigger_name, fire_key) DO NOTHING;

@@ -27,7 +27,7 @@ type TriggerArmParams struct {
 }
 
 // Arms a trigger: the first arm, or one with other settings, stamps
-// armed_at; an arm with the settings already stored keeps the stamp. It
+// armed_at, and an arm with the settings already stored keeps the stamp. It
 // returns the stamp in force.
 func (q *Queries) TriggerArm(ctx context.Context, arg TriggerArmParams) (time.Time, error) {
 	row := q.db.QueryRow(ctx, triggerArm, arg.TriggerName, arg.Fingerprint, arg.Now)
@@ -52,7 +52,7 @@ type TriggerFireInsertParams struct {
 	FiredAt     time.Time
 }
 
-// Claims a slot or a file for one run; 0 rows when it was claimed before.
+// Claims a slot or a file for one run: 0 rows when it was claimed before.
 func (q *Queries) TriggerFireInsert(ctx context.Context, arg TriggerFireInsertParams) (int64, error) {
 	result, err := q.db.Exec(ctx, triggerFireInsert,
 		arg.TriggerName,

@@ -26,7 +26,7 @@ type TriggerArmParams struct {
 }
 
 // Arms a trigger: the first arm, or one with other settings, stamps
-// armed_at; an arm with the settings already stored keeps the stamp. It
+// armed_at, and an arm with the settings already stored keeps the stamp. It
 // returns the stamp in force.
 func (q *Queries) TriggerArm(ctx context.Context, arg TriggerArmParams) (int64, error) {
 	row := q.db.QueryRowContext(ctx, triggerArm, arg.TriggerName, arg.Fingerprint, arg.Now)
@@ -52,7 +52,7 @@ type TriggerFireInsertParams struct {
 	FiredAt     int64
 }
 
-// Claims a slot or a file for one run; 0 rows when it was claimed before.
+// Claims a slot or a file for one run: 0 rows when it was claimed before.
 func (q *Queries) TriggerFireInsert(ctx context.Context, arg TriggerFireInsertParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, triggerFireInsert,
 		arg.TriggerName,
