@@ -83,7 +83,7 @@ func (d *Deps) registerTriggers(g groups, maxBody int64) {
 		Summary: "Re-read --default-config and --triggers", Tags: []string{"admin"},
 		Description: "Reads and checks the --default-config and --triggers files again and swaps both in at once: " +
 			"configs submitted from then on merge over the new defaults, and the new triggers replace the old " +
-			"(runs already accepted keep their config; a schedule or directory keeps its fired slots and files). " +
+			"(a run loaded before keeps its config, and in a cluster a run is loaded by the member that claims it; a schedule or directory keeps its fired slots and files). " +
 			"An invalid file is 422 naming the problem, and the files in force stay. Without either flag, 200 " +
 			"with reloaded false. Audited as config.reload (config.reload.rejected, config.reload.noop). Admin only.",
 		Errors:   []int{422},

@@ -115,7 +115,7 @@ export interface paths {
         put?: never;
         /**
          * Re-read --default-config and --triggers
-         * @description Reads and checks the --default-config and --triggers files again and swaps both in at once: configs submitted from then on merge over the new defaults, and the new triggers replace the old (runs already accepted keep their config; a schedule or directory keeps its fired slots and files). An invalid file is 422 naming the problem, and the files in force stay. Without either flag, 200 with reloaded false. Audited as config.reload (config.reload.rejected, config.reload.noop). Admin only.
+         * @description Reads and checks the --default-config and --triggers files again and swaps both in at once: configs submitted from then on merge over the new defaults, and the new triggers replace the old (a run loaded before keeps its config, and in a cluster a run is loaded by the member that claims it; a schedule or directory keeps its fired slots and files). An invalid file is 422 naming the problem, and the files in force stay. Without either flag, 200 with reloaded false. Audited as config.reload (config.reload.rejected, config.reload.noop). Admin only.
          */
         post: operations["reload"];
         delete?: never;
@@ -1197,7 +1197,6 @@ export interface operations {
             400: components["responses"]["Problem"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Problem"];
-            422: components["responses"]["Problem"];
             500: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
             default: components["responses"]["Problem"];
@@ -1298,7 +1297,6 @@ export interface operations {
             };
             400: components["responses"]["Problem"];
             401: components["responses"]["Unauthorized"];
-            422: components["responses"]["Problem"];
             500: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
             default: components["responses"]["Problem"];
@@ -1380,7 +1378,6 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["Problem"];
-            422: components["responses"]["Problem"];
             500: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
             default: components["responses"]["Problem"];
@@ -1409,7 +1406,6 @@ export interface operations {
             403: components["responses"]["Problem"];
             404: components["responses"]["Problem"];
             409: components["responses"]["Problem"];
-            422: components["responses"]["Problem"];
             500: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
             default: components["responses"]["Problem"];
@@ -1445,7 +1441,6 @@ export interface operations {
             403: components["responses"]["Problem"];
             404: components["responses"]["Problem"];
             409: components["responses"]["Problem"];
-            422: components["responses"]["Problem"];
             500: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
             default: components["responses"]["Problem"];
@@ -1488,7 +1483,6 @@ export interface operations {
             400: components["responses"]["Problem"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["Problem"];
-            422: components["responses"]["Problem"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
@@ -1525,7 +1519,6 @@ export interface operations {
             400: components["responses"]["Problem"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["Problem"];
-            422: components["responses"]["Problem"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
@@ -1583,7 +1576,6 @@ export interface operations {
             400: components["responses"]["Problem"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["Problem"];
-            422: components["responses"]["Problem"];
             500: components["responses"]["Problem"];
             default: components["responses"]["Problem"];
         };
@@ -1611,7 +1603,6 @@ export interface operations {
             };
             400: components["responses"]["Problem"];
             401: components["responses"]["Unauthorized"];
-            422: components["responses"]["Problem"];
             500: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
             default: components["responses"]["Problem"];
@@ -1678,7 +1669,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["Problem"];
             409: components["responses"]["Problem"];
-            422: components["responses"]["Problem"];
             500: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
             default: components["responses"]["Problem"];
@@ -1711,7 +1701,6 @@ export interface operations {
             403: components["responses"]["Problem"];
             404: components["responses"]["Problem"];
             409: components["responses"]["Problem"];
-            422: components["responses"]["Problem"];
             500: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
             default: components["responses"]["Problem"];
@@ -1817,7 +1806,6 @@ export interface operations {
             403: components["responses"]["Problem"];
             404: components["responses"]["Problem"];
             409: components["responses"]["Problem"];
-            422: components["responses"]["Problem"];
             500: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
             default: components["responses"]["Problem"];
