@@ -235,16 +235,26 @@ func bindString(s string, e *event) (any, error) {
 		return literal(v), nil
 	}
 	var b strings.Builder
+	// dollar: what was written last is a value that ends in "$", which a
+	// "{" after it would turn into a reference; it is written "$${" then.
+	dollar := false
+	put := func(piece string, value bool) {
+		if dollar && strings.HasPrefix(piece, "{") {
+			b.WriteByte('$')
+		}
+		b.WriteString(piece)
+		dollar = value && strings.HasSuffix(piece, "$")
+	}
 	for i := 0; i < len(s); {
 		switch {
 		case strings.HasPrefix(s[i:], "$${"):
-			b.WriteString("$${")
+			put("$${", false)
 			i += 3
 		case strings.HasPrefix(s[i:], triggerRef):
 			end := strings.IndexByte(s[i:], '}')
 			if end < 0 {
 				// Unterminated: the pipeline reports it where it reads it.
-				b.WriteString(s[i:])
+				put(s[i:], false)
 				i = len(s)
 				continue
 			}
@@ -252,10 +262,10 @@ func bindString(s string, e *event) (any, error) {
 			if err != nil {
 				return nil, err
 			}
-			b.WriteString(escape(text(v)))
+			put(escape(text(v)), true)
 			i += end + 1
 		default:
-			b.WriteByte(s[i])
+			put(s[i:i+1], false)
 			i++
 		}
 	}
