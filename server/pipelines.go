@@ -55,8 +55,14 @@ func (p *pipelineHost) Close() error { return p.host.Close() }
 func (p *pipelineHost) Catalog() pipeline.Catalog { return p.host }
 
 func (p *pipelineHost) Load(config []byte, format string) (*pipeline.Plan, error) {
+	return p.loadWith(config, format, *p.defaults.Load())
+}
+
+// loadWith loads config over defaults instead of the defaults in force: a
+// reload checks the triggers' configs against the defaults it swaps in.
+func (p *pipelineHost) loadWith(config []byte, format string, defaults []byte) (*pipeline.Plan, error) {
 	return pipeline.Load(config, pipeline.LoadOptions{
-		Format: pipeline.Format(format), Defaults: *p.defaults.Load(), Env: os.LookupEnv, Catalog: p.host,
+		Format: pipeline.Format(format), Defaults: defaults, Env: os.LookupEnv, Catalog: p.host,
 	})
 }
 

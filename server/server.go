@@ -188,16 +188,16 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 	if err != nil {
 		return err
 	}
-	triggerSet, err := loadTriggers(cfg.Triggers)
-	if err != nil {
-		return err
-	}
 
 	pipes, err := newPipelineHost(ctx, cfg, defaults, log)
 	if err != nil {
 		return err
 	}
 	defer pipes.Close()
+	triggerSet, err := loadTriggers(cfg.Triggers, pipes, defaults)
+	if err != nil {
+		return err
+	}
 	m := metrics.New()
 
 	tcp, err := net.Listen("tcp", cfg.Listen)

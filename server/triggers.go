@@ -35,13 +35,21 @@ func (s *services) submitTriggerRun(ctx context.Context, r triggers.Run) (trigge
 	return triggers.Accepted{}, err
 }
 
-// loadTriggers reads the --triggers file; nil without one. A file with a
-// problem keeps the server from starting, every problem named at its line.
-func loadTriggers(path string) (*triggers.Set, error) {
+// loadTriggers reads the --triggers file and checks each trigger's config
+// as its fires will load it, over defaults; nil without a file. A file with
+// a problem keeps the server from starting (a reload from swapping it in),
+// every problem named at its line.
+func loadTriggers(path string, pipes *pipelineHost, defaults []byte) (*triggers.Set, error) {
 	if path == "" {
 		return nil, nil
 	}
 	set, err := triggers.Load(path)
+	if err == nil {
+		err = set.Check(func(config []byte) error {
+			_, err := pipes.loadWith(config, "json", defaults)
+			return err
+		})
+	}
 	if err != nil {
 		return nil, settingError([]string{"Triggers"}, "%[1]s: %[2]s", problemText(err))
 	}
@@ -107,7 +115,10 @@ func (r *reloader) Reload(ctx context.Context) (api.Reloaded, error) {
 			return api.Reloaded{}, &api.ReloadError{Err: reloadProblem(err)}
 		}
 	}
-	set, err := loadTriggers(r.triggersFile)
+	if r.defaultConfig == "" {
+		defaults = *r.pipes.defaults.Load()
+	}
+	set, err := loadTriggers(r.triggersFile, r.pipes, defaults)
 	if err != nil {
 		return api.Reloaded{}, &api.ReloadError{Err: reloadProblem(err)}
 	}

@@ -210,6 +210,11 @@ func TestTriggersAndReload(t *testing.T) {
 		if status != http.StatusUnprocessableEntity || !strings.Contains(string(body), "triggers[0].cron") || !strings.Contains(string(body), "does not parse") {
 			t.Fatalf("reload of a bad cron: %d %s", status, body)
 		}
+		writeFile(t, file, webhookTriggers(out, "  - {name: x, type: webhook, config: {version: 1, pipeline: {source: {type: nope, config: {}}, sink: {type: stdout, config: {}}}}}\n"))
+		status, _, body = s.call(http.MethodPost, "/v1/reload", "")
+		if status != http.StatusUnprocessableEntity || !strings.Contains(string(body), "pipeline.source.type") {
+			t.Fatalf("reload of a trigger with an unknown connector: %d %s", status, body)
+		}
 		writeFile(t, file, webhookTriggers(out, ""))
 		writeFile(t, defaults, "name: [broken\n")
 		status, _, body = s.call(http.MethodPost, "/v1/reload", "")
@@ -249,14 +254,20 @@ func contains(xs []string, x string) bool {
 // nothing.
 func TestTriggersFileRefusals(t *testing.T) {
 	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "p.yaml"), "version: 1\npipeline:\n  source: {type: generate, config: {count: 1}}\n  sink: {type: jsonlx, config: {}}\n")
 	for _, tc := range []struct{ name, body, want string }{
 		{"unknown type", "version: 1\ntriggers:\n  - {name: q, type: queue_depth, config: {}}\n", "triggers[0].type"},
 		{"bad cron", "version: 1\ntriggers:\n  - {name: n, type: schedule, config: {}, cron: \"* * *\"}\n", "triggers[0].cron"},
+		// A config is loaded as its fires will load it: an unknown connector
+		// is found at start, not at the first fire.
+		{"unknown connector inline", "version: 1\ntriggers:\n  - name: h\n    type: webhook\n    config: {version: 1, pipeline: {source: {type: csvx, config: {}}, sink: {type: stdout, config: {}}}}\n",
+			"triggers.yaml:5:5: triggers[0].config: pipeline.source.type"},
+		{"unknown connector in a file", "version: 1\ntriggers:\n  - {name: h, type: webhook, config: p.yaml}\n", "p.yaml:4:"},
 	} {
-		file := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".yaml")
+		file := filepath.Join(dir, "triggers.yaml")
 		writeFile(t, file, tc.body)
 		out, err := exec.Command(fastBin, "serve", "--listen", "127.0.0.1:0", "--history", "memory", "--no-auth", "--triggers", file).CombinedOutput()
-		if err == nil || !strings.Contains(string(out), file) || !strings.Contains(string(out), tc.want) || strings.Contains(string(out), "listening") {
+		if err == nil || !strings.Contains(string(out), dir) || !strings.Contains(string(out), tc.want) || strings.Contains(string(out), "listening") {
 			t.Errorf("%s: serve %v\n%s", tc.name, err, out)
 		}
 	}

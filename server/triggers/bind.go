@@ -110,6 +110,8 @@ type event struct {
 	parsed   bool
 	header   http.Header
 	query    url.Values
+	// placeholder stands in for every value, for Check.
+	placeholder bool
 }
 
 func newEvent(t *Trigger, firedAt time.Time) *event {
@@ -119,6 +121,9 @@ func newEvent(t *Trigger, firedAt time.Time) *event {
 // lookup returns the value of ${trigger.name}: a string, or for body.PATH
 // the JSON value at PATH.
 func (e *event) lookup(name string) (any, error) {
+	if e.placeholder {
+		return "placeholder", nil
+	}
 	if v, ok := e.fields[name]; ok {
 		return v, nil
 	}

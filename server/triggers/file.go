@@ -61,6 +61,9 @@ type Trigger struct {
 	// names it in problems (its file, or the trigger's config key).
 	config     *pipeline.Document
 	configName string
+	// inlineAt is where an inline config stands in the triggers file; nil
+	// for a config file.
+	inlineAt []any
 	runName    string
 	labels     map[string]string
 	timeout    *int64
@@ -91,6 +94,8 @@ type Set struct {
 	// Path is the file they were read from.
 	Path     string
 	Triggers []*Trigger
+	// doc is the file, which places the problems of inline configs.
+	doc *pipeline.Document
 }
 
 // Lookup returns the trigger called name.
@@ -172,7 +177,7 @@ func parse(data []byte, file string) (*Set, error) {
 		return nil, fmt.Errorf("triggers file %s: %w", file, err)
 	}
 	c := compiler{doc: doc, file: file, dir: filepath.Dir(file)}
-	set := &Set{Path: file}
+	set := &Set{Path: file, doc: doc}
 	seen := map[string]int{}
 	for i, sd := range fd.Triggers {
 		if prev, ok := seen[sd.Name]; ok {
@@ -361,6 +366,7 @@ func (c *compiler) config(t *Trigger, v any, at []any) bool {
 		}
 	case map[string]any:
 		t.configName = c.file + ": " + pipeline.PathString(at...)
+		t.inlineAt = at
 		raw, merr := json.Marshal(x)
 		if merr == nil {
 			doc, err = pipeline.ParseDocument(raw, pipeline.FormatJSON)
