@@ -64,9 +64,9 @@ type Trigger struct {
 	// inlineAt is where an inline config stands in the triggers file; nil
 	// for a config file.
 	inlineAt []any
-	runName    string
-	labels     map[string]string
-	timeout    *int64
+	runName  string
+	labels   map[string]string
+	timeout  *int64
 
 	// webhook
 	methods      []string
