@@ -271,6 +271,39 @@ func TestTriggersFileRefusals(t *testing.T) {
 			t.Errorf("%s: serve %v\n%s", tc.name, err, out)
 		}
 	}
+	// A directory that is not there fails its trigger's looks: unhealthy
+	// after three in a row, and healthy again once it appears.
+	writeFile(t, filepath.Join(dir, "watch.yaml"), "version: 1\ntriggers:\n  - {name: w, type: object_arrival, store: {type: file, path: later}, poll_interval_secs: 0.1, "+
+		"config: {version: 1, pipeline: {source: {type: generate, config: {count: 1}}, sink: {type: stdout, config: {}}}}}\n")
+	w := start(t, serverOpts{history: "memory", args: []string{"--triggers", filepath.Join(dir, "watch.yaml")}})
+	health := func(healthy bool) {
+		testwait.Until(t, time.Minute, func() error {
+			rs := w.ready()
+			if rs.Triggers == nil || len(*rs.Triggers) != 1 || (*rs.Triggers)[0].Healthy != healthy {
+				return fmt.Errorf("readyz triggers %+v, want healthy %v", rs.Triggers, healthy)
+			}
+			if th := (*rs.Triggers)[0]; !healthy && (th.LastError == nil || !strings.Contains(*th.LastError, "later") || th.ConsecutiveFailures < 3) {
+				return fmt.Errorf("unhealthy trigger %+v names no cause", th)
+			}
+			return nil
+		})
+		want := 0.0
+		if healthy {
+			want = 1
+		}
+		if got := w.metric("faucet_trigger_healthy", map[string]string{"trigger": "w"}); got != want {
+			t.Fatalf("faucet_trigger_healthy %v, want %v", got, want)
+		}
+	}
+	health(false)
+	if got := w.metric("faucet_trigger_failures_total", map[string]string{"trigger": "w"}); got < 3 {
+		t.Fatalf("failures of w: %v", got)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "later"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	health(true)
+
 	s := start(t, serverOpts{history: "memory"})
 	if status, _, body := s.call(http.MethodPost, "/v1/reload", ""); status != http.StatusOK || !strings.Contains(string(body), `"reloaded":false`) {
 		t.Fatalf("reload without the flags: %d %s", status, body)
