@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -176,6 +177,30 @@ func TestTriggersAndReload(t *testing.T) {
 			if !th.Healthy {
 				t.Fatalf("trigger %s unhealthy: %+v", th.Name, th)
 			}
+		}
+
+		// Fires racing reloads of the same file always find the trigger:
+		// the swap leaves no instant without one.
+		var wg sync.WaitGroup
+		for g := range 4 {
+			wg.Go(func() {
+				for i := range 10 {
+					key := fmt.Sprintf("race-%d-%d", g, i)
+					if status, _, body := s.callWith(http.MethodPost, "/v1/triggers/hook", "application/json", `{"table": "race"}`, map[string]string{"Idempotency-Key": key}); status != http.StatusAccepted {
+						t.Errorf("fire during reloads: %d %s", status, body)
+						return
+					}
+				}
+			})
+		}
+		for range 5 {
+			if status, _, body := s.call(http.MethodPost, "/v1/reload", ""); status != http.StatusOK {
+				t.Errorf("reload during fires: %d %s", status, body)
+			}
+		}
+		wg.Wait()
+		if runs := s.runsNamed("hook"); len(runs) != 41 {
+			t.Fatalf("%d runs of hook after 40 fires with distinct keys, want 41", len(runs))
 		}
 
 		// Reload: the new triggers file and defaults are in force at once.
