@@ -38,6 +38,7 @@ type Driver interface {
 	WakeDriver
 	TemplateDriver
 	TriggerDriver
+	CallbackDriver
 }
 
 // IdempotencyDriver stores idempotency claims.

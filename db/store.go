@@ -38,6 +38,7 @@ type Store interface {
 	WakeStore
 	TemplateStore
 	TriggerStore
+	CallbackStore
 }
 
 // Lifecycle is the store itself: its identity, health and connections.

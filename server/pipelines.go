@@ -54,15 +54,21 @@ func (p *pipelineHost) Close() error { return p.host.Close() }
 // Catalog is the connector catalog the API's schema routes show.
 func (p *pipelineHost) Catalog() pipeline.Catalog { return p.host }
 
+// Load loads a config as a template registers it: at the present instant.
 func (p *pipelineHost) Load(config []byte, format string) (*pipeline.Plan, error) {
-	return p.loadWith(config, format, *p.defaults.Load())
+	return p.LoadAt(config, format, time.Time{})
 }
 
-// loadWith loads config over defaults instead of the defaults in force: a
+// LoadAt loads a run's config at the run's clock; a zero now is the present.
+func (p *pipelineHost) LoadAt(config []byte, format string, now time.Time) (*pipeline.Plan, error) {
+	return p.loadWith(config, format, now, *p.defaults.Load())
+}
+
+// loadWith is LoadAt over defaults instead of the defaults in force: a
 // reload checks the triggers' configs against the defaults it swaps in.
-func (p *pipelineHost) loadWith(config []byte, format string, defaults []byte) (*pipeline.Plan, error) {
+func (p *pipelineHost) loadWith(config []byte, format string, now time.Time, defaults []byte) (*pipeline.Plan, error) {
 	return pipeline.Load(config, pipeline.LoadOptions{
-		Format: pipeline.Format(format), Defaults: defaults, Env: os.LookupEnv, Catalog: p.host,
+		Format: pipeline.Format(format), Defaults: defaults, Env: os.LookupEnv, Catalog: p.host, Now: now,
 	})
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/faucet-dev/faucet/pipeline"
 	"github.com/faucet-dev/faucet/server/admission"
@@ -46,7 +47,7 @@ func loadTriggers(path string, pipes *pipelineHost, defaults []byte) (*triggers.
 	set, err := triggers.Load(path)
 	if err == nil {
 		err = set.Check(func(config []byte) error {
-			_, err := pipes.loadWith(config, "json", defaults)
+			_, err := pipes.loadWith(config, "json", time.Time{}, defaults)
 			return err
 		})
 	}
