@@ -38,7 +38,37 @@ type Driver interface {
 	WakeDriver
 	TemplateDriver
 	TriggerDriver
+	LocalOutputDriver
 	CallbackDriver
+}
+
+// LocalOutputDriver stores the ledger of written files.
+type LocalOutputDriver interface {
+	// LocalOutputUpsert inserts p as a new entry with id p.ID when its path
+	// has no live entry, else updates the live one, and returns the entry.
+	LocalOutputUpsert(ctx context.Context, p *LocalOutputUpsertParams) (LocalOutput, error)
+	// LocalOutputGet returns one entry or ErrNotFound.
+	LocalOutputGet(ctx context.Context, id string) (LocalOutput, error)
+	// LocalOutputList returns up to p.Limit matching entries below p.Cursor,
+	// ordered by id descending.
+	LocalOutputList(ctx context.Context, p *LocalOutputListParams) ([]LocalOutput, error)
+	// LocalOutputMarkDeleted sets deleted_at of a live entry and returns it;
+	// ErrNotFound when there is none.
+	LocalOutputMarkDeleted(ctx context.Context, id string, at time.Time) (LocalOutput, error)
+}
+
+// LocalOutputUpsertParams are the arguments of
+// LocalOutputDriver.LocalOutputUpsert.
+type LocalOutputUpsertParams struct {
+	ID string
+	LocalOutputWrite
+}
+
+// LocalOutputListParams are the arguments of LocalOutputDriver.LocalOutputList.
+type LocalOutputListParams struct {
+	RunID, PathPrefix *string
+	Cursor            string
+	Limit             int
 }
 
 // IdempotencyDriver stores idempotency claims.
@@ -97,6 +127,9 @@ type ClusterDriver interface {
 	// InstanceListLive lists the members heartbeated at or after since,
 	// ordered by instance id.
 	InstanceListLive(ctx context.Context, since time.Time) ([]InstanceRecord, error)
+	// InstanceWorkList lists the running runs and shards that have an
+	// owner, ordered by owner, run id and shard id.
+	InstanceWorkList(ctx context.Context) ([]InstanceWork, error)
 	// RunClaimPending moves up to p.Limit of the oldest pending runs to
 	// running for p.Owner, in no particular order, exclusively.
 	RunClaimPending(ctx context.Context, p *RunClaimPendingParams) ([]RunRow, error)
@@ -136,6 +169,8 @@ type ShardDriver interface {
 	ShardFinalize(ctx context.Context, p *ShardFinalizeParams) (bool, error)
 	// ShardProgress counts a run's shards by state.
 	ShardProgress(ctx context.Context, runID string) (ShardProgress, error)
+	// ShardList lists a run's shards, ordered by shard id.
+	ShardList(ctx context.Context, runID string) ([]ShardRecord, error)
 	// ShardProgressInFlight counts the shards of every sharded run by state.
 	ShardProgressInFlight(ctx context.Context) (ShardProgress, error)
 	// ShardPendingCancellations lists the runs with a cancel request of

@@ -38,6 +38,7 @@ type Store interface {
 	WakeStore
 	TemplateStore
 	TriggerStore
+	LocalOutputStore
 	CallbackStore
 }
 
@@ -149,6 +150,9 @@ type ClusterStore interface {
 	// InstanceListLive lists members whose last heartbeat is within ttl,
 	// ordered by instance id.
 	InstanceListLive(ctx context.Context, ttl time.Duration) ([]InstanceRecord, error)
+	// InstanceWorkList lists the running runs and shards of every member,
+	// ordered by owner, run id and shard id (a whole run first).
+	InstanceWorkList(ctx context.Context) ([]InstanceWork, error)
 	// RunClaimPending moves up to limit of the oldest pending runs to running,
 	// started now, owned by this instance with a fresh lease, and returns
 	// them oldest first (submitted_at, then run_id). A run is returned to
@@ -215,6 +219,9 @@ type ShardStore interface {
 	ShardFinalize(ctx context.Context, runID, shardID string, res ShardResult) (bool, error)
 	// ShardProgress aggregates the shard states of a run.
 	ShardProgress(ctx context.Context, runID string) (ShardProgress, error)
+	// ShardList lists the shards of a run, ordered by shard id; none for a
+	// run that was never sharded.
+	ShardList(ctx context.Context, runID string) ([]ShardRecord, error)
 	// ShardProgressInFlight aggregates the shard states of every run still
 	// sharded, across the cluster: the shards of finished runs are left out,
 	// so the cost follows the work in progress, not the history.
@@ -257,6 +264,28 @@ type LogStore interface {
 	// RunLogPurge deletes log lines captured longer than olderThan ago, and the
 	// truncation mark of a run with no lines left.
 	RunLogPurge(ctx context.Context, olderThan time.Duration) (int, error)
+}
+
+// LocalOutputStore keeps the ledger of the files the sinks of runs created
+// or replaced on the server's disk. An entry is a file at a path, from the
+// first write faucet made there until an admin deletes it: later writes to
+// the same path update it, and a deleted entry stays, marked, while a new
+// write to its path starts a new one. Retention never touches the ledger:
+// the files outlive their runs.
+type LocalOutputStore interface {
+	// LocalOutputRecord records a write: a new entry when w.Path has no
+	// live one (Existed then says whether a file was there before faucet
+	// first wrote it, and stays), otherwise the live entry's size, file id,
+	// run and last written time move to w's. It returns the entry.
+	LocalOutputRecord(ctx context.Context, w LocalOutputWrite) (LocalOutput, error)
+	// LocalOutputGet returns one entry, or ErrNotFound.
+	LocalOutputGet(ctx context.Context, id string) (*LocalOutput, error)
+	// LocalOutputList returns one page of entries, newest first (by id, a
+	// time-ordered UUID); a Limit <= 0 means DefaultListLimit.
+	LocalOutputList(ctx context.Context, f LocalOutputFilter) (LocalOutputPage, error)
+	// LocalOutputMarkDeleted marks a live entry deleted now and returns it;
+	// false when the entry is missing or was deleted already.
+	LocalOutputMarkDeleted(ctx context.Context, id string) (*LocalOutput, bool, error)
 }
 
 // RetentionStore applies the retention policy across the domains.

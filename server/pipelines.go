@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"sync/atomic"
 	"time"
 
@@ -13,6 +12,9 @@ import (
 	"github.com/faucet-dev/faucet/plugins/host"
 	"github.com/faucet-dev/faucet/plugins/sdk"
 	"github.com/faucet-dev/faucet/server/admission"
+	"github.com/faucet-dev/faucet/server/envpolicy"
+	"github.com/faucet-dev/faucet/server/fileroots"
+	"github.com/faucet-dev/faucet/server/outputs"
 )
 
 // pipelineHost is the pipeline layer as the services see it (admission,
@@ -25,9 +27,14 @@ type pipelineHost struct {
 	// reload swaps it whole, and a load reads it once, so each config
 	// loads against one version.
 	defaults atomic.Pointer[[]byte]
+	// files bounds the paths of a run; env what ${env:NAME} may read.
+	files *fileroots.Access
+	env   *envpolicy.Policy
+	// ledger records the files runs wrote; set once the history is open.
+	ledger *outputs.Ledger
 }
 
-func newPipelineHost(ctx context.Context, cfg Config, defaults []byte, log *slog.Logger) (*pipelineHost, error) {
+func newPipelineHost(ctx context.Context, cfg Config, defaults []byte, log *slog.Logger, files *fileroots.Access, env *envpolicy.Policy) (*pipelineHost, error) {
 	specs := make([]sdk.Spec, 0, len(builtin.All()))
 	for _, c := range builtin.All() {
 		specs = append(specs, c.Spec())
@@ -35,11 +42,14 @@ func newPipelineHost(ctx context.Context, cfg Config, defaults []byte, log *slog
 	dirs := append(append([]string{}, cfg.PluginDirs...), host.DefaultPluginDirs()...)
 	// Each session holds a plugin process; keep enough warm for every run
 	// that may execute at once, so trivial runs never wait for a launch.
-	h, err := host.New(ctx, host.Options{PluginDirs: dirs, Builtins: specs, Env: cfg.PluginEnv, Nice: cfg.PluginNice, Logger: log, MaxIdle: max(2, cfg.MaxConcurrentRuns)})
+	h, err := host.New(ctx, host.Options{
+		PluginDirs: dirs, Builtins: specs, Env: cfg.PluginEnv, Nice: cfg.PluginNice, Logger: log,
+		MaxIdle: max(2, cfg.MaxConcurrentRuns), Files: files.Files,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("start connector host: %w", err)
 	}
-	p := &pipelineHost{host: h}
+	p := &pipelineHost{host: h, files: files, env: env}
 	p.setDefaults(defaults)
 	return p, nil
 }
@@ -68,12 +78,17 @@ func (p *pipelineHost) LoadAt(config []byte, format string, now time.Time) (*pip
 // reload checks the triggers' configs against the defaults it swaps in.
 func (p *pipelineHost) loadWith(config []byte, format string, now time.Time, defaults []byte) (*pipeline.Plan, error) {
 	return pipeline.Load(config, pipeline.LoadOptions{
-		Format: pipeline.Format(format), Defaults: defaults, Env: os.LookupEnv, Catalog: p.host, Now: now,
+		Format: pipeline.Format(format), Defaults: defaults, Catalog: p.host,
+		Env: p.env.Lookup, EnvAllowed: p.env.Allowed, Files: p.files.Check, Now: now,
 	})
 }
 
-func (p *pipelineHost) Execute(ctx context.Context, plan *pipeline.Plan, log *slog.Logger, progress func(int64)) ([]pipeline.InvocationResult, error) {
-	opts := pipeline.ExecuteOptions{Connectors: p.host, Logger: log}
+func (p *pipelineHost) Execute(ctx context.Context, runID string, plan *pipeline.Plan, log *slog.Logger, progress func(int64)) ([]pipeline.InvocationResult, error) {
+	// The dead-letter file of a run is confined like its sinks' files.
+	opts := pipeline.ExecuteOptions{Connectors: p.host, Logger: log, RunID: runID, Files: p.files.Files()}
+	if p.ledger != nil {
+		opts.Output = func(_ string, f pipeline.OutputFile) { p.ledger.Record(ctx, runID, f, log) }
+	}
 	if progress != nil {
 		opts.Progress = func(pr pipeline.Progress) { progress(pr.Records) }
 	}

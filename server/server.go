@@ -23,14 +23,20 @@ import (
 	"time"
 
 	"github.com/faucet-dev/faucet/db"
+	"github.com/faucet-dev/faucet/plugins/host"
 	"github.com/faucet-dev/faucet/server/api"
 	"github.com/faucet-dev/faucet/server/auth"
 	"github.com/faucet-dev/faucet/server/cluster"
+	"github.com/faucet-dev/faucet/server/console"
+	"github.com/faucet-dev/faucet/server/dlq"
+	"github.com/faucet-dev/faucet/server/envpolicy"
 	"github.com/faucet-dev/faucet/server/execution"
+	"github.com/faucet-dev/faucet/server/fileroots"
 	"github.com/faucet-dev/faucet/server/follow"
 	"github.com/faucet-dev/faucet/server/httpguard"
 	"github.com/faucet-dev/faucet/server/maintenance"
 	"github.com/faucet-dev/faucet/server/metrics"
+	"github.com/faucet-dev/faucet/server/outputs"
 )
 
 // Config is every setting of faucet serve; the zero value of a field takes
@@ -96,6 +102,20 @@ type Config struct {
 	// promptly while runs keep the CPU busy.
 	PluginNice int
 
+	// FileRoots bound every path a built-in file connector (and the
+	// dead-letter file) opens for a run: a relative path resolves beneath
+	// the first, an absolute one must lie beneath one. Empty: a files/
+	// directory in DataDir, created on start. "/" lets runs open any path.
+	FileRoots []string
+	// ConfigEnv are the environment variables a config's ${env:NAME} may
+	// read: NAME, or PREFIX_* for every name with that prefix.
+	ConfigEnv []string
+	// EnvFile is a dotenv file whose variables configs may read too; with
+	// neither it nor NoEnvFile, .env in the working directory is read when
+	// it exists.
+	EnvFile   string
+	NoEnvFile bool
+
 	// Cluster makes this server one member of a cluster sharing History
 	// (Postgres, or a SQLite file shared by servers on one host).
 	Cluster bool
@@ -119,6 +139,10 @@ type Config struct {
 	// open at once, in all and of one run; the excess is answered 429.
 	MaxLogFollowers       int
 	MaxLogFollowersPerRun int
+
+	// NoUI turns the web console off: / and the console's routes answer 404
+	// like any unknown path.
+	NoUI bool
 }
 
 // Defaults of Config.
@@ -199,7 +223,11 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 			return err
 		}
 	}
-	authn, err := resolveAuth(cfg, historyFile, out, log)
+	env, err := envpolicy.New(envpolicy.Config{Names: cfg.ConfigEnv, EnvFile: cfg.EnvFile, NoEnvFile: cfg.NoEnvFile})
+	if err != nil {
+		return err
+	}
+	authn, err := resolveAuth(cfg, historyFile, out, log, env.LookupAny)
 	if err != nil {
 		return err
 	}
@@ -207,8 +235,12 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 	if err != nil {
 		return err
 	}
+	files, err := fileAccess(cfg, historyFile, env)
+	if err != nil {
+		return err
+	}
 
-	pipes, err := newPipelineHost(ctx, cfg, defaults, log)
+	pipes, err := newPipelineHost(ctx, cfg, defaults, log, files, env)
 	if err != nil {
 		return err
 	}
@@ -279,6 +311,10 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 		}
 	}
 	defer store.Close()
+	// The history database exists now: refuse it by identity too.
+	files.Refresh()
+	ledger := outputs.New(store, files.Files, log)
+	pipes.ledger = ledger
 	if !cfg.Cluster {
 		// A server outside a cluster fails the runs whose lease lapsed, where
 		// the cluster requeues them: the two must not share a history.
@@ -312,15 +348,19 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 		Store: store, Logs: svc.logs, Auth: authn, Catalog: pipes.Catalog(), Templates: svc.templates,
 		Triggers: svc.triggers, Reloader: &reloader{defaultConfig: cfg.DefaultConfig, triggersFile: cfg.Triggers, pipes: pipes, triggers: svc.triggers},
 		Follow:  follow.New(store, follow.Options{MaxPerRun: cfg.MaxLogFollowersPerRun, MaxTotal: cfg.MaxLogFollowers, Metrics: m}),
-		Metrics: m, Log: log, BodyLimit: cfg.BodyLimitBytes,
+		Metrics: m, Log: log, BodyLimit: cfg.BodyLimitBytes, Ledger: ledger, DLQ: dlq.New(files.Files),
 	})
-	mux.Handle("/", notFound())
+	fallback := notFound()
+	if !cfg.NoUI {
+		fallback = console.Handler(fallback)
+	}
+	mux.Handle("/", fallback)
 	ready := withCORS(mux, cfg.CORSOrigins)
 	handler.Store(&ready)
 	serve()
 
 	log.Info("faucet serve ready", "addr", ln.Addr().String(), "history", store.Dialect(),
-		"auth", authn.Enabled(), "max_concurrent_runs", svc.exec.Config().MaxConcurrent,
+		"file_roots", strings.Join(files.Roots(), string(os.PathListSeparator)), "auth", authn.Enabled(), "max_concurrent_runs", svc.exec.Config().MaxConcurrent,
 		"max_queued_runs", svc.admission.Config().MaxQueued, "cluster", cfg.Cluster, "instance", store.InstanceID())
 
 	select {
@@ -473,8 +513,24 @@ func resolveHistory(cfg Config) (url, file string, err error) {
 	return url, file, nil
 }
 
-// resolveAuth builds the authenticator of the selected auth mode.
-func resolveAuth(cfg Config, historyFile string, out io.Writer, log *slog.Logger) (*auth.Authenticator, error) {
+// fileAccess resolves the file roots and lists the server's own files,
+// which no run may open: the history database with its companions, the
+// admin token, the auth config, the env file and the default config.
+func fileAccess(cfg Config, historyFile string, env *envpolicy.Policy) (*fileroots.Access, error) {
+	own := append(fileroots.HistoryFiles(historyFile), filepath.Join(cfg.DataDir, adminTokenName), cfg.AuthConfig, env.EnvFile(), cfg.DefaultConfig, cfg.Triggers)
+	return fileroots.New(fileroots.Config{
+		Roots: cfg.FileRoots, DataDir: cfg.DataDir, ServerFiles: own,
+		PluginDirs: append(append([]string{}, cfg.PluginDirs...), host.DefaultPluginDirs()...),
+	})
+}
+
+// adminTokenName is the admin token file in the data directory of a server
+// whose history is not a SQLite file there.
+const adminTokenName = "admin.token"
+
+// resolveAuth builds the authenticator of the selected auth mode; tokens in
+// an auth config resolve ${env:NAME} with lookup.
+func resolveAuth(cfg Config, historyFile string, out io.Writer, log *slog.Logger, lookup func(string) (string, bool)) (*auth.Authenticator, error) {
 	modes := 0
 	for _, set := range []bool{cfg.AuthToken != "", cfg.AuthConfig != "", cfg.NoAuth} {
 		if set {
@@ -488,12 +544,12 @@ func resolveAuth(cfg Config, historyFile string, out io.Writer, log *slog.Logger
 	case cfg.AuthToken != "":
 		return auth.Token(cfg.AuthToken)
 	case cfg.AuthConfig != "":
-		return auth.LoadFile(cfg.AuthConfig, os.LookupEnv)
+		return auth.LoadFile(cfg.AuthConfig, lookup)
 	case cfg.NoAuth:
 		log.Warn("authentication is OFF (--no-auth): anyone who reaches this address is admin")
 		return auth.Disabled(), nil
 	}
-	path := filepath.Join(cfg.DataDir, "admin.token")
+	path := filepath.Join(cfg.DataDir, adminTokenName)
 	if historyFile != "" {
 		path = historyFile + ".token"
 	}

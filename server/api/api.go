@@ -23,9 +23,11 @@ import (
 	"github.com/faucet-dev/faucet/server/admission"
 	"github.com/faucet-dev/faucet/server/audit"
 	"github.com/faucet-dev/faucet/server/auth"
+	"github.com/faucet-dev/faucet/server/dlq"
 	"github.com/faucet-dev/faucet/server/execution"
 	"github.com/faucet-dev/faucet/server/follow"
 	"github.com/faucet-dev/faucet/server/metrics"
+	"github.com/faucet-dev/faucet/server/outputs"
 	"github.com/faucet-dev/faucet/server/runlog"
 	"github.com/faucet-dev/faucet/server/templates"
 	"github.com/faucet-dev/faucet/server/triggers"
@@ -62,7 +64,11 @@ type Deps struct {
 	// Reloader serves POST /v1/reload; nil reloads nothing.
 	Reloader Reloader
 	Metrics  *metrics.Metrics
-	Log      *slog.Logger
+	// Ledger keeps the files runs wrote (/v1/local-outputs).
+	Ledger *outputs.Ledger
+	// DLQ reads, replays and discards dead letters (/v1/dlq/*).
+	DLQ *dlq.Service
+	Log *slog.Logger
 	// BodyLimit caps request bodies in bytes; zero means DefaultBodyLimit.
 	BodyLimit int64
 
@@ -70,10 +76,13 @@ type Deps struct {
 	unauthorized sourceLimiter
 }
 
-// Membership is what the readiness probe asks of a cluster member.
+// Membership is what the readiness probe and the cluster view ask of a
+// cluster member.
 type Membership interface {
 	// Status is how many members heartbeated within the lease.
 	Status(ctx context.Context) (members int, err error)
+	// Members lists the members that heartbeated within the lease.
+	Members(ctx context.Context) ([]db.InstanceRecord, error)
 }
 
 // DefaultBodyLimit is the default cap on request bodies.
