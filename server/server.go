@@ -515,7 +515,8 @@ func resolveHistory(cfg Config) (url, file string, err error) {
 
 // fileAccess resolves the file roots and lists the server's own files,
 // which no run may open: the history database with its companions, the
-// admin token, the auth config, the env file and the default config.
+// admin token, the auth config, the env file, the default config and the
+// triggers file.
 func fileAccess(cfg Config, historyFile string, env *envpolicy.Policy) (*fileroots.Access, error) {
 	own := append(fileroots.HistoryFiles(historyFile), filepath.Join(cfg.DataDir, adminTokenName), cfg.AuthConfig, env.EnvFile(), cfg.DefaultConfig, cfg.Triggers)
 	return fileroots.New(fileroots.Config{
