@@ -37,6 +37,7 @@ type Store interface {
 	LeaderStore
 	WakeStore
 	TemplateStore
+	TriggerStore
 	LocalOutputStore
 	CallbackStore
 }

@@ -60,7 +60,10 @@ type Config struct {
 	MaxQueuedRuns     int
 	// DefaultConfig is a pipeline config file merged under every submitted
 	// config.
-	DefaultConfig      string
+	DefaultConfig string
+	// Triggers is a triggers file: webhook, object_arrival and schedule
+	// triggers that start runs on their own.
+	Triggers           string
 	BodyLimitBytes     int64
 	ShutdownGrace      time.Duration
 	RetainTerminalRuns time.Duration
@@ -242,6 +245,10 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 		return err
 	}
 	defer pipes.Close()
+	triggerSet, err := loadTriggers(cfg.Triggers, pipes, defaults)
+	if err != nil {
+		return err
+	}
 	m := metrics.New()
 
 	tcp, err := net.Listen("tcp", cfg.Listen)
@@ -330,7 +337,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 			log.Warn("runs interrupted by the previous shutdown were marked failed", "runs", n)
 		}
 	}
-	if err := svc.start(ctx); err != nil {
+	if err := svc.start(ctx, triggerSet); err != nil {
 		stopHTTP(time.Second)
 		svc.stop(context.Background(), time.Second)
 		return err
@@ -339,6 +346,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 	api.New(mux, &api.Deps{
 		Admission: svc.admission, Runs: svc.exec, Cluster: svc.membership(), Audit: svc.audit,
 		Store: store, Logs: svc.logs, Auth: authn, Catalog: pipes.Catalog(), Templates: svc.templates,
+		Triggers: svc.triggers, Reloader: &reloader{defaultConfig: cfg.DefaultConfig, triggersFile: cfg.Triggers, pipes: pipes, triggers: svc.triggers},
 		Follow:  follow.New(store, follow.Options{MaxPerRun: cfg.MaxLogFollowersPerRun, MaxTotal: cfg.MaxLogFollowers, Metrics: m}),
 		Metrics: m, Log: log, BodyLimit: cfg.BodyLimitBytes, Ledger: ledger, DLQ: dlq.New(files.Files),
 	})
@@ -507,9 +515,10 @@ func resolveHistory(cfg Config) (url, file string, err error) {
 
 // fileAccess resolves the file roots and lists the server's own files,
 // which no run may open: the history database with its companions, the
-// admin token, the auth config, the env file and the default config.
+// admin token, the auth config, the env file, the default config and the
+// triggers file.
 func fileAccess(cfg Config, historyFile string, env *envpolicy.Policy) (*fileroots.Access, error) {
-	own := append(fileroots.HistoryFiles(historyFile), filepath.Join(cfg.DataDir, adminTokenName), cfg.AuthConfig, env.EnvFile(), cfg.DefaultConfig)
+	own := append(fileroots.HistoryFiles(historyFile), filepath.Join(cfg.DataDir, adminTokenName), cfg.AuthConfig, env.EnvFile(), cfg.DefaultConfig, cfg.Triggers)
 	return fileroots.New(fileroots.Config{
 		Roots: cfg.FileRoots, DataDir: cfg.DataDir, ServerFiles: own,
 		PluginDirs: append(append([]string{}, cfg.PluginDirs...), host.DefaultPluginDirs()...),
@@ -556,17 +565,6 @@ func resolveAuth(cfg Config, historyFile string, out io.Writer, log *slog.Logger
 		log.Info("using the admin API token stored beside the history", "file", path)
 	}
 	return auth.Token(token)
-}
-
-func readDefaultConfig(path string) ([]byte, error) {
-	if path == "" {
-		return nil, nil
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, settingError([]string{"DefaultConfig"}, "read %[1]s: %[2]v", err)
-	}
-	return b, nil
 }
 
 // notFound answers unknown paths with the API's problem document.

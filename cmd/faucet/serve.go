@@ -87,7 +87,8 @@ variable set to the empty string counts as unset.`,
 	f.BoolVar(&cfg.NoAuth, "no-auth", false, "serve without authentication: every caller is admin")
 	f.IntVar(&cfg.MaxConcurrentRuns, "max-concurrent-runs", execution.DefaultMaxConcurrent(), "runs executing at once")
 	f.IntVar(&cfg.MaxQueuedRuns, "max-queued-runs", admission.DefaultMaxQueued, "runs waiting for an execution slot before submits get 429")
-	f.StringVar(&cfg.DefaultConfig, "default-config", "", "pipeline config file merged under every submitted config")
+	f.StringVar(&cfg.DefaultConfig, "default-config", "", "pipeline config file merged under every submitted config (POST /v1/reload re-reads it)")
+	f.StringVar(&cfg.Triggers, "triggers", "", "triggers file: webhook, object_arrival and schedule triggers that start runs (faucet schema triggers prints its JSON Schema; POST /v1/reload re-reads it)")
 	f.Int64Var(&cfg.BodyLimitBytes, "body-limit-bytes", api.DefaultBodyLimit, "largest request body accepted (larger: 413)")
 	f.Int64Var(&shutdownSecs, "shutdown-grace-secs", int64(server.DefaultShutdownGrace/time.Second), "on SIGTERM, how long running runs may take to flush before they are failed")
 	f.Int64Var(&retainSecs, "retain-terminal-runs-secs", int64(server.DefaultRetainTerminalRuns/time.Second), "delete finished runs this long after they finished (0: keep forever)")
@@ -125,7 +126,7 @@ variable set to the empty string counts as unset.`,
 // be about.
 var serveFlags = map[string]string{
 	"AuthToken": "--auth-token", "AuthConfig": "--auth-config", "NoAuth": "--no-auth",
-	"Cluster": "--cluster", "DefaultConfig": "--default-config", "LeaseTTL": "--lease-ttl-secs",
+	"Cluster": "--cluster", "DefaultConfig": "--default-config", "Triggers": "--triggers", "LeaseTTL": "--lease-ttl-secs",
 	"PluginNice": "--plugin-nice",
 }
 

@@ -67,6 +67,7 @@ func Exercise(t *testing.T, newURL func(t testing.TB) string, peek Peek) {
 		{"LocalOutputs", exerciseLocalOutputs},
 		{"Purge", func(t *testing.T, newURL func(t testing.TB) string) { exercisePurge(t, newURL, peek) }},
 		{"Templates", exerciseTemplates},
+		{"Triggers", exerciseTriggers},
 		{"Callbacks", exerciseCallbacks},
 	}
 	for _, s := range suites {

@@ -134,12 +134,21 @@ func (s *server) call(method, path, body string) (int, problemBody, []byte) {
 // callAs is call with a body of media type ctype.
 func (s *server) callAs(method, path, ctype, body string) (int, problemBody, []byte) {
 	s.t.Helper()
+	return s.callWith(method, path, ctype, body, nil)
+}
+
+// callWith is callAs with more request headers.
+func (s *server) callWith(method, path, ctype, body string, header map[string]string) (int, problemBody, []byte) {
+	s.t.Helper()
 	req, err := http.NewRequest(method, s.url+path, strings.NewReader(body))
 	if err != nil {
 		s.t.Fatal(err)
 	}
 	req.Header.Set("Authorization", "Bearer "+adminToken)
 	req.Header.Set("Content-Type", ctype)
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		s.t.Fatal(err)
