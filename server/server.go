@@ -26,6 +26,7 @@ import (
 	"github.com/faucet-dev/faucet/server/follow"
 	"github.com/faucet-dev/faucet/server/httpguard"
 	"github.com/faucet-dev/faucet/server/logs"
+	"github.com/faucet-dev/faucet/server/mcp"
 	"github.com/faucet-dev/faucet/server/metrics"
 	"github.com/faucet-dev/faucet/server/runner"
 	"github.com/faucet-dev/faucet/server/templates"
@@ -99,6 +100,11 @@ type Config struct {
 	// open at once, in all and of one run; the excess is answered 429.
 	MaxLogFollowers       int
 	MaxLogFollowersPerRun int
+
+	// MCP serves the Model Context Protocol at /mcp, its tools calling the
+	// API as their caller; MCPAllowMutations offers the tools that change
+	// something (run a pipeline, register or release a template).
+	MCP, MCPAllowMutations bool
 }
 
 // Defaults of Config.
@@ -308,6 +314,11 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 		Follow:  follow.New(store, follow.Options{MaxPerRun: cfg.MaxLogFollowersPerRun, MaxTotal: cfg.MaxLogFollowers, Metrics: m}),
 		Metrics: m, Log: log, BodyLimit: cfg.BodyLimitBytes,
 	})
+	if cfg.MCP {
+		mux.Handle(mcp.Path, mcp.Handler(mcp.HTTPConfig{
+			API: mux, Audit: store, AllowMutations: cfg.MCPAllowMutations, BodyLimit: cfg.BodyLimitBytes, Log: log,
+		}))
+	}
 	mux.Handle("/", notFound())
 	ready := withCORS(mux, cfg.CORSOrigins)
 	handler.Store(&ready)
