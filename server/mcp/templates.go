@@ -72,7 +72,10 @@ func registerTemplate(maxConfig int) toolDef {
 	sh := configProps(maxConfig)
 	sh["id"] = maxLen(maxTemplateIDBytes)
 	sh["description"] = maxLen(maxTextBytes)
-	sh["tags"] = func(p *jsonschema.Schema) { p.Items.Enum = assignableChannels; p.MaxItems = ptr(len(assignableChannels)) }
+	sh["tags"] = func(p *jsonschema.Schema) {
+		p.Items.Enum = assignableChannels
+		p.MaxItems = ptr(len(assignableChannels))
+	}
 	return define(sdk.Tool{
 		Name: "register_template",
 		Description: "Register a config, which declares typed params (params: {NAME: {type, required, default, " +

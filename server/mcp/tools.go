@@ -211,6 +211,8 @@ func (w warnings) Enabled(ctx context.Context, l slog.Level) bool {
 	return l >= slog.LevelWarn && w.Handler.Enabled(ctx, l)
 }
 
-func (w warnings) WithAttrs(attrs []slog.Attr) slog.Handler { return warnings{w.Handler.WithAttrs(attrs)} }
+func (w warnings) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return warnings{w.Handler.WithAttrs(attrs)}
+}
 
 func (w warnings) WithGroup(name string) slog.Handler { return warnings{w.Handler.WithGroup(name)} }
