@@ -462,6 +462,23 @@ func testMCPEndpoint(t *testing.T, h history) {
 		operator.refused(t, "get_run", map[string]any{"run_id": "bad\x00id"}, "bad_config (400)", "NUL")
 	})
 
+	t.Run("OtherHostName", func(t *testing.T) {
+		// What a DNS-rebinding web page sends: a loopback address, another name.
+		req, _ := http.NewRequest(http.MethodPost, s.url+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+		req.Host = "attacker.example"
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+mcpAdmin)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Fatalf("Host attacker.example on a loopback address: %d", resp.StatusCode)
+		}
+	})
+
 	t.Run("HostileMessages", func(t *testing.T) {
 		// Whatever the arguments, every tool answers (null ones are no
 		// arguments; the rest are refused), and the server lives on.

@@ -30,8 +30,6 @@ func (o outcome) denied() bool {
 	return o.status == http.StatusUnauthorized || o.status == http.StatusForbidden
 }
 
-func (o outcome) result() *sdk.CallToolResult { return o.res }
-
 // jsonAnswer answers with a JSON document, as text and as structured
 // content.
 func jsonAnswer(body []byte) outcome {

@@ -28,7 +28,7 @@ type runPipelineIn struct {
 // submitShape bounds the fields a run submission shares with a trigger.
 func submitShape(sh shape) shape {
 	sh["name"] = maxLen(maxNameBytes)
-	sh["labels"] = labels
+	sh["labels"] = stringMap
 	sh["idempotency_key"] = maxLen(maxKeyBytes)
 	sh["timeout_secs"] = atLeast(1)
 	return sh
@@ -72,7 +72,7 @@ func accepted(resp *http.Response, err error) outcome {
 	var sub struct {
 		RunID string `json:"run_id"`
 	}
-	if json.Unmarshal(o.res.StructuredContent.(json.RawMessage), &sub) == nil && sub.RunID != "" {
+	if raw, ok := o.res.StructuredContent.(json.RawMessage); ok && json.Unmarshal(raw, &sub) == nil && sub.RunID != "" {
 		o.runID = &sub.RunID
 	}
 	return o

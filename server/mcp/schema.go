@@ -73,8 +73,8 @@ func atLeast(lo int) func(*jsonschema.Schema) {
 	return func(p *jsonschema.Schema) { p.Minimum = ptr(float64(lo)) }
 }
 
-// labels bounds a map of labels as the API does.
-func labels(p *jsonschema.Schema) {
+// stringMap bounds a map of strings as the API bounds labels.
+func stringMap(p *jsonschema.Schema) {
 	p.MaxProperties = ptr(maxLabels)
 	p.PropertyNames = &jsonschema.Schema{Type: "string", MinLength: ptr(1), MaxLength: ptr(maxLabelKeyBytes)}
 	p.AdditionalProperties = &jsonschema.Schema{Type: "string", MaxLength: ptr(maxLabelValueBytes)}

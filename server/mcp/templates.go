@@ -195,7 +195,7 @@ type runTemplateIn struct {
 }
 
 func runTemplate() toolDef {
-	sh := submitShape(shape{"params": params, "env": func(p *jsonschema.Schema) { p.MaxProperties = ptr(maxParams) }})
+	sh := submitShape(shape{"params": params, "env": stringMap})
 	return define(sdk.Tool{
 		Name: "run_template",
 		Description: "Run a registered template with params, as POST /v1/templates/{id}/runs does: the params are " +

@@ -94,7 +94,7 @@ func (t *Tools) Server(s Session) *sdk.Server {
 		if d.mutating && !t.opts.AllowMutations {
 			continue
 		}
-		d.add(srv, d, s)
+		d.add(srv, s)
 	}
 	if !t.opts.AllowMutations {
 		srv.AddReceivingMiddleware(t.refuseMutations)
@@ -152,7 +152,7 @@ func buildVersion() string {
 type toolDef struct {
 	tool     sdk.Tool
 	mutating bool
-	add      func(srv *sdk.Server, d toolDef, s Session)
+	add      func(srv *sdk.Server, s Session)
 }
 
 // handler is a tool's work: the API calls it makes for one input, and what
@@ -180,14 +180,13 @@ func define[In any](tool sdk.Tool, mutating bool, shape func(*jsonschema.Schema)
 		ann.ReadOnlyHint, ann.IdempotentHint, ann.DestructiveHint = true, true, ptr(false)
 	}
 	tool.Annotations = ann
-	return toolDef{tool: tool, mutating: mutating, add: func(srv *sdk.Server, d toolDef, s Session) {
-		tool := d.tool
+	return toolDef{tool: tool, mutating: mutating, add: func(srv *sdk.Server, s Session) {
 		sdk.AddTool(srv, &tool, func(ctx context.Context, _ *sdk.CallToolRequest, in In) (*sdk.CallToolResult, any, error) {
 			o := h(ctx, s.API, in)
 			if s.Audit != nil {
 				s.Audit(ctx, Call{Tool: tool.Name, RunID: o.runID, Denied: o.denied()})
 			}
-			return o.result(), nil, nil
+			return o.res, nil, nil
 		})
 	}}
 }

@@ -1,0 +1,79 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/faucet-dev/faucet/openapi/client"
+)
+
+// TestBoundPage: a log page keeps whole lines within its byte budget, cuts
+// a long line on a rune boundary, and says where the next page starts.
+func TestBoundPage(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("é", maxLogLineBytes) // two bytes a rune
+	var lines []client.LogLine
+	for i := range 200 {
+		lines = append(lines, client.LogLine{Seq: int64(i + 1), Line: long})
+	}
+	p := boundPage(client.LogPage{Lines: lines, NextAfter: 200})
+	if !p.More || len(p.Lines) == 0 || len(p.Lines) == 200 || p.NextAfter != p.Lines[len(p.Lines)-1].Seq {
+		t.Fatalf("a page past the budget: %d lines, more %v, next_after %d", len(p.Lines), p.More, p.NextAfter)
+	}
+	size := 0
+	for _, l := range p.Lines {
+		if !utf8.ValidString(l.Line) || len(l.Line) > maxLogLineBytes+32 || !strings.HasSuffix(l.Line, "bytes)") {
+			t.Fatalf("a cut line: %d bytes, valid %v, ends %q", len(l.Line), utf8.ValidString(l.Line), l.Line[len(l.Line)-16:])
+		}
+		size += len(l.Line)
+	}
+	if size > maxLogPageBytes {
+		t.Fatalf("the page holds %d bytes of lines, more than %d", size, maxLogPageBytes)
+	}
+
+	short := boundPage(client.LogPage{Lines: lines[:3], NextAfter: 3, Truncated: true})
+	if short.More || len(short.Lines) != 3 || short.NextAfter != 3 || !short.Truncated {
+		t.Fatalf("a page within the budget: %+v", short)
+	}
+	if empty := boundPage(client.LogPage{NextAfter: 7}); empty.Lines == nil || empty.NextAfter != 7 {
+		t.Fatalf("an empty page: %+v", empty)
+	}
+}
+
+// TestRecoverPanics: a panic while answering a message is an internal
+// error, not the end of the process.
+func TestRecoverPanics(t *testing.T) {
+	t.Parallel()
+	h := New(Options{}).recoverPanics(func(context.Context, string, sdk.Request) (sdk.Result, error) {
+		panic("boom")
+	})
+	res, err := h(context.Background(), "tools/call", nil)
+	var werr *jsonrpc.Error
+	if res != nil || !errors.As(err, &werr) || werr.Code != jsonrpc.CodeInternalError || strings.Contains(werr.Message, "boom") {
+		t.Fatalf("answer to a panic: %v %v", res, err)
+	}
+}
+
+// TestToolSchemas: every tool refuses arguments it does not know, and
+// bounds every string argument.
+func TestToolSchemas(t *testing.T) {
+	t.Parallel()
+	for _, d := range New(Options{}).defs {
+		s, err := d.tool.InputSchema.(interface{ MarshalJSON() ([]byte, error) }).MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(s), `"additionalProperties":false`) {
+			t.Errorf("%s takes arguments it does not know: %s", d.tool.Name, s)
+		}
+		if strings.Count(string(s), `"type":"string"`) > strings.Count(string(s), `"maxLength"`)+strings.Count(string(s), `"enum"`)+strings.Count(string(s), `"format"`) {
+			t.Errorf("%s has an unbounded string: %s", d.tool.Name, s)
+		}
+	}
+}
