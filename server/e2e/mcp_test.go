@@ -167,9 +167,9 @@ func runID(t *testing.T, text string) string {
 	return sub.RunId
 }
 
-// postMCP posts a raw JSON-RPC message to the /mcp endpoint of s as token
-// and returns the status and body of the answer.
-func postMCP(t *testing.T, s *server, token, body string) (int, string) {
+// mcpRequest is a raw JSON-RPC message to the /mcp endpoint of s as token
+// (none when empty).
+func mcpRequest(t *testing.T, s *server, token, body string) *http.Request {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, s.url+"/mcp", strings.NewReader(body))
 	if err != nil {
@@ -180,16 +180,30 @@ func postMCP(t *testing.T, s *server, token, body string) (int, string) {
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
+	return req
+}
+
+// send sends req and returns the answer, its body read.
+func send(t *testing.T, req *http.Request) (*http.Response, string) {
+	t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatalf("POST /mcp: %v", err)
+		t.Fatalf("%s %s: %v", req.Method, req.URL.Path, err)
 	}
 	defer resp.Body.Close()
 	out, err := io.ReadAll(resp.Body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return resp.StatusCode, string(out)
+	return resp, string(out)
+}
+
+// postMCP posts a raw JSON-RPC message to the /mcp endpoint of s as token
+// and returns the status and body of the answer.
+func postMCP(t *testing.T, s *server, token, body string) (int, string) {
+	t.Helper()
+	resp, out := send(t, mcpRequest(t, s, token, body))
+	return resp.StatusCode, out
 }
 
 func names(tools map[string]*sdk.Tool) []string {
@@ -219,22 +233,12 @@ func testMCPEndpoint(t *testing.T, h history) {
 
 	t.Run("Unauthenticated", func(t *testing.T) {
 		for _, token := range []string{"", "wrong-token"} {
-			req, _ := http.NewRequest(http.MethodPost, s.url+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Accept", "application/json, text/event-stream")
-			if token != "" {
-				req.Header.Set("Authorization", "Bearer "+token)
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
+			resp, body := send(t, mcpRequest(t, s, token, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
 			var p client.Problem
-			err = json.NewDecoder(resp.Body).Decode(&p)
-			resp.Body.Close()
+			err := json.Unmarshal([]byte(body), &p)
 			if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("WWW-Authenticate") != `Bearer realm="faucet"` ||
 				err != nil || p.Error.Code != "unauthorized" || deref(p.Instance) != "/mcp" {
-				t.Fatalf("token %q: %d %v %+v", token, resp.StatusCode, err, p)
+				t.Fatalf("token %q: %d %v %s", token, resp.StatusCode, err, body)
 			}
 		}
 		c := sdk.NewClient(&sdk.Implementation{Name: "faucet-e2e", Version: "1"}, nil)
@@ -464,18 +468,10 @@ func testMCPEndpoint(t *testing.T, h history) {
 
 	t.Run("OtherHostName", func(t *testing.T) {
 		// What a DNS-rebinding web page sends: a loopback address, another name.
-		req, _ := http.NewRequest(http.MethodPost, s.url+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+		req := mcpRequest(t, s, mcpAdmin, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
 		req.Host = "attacker.example"
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Authorization", "Bearer "+mcpAdmin)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusForbidden {
-			t.Fatalf("Host attacker.example on a loopback address: %d", resp.StatusCode)
+		if resp, body := send(t, req); resp.StatusCode != http.StatusForbidden {
+			t.Fatalf("Host attacker.example on a loopback address: %d %s", resp.StatusCode, body)
 		}
 	})
 
