@@ -5,7 +5,6 @@ import (
 	"io"
 	"log/slog"
 
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/faucet-dev/faucet/server/mcp"
@@ -32,9 +31,7 @@ saying forbidden. They are the tools of faucet serve --mcp, read-only unless
 			}
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 			srv := mcp.New(mcp.Options{AllowMutations: allowMutations, Log: log}).Server(mcp.Session{API: c.ClientInterface})
-			// A message carries at most a config the tools accept, escaped.
-			t := &sdk.IOTransport{Reader: io.NopCloser(cmd.InOrStdin()), Writer: nopWriteCloser{cmd.OutOrStdout()}, MaxLineLength: 2 * mcp.DefaultMaxConfigBytes}
-			err = srv.Run(cmd.Context(), t)
+			err = srv.Run(cmd.Context(), mcp.Stdio(cmd.InOrStdin(), cmd.OutOrStdout()))
 			if err == nil || errors.Is(err, io.EOF) || cmd.Context().Err() != nil {
 				return cmd.Context().Err()
 			}
@@ -45,8 +42,3 @@ saying forbidden. They are the tools of faucet serve --mcp, read-only unless
 	cmd.Flags().BoolVar(&allowMutations, "allow-mutations", false, "offer the tools that change something (run_pipeline, the template releases); the token still needs the role the server asks")
 	return cmd
 }
-
-// nopWriteCloser leaves standard output open when the session closes.
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }

@@ -581,6 +581,37 @@ func TestMCPStdio(t *testing.T) {
 		m.refused(t, "run_pipeline", map[string]any{"config": generateToFile(1, filepath.Join(dir, "ro.jsonl"))}, "read-only", "--allow-mutations")
 	})
 
+	t.Run("Pipe", func(t *testing.T) {
+		// Requests written and standard input closed, as a script does:
+		// every request is answered before faucet mcp exits 0.
+		cmd := exec.Command(faucetBin, "mcp", "--server", s.url, "--token", mcpViewer)
+		cmd.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"pipe","version":"1"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized"}
+{"jsonrpc":"2.0","id":2,"method":"tools/list"}
+{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"get_connector_schema","arguments":{"kind":"source","name":"gate"}}}
+`)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("faucet mcp: %v\n%s", err, stderr.String())
+		}
+		answered := map[float64]string{}
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			var msg struct {
+				ID     float64         `json:"id"`
+				Result json.RawMessage `json:"result"`
+			}
+			if err := json.Unmarshal([]byte(line), &msg); err != nil || msg.Result == nil {
+				t.Fatalf("an answer that is no result: %s (%v)", line, err)
+			}
+			answered[msg.ID] = string(msg.Result)
+		}
+		if len(answered) != 3 || !strings.Contains(answered[2], "list_connectors") || !strings.Contains(answered[3], "writeOnly") {
+			t.Fatalf("answers: %v", answered)
+		}
+	})
+
 	t.Run("Mutations", func(t *testing.T) {
 		out := filepath.Join(dir, "stdio.jsonl")
 		stdioSession(t, s, mcpViewer, "--allow-mutations").refused(t, "run_pipeline", map[string]any{"config": generateToFile(3, out)}, "forbidden (403)", "vera")
