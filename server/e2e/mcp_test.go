@@ -537,6 +537,28 @@ func testMCPEndpoint(t *testing.T, h history) {
 	})
 }
 
+// TestMCPReadOnlyEndpoint: faucet serve --mcp alone lists the read-only
+// tools only, to every role, and answers a call of a mutating one with a
+// tool error saying how to allow it.
+func TestMCPReadOnlyEndpoint(t *testing.T) {
+	t.Parallel()
+	s := start(t, serverOpts{token: mcpAdmin, args: []string{"--auth-config", mcpAuthFile(t), "--mcp"}})
+	for _, token := range []string{mcpViewer, mcpAdmin} {
+		m := httpSession(t, s, token)
+		if got := names(m.tools(t)); !slices.Equal(got, mcpReadTools) {
+			t.Fatalf("tools = %v, want %v", got, mcpReadTools)
+		}
+		for _, tool := range mcpWriteTools {
+			m.refused(t, tool, map[string]any{"id": "x", "config": "version: 1"}, "read-only", "--mcp-allow-mutations")
+		}
+		m.ok(t, "list_runs", nil, nil)
+	}
+	resp, err := s.client(mcpAdmin).ListRunsWithResponse(context.Background(), nil)
+	if err != nil || resp.JSON200 == nil || len(resp.JSON200.Runs) != 0 {
+		t.Fatalf("a read-only endpoint started a run: %v %s", err, resp.Body)
+	}
+}
+
 // stdioSession starts faucet mcp with args, driving s as token, and opens
 // a session with it over its standard input and output.
 func stdioSession(t *testing.T, s *server, token string, args ...string) mcpSession {
