@@ -30,7 +30,8 @@ type Options struct {
 	// MaxConfigBytes bounds a config argument; zero means
 	// DefaultMaxConfigBytes.
 	MaxConfigBytes int
-	// Log receives the SDK's warnings and errors; nil discards them.
+	// Log receives the SDK's warnings and errors and the panics recovered
+	// while answering; nil discards them.
 	Log *slog.Logger
 }
 
