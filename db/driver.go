@@ -34,6 +34,8 @@ type Driver interface {
 	AuditDriver
 	LogDriver
 	RetentionDriver
+	LeaderDriver
+	WakeDriver
 	TemplateDriver
 }
 
@@ -70,8 +72,9 @@ type RunDriver interface {
 	// RunDelete deletes a terminal run with its claims, shards and logs, and
 	// reports whether it did.
 	RunDelete(ctx context.Context, runID string) (bool, error)
-	// RunRenewLeases sets the lease of p.Owner's non-terminal runs.
-	RunRenewLeases(ctx context.Context, p *LeaseParams) (int, error)
+	// RunRenewLeases sets the lease of p.Owner's non-terminal runs and
+	// returns their ids, in no particular order.
+	RunRenewLeases(ctx context.Context, p *LeaseParams) ([]string, error)
 	// RunFailLapsed fails queued and running runs whose lease lapsed
 	// before p.Now.
 	RunFailLapsed(ctx context.Context, p *RunFailParams) (int, error)
@@ -120,8 +123,9 @@ type ShardDriver interface {
 	// without a cancel request for p.Owner, in no particular order,
 	// exclusively.
 	ShardClaim(ctx context.Context, p *ShardClaimParams) ([]ShardClaimRow, error)
-	// ShardRenewLeases sets the lease of p.Owner's running shards.
-	ShardRenewLeases(ctx context.Context, p *LeaseParams) (int, error)
+	// ShardRenewLeases sets the lease of p.Owner's running shards and
+	// returns them, in no particular order.
+	ShardRenewLeases(ctx context.Context, p *LeaseParams) ([]ShardKey, error)
 	// ShardRequeueLapsed is RunRequeueLapsed for shards.
 	ShardRequeueLapsed(ctx context.Context, p *RequeueLapsedParams) (ReclaimReport, error)
 	// ShardRelease hands a running shard p.Owner owns back to pending.
@@ -169,6 +173,34 @@ type RetentionDriver interface {
 	// Purge deletes, in one transaction, what each set cutoff expires, and
 	// every shard whose run is gone.
 	Purge(ctx context.Context, p *PurgeParams) (PurgeReport, error)
+}
+
+// LeaderDriver stores the leader lease.
+type LeaderDriver interface {
+	// LeaderElect takes the lease for p.LeaderID, or renews it when
+	// p.LeaderID holds it, unless another member holds it unexpired at
+	// p.Now, and reports whether p.LeaderID holds it now.
+	LeaderElect(ctx context.Context, p *LeaderElectParams) (bool, error)
+	// LeaderResign deletes the lease when leaderID holds it, and reports
+	// whether it did.
+	LeaderResign(ctx context.Context, leaderID string) (bool, error)
+}
+
+// WakeDriver carries wake-ups between the processes sharing the database.
+type WakeDriver interface {
+	// WakeNotify sends topic to every listener; a no-op without
+	// notifications.
+	WakeNotify(ctx context.Context, topic string) error
+	// WakeListen holds one listening connection and calls wake with each
+	// topic received until ctx ends or the connection fails, and returns
+	// why; ErrNoWakeups at once without notifications.
+	WakeListen(ctx context.Context, wake func(topic string)) error
+}
+
+// LeaderElectParams are the arguments of LeaderDriver.LeaderElect.
+type LeaderElectParams struct {
+	LeaderID       string
+	Now, ExpiresAt time.Time
 }
 
 // RunRow is a run as a driver stores it: its columns, with its documents

@@ -18,6 +18,9 @@ var (
 	ErrSchemaTooNew = errors.New("database schema is newer than this faucet binary")
 	// ErrBadURL: the history URL is malformed or names an unknown scheme.
 	ErrBadURL = errors.New("invalid history URL")
+	// ErrNoWakeups: the dialect carries no wake-ups between members (see
+	// WakeStore.Listen); members find work by polling alone.
+	ErrNoWakeups = errors.New("the history database carries no wake-ups")
 )
 
 // Transience says whether retrying a failed database call can succeed.

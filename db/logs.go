@@ -5,12 +5,12 @@ import (
 	"time"
 )
 
-func (s *store) RunLogAppend(ctx context.Context, runID string, lines []RunLogLine, maxLinesPerRun int) error {
+func (s *store) RunLogAppend(ctx context.Context, runID string, lines []RunLogLine, limit LogCap) error {
 	if len(lines) == 0 {
 		return nil
 	}
 	return fail(ctx, "run log append", s.d.RunLogAppend(ctx, &RunLogAppendParams{
-		RunID: runID, Lines: normalLines(lines), Trim: logTrim(lines, maxLinesPerRun, s.now()),
+		RunID: runID, Lines: normalLines(lines), Trim: logTrim(limit, s.now()),
 	}))
 }
 
@@ -27,14 +27,12 @@ func (s *store) RunLogPurge(ctx context.Context, olderThan time.Duration) (int, 
 	return failed(ctx, "run log purge", n, err)
 }
 
-// logTrim is the per-run cap of a batch of lines: it counts within the log
-// block of the batch's last line. Nil when maxLinesPerRun <= 0 (no cap).
-func logTrim(lines []RunLogLine, maxLinesPerRun int, now time.Time) *LogTrim {
-	if maxLinesPerRun <= 0 {
+// logTrim is the trim a cap asks for; nil when it keeps every line.
+func logTrim(limit LogCap, now time.Time) *LogTrim {
+	if limit.Keep <= 0 {
 		return nil
 	}
-	start, end := LogBlock(lines[len(lines)-1].Seq)
-	return &LogTrim{Keep: int64(maxLinesPerRun), BlockStart: start, BlockEnd: end, Now: now}
+	return &LogTrim{Keep: int64(limit.Keep), BlockStart: limit.From, BlockEnd: limit.To, Now: now}
 }
 
 // normalLines returns lines with their timestamps as stored.

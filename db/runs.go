@@ -57,7 +57,7 @@ func (s *store) RunFinish(ctx context.Context, f RunFinal) (bool, error) {
 	}
 	p := &RunFinishParams{Run: row, Owner: s.instanceID, Fenced: f.Owned, Lines: normalLines(f.Lines)}
 	if len(f.Lines) > 0 {
-		p.Trim = logTrim(f.Lines, f.MaxLinesPerRun, now)
+		p.Trim = logTrim(f.Cap, now)
 	}
 	ok, err := s.d.RunFinish(ctx, p)
 	return failed(ctx, op, ok, err)
@@ -139,9 +139,13 @@ func (s *store) RunDelete(ctx context.Context, runID string) (DeleteOutcome, err
 	return DeleteStillRunning, nil
 }
 
-func (s *store) RunRenewLeases(ctx context.Context) (int, error) {
-	n, err := s.d.RunRenewLeases(ctx, &LeaseParams{Owner: s.instanceID, LeaseExpiresAt: s.lease(s.now())})
-	return failed(ctx, "run renew leases", n, err)
+func (s *store) RunRenewLeases(ctx context.Context) ([]string, error) {
+	ids, err := s.d.RunRenewLeases(ctx, &LeaseParams{Owner: s.instanceID, LeaseExpiresAt: s.lease(s.now())})
+	if err != nil {
+		return nil, fail(ctx, "run renew leases", err)
+	}
+	slices.Sort(ids)
+	return ids, nil
 }
 
 func (s *store) RunFailLapsed(ctx context.Context) (int, error) {

@@ -70,9 +70,15 @@ func largestFirst(a, b *int64) int {
 	return cmp.Compare(*b, *a)
 }
 
-func (s *store) ShardRenewLeases(ctx context.Context) (int, error) {
-	n, err := s.d.ShardRenewLeases(ctx, &LeaseParams{Owner: s.instanceID, LeaseExpiresAt: s.lease(s.now())})
-	return failed(ctx, "shard renew leases", n, err)
+func (s *store) ShardRenewLeases(ctx context.Context) ([]ShardKey, error) {
+	keys, err := s.d.ShardRenewLeases(ctx, &LeaseParams{Owner: s.instanceID, LeaseExpiresAt: s.lease(s.now())})
+	if err != nil {
+		return nil, fail(ctx, "shard renew leases", err)
+	}
+	slices.SortFunc(keys, func(a, b ShardKey) int {
+		return cmp.Or(cmp.Compare(a.RunID, b.RunID), cmp.Compare(a.ShardID, b.ShardID))
+	})
+	return keys, nil
 }
 
 func (s *store) ShardRequeueLapsed(ctx context.Context, maxAttempts int) (ReclaimReport, error) {

@@ -34,6 +34,8 @@ type Store interface {
 	AuditStore
 	LogStore
 	RetentionStore
+	LeaderStore
+	WakeStore
 	TemplateStore
 }
 
@@ -114,8 +116,10 @@ type RunStore interface {
 	// shards and logs, in one transaction.
 	RunDelete(ctx context.Context, runID string) (DeleteOutcome, error)
 	// RunRenewLeases extends the lease of this instance's non-terminal runs and
-	// returns how many it renewed.
-	RunRenewLeases(ctx context.Context) (int, error)
+	// returns the ids of the runs it renewed, ordered: the runs this instance
+	// still owns. A run it executes that is missing was taken from it (its
+	// lease lapsed and a peer requeued it), and it must stop executing it.
+	RunRenewLeases(ctx context.Context) ([]string, error)
 	// RunFailLapsed fails the queued or running runs whose lease lapsed
 	// (their owner is presumed dead), never a run with a live lease, and
 	// returns how many it failed.
@@ -193,8 +197,10 @@ type ShardStore interface {
 	// with a fresh lease, and returns them in that order. Exclusive across
 	// processes; shards of a run with a cancel request are not claimed.
 	ShardClaim(ctx context.Context, limit int) ([]ClaimedShard, error)
-	// ShardRenewLeases extends the lease of this instance's running shards.
-	ShardRenewLeases(ctx context.Context) (int, error)
+	// ShardRenewLeases extends the lease of this instance's running shards
+	// and returns the shards it renewed, ordered by run and shard id: like
+	// RunRenewLeases, the shards this instance still owns.
+	ShardRenewLeases(ctx context.Context) ([]ShardKey, error)
 	// ShardRequeueLapsed requeues running shards whose lease lapsed (owner
 	// cleared, attempt+1) or, once attempt has reached maxAttempts, fails
 	// them with the error of RunRequeueLapsed, keeping their attempt count.
@@ -233,17 +239,16 @@ type AuditStore interface {
 
 // LogStore owns the persisted log lines of runs.
 type LogStore interface {
-	// RunLogAppend persists a batch of a run's log lines, keeping only the
-	// lines among the run's newest maxLinesPerRun sequence numbers (<= 0: no
-	// cap): with seqs numbered densely, as a run's lines are, that is its
-	// newest maxLinesPerRun lines, and the cap costs the same at a million
-	// lines as at ten. The cap counts within the LogBlock of the batch's
-	// lines: a run whose execution has parts logged independently (a
-	// cluster run's attempts and shards) numbers each part in a block of its
-	// own, and one part's lines never push out another's. When older lines
-	// are dropped the run is marked truncated. A line whose seq is already
-	// stored is ignored, so a retried batch never duplicates.
-	RunLogAppend(ctx context.Context, runID string, lines []RunLogLine, maxLinesPerRun int) error
+	// RunLogAppend persists a batch of a run's log lines, then applies limit:
+	// of the lines in limit's seq range, only those among its newest
+	// limit.Keep seqs stay. With seqs numbered densely, as a part's lines
+	// are, that is its newest Keep lines, and the cap costs the same at a
+	// million lines as at ten. A run whose execution has parts logged
+	// independently (a cluster run's attempts and shards) gives each part a
+	// range of its own, so one part's lines never push out another's. When
+	// older lines are dropped the run is marked truncated. A line whose seq
+	// is already stored is ignored, so a retried batch never duplicates.
+	RunLogAppend(ctx context.Context, runID string, lines []RunLogLine, limit LogCap) error
 	// RunLogList returns up to limit lines with seq > after, oldest first; a
 	// limit <= 0 means DefaultRunLogLimit.
 	RunLogList(ctx context.Context, runID string, after int64, limit int) (RunLogPage, error)
@@ -259,6 +264,50 @@ type RetentionStore interface {
 	// idempotency claims, stale members and old audit entries; shards whose
 	// run no longer exists are always deleted.
 	Purge(ctx context.Context, p PurgePolicy) (PurgeReport, error)
+}
+
+// LeaderStore owns the cluster's leader lease: the member holding it runs
+// the sweeps (requeueing the work of dead members, finalizing sharded runs,
+// purging history) that would otherwise run on every member.
+type LeaderStore interface {
+	// LeaderElect takes the leader lease for this instance for ttl, or renews
+	// it when this instance holds it, and reports whether this instance holds
+	// it now. A lease held by another instance is taken over only once it
+	// has lapsed, by one caller across all processes.
+	LeaderElect(ctx context.Context, ttl time.Duration) (bool, error)
+	// LeaderResign gives the lease up when this instance holds it, so a peer
+	// is elected at its next attempt instead of after the lease lapsed.
+	LeaderResign(ctx context.Context) error
+}
+
+// WakeTopic says what a wake-up is about.
+type WakeTopic string
+
+// The wake-ups members send each other.
+const (
+	// WakeWork: runs or shards are pending, for a member with free slots.
+	WakeWork WakeTopic = "work"
+	// WakeCancel: a run a member executes carries a cancel request.
+	WakeCancel WakeTopic = "cancel"
+	// WakeLeader: the leader resigned; a member may take the lease.
+	WakeLeader WakeTopic = "leader"
+)
+
+// WakeStore carries wake-ups between the members sharing a database, so an
+// idle member acts on a peer's write at once instead of at its next poll.
+// They are hints, never the only way work is found: members still poll,
+// and a wake-up lost with a dropped connection costs one poll of latency.
+type WakeStore interface {
+	// Wake tells every listening member about topic. Without notifications
+	// (SQLite) it does nothing.
+	Wake(ctx context.Context, topic WakeTopic) error
+	// Listen calls wake for every wake-up sent by any member (this one
+	// included) until ctx ends, reconnecting after a lost connection, and
+	// then returns ctx's error. Each time it starts listening it calls wake
+	// with WakeWork too, since what was sent while it did not listen is
+	// lost. It returns ErrNoWakeups at once when the dialect has no
+	// notifications: the caller relies on its poll alone.
+	Listen(ctx context.Context, wake func(WakeTopic)) error
 }
 
 // TemplateStore owns the pipeline template registry: versions registered

@@ -113,8 +113,8 @@ type RunFinal struct {
 	Owned bool
 	// Lines are the run's log lines not persisted yet.
 	Lines []RunLogLine
-	// MaxLinesPerRun caps the run's persisted lines as in RunLogAppend.
-	MaxLinesPerRun int
+	// Cap bounds the run's persisted lines as in RunLogAppend.
+	Cap LogCap
 }
 
 // ClaimOutcome is the result kind of an idempotency-key claim.
@@ -248,6 +248,11 @@ type ShardInsert struct {
 	SizeEstimate *int64
 }
 
+// ShardKey names one shard of a run.
+type ShardKey struct {
+	RunID, ShardID string
+}
+
 // ClaimedShard is a shard claimed for execution together with its parent run
 // record, whose ConfigBody the worker re-loads.
 type ClaimedShard struct {
@@ -330,14 +335,13 @@ type RunLogLine struct {
 	Line  string    `json:"line"`
 }
 
-// LogBlockBits is the size of a log block: the seqs of a run's lines fall
-// in blocks of 1<<LogBlockBits, and the per-run line cap applies per block.
-const LogBlockBits = 32
-
-// LogBlock returns the block seq falls in: [start, end).
-func LogBlock(seq int64) (start, end int64) {
-	start = seq &^ (1<<LogBlockBits - 1)
-	return start, start + 1<<LogBlockBits
+// LogCap bounds one part of a run's persisted log: of the run's lines whose
+// seqs fall in [From, To), only those among the newest Keep seqs are kept. A
+// Keep <= 0 keeps every line. How a run's parts share the seqs is the
+// caller's layout (server/runlog); the store only applies the bound.
+type LogCap struct {
+	Keep     int
+	From, To int64
 }
 
 // RunLogPage is a page of persisted run logs, oldest first. Truncated is true

@@ -1,14 +1,18 @@
 package pipeline
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/faucet-dev/faucet/plugins/connector"
+)
 
 // Role is the side of a pipeline a connector plays.
-type Role string
+type Role = connector.Role
 
 // The two roles.
 const (
-	RoleSource Role = "source"
-	RoleSink   Role = "sink"
+	RoleSource = connector.RoleSource
+	RoleSink   = connector.RoleSink
 )
 
 // Catalog tells the config loader which connectors exist and what config each

@@ -2,14 +2,15 @@ package pipeline
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/faucet-dev/faucet/internal/redact"
+	"github.com/faucet-dev/faucet/plugins/connector"
 )
 
 // Batch is a run of records on its way from a source to a sink: Count JSON
@@ -92,14 +93,8 @@ type ShardPlanner interface {
 	Shards(ctx context.Context, c ConnectorConfig, count int) ([]SourceShard, error)
 }
 
-// SourceShard is one part of a split source.
-type SourceShard struct {
-	// Descriptor is the connector's own JSON description of the shard.
-	Descriptor json.RawMessage
-	// EstimatedRecords and EstimatedBytes size the shard; 0 when unknown.
-	EstimatedRecords int64
-	EstimatedBytes   int64
-}
+// SourceShard is one part of a split source, as the connector described it.
+type SourceShard = connector.Shard
 
 // IsTransient reports whether err is a connector failure that may succeed
 // when retried: err or an error it wraps has a Transient method returning
@@ -178,7 +173,7 @@ func Execute(ctx context.Context, plan *Plan, opts ExecuteOptions) ([]Invocation
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	e := &executor{plan: plan, opts: opts, start: time.Now(), redact: NewRedactor(plan.Secrets)}
+	e := &executor{plan: plan, opts: opts, start: time.Now(), redact: redact.New(plan.Secrets)}
 	results := make([]InvocationResult, len(plan.Invocations))
 	workers := max(1, plan.Execution.MaxConcurrent)
 
@@ -267,7 +262,7 @@ type executor struct {
 	plan   *Plan
 	opts   ExecuteOptions
 	start  time.Time
-	redact *strings.Replacer
+	redact *redact.Redactor
 
 	progressMu sync.Mutex
 	total      int64
@@ -295,7 +290,7 @@ func (e *executor) invoke(ctx context.Context, inv *Invocation) InvocationResult
 		if err == nil || attempt >= attempts || ctx.Err() != nil || !IsTransient(err) {
 			break
 		}
-		log.Warn("invocation failed, retrying", "attempt", attempt, "backoff", backoff, "error", e.redact.Replace(err.Error()))
+		log.Warn("invocation failed, retrying", "attempt", attempt, "backoff", backoff, "error", e.redact.String(err.Error()))
 		if !sleep(ctx, backoff) {
 			err = fmt.Errorf("cancelled while waiting to retry (%w) after: %w", context.Cause(ctx), err)
 			break
@@ -304,7 +299,7 @@ func (e *executor) invoke(ctx context.Context, inv *Invocation) InvocationResult
 	}
 	res := InvocationResult{RowID: inv.RowID, RecordsWritten: written, Duration: time.Since(start)}
 	if err != nil {
-		res.Err = redactError(e.redact, err)
+		res.Err = e.redact.Error(err)
 		log.Error("invocation failed", "records_written", written, "duration", res.Duration, "error", res.Err)
 	} else {
 		log.Info("invocation finished", "records_written", written, "duration", res.Duration)
@@ -483,7 +478,7 @@ func (e *executor) commitCancelled(ctx context.Context, inv *Invocation, sink Si
 // discard; abortErr is how discarding went.
 func (e *executor) targetKept(ctx context.Context, inv *Invocation, abortErr error) error {
 	if abortErr != nil {
-		e.opts.Logger.Warn("discard the cancelled overwrite", "row_id", inv.RowID, "sink", inv.Sink.Type, "error", e.redact.Replace(abortErr.Error()))
+		e.opts.Logger.Warn("discard the cancelled overwrite", "row_id", inv.RowID, "sink", inv.Sink.Type, "error", e.redact.String(abortErr.Error()))
 		return fmt.Errorf("cancelled (%w); %w, though discarding the partial copy failed: %w", context.Cause(ctx), ErrTargetKept, abortErr)
 	}
 	return fmt.Errorf("cancelled (%w) before the overwrite completed: %w", context.Cause(ctx), ErrTargetKept)
@@ -494,7 +489,7 @@ func (e *executor) abort(ctx context.Context, sink SinkSession, forget func()) {
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opts.FlushTimeout)
 	defer cancel()
 	if err := sink.Abort(actx); err != nil {
-		e.opts.Logger.Warn("abort sink", "error", e.redact.Replace(err.Error()))
+		e.opts.Logger.Warn("abort sink", "error", e.redact.String(err.Error()))
 	}
 }
 

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	_ "embed"
+
+	"github.com/faucet-dev/faucet/internal/redact"
 )
 
 // LoadOptions says how to read a pipeline config.
@@ -226,9 +228,9 @@ func (l *loader) err() error {
 	}
 	l.probs.forgetRows(l.rows)
 	if len(l.secrets) > 0 {
-		r := NewRedactor(l.secretList())
+		r := redact.New(l.secretList())
 		for _, e := range l.probs.list {
-			e.Message = r.Replace(e.Message)
+			e.Message = r.String(e.Message)
 		}
 	}
 	return l.probs.err()

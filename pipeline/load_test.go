@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/faucet-dev/faucet/internal/redact"
 )
 
 // testCatalog is a Catalog over literal JSON Schemas, shaped like the real
@@ -411,7 +413,7 @@ pipeline:
 	if err == nil {
 		t.Fatal("a code that breaks its pattern loaded")
 	}
-	if strings.Contains(err.Error(), "S3CRET") || !strings.Contains(err.Error(), redacted) {
+	if strings.Contains(err.Error(), "S3CRET") || !strings.Contains(err.Error(), redact.Mask) {
 		t.Errorf("error leaks or does not redact the secret: %v", err)
 	}
 }

@@ -28,9 +28,9 @@ func lockFile(path string, shared bool) (unlock func(), err error) {
 		f.Close()
 		switch {
 		case errors.Is(err, syscall.EWOULDBLOCK) && shared:
-			return nil, fmt.Errorf("history file is in use by a faucet serve outside the cluster (lock %s is held); start every server on it with --cluster", path)
+			return nil, settingError([]string{"Cluster"}, "history file is in use by a faucet serve outside the cluster (lock %[2]s is held); start every server on it with %[1]s", path)
 		case errors.Is(err, syscall.EWOULDBLOCK):
-			return nil, fmt.Errorf("history file is in use by another faucet serve (lock %s is held); servers share a history only with --cluster", path)
+			return nil, settingError([]string{"Cluster"}, "history file is in use by another faucet serve (lock %[2]s is held); servers share a history only with %[1]s", path)
 		}
 		return nil, fmt.Errorf("lock history: %w", err)
 	}

@@ -1,6 +1,8 @@
 // Package server assembles faucet serve: the run-history store, the
-// connector host, the runner, the HTTP API, and the background duties, and
-// runs them until the context ends, then shuts down gracefully.
+// connector host, the services of the run lifecycle (admission, execution,
+// cluster, maintenance, run logs, audit) and the HTTP API; it runs them
+// until the context ends, then shuts down gracefully. It wires; the
+// services decide.
 package server
 
 import (
@@ -23,13 +25,13 @@ import (
 	"github.com/faucet-dev/faucet/db"
 	"github.com/faucet-dev/faucet/server/api"
 	"github.com/faucet-dev/faucet/server/auth"
+	"github.com/faucet-dev/faucet/server/cluster"
+	"github.com/faucet-dev/faucet/server/execution"
 	"github.com/faucet-dev/faucet/server/follow"
 	"github.com/faucet-dev/faucet/server/httpguard"
-	"github.com/faucet-dev/faucet/server/logs"
+	"github.com/faucet-dev/faucet/server/maintenance"
 	"github.com/faucet-dev/faucet/server/mcp"
 	"github.com/faucet-dev/faucet/server/metrics"
-	"github.com/faucet-dev/faucet/server/runner"
-	"github.com/faucet-dev/faucet/server/templates"
 )
 
 // Config is every setting of faucet serve; the zero value of a field takes
@@ -116,8 +118,8 @@ const (
 	DefaultLogRetention         = 7 * 24 * time.Hour
 	DefaultLogMaxLinesPerRun    = 100000
 	DefaultProbeTimeout         = 10 * time.Second
-	DefaultClusterPoll          = runner.DefaultClusterPoll
-	DefaultClusterMaxAttempts   = runner.DefaultMaxAttempts
+	DefaultClusterPoll          = cluster.DefaultPoll
+	DefaultClusterMaxAttempts   = cluster.DefaultMaxAttempts
 	DefaultLeaseTTL             = db.DefaultLeaseTTL
 	DefaultPluginNice           = 10
 	historyFileName             = "history.db"
@@ -154,19 +156,14 @@ func AdminTokenFile(dataDir string) string {
 // errNoLock: this platform cannot lock the history file.
 var errNoLock = errors.New("file locking is not supported on this platform")
 
-// purgeEvery is how often expired history is purged.
-const purgeEvery = 10 * time.Minute
-
 // Run serves until ctx ends, then shuts down within cfg.ShutdownGrace.
 // Messages meant for the operator's eyes only (a new admin token) go to out.
+// It wires the services (see ARCHITECTURE.md), starts them in dependency
+// order, and stops them in reverse order.
 func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error {
 	cfg = withDefaults(cfg)
-	if err := checkCluster(cfg); err != nil {
+	if err := checkConfig(cfg); err != nil {
 		return err
-	}
-	if cfg.PluginNice < 0 || cfg.PluginNice > 19 {
-		// A negative value would need privileges and starve the API instead.
-		return fmt.Errorf("--plugin-nice must be between 0 and 19 (got %d)", cfg.PluginNice)
 	}
 	historyURL, historyFile, err := resolveHistory(cfg)
 	if err != nil {
@@ -195,11 +192,11 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 		return err
 	}
 
-	eng, err := newEngine(ctx, cfg, defaults, log)
+	pipes, err := newPipelineHost(ctx, cfg, defaults, log)
 	if err != nil {
 		return err
 	}
-	defer eng.Close()
+	defer pipes.Close()
 	m := metrics.New()
 
 	tcp, err := net.Listen("tcp", cfg.Listen)
@@ -228,13 +225,15 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 		ErrorLog:    slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	serveErr := make(chan error, 1)
+	var httpDone sync.WaitGroup
 	serve := sync.OnceFunc(func() {
-		go func() { serveErr <- srv.Serve(ln) }()
+		httpDone.Go(func() { serveErr <- srv.Serve(ln) })
 		// Said plainly on out too, whatever the log level: scripts wait for it.
 		fmt.Fprintf(out, "faucet serve: listening on http://%s\n", ln.Addr())
 	})
-	stopHTTP := func() {
-		httpCtx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer httpDone.Wait()
+	stopHTTP := func(grace time.Duration) {
+		httpCtx, cancel := context.WithTimeout(context.Background(), grace)
 		defer cancel()
 		if err := srv.Shutdown(httpCtx); err != nil {
 			_ = srv.Close()
@@ -252,7 +251,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 		serve()
 		store, err = openHistory(ctx, historyURL, opts, err, serveErr, log)
 		if err != nil {
-			stopHTTP()
+			stopHTTP(time.Second)
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -265,52 +264,32 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 		// the cluster requeues them: the two must not share a history.
 		members, err := store.InstanceListLive(ctx, cfg.LeaseTTL)
 		if err != nil {
-			stopHTTP()
+			stopHTTP(time.Second)
 			return fmt.Errorf("read cluster membership: %w", err)
 		}
 		if len(members) > 0 {
-			stopHTTP()
-			return fmt.Errorf("the history is shared by a faucet serve cluster (%d live members); start this server with --cluster too", len(members))
+			stopHTTP(time.Second)
+			return settingError([]string{"Cluster"}, "the history is shared by a faucet serve cluster (%[2]d live members); start this server with %[1]s too", len(members))
 		}
 	}
 
-	persist := cfg.LogRetention > 0 && cfg.LogMaxLinesPerRun > 0
-	hubOpts := logs.Options{Log: log}
-	if persist {
-		hubOpts.Store = store
-		hubOpts.MaxLinesPerRun = cfg.LogMaxLinesPerRun
-	}
-	hub := logs.NewHub(hubOpts)
-	defer hub.Close(context.Background())
-
-	run := runner.New(runner.Config{
-		MaxConcurrent:        cfg.MaxConcurrentRuns,
-		MaxQueued:            cfg.MaxQueuedRuns,
-		IdempotencyRetention: cfg.IdempotencyRetention,
-		ProbeTimeout:         cfg.ProbeTimeout,
-		Secrets:              authn.Secrets(),
-		Cluster:              cfg.Cluster,
-		ClusterPoll:          cfg.ClusterPoll,
-		LeaseTTL:             cfg.LeaseTTL,
-		MaxAttempts:          cfg.ClusterMaxAttempts,
-		Listen:               ln.Addr().String(),
-	}, store, eng, hub, m, log)
+	svc := newServices(cfg, store, pipes, authn, m, log, ln.Addr().String())
 	if !cfg.Cluster {
-		if n, err := run.Recover(ctx, exclusive); err != nil {
+		if n, err := maintenance.Recover(ctx, store, exclusive, m, log); err != nil {
 			log.Error("recover interrupted runs", "error", err)
 		} else if n > 0 {
 			log.Warn("runs interrupted by the previous shutdown were marked failed", "runs", n)
 		}
 	}
-	registry := templates.New(templates.Config{
-		Store: store, Loader: eng, Clustered: cfg.Cluster, Log: log,
-		Submitter: templates.SubmitFunc(func(ctx context.Context, r templates.Run) (templates.Accepted, error) {
-			return submitTemplateRun(ctx, run, r)
-		}),
-	})
+	if err := svc.start(ctx); err != nil {
+		stopHTTP(time.Second)
+		svc.stop(context.Background(), time.Second)
+		return err
+	}
 	mux := http.NewServeMux()
 	api.New(mux, &api.Deps{
-		Runner: run, Store: store, Logs: hub, Auth: authn, Catalog: eng.Catalog(), Templates: registry,
+		Admission: svc.admission, Runs: svc.exec, Cluster: svc.membership(), Audit: svc.audit,
+		Store: store, Logs: svc.logs, Auth: authn, Catalog: pipes.Catalog(), Templates: svc.templates,
 		Follow:  follow.New(store, follow.Options{MaxPerRun: cfg.MaxLogFollowersPerRun, MaxTotal: cfg.MaxLogFollowers, Metrics: m}),
 		Metrics: m, Log: log, BodyLimit: cfg.BodyLimitBytes,
 	})
@@ -324,34 +303,14 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 	handler.Store(&ready)
 	serve()
 
-	// The background duties outlive the runs' shutdown: leases must be
-	// renewed while runs flush.
-	maintCtx, stopMaint := context.WithCancel(context.Background())
-	var maint sync.WaitGroup
-	maint.Go(func() {
-		run.Maintain(maintCtx, runner.Retention{
-			TerminalRuns: cfg.RetainTerminalRuns, IdempotencyClaims: cfg.IdempotencyRetention, Logs: cfg.LogRetention,
-		}, purgeEvery)
-	})
-	if cfg.Cluster {
-		maint.Go(func() { run.Cluster(maintCtx) })
-	}
-	maintDone := make(chan struct{})
-	go func() {
-		maint.Wait()
-		close(maintDone)
-	}()
-
 	log.Info("faucet serve ready", "addr", ln.Addr().String(), "history", store.Dialect(),
-		"auth", authn.Enabled(), "max_concurrent_runs", run.Config().MaxConcurrent,
-		"max_queued_runs", run.Config().MaxQueued, "cluster", cfg.Cluster, "instance", store.InstanceID())
+		"auth", authn.Enabled(), "max_concurrent_runs", svc.exec.Config().MaxConcurrent,
+		"max_queued_runs", svc.admission.Config().MaxQueued, "cluster", cfg.Cluster, "instance", store.InstanceID())
 
 	select {
 	case <-ctx.Done():
 	case err := <-serveErr:
-		stopMaint()
-		<-maintDone
-		_ = run.Shutdown(context.Background())
+		svc.stop(context.Background(), cfg.ShutdownGrace)
 		return fmt.Errorf("serve http: %w", err)
 	}
 
@@ -361,19 +320,8 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 	start := time.Now()
 	log.Info("shutting down", "grace", cfg.ShutdownGrace.String())
 	reserve := min(2*time.Second, cfg.ShutdownGrace/5)
-	runCtx, cancelRuns := context.WithTimeout(context.Background(), cfg.ShutdownGrace-reserve)
-	if err := run.Shutdown(runCtx); err != nil {
-		log.Warn("shutdown", "error", err)
-	}
-	cancelRuns()
-	stopMaint()
-	<-maintDone
-	httpCtx, cancelHTTP := context.WithTimeout(context.Background(), max(reserve/2, 100*time.Millisecond))
-	if err := srv.Shutdown(httpCtx); err != nil {
-		_ = srv.Close()
-	}
-	cancelHTTP()
-	hub.Close(context.Background())
+	svc.stop(context.Background(), cfg.ShutdownGrace-reserve)
+	stopHTTP(max(reserve/2, 100*time.Millisecond))
 	log.Info("stopped", "took", time.Since(start).Round(time.Millisecond).String())
 	return nil
 }
@@ -429,17 +377,21 @@ func openHistory(ctx context.Context, url string, opts db.Options, err error, se
 	}
 }
 
-// checkCluster refuses a cluster configuration that cannot work.
-func checkCluster(cfg Config) error {
+// checkConfig refuses a configuration that cannot work.
+func checkConfig(cfg Config) error {
+	if cfg.PluginNice < 0 || cfg.PluginNice > 19 {
+		// A negative value would need privileges and starve the API instead.
+		return settingError([]string{"PluginNice"}, "%[1]s must be between 0 and 19 (got %[2]d)", cfg.PluginNice)
+	}
 	if !cfg.Cluster {
 		return nil
 	}
 	if dialect, dsn, err := db.ParseURL(cfg.History); err == nil && dialect == "sqlite" && (dsn == db.MemoryDSN || strings.HasPrefix(dsn, "file:")) {
-		return errors.New("--cluster needs a history its members share: postgres://… (any hosts) or sqlite:PATH (one host); " +
+		return settingError([]string{"Cluster"}, "%[1]s needs a history its members share: postgres://… (any hosts) or sqlite:PATH (one host); "+
 			"an in-memory history is private to one process")
 	}
 	if cfg.LeaseTTL < time.Second {
-		return fmt.Errorf("--lease-ttl-secs must be at least 1 (got %s)", cfg.LeaseTTL)
+		return settingError([]string{"LeaseTTL"}, "%[1]s must be at least 1 (got %[2]s)", cfg.LeaseTTL)
 	}
 	return nil
 }
@@ -452,7 +404,7 @@ func withDefaults(cfg Config) Config {
 		cfg.DataDir = DefaultDataDir()
 	}
 	if cfg.MaxConcurrentRuns <= 0 {
-		cfg.MaxConcurrentRuns = runner.DefaultMaxConcurrent()
+		cfg.MaxConcurrentRuns = execution.DefaultMaxConcurrent()
 	}
 	if cfg.BodyLimitBytes <= 0 {
 		cfg.BodyLimitBytes = api.DefaultBodyLimit
@@ -514,7 +466,7 @@ func resolveAuth(cfg Config, historyFile string, out io.Writer, log *slog.Logger
 		}
 	}
 	if modes > 1 {
-		return nil, errors.New("choose one of --auth-token, --auth-config and --no-auth")
+		return nil, settingError([]string{"AuthToken", "AuthConfig", "NoAuth"}, "choose one of %[1]s, %[2]s and %[3]s")
 	}
 	switch {
 	case cfg.AuthToken != "":
@@ -548,7 +500,7 @@ func readDefaultConfig(path string) ([]byte, error) {
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("read --default-config: %w", err)
+		return nil, settingError([]string{"DefaultConfig"}, "read %[1]s: %[2]v", err)
 	}
 	return b, nil
 }

@@ -82,7 +82,7 @@ func TestMigrateCommand(t *testing.T) {
 			wantOutput(t, mustFaucet(t, "migrate", "status", h), "applied")
 			var st migrationStatus
 			if err := json.Unmarshal([]byte(mustFaucet(t, "migrate", "status", h, "--output", "json")), &st); err != nil ||
-				st.SchemaVersion != 4 || len(st.Migrations) != 3 || st.Migrations[0].State != "applied" || st.Migrations[0].AppliedAt == nil {
+				st.SchemaVersion != 4 || len(st.Migrations) != 4 || st.Migrations[0].State != "applied" || st.Migrations[0].AppliedAt == nil {
 				t.Fatalf("migrate status --output json: %+v (%v)", st, err)
 			}
 			// Removing every table asks first.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"log/slog"
 	"time"
 
@@ -9,10 +10,11 @@ import (
 	_ "github.com/faucet-dev/faucet/db/postgres"
 	_ "github.com/faucet-dev/faucet/db/sqlite"
 	"github.com/faucet-dev/faucet/server"
+	"github.com/faucet-dev/faucet/server/admission"
 	"github.com/faucet-dev/faucet/server/api"
+	"github.com/faucet-dev/faucet/server/execution"
 	"github.com/faucet-dev/faucet/server/follow"
 	"github.com/faucet-dev/faucet/server/httpguard"
-	"github.com/faucet-dev/faucet/server/runner"
 )
 
 func newServeCmd() *cobra.Command {
@@ -64,7 +66,7 @@ variable set to the empty string counts as unset.`,
 			cfg.LeaseTTL = time.Duration(leaseSecs * float64(time.Second))
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 			slog.SetDefault(log)
-			return server.Run(cmd.Context(), cfg, cmd.ErrOrStderr(), log)
+			return settingFlags(server.Run(cmd.Context(), cfg, cmd.ErrOrStderr(), log))
 		},
 	}
 	f := cmd.Flags()
@@ -74,8 +76,8 @@ variable set to the empty string counts as unset.`,
 	f.StringVar(&cfg.AuthToken, "auth-token", "", "accept this bearer token as the admin principal \"token\"")
 	f.StringVar(&cfg.AuthConfig, "auth-config", "", "YAML or JSON file of principals {name, token, role} (roles: viewer, operator, admin; tokens may use ${env:NAME})")
 	f.BoolVar(&cfg.NoAuth, "no-auth", false, "serve without authentication: every caller is admin")
-	f.IntVar(&cfg.MaxConcurrentRuns, "max-concurrent-runs", runner.DefaultMaxConcurrent(), "runs executing at once")
-	f.IntVar(&cfg.MaxQueuedRuns, "max-queued-runs", runner.DefaultMaxQueued, "runs waiting for an execution slot before submits get 429")
+	f.IntVar(&cfg.MaxConcurrentRuns, "max-concurrent-runs", execution.DefaultMaxConcurrent(), "runs executing at once")
+	f.IntVar(&cfg.MaxQueuedRuns, "max-queued-runs", admission.DefaultMaxQueued, "runs waiting for an execution slot before submits get 429")
 	f.StringVar(&cfg.DefaultConfig, "default-config", "", "pipeline config file merged under every submitted config")
 	f.Int64Var(&cfg.BodyLimitBytes, "body-limit-bytes", api.DefaultBodyLimit, "largest request body accepted (larger: 413)")
 	f.Int64Var(&shutdownSecs, "shutdown-grace-secs", int64(server.DefaultShutdownGrace/time.Second), "on SIGTERM, how long running runs may take to flush before they are failed")
@@ -100,4 +102,27 @@ variable set to the empty string counts as unset.`,
 	f.BoolVar(&cfg.MCPAllowMutations, "mcp-allow-mutations", false, "offer the MCP tools that change something (run_pipeline, the template releases); a caller still needs the role the API asks")
 	f.Float64Var(&leaseSecs, "lease-ttl-secs", server.DefaultLeaseTTL.Seconds(), "how long a run stays owned by a server that stopped heartbeating; peers take over after it")
 	return cmd
+}
+
+// serveFlags names the flag of each server.Config field a server error can
+// be about.
+var serveFlags = map[string]string{
+	"AuthToken": "--auth-token", "AuthConfig": "--auth-config", "NoAuth": "--no-auth",
+	"Cluster": "--cluster", "DefaultConfig": "--default-config", "LeaseTTL": "--lease-ttl-secs",
+	"PluginNice": "--plugin-nice",
+}
+
+// settingFlags says a server error about its settings in terms of the flags
+// that set them.
+func settingFlags(err error) error {
+	var se *server.SettingError
+	if !errors.As(err, &se) {
+		return err
+	}
+	return errors.New(se.Describe(func(field string) string {
+		if flag, ok := serveFlags[field]; ok {
+			return flag
+		}
+		return field
+	}))
 }

@@ -55,7 +55,7 @@ func Benchmark(b *testing.B, newURL func(t testing.TB) string) {
 		lines := logLines(1, 6, now())
 		done := measure(b)
 		for i := range b.N {
-			if err := s.RunLogAppend(ctx, fmt.Sprintf("run-%d", i), lines, 100_000); err != nil {
+			if err := s.RunLogAppend(ctx, fmt.Sprintf("run-%d", i), lines, keep(100_000)); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -69,14 +69,14 @@ func Benchmark(b *testing.B, newURL func(t testing.TB) string) {
 		ctx := context.Background()
 		seq := int64(1)
 		for seq <= capLines {
-			if err := s.RunLogAppend(ctx, "long", logLines(seq, seq+batch-1, now()), capLines); err != nil {
+			if err := s.RunLogAppend(ctx, "long", logLines(seq, seq+batch-1, now()), keep(capLines)); err != nil {
 				b.Fatal(err)
 			}
 			seq += batch
 		}
 		done := measure(b)
 		for range b.N {
-			if err := s.RunLogAppend(ctx, "long", logLines(seq, seq+batch-1, now()), capLines); err != nil {
+			if err := s.RunLogAppend(ctx, "long", logLines(seq, seq+batch-1, now()), keep(capLines)); err != nil {
 				b.Fatal(err)
 			}
 			seq += batch
@@ -312,12 +312,12 @@ func runLifecycle(ctx context.Context, s db.Store, id string) error {
 	if _, err := s.RunStart(ctx, id, started); err != nil {
 		return err
 	}
-	if err := s.RunLogAppend(ctx, id, logLines(1, 4, now()), 100_000); err != nil {
+	if err := s.RunLogAppend(ctx, id, logLines(1, 4, now()), keep(100_000)); err != nil {
 		return err
 	}
 	rec.Status, rec.StartedAt, rec.RecordsWritten = db.StatusCompleted, &started, 10
 	rec.Invocations = []db.InvocationRecord{{RowID: "default", RecordsWritten: 10, DurationMS: 3}}
-	_, err := s.RunFinish(ctx, db.RunFinal{Record: rec, Lines: logLines(5, 6, now()), MaxLinesPerRun: 100_000})
+	_, err := s.RunFinish(ctx, db.RunFinal{Record: rec, Lines: logLines(5, 6, now()), Cap: keep(100_000)})
 	return err
 }
 

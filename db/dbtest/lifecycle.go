@@ -72,7 +72,7 @@ func pendingRuns(t testing.TB, s db.Store, prefix string, n int) []*db.RunRecord
 }
 
 func exerciseLeases(t *testing.T, newURL func(t testing.TB) string) {
-	t.Run("RenewCountsOwnNonTerminalRuns", func(t *testing.T) {
+	t.Run("RenewReportsOwnNonTerminalRuns", func(t *testing.T) {
 		t.Parallel()
 		url := newURL(t)
 		a := open(t, url, db.Options{InstanceID: "a"})
@@ -81,16 +81,14 @@ func exerciseLeases(t *testing.T, newURL func(t testing.TB) string) {
 			submit(t, a, newRun("a-"+string(st), st, now()))
 		}
 		submit(t, b, newRun("b-running", db.StatusRunning, now()))
-		n, err := a.RunRenewLeases(t.Context())
+		ids, err := a.RunRenewLeases(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n != 4 { // pending, queued, running, sharded
-			t.Fatalf("renewed %d leases, want 4", n)
-		}
+		equalIDs(t, "renewed runs", []string{"a-pending", "a-queued", "a-running", "a-sharded"}, ids)
 		c := open(t, url, db.Options{InstanceID: "c"})
-		if n, err := c.RunRenewLeases(t.Context()); err != nil || n != 0 {
-			t.Fatalf("an instance owning nothing renewed %d leases (%v)", n, err)
+		if ids, err := c.RunRenewLeases(t.Context()); err != nil || len(ids) != 0 {
+			t.Fatalf("an instance owning nothing renewed %v (%v)", ids, err)
 		}
 	})
 
@@ -184,8 +182,8 @@ func exerciseLeases(t *testing.T, newURL func(t testing.TB) string) {
 		submit(t, aShort, newRun("r1", db.StatusRunning, now()), newRun("q1", db.StatusQueued, now()))
 		lapse(clk)
 		// The leases lapsed; a renewal makes them live again.
-		if n, err := aLong.RunRenewLeases(t.Context()); err != nil || n != 2 {
-			t.Fatalf("renew: %d, %v; want 2", n, err)
+		if ids, err := aLong.RunRenewLeases(t.Context()); err != nil || len(ids) != 2 {
+			t.Fatalf("renew: %v, %v; want q1 and r1", ids, err)
 		}
 		wantReport(t, "requeue after renewal", reclaim(t, b, 3), 0, 0)
 		if n, err := b.RunFailLapsed(t.Context()); err != nil || n != 0 {
@@ -194,8 +192,8 @@ func exerciseLeases(t *testing.T, newURL func(t testing.TB) string) {
 		wantStatus(t, b, "r1", db.StatusRunning)
 		// A renewal is what keeps them: once the last one grants a short
 		// lease and it lapses, the run is requeued.
-		if n, err := aShort.RunRenewLeases(t.Context()); err != nil || n != 2 {
-			t.Fatalf("short renew: %d, %v; want 2", n, err)
+		if ids, err := aShort.RunRenewLeases(t.Context()); err != nil || len(ids) != 2 {
+			t.Fatalf("short renew: %v, %v; want q1 and r1", ids, err)
 		}
 		lapse(clk)
 		wantReport(t, "requeue once the renewed lease lapsed", reclaim(t, b, 3), 1, 0)

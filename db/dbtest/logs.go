@@ -2,6 +2,7 @@ package dbtest
 
 import (
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -19,10 +20,19 @@ func logLines(from, to int64, ts time.Time) []db.RunLogLine {
 
 func appendLogs(t testing.TB, s db.Store, runID string, maxLines int, lines []db.RunLogLine) {
 	t.Helper()
-	if err := s.RunLogAppend(t.Context(), runID, lines, maxLines); err != nil {
+	appendCapped(t, s, runID, keep(maxLines), lines)
+}
+
+// appendCapped appends lines under an explicit cap.
+func appendCapped(t testing.TB, s db.Store, runID string, limit db.LogCap, lines []db.RunLogLine) {
+	t.Helper()
+	if err := s.RunLogAppend(t.Context(), runID, lines, limit); err != nil {
 		t.Fatalf("append logs of %s: %v", runID, err)
 	}
 }
+
+// keep caps a run's whole log at its newest n lines; 0 keeps every line.
+func keep(n int) db.LogCap { return db.LogCap{Keep: n, To: math.MaxInt64} }
 
 func logPage(t testing.TB, s db.Store, runID string, after int64, limit int) db.RunLogPage {
 	t.Helper()
@@ -113,12 +123,12 @@ func exerciseRunLogs(t *testing.T, newURL func(t testing.TB) string) {
 		if !p.Truncated {
 			t.Fatal("capped logs after a gap not reported truncated")
 		}
-		// The cap applies per log block: a second part of the run, numbered
-		// in the next block, keeps its own newest lines and leaves the first
-		// part's alone.
-		block, _ := db.LogBlock(1 << db.LogBlockBits)
-		appendLogs(t, s, "r5", 3, logLines(1, 3, now()))
-		appendLogs(t, s, "r5", 3, logLines(block+1, block+5, now()))
+		// The cap applies to its seq range: a second part of the run, logged
+		// in a range of its own, keeps its own newest lines and leaves the
+		// first part's alone.
+		const block = 1000
+		appendCapped(t, s, "r5", db.LogCap{Keep: 3, From: 0, To: block}, logLines(1, 3, now()))
+		appendCapped(t, s, "r5", db.LogCap{Keep: 3, From: block, To: 2 * block}, logLines(block+1, block+5, now()))
 		p = logPage(t, s, "r5", 0, 100)
 		equalIDs(t, "capped per block", append(seqRange(1, 3), seqRange(block+3, block+5)...), seqs(p))
 		if !p.Truncated {

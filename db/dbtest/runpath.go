@@ -105,7 +105,7 @@ func exerciseRunPath(t *testing.T, newURL func(t testing.TB) string) {
 		running.Status, running.FinishedAt, running.Invocations = db.StatusRunning, nil, nil
 		submit(t, s, &running)
 		rec.FinishedAt = nil
-		if !runFinish(t, s, db.RunFinal{Record: rec, Lines: logLines(1, 3, now()), MaxLinesPerRun: 100}) {
+		if !runFinish(t, s, db.RunFinal{Record: rec, Lines: logLines(1, 3, now()), Cap: keep(100)}) {
 			t.Fatal("an unfenced finish reported a lost fence")
 		}
 		want := normalized(rec)
@@ -127,7 +127,7 @@ func exerciseRunPath(t *testing.T, newURL func(t testing.TB) string) {
 		s := fresh(t, newURL, "a")
 		submit(t, s, newRun("r1", db.StatusRunning, now()))
 		appendLogs(t, s, "r1", 6, logLines(1, 4, now()))
-		runFinish(t, s, db.RunFinal{Record: newRun("r1", db.StatusCompleted, now()), Lines: logLines(5, 8, now()), MaxLinesPerRun: 6})
+		runFinish(t, s, db.RunFinal{Record: newRun("r1", db.StatusCompleted, now()), Lines: logLines(5, 8, now()), Cap: keep(6)})
 		if p := logPage(t, s, "r1", 0, 100); fmt.Sprint(seqs(p)) != "[3 4 5 6 7 8]" || !p.Truncated {
 			t.Fatalf("lines %v (truncated %v), want the newest 6 and truncated", seqs(p), p.Truncated)
 		}

@@ -103,8 +103,8 @@ func (d *driver) RunDelete(ctx context.Context, runID string) (bool, error) {
 	return one(d.q.RunDelete(ctx, runID))
 }
 
-func (d *driver) RunRenewLeases(ctx context.Context, p *db.LeaseParams) (int, error) {
-	return count(d.q.RunRenewLeases(ctx, dbsqlc.RunRenewLeasesParams{LeaseExpiresAt: p.LeaseExpiresAt, Owner: p.Owner}))
+func (d *driver) RunRenewLeases(ctx context.Context, p *db.LeaseParams) ([]string, error) {
+	return result(d.q.RunRenewLeases(ctx, dbsqlc.RunRenewLeasesParams{LeaseExpiresAt: p.LeaseExpiresAt, Owner: p.Owner}))
 }
 
 func (d *driver) RunFailLapsed(ctx context.Context, p *db.RunFailParams) (int, error) {

@@ -58,8 +58,16 @@ func (d *driver) ShardClaim(ctx context.Context, p *db.ShardClaimParams) ([]db.S
 	return out, nil
 }
 
-func (d *driver) ShardRenewLeases(ctx context.Context, p *db.LeaseParams) (int, error) {
-	return count(d.q.ShardRenewLeases(ctx, dbsqlc.ShardRenewLeasesParams{LeaseExpiresAt: p.LeaseExpiresAt, Owner: p.Owner}))
+func (d *driver) ShardRenewLeases(ctx context.Context, p *db.LeaseParams) ([]db.ShardKey, error) {
+	rows, err := d.q.ShardRenewLeases(ctx, dbsqlc.ShardRenewLeasesParams{LeaseExpiresAt: p.LeaseExpiresAt, Owner: p.Owner})
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	keys := make([]db.ShardKey, len(rows))
+	for i, r := range rows {
+		keys[i] = db.ShardKey{RunID: r.RunID, ShardID: r.ShardID}
+	}
+	return keys, nil
 }
 
 func (d *driver) ShardRequeueLapsed(ctx context.Context, p *db.RequeueLapsedParams) (db.ReclaimReport, error) {

@@ -161,13 +161,13 @@ func TestClaimPendingAcrossProcesses(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		n, err := s.RunRenewLeases(t.Context())
+		ids, err := s.RunRenewLeases(t.Context())
 		_ = s.Close()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n != perOwner[instance] {
-			t.Errorf("%s owns %d runs in the database, reported %d", instance, n, perOwner[instance])
+		if len(ids) != perOwner[instance] {
+			t.Errorf("%s owns %d runs in the database, reported %d", instance, len(ids), perOwner[instance])
 		}
 	}
 	page, err := seed.RunList(t.Context(), db.ListFilter{Statuses: []db.RunStatus{db.StatusPending}})

@@ -53,14 +53,24 @@ func (d *driver) RunFinish(ctx context.Context, p *db.RunFinishParams) (bool, er
 		}
 		finish = func(ctx context.Context, q *dbsqlc.Queries) (bool, error) { return one(q.RunFinishOwned(ctx, arg)) }
 	} else {
-		arg := dbsqlc.RunFinishParams{
-			RunID: r.RunID, Name: r.Name, Labels: string(r.Labels), Status: string(r.Status),
-			SubmittedAt: micros(r.SubmittedAt), StartedAt: microsPtr(r.StartedAt), FinishedAt: microsPtr(r.FinishedAt),
-			IdempotencyKey: r.IdempotencyKey, Owner: &p.Owner, Attempt: int64(r.Attempt), RecordsWritten: r.RecordsWritten,
-			Error: r.Error, Submission: string(r.Submission), Invocations: textPtr(r.Invocations),
-			TemplateID: r.TemplateID, TemplateVersion: int64Ptr(r.TemplateVersion),
+		stored := dbsqlc.RunFinishStoredParams{
+			Status: string(r.Status), StartedAt: microsPtr(r.StartedAt), FinishedAt: microsPtr(r.FinishedAt),
+			RecordsWritten: r.RecordsWritten, Error: r.Error, Invocations: textPtr(r.Invocations), Owner: &p.Owner, RunID: r.RunID,
 		}
-		finish = func(ctx context.Context, q *dbsqlc.Queries) (bool, error) { return true, q.RunFinish(ctx, arg) }
+		// The run is nearly always stored: update it, and write it whole
+		// only when it is not.
+		finish = func(ctx context.Context, q *dbsqlc.Queries) (bool, error) {
+			if n, err := q.RunFinishStored(ctx, stored); err != nil || n == 1 {
+				return true, err
+			}
+			return true, q.RunFinish(ctx, dbsqlc.RunFinishParams{
+				RunID: r.RunID, Name: r.Name, Labels: string(r.Labels), Status: string(r.Status),
+				SubmittedAt: micros(r.SubmittedAt), StartedAt: microsPtr(r.StartedAt), FinishedAt: microsPtr(r.FinishedAt),
+				IdempotencyKey: r.IdempotencyKey, Owner: &p.Owner, Attempt: int64(r.Attempt), RecordsWritten: r.RecordsWritten,
+				Error: r.Error, Submission: string(r.Submission), Invocations: textPtr(r.Invocations),
+				TemplateID: r.TemplateID, TemplateVersion: int64Ptr(r.TemplateVersion),
+			})
+		}
 	}
 	var lines string
 	if len(p.Lines) > 0 {
@@ -149,9 +159,9 @@ func (d *driver) RunDelete(ctx context.Context, runID string) (bool, error) {
 	return deleted, err
 }
 
-func (d *driver) RunRenewLeases(ctx context.Context, p *db.LeaseParams) (int, error) {
+func (d *driver) RunRenewLeases(ctx context.Context, p *db.LeaseParams) ([]string, error) {
 	arg := dbsqlc.RunRenewLeasesParams{LeaseExpiresAt: ptr(micros(p.LeaseExpiresAt)), Owner: &p.Owner}
-	return count(writeValue(ctx, d, func(ctx context.Context, q *dbsqlc.Queries) (int64, error) { return q.RunRenewLeases(ctx, arg) }))
+	return writeValue(ctx, d, func(ctx context.Context, q *dbsqlc.Queries) ([]string, error) { return q.RunRenewLeases(ctx, arg) })
 }
 
 func (d *driver) RunFailLapsed(ctx context.Context, p *db.RunFailParams) (int, error) {

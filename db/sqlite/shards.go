@@ -106,9 +106,19 @@ func (d *driver) ShardClaim(ctx context.Context, p *db.ShardClaimParams) ([]db.S
 	return claimed, err
 }
 
-func (d *driver) ShardRenewLeases(ctx context.Context, p *db.LeaseParams) (int, error) {
+func (d *driver) ShardRenewLeases(ctx context.Context, p *db.LeaseParams) ([]db.ShardKey, error) {
 	arg := dbsqlc.ShardRenewLeasesParams{LeaseExpiresAt: ptr(micros(p.LeaseExpiresAt)), Owner: &p.Owner}
-	return count(writeValue(ctx, d, func(ctx context.Context, q *dbsqlc.Queries) (int64, error) { return q.ShardRenewLeases(ctx, arg) }))
+	rows, err := writeValue(ctx, d, func(ctx context.Context, q *dbsqlc.Queries) ([]dbsqlc.ShardRenewLeasesRow, error) {
+		return q.ShardRenewLeases(ctx, arg)
+	})
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]db.ShardKey, len(rows))
+	for i, r := range rows {
+		keys[i] = db.ShardKey{RunID: r.RunID, ShardID: r.ShardID}
+	}
+	return keys, nil
 }
 
 // ShardRequeueLapsed fails the lapsed shards at the attempt cap, then

@@ -2,16 +2,15 @@ package host
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/faucet-dev/faucet/internal/redact"
 	"github.com/faucet-dev/faucet/pipeline"
 )
 
@@ -36,7 +35,7 @@ type output struct {
 	launcher string
 	session  atomic.Pointer[sessionOutput]
 	// idle masks the idle output; nil masks nothing.
-	idle atomic.Pointer[strings.Replacer]
+	idle atomic.Pointer[redact.Redactor]
 
 	mu      sync.Mutex
 	secrets []string // the known secrets, oldest first
@@ -46,7 +45,7 @@ type output struct {
 // sessionOutput is where a session's lines go.
 type sessionOutput struct {
 	log    *slog.Logger
-	redact *strings.Replacer
+	redact *redact.Redactor
 }
 
 func newOutput(host *slog.Logger, name string, argv []string, launcher string) *output {
@@ -67,7 +66,7 @@ func (o *output) attach(ctx context.Context) {
 	o.current = sl.Secrets
 	known := o.secrets
 	o.mu.Unlock()
-	o.session.Store(&sessionOutput{log: log, redact: redactor(sl.Secrets, known)})
+	o.session.Store(&sessionOutput{log: log, redact: redact.New(sl.Secrets, known)})
 }
 
 // detach ends the session: its secrets join those masked in idle output
@@ -81,7 +80,7 @@ func (o *output) detach() {
 	}
 	o.secrets = o.secrets[max(0, len(o.secrets)-maxKnownSecrets):]
 	o.current = nil
-	o.idle.Store(redactor(o.secrets))
+	o.idle.Store(redact.New(o.secrets))
 	o.mu.Unlock()
 	o.session.Store(nil)
 }
@@ -92,43 +91,8 @@ func (o *output) log(level slog.Level, msg string, args ...any) {
 	if s := o.session.Load(); s != nil {
 		log, r = s.log, s.redact
 	}
-	if r != nil {
-		msg = r.Replace(msg)
-		args = redactArgs(r, args)
-	}
+	msg, args = r.String(msg), r.Args(args)
 	log.Log(context.Background(), level, msg, append([]any{"connector", *o.name.Load()}, args...)...)
-}
-
-// redactArgs masks secrets in slog key-value arguments; a value that is not
-// a string is masked in its printed form.
-func redactArgs(r *strings.Replacer, args []any) []any {
-	out := make([]any, len(args))
-	for i, a := range args {
-		switch v := a.(type) {
-		case string:
-			out[i] = r.Replace(v)
-		case nil, bool:
-			out[i] = v
-		default:
-			text := fmt.Sprint(v)
-			if masked := r.Replace(text); masked != text {
-				out[i] = masked
-			} else {
-				out[i] = v
-			}
-		}
-	}
-	return out
-}
-
-// redactor masks the secrets of the given sets; nil when there is none.
-func redactor(sets ...[]string) *strings.Replacer {
-	for _, set := range sets {
-		if len(set) > 0 {
-			return pipeline.NewRedactor(sets...)
-		}
-	}
-	return nil
 }
 
 // stream returns a writer that logs each line written to it as the
@@ -189,9 +153,7 @@ func (o *output) hostLine(level slog.Level, msg string, args ...any) {
 			}
 		}
 	}
-	if r := o.idle.Load(); r != nil {
-		msg = r.Replace(msg)
-		args = redactArgs(r, args)
-	}
+	r := o.idle.Load()
+	msg, args = r.String(msg), r.Args(args)
 	o.host.Log(context.Background(), level, msg, append([]any{"connector", *o.name.Load()}, args...)...)
 }

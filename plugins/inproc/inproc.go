@@ -81,10 +81,7 @@ func (c *Connectors) OpenSource(ctx context.Context, cfg pipeline.ConnectorConfi
 	if !ok {
 		return nil, fmt.Errorf("connector %s is not a source", cfg.Type)
 	}
-	req := sdk.ReadRequest{Config: cfg.Config}
-	if shard != nil {
-		req.Shard = &sdk.Shard{Descriptor: shard.Descriptor, EstimatedRecords: shard.EstimatedRecords, EstimatedBytes: shard.EstimatedBytes}
-	}
+	req := sdk.ReadRequest{Config: cfg.Config, Shard: shard}
 	ctx, cancel := context.WithCancel(ctx)
 	s := &source{name: cfg.Type, cancel: cancel, batches: make(chan sdk.Batch), done: make(chan struct{})}
 	go func() {
@@ -257,9 +254,5 @@ func (c *Connectors) Shards(ctx context.Context, cfg pipeline.ConnectorConfig, c
 	if err != nil {
 		return nil, &connError{name: cfg.Type, err: err}
 	}
-	out := make([]pipeline.SourceShard, len(shards))
-	for i, s := range shards {
-		out[i] = pipeline.SourceShard{Descriptor: s.Descriptor, EstimatedRecords: s.EstimatedRecords, EstimatedBytes: s.EstimatedBytes}
-	}
-	return out, nil
+	return shards, nil
 }

@@ -15,6 +15,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/faucet-dev/faucet/plugins/connector"
 )
 
 // Connector is the one method every connector has: the description faucet
@@ -50,12 +52,12 @@ type Spec struct {
 }
 
 // Role is the side of a pipeline a config is meant for.
-type Role string
+type Role = connector.Role
 
 // The two roles.
 const (
-	RoleSource Role = "source"
-	RoleSink   Role = "sink"
+	RoleSource = connector.RoleSource
+	RoleSink   = connector.RoleSink
 )
 
 // Source produces records.
@@ -84,14 +86,7 @@ type Sharder interface {
 }
 
 // Shard is one part of a split source.
-type Shard struct {
-	// Descriptor is the connector's own description of the shard, a JSON
-	// value faucet stores and hands back to Read unchanged.
-	Descriptor json.RawMessage
-	// EstimatedRecords and EstimatedBytes size the shard; 0 when unknown.
-	EstimatedRecords int64
-	EstimatedBytes   int64
-}
+type Shard = connector.Shard
 
 // Sink consumes records.
 type Sink interface {

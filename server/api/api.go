@@ -10,21 +10,23 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
-	"github.com/google/uuid"
 
 	"github.com/faucet-dev/faucet/db"
 	"github.com/faucet-dev/faucet/pipeline"
+	"github.com/faucet-dev/faucet/server/admission"
+	"github.com/faucet-dev/faucet/server/audit"
 	"github.com/faucet-dev/faucet/server/auth"
+	"github.com/faucet-dev/faucet/server/execution"
 	"github.com/faucet-dev/faucet/server/follow"
-	"github.com/faucet-dev/faucet/server/logs"
 	"github.com/faucet-dev/faucet/server/metrics"
-	"github.com/faucet-dev/faucet/server/runner"
+	"github.com/faucet-dev/faucet/server/runlog"
 	"github.com/faucet-dev/faucet/server/templates"
 )
 
@@ -38,9 +40,15 @@ const (
 // Deps are what the handlers use. Register only reads it when requests
 // arrive, so a zero Deps is enough to derive the OpenAPI document.
 type Deps struct {
-	Runner *runner.Runner
-	Store  db.Store
-	Logs   *logs.Hub
+	// Admission accepts runs; Runs reads, cancels and deletes them.
+	Admission *admission.Service
+	Runs      *execution.Executor
+	// Cluster is this server's cluster membership; nil outside a cluster.
+	Cluster Membership
+	// Audit records the audited actions; nil records them in Store.
+	Audit *audit.Recorder
+	Store db.Store
+	Logs  *runlog.Hub
 	// Follow caps the log followers and shares the polling of remote runs.
 	Follow  *follow.Hub
 	Auth    *auth.Authenticator
@@ -54,6 +62,12 @@ type Deps struct {
 
 	// unauthorized rations the audit entries of rejected tokens.
 	unauthorized sourceLimiter
+}
+
+// Membership is what the readiness probe asks of a cluster member.
+type Membership interface {
+	// Status is how many members heartbeated within the lease.
+	Status(ctx context.Context) (members int, err error)
 }
 
 // DefaultBodyLimit is the default cap on request bodies.
@@ -86,6 +100,7 @@ func Config() huma.Config {
 		cfg.Formats[ct] = yamlConfigBody
 	}
 	cfg.Transformers = append(cfg.Transformers, fillInstance)
+	cfg.Components.Schemas.RegisterTypeAlias(reflect.TypeFor[auth.Role](), reflect.TypeFor[roleSchema]())
 	return cfg
 }
 
@@ -124,29 +139,22 @@ func sourceIPFrom(ctx context.Context) *string {
 	return nil
 }
 
-// audit records an action; a failure to record is logged, not returned: the
-// action itself already happened.
-func (d *Deps) audit(ctx context.Context, p auth.Principal, action string, runID, fingerprint *string, result string) {
-	d.auditAs(ctx, p.Name, p.Role, action, runID, fingerprint, result)
+// actor is who calls, as the audit log names them.
+func actor(ctx context.Context, p auth.Principal) audit.Actor {
+	return audit.Actor{Principal: p.Name, Role: p.Role.String(), SourceIP: sourceIPFrom(ctx)}
 }
 
-// auditAs is audit for a caller who is no principal, such as one whose
-// token was refused.
-func (d *Deps) auditAs(ctx context.Context, name string, role auth.Role, action string, runID, fingerprint *string, result string) {
-	e := db.AuditEntry{
-		ID:                uuid.Must(uuid.NewV7()).String(),
-		Timestamp:         time.Now().UTC(),
-		Principal:         name,
-		Role:              role.String(),
-		Action:            action,
-		RunID:             runID,
-		ConfigFingerprint: fingerprint,
-		SourceIP:          sourceIPFrom(ctx),
-		Result:            result,
+// audit records an action of the caller on runID (nil: on no run), with
+// the fingerprint of the config it concerns (nil: none).
+func (d *Deps) audit(ctx context.Context, p auth.Principal, action string, runID, fingerprint *string, result string) {
+	d.recorder().Record(ctx, actor(ctx, p), audit.Action{Name: action, RunID: runID, Fingerprint: fingerprint, Result: result})
+}
+
+func (d *Deps) recorder() *audit.Recorder {
+	if d.Audit == nil {
+		d.Audit = audit.New(audit.Config{Store: d.Store, Logger: d.logger()})
 	}
-	if err := d.Store.AuditInsert(context.WithoutCancel(ctx), e); err != nil {
-		d.logger().Error("write audit entry", "action", action, "principal", name, "error", err)
-	}
+	return d.Audit
 }
 
 func (d *Deps) logger() *slog.Logger {
@@ -189,7 +197,7 @@ func (d *Deps) authorize(a huma.API) func(huma.Context, func(huma.Context)) {
 			}
 			if d.unauthorized.allow(source) {
 				// The wire format's roles and results: the lowest role, denied.
-				d.auditAs(ctx.Context(), "anonymous", auth.Viewer, action, nil, nil, "denied")
+				d.audit(ctx.Context(), auth.Principal{Name: "anonymous", Role: auth.Viewer}, action, nil, nil, audit.ResultDenied)
 			}
 			ctx.SetHeader("WWW-Authenticate", `Bearer realm="faucet"`)
 			_ = huma.WriteErr(a, ctx, http.StatusUnauthorized, "missing or invalid bearer token")
@@ -200,7 +208,7 @@ func (d *Deps) authorize(a huma.API) func(huma.Context, func(huma.Context)) {
 			if id := ctx.Param("id"); id != "" && strings.HasPrefix(op.Path, "/v1/runs/") {
 				runID = &id
 			}
-			d.audit(ctx.Context(), p, action, runID, nil, "denied")
+			d.audit(ctx.Context(), p, action, runID, nil, audit.ResultDenied)
 			_ = huma.WriteErr(a, ctx, http.StatusForbidden,
 				"principal "+p.Name+" has role "+p.Role.String()+"; this operation needs "+need.String())
 			return

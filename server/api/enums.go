@@ -23,11 +23,12 @@ func (RunStatus) Schema(r huma.Registry) *huma.Schema {
 		db.StatusCompleted, db.StatusFailed, db.StatusCancelled)
 }
 
-// Role is a principal's role; each includes the ones before it.
-type Role string
+// roleSchema describes auth.Role, the principals' role, in the document:
+// Config registers it as the schema of auth.Role.
+type roleSchema string
 
-// Schema makes Role the Role component.
-func (Role) Schema(r huma.Registry) *huma.Schema {
+// Schema makes auth.Role the Role component.
+func (roleSchema) Schema(r huma.Registry) *huma.Schema {
 	return enumComponent(r, "Role",
 		"A principal's role: viewer reads, operator also submits, cancels and deletes runs and probes configs, "+
 			"admin also reads the audit log.",

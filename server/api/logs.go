@@ -14,7 +14,7 @@ import (
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
 
 	"github.com/faucet-dev/faucet/db"
-	"github.com/faucet-dev/faucet/server/logs"
+	"github.com/faucet-dev/faucet/server/runlog"
 )
 
 // sseKeepAlive is how often an idle stream sends a comment, so proxies and
@@ -78,21 +78,21 @@ func (d *Deps) streamRunLogs(ctx context.Context, in *logsInput) (*huma.StreamRe
 	if in.Format == "" {
 		return d.followRunLogs(ctx, in.follow())
 	}
-	if _, err := d.Runner.Get(ctx, in.ID); err != nil {
-		return nil, d.runnerError(err)
+	if _, err := d.Runs.Get(ctx, in.ID); err != nil {
+		return nil, d.serviceError(err)
 	}
 	after := in.follow().from()
 	page, err := d.Store.RunLogList(ctx, in.ID, after, in.Limit)
 	if err != nil {
-		return nil, d.runnerError(fmt.Errorf("read run logs: %w", err))
+		return nil, d.serviceError(fmt.Errorf("read run logs: %w", err))
 	}
 	return &huma.StreamResponse{Body: func(hctx huma.Context) { writePersisted(hctx, in.Format, after, page) }}, nil
 }
 
 func (d *Deps) followRunLogs(ctx context.Context, in *followInput) (*huma.StreamResponse, error) {
-	rec, err := d.Runner.Get(ctx, in.ID)
+	rec, err := d.Runs.Get(ctx, in.ID)
 	if err != nil {
-		return nil, d.runnerError(err)
+		return nil, d.serviceError(err)
 	}
 	after := in.from()
 	release, err := d.Follow.Join(in.ID)
@@ -166,7 +166,7 @@ func toLogLine(l db.RunLogLine) LogLine {
 
 // tailLive streams a run this process holds in memory: replay from the ring,
 // then follow until the run finishes.
-func (d *Deps) tailLive(ctx context.Context, s *sseWriter, run *logs.Run, after int64) {
+func (d *Deps) tailLive(ctx context.Context, s *sseWriter, run *runlog.Run, after int64) {
 	keep := time.NewTicker(sseKeepAlive)
 	defer keep.Stop()
 	for {

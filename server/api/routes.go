@@ -15,8 +15,10 @@ import (
 
 	"github.com/faucet-dev/faucet/db"
 	"github.com/faucet-dev/faucet/pipeline"
+	"github.com/faucet-dev/faucet/server/admission"
+	"github.com/faucet-dev/faucet/server/audit"
 	"github.com/faucet-dev/faucet/server/auth"
-	"github.com/faucet-dev/faucet/server/runner"
+	"github.com/faucet-dev/faucet/server/execution"
 )
 
 // Register adds every operation of the API to a (see groups for the
@@ -209,19 +211,18 @@ type readyzOutput struct {
 }
 
 func (d *Deps) readyz(ctx context.Context, _ *struct{}) (*readyzOutput, error) {
-	st := d.Runner.Stats()
+	st := d.Admission.Stats()
 	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	ready := ReadyStatus{
 		HistoryOK: d.Store.Ping(pctx) == nil,
-		QueueOK:   st.Queued < st.MaxQueued && !d.Runner.Closing(),
+		QueueOK:   st.Queued < st.MaxQueued && !d.Admission.Closing(),
 	}
-	if ready.HistoryOK {
-		enabled, members, err := d.Runner.ClusterStatus(pctx)
-		ready.Cluster = ClusterStatus{Enabled: enabled, Instances: members}
+	ready.Cluster.Enabled = d.Cluster != nil
+	if ready.HistoryOK && d.Cluster != nil {
+		members, err := d.Cluster.Status(pctx)
+		ready.Cluster.Instances = members
 		ready.HistoryOK = err == nil
-	} else {
-		ready.Cluster.Enabled = d.Runner.Config().Cluster
 	}
 	if ready.Cluster.Enabled {
 		ready.Cluster.Instance = d.Store.InstanceID()
@@ -364,11 +365,11 @@ func (d *Deps) submitRun(ctx context.Context, in *submitInput) (*submitOutput, e
 	if err := labelsError(b.Labels); err != nil {
 		return nil, err
 	}
-	req := runner.SubmitRequest{
+	who := actor(ctx, p)
+	req := admission.Request{
 		Config: b.Config, ConfigFormat: b.ConfigFormat.orYAML(), Name: b.Name, Labels: b.Labels,
 		TimeoutSecs: b.TimeoutSecs, DoctorFirst: b.DoctorFirst, IdempotencyKey: b.IdempotencyKey,
-		Clock: b.Clock, Concurrency: b.Concurrency,
-		Audit: &db.AuditEntry{Principal: p.Name, Role: p.Role.String(), Action: "run.submit", SourceIP: sourceIPFrom(ctx)},
+		Clock: b.Clock, Concurrency: b.Concurrency, Actor: &who,
 	}
 	if b.Callback != nil {
 		cb := *b.Callback
@@ -381,9 +382,9 @@ func (d *Deps) submitRun(ctx context.Context, in *submitInput) (*submitOutput, e
 		}
 		req.Callback = enc
 	}
-	res, err := d.Runner.Submit(ctx, req)
+	res, err := d.Admission.Submit(ctx, req)
 	if err != nil {
-		return nil, d.runnerError(err)
+		return nil, d.serviceError(err)
 	}
 	return &submitOutput{Body: SubmitResponse{
 		RunID: res.RunID, Status: RunStatus(res.Status), SubmittedAt: res.SubmittedAt.UTC(),
@@ -391,10 +392,10 @@ func (d *Deps) submitRun(ctx context.Context, in *submitInput) (*submitOutput, e
 	}}, nil
 }
 
-// runnerError maps a runner error to its problem.
-func (d *Deps) runnerError(err error) error {
-	var cfgErr *runner.ConfigError
-	var docErr *runner.DoctorError
+// serviceError maps an error of the services to its problem.
+func (d *Deps) serviceError(err error) error {
+	var cfgErr *admission.ConfigError
+	var docErr *admission.DoctorError
 	switch {
 	case errors.As(err, &cfgErr):
 		return errBadConfig(cfgErr.Error(), nil)
@@ -404,21 +405,21 @@ func (d *Deps) runnerError(err error) error {
 			_ = json.Unmarshal(b, &details)
 		}
 		return errUnprocessable(docErr.Error(), details)
-	case errors.Is(err, runner.ErrQueueFull):
-		return errQueueFull(int(d.Runner.RetryAfter().Seconds()))
-	case errors.Is(err, runner.ErrShuttingDown):
+	case errors.Is(err, admission.ErrQueueFull):
+		return errQueueFull(int(d.Admission.RetryAfter().Seconds()))
+	case errors.Is(err, admission.ErrShuttingDown):
 		return errUnavailable("the server is shutting down and accepts no new runs")
-	case errors.Is(err, runner.ErrHistoryUnavailable):
+	case errors.Is(err, admission.ErrHistoryUnavailable):
 		return errUnavailable(err.Error())
-	case errors.Is(err, runner.ErrIdempotencyConflict):
+	case errors.Is(err, admission.ErrIdempotencyConflict):
 		return errConflict("idempotency key reused with a different payload")
-	case errors.Is(err, runner.ErrNotFound):
+	case errors.Is(err, execution.ErrNotFound):
 		return errNotFound("run not found")
 	case errors.Is(err, db.ErrUnknownCursor):
 		return errBadConfig("query parameter cursor names no run: it is not a next_cursor, or its run was deleted since; list again from the first page", nil)
-	case errors.Is(err, runner.ErrNotTerminal):
+	case errors.Is(err, execution.ErrNotTerminal):
 		return errConflict("the run has not finished; cancel it and delete it once it is terminal")
-	case errors.Is(err, runner.ErrNotOwned):
+	case errors.Is(err, execution.ErrNotOwned):
 		return errConflict(err.Error())
 	case isHistoryOutage(err):
 		d.logger().Warn("history unavailable", "error", err)
@@ -477,9 +478,9 @@ func (d *Deps) listRuns(ctx context.Context, in *listRunsInput) (*listRunsOutput
 		f.Statuses = append(f.Statuses, st)
 	}
 	f.Name, f.Template, f.Since, f.Until = optString(in.Name), optString(in.Template), optTime(in.Since), optTime(in.Until)
-	page, err := d.Runner.List(ctx, f)
+	page, err := d.Runs.List(ctx, f)
 	if err != nil {
-		return nil, d.runnerError(err)
+		return nil, d.serviceError(err)
 	}
 	out := &listRunsOutput{Body: ListResponse{Runs: make([]RunRecord, len(page.Runs)), NextCursor: page.NextCursor}}
 	for i := range page.Runs {
@@ -513,18 +514,18 @@ type getRunOutput struct {
 }
 
 func (d *Deps) getRun(ctx context.Context, in *runIDInput) (*getRunOutput, error) {
-	rec, err := d.Runner.Get(ctx, in.ID)
+	rec, err := d.Runs.Get(ctx, in.ID)
 	if err != nil {
-		return nil, d.runnerError(err)
+		return nil, d.serviceError(err)
 	}
 	return &getRunOutput{Body: toRunRecord(rec)}, nil
 }
 
 func (d *Deps) deleteRun(ctx context.Context, in *runIDInput) (*struct{}, error) {
-	if err := d.Runner.Delete(ctx, in.ID); err != nil {
-		return nil, d.runnerError(err)
+	if err := d.Runs.Delete(ctx, in.ID); err != nil {
+		return nil, d.serviceError(err)
 	}
-	d.audit(ctx, principalFrom(ctx), "run.delete", &in.ID, nil, "ok")
+	d.audit(ctx, principalFrom(ctx), "run.delete", &in.ID, nil, audit.ResultOK)
 	return nil, nil
 }
 
@@ -533,15 +534,14 @@ type cancelOutput struct {
 }
 
 func (d *Deps) cancelRun(ctx context.Context, in *runIDInput) (*cancelOutput, error) {
-	out, err := d.Runner.Cancel(ctx, in.ID)
+	out, err := d.Runs.Cancel(ctx, in.ID)
 	if err != nil {
-		return nil, d.runnerError(err)
+		return nil, d.serviceError(err)
 	}
-	if out == runner.AlreadyTerminal {
-		d.audit(ctx, principalFrom(ctx), "run.cancel", &in.ID, nil, "ok")
+	d.audit(ctx, principalFrom(ctx), "run.cancel", &in.ID, nil, audit.ResultOK)
+	if out == execution.AlreadyTerminal {
 		return &cancelOutput{Status: http.StatusOK}, nil
 	}
-	d.audit(ctx, principalFrom(ctx), "run.cancel", &in.ID, nil, "ok")
 	return &cancelOutput{Status: http.StatusAccepted}, nil
 }
 
@@ -569,7 +569,7 @@ func (d *Deps) listAudit(ctx context.Context, in *auditInput) (*auditOutput, err
 	}
 	entries, err := d.Store.AuditList(ctx, f)
 	if err != nil {
-		return nil, d.runnerError(err)
+		return nil, d.serviceError(err)
 	}
 	out := &auditOutput{Body: AuditResponse{Entries: make([]AuditEntry, len(entries))}}
 	for i, e := range entries {
@@ -631,7 +631,7 @@ func (d *Deps) getSchema(_ context.Context, in *schemaInput) (*schemaOutput, err
 	}
 	var schema map[string]any
 	if err := json.Unmarshal(raw, &schema); err != nil {
-		return nil, d.runnerError(err)
+		return nil, d.serviceError(err)
 	}
 	return &schemaOutput{Body: schema}, nil
 }
@@ -647,13 +647,13 @@ type doctorOutput struct {
 func (d *Deps) runDoctor(ctx context.Context, in *doctorInput) (*doctorOutput, error) {
 	// Audited whatever the report says: a probe reaches out to the
 	// connectors' systems.
-	d.audit(ctx, principalFrom(ctx), "doctor", nil, nil, "ok")
-	rep, err := d.Runner.Doctor(ctx, in.Body.Config, in.Body.ConfigFormat.orYAML())
+	d.audit(ctx, principalFrom(ctx), "doctor", nil, nil, audit.ResultOK)
+	rep, err := d.Admission.Doctor(ctx, in.Body.Config, in.Body.ConfigFormat.orYAML())
 	if err != nil {
-		return nil, d.runnerError(err)
+		return nil, d.serviceError(err)
 	}
 	if !rep.OK {
-		return nil, d.runnerError(&runner.DoctorError{Report: rep})
+		return nil, d.serviceError(&admission.DoctorError{Report: rep})
 	}
 	return &doctorOutput{Body: toDoctorReport(rep)}, nil
 }
@@ -664,7 +664,7 @@ type whoamiOutput struct {
 
 func (d *Deps) whoami(ctx context.Context, _ *struct{}) (*whoamiOutput, error) {
 	p := principalFrom(ctx)
-	return &whoamiOutput{Body: Whoami{Name: p.Name, Role: Role(p.Role.String()), AuthEnabled: d.Auth.Enabled()}}, nil
+	return &whoamiOutput{Body: Whoami{Name: p.Name, Role: p.Role, AuthEnabled: d.Auth.Enabled()}}, nil
 }
 
 // The states of the history database in ReadyStatus.History.

@@ -83,7 +83,7 @@ func (d *Deps) registerTemplates(g groups, maxBody int64) {
 func (d *Deps) templateError(err error) error {
 	var te *templates.Error
 	if !errors.As(err, &te) {
-		return d.runnerError(err)
+		return d.serviceError(err)
 	}
 	switch te.Kind {
 	case templates.BadConfig:
@@ -359,10 +359,11 @@ func (d *Deps) triggerTemplate(ctx context.Context, in *triggerTemplateInput) (*
 		return nil, err
 	}
 	p := principalFrom(ctx)
+	who := actor(ctx, p)
 	res, err := d.Templates.Trigger(ctx, in.ID, templates.TriggerRequest{
 		Version: sel, Params: b.Params, Name: b.Name, Labels: b.Labels, TimeoutSecs: b.TimeoutSecs,
 		DoctorFirst: b.DoctorFirst, IdempotencyKey: b.IdempotencyKey, Clock: b.Clock, Concurrency: b.Concurrency,
-		Audit: &db.AuditEntry{Principal: p.Name, Role: p.Role.String(), Action: "run.submit", SourceIP: sourceIPFrom(ctx)},
+		Actor: &who,
 	})
 	if err != nil {
 		return nil, d.templateError(err)

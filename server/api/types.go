@@ -5,8 +5,9 @@ import (
 	"time"
 
 	"github.com/faucet-dev/faucet/db"
-	"github.com/faucet-dev/faucet/server/redact"
-	"github.com/faucet-dev/faucet/server/runner"
+	"github.com/faucet-dev/faucet/internal/redact"
+	"github.com/faucet-dev/faucet/server/admission"
+	"github.com/faucet-dev/faucet/server/auth"
 )
 
 // SubmitRequest is the body of POST /v1/runs.
@@ -87,7 +88,7 @@ type AuditEntry struct {
 	ID                string    `json:"id" doc:"Time-ordered UUIDv7."`
 	Timestamp         time.Time `json:"timestamp"`
 	Principal         string    `json:"principal"`
-	Role              Role      `json:"role"`
+	Role              auth.Role `json:"role"`
 	Action            string    `json:"action" doc:"run.submit, run.cancel, run.delete, or the denied operation."`
 	RunID             *string   `json:"run_id" nullable:"true"`
 	ConfigFingerprint *string   `json:"config_fingerprint" nullable:"true" doc:"sha256 of the submitted config (submit actions)."`
@@ -130,12 +131,12 @@ type DoctorCheck struct {
 	DurationMS int64  `json:"duration_ms"`
 }
 
-func toDoctorReport(r runner.DoctorReport) DoctorReport {
+func toDoctorReport(r admission.DoctorReport) DoctorReport {
 	out := DoctorReport{OK: r.OK, Invocations: make([]DoctorInvocation, len(r.Invocations))}
 	for i, inv := range r.Invocations {
 		checks := make([]DoctorCheck, len(inv.Checks))
 		for j, c := range inv.Checks {
-			checks[j] = DoctorCheck{Role: c.Role, Connector: c.Connector, Name: c.Name, OK: c.OK, Message: c.Message, DurationMS: c.DurationMS}
+			checks[j] = DoctorCheck{Role: string(c.Role), Connector: c.Connector, Name: c.Name, OK: c.OK, Message: c.Message, DurationMS: c.DurationMS}
 		}
 		out.Invocations[i] = DoctorInvocation{RowID: inv.RowID, Checks: checks}
 	}
@@ -199,9 +200,9 @@ type ClusterStatus struct {
 
 // Whoami is the calling principal.
 type Whoami struct {
-	Name        string `json:"name"`
-	Role        Role   `json:"role"`
-	AuthEnabled bool   `json:"auth_enabled" doc:"false when the server runs with --no-auth."`
+	Name        string    `json:"name"`
+	Role        auth.Role `json:"role"`
+	AuthEnabled bool      `json:"auth_enabled" doc:"false when the server runs with --no-auth."`
 }
 
 func toRunRecord(r *db.RunRecord) RunRecord {
@@ -235,7 +236,7 @@ func toRunRecord(r *db.RunRecord) RunRecord {
 		}
 	}
 	if len(r.DoctorReport) > 0 {
-		var rep runner.DoctorReport
+		var rep admission.DoctorReport
 		if json.Unmarshal(r.DoctorReport, &rep) == nil {
 			wire := toDoctorReport(rep)
 			out.DoctorReport = &wire
@@ -266,7 +267,13 @@ func utcPtr(t *time.Time) *time.Time {
 
 func toAuditEntry(e db.AuditEntry) AuditEntry {
 	return AuditEntry{
-		ID: e.ID, Timestamp: e.Timestamp.UTC(), Principal: e.Principal, Role: Role(e.Role), Action: e.Action,
+		ID: e.ID, Timestamp: e.Timestamp.UTC(), Principal: e.Principal, Role: wireRole(e.Role), Action: e.Action,
 		RunID: e.RunID, ConfigFingerprint: e.ConfigFingerprint, SourceIP: e.SourceIP, Result: e.Result,
 	}
+}
+
+// wireRole is the role an audit entry stores by its wire name.
+func wireRole(name string) auth.Role {
+	role, _ := auth.ParseRole(name)
+	return role
 }

@@ -27,8 +27,8 @@ import (
 	"github.com/faucet-dev/faucet/internal/testpg"
 	"github.com/faucet-dev/faucet/server/api"
 	"github.com/faucet-dev/faucet/server/auth"
-	"github.com/faucet-dev/faucet/server/logs"
-	"github.com/faucet-dev/faucet/server/runner"
+	"github.com/faucet-dev/faucet/server/execution"
+	"github.com/faucet-dev/faucet/server/runlog"
 )
 
 // golden is one request of testdata/upgrade/*/golden.json and what the API
@@ -199,10 +199,10 @@ func migrateWithCLI(goose, dir, url string) (up, down migration) {
 // answers with them.
 func replay(t *testing.T, st db.Store, goldens []golden) {
 	t.Helper()
-	hub := logs.NewHub(logs.Options{})
-	defer hub.Close(context.Background())
+	hub := runlog.New(runlog.Config{})
+	defer hub.Stop(context.Background())
 	mux := http.NewServeMux()
-	api.New(mux, &api.Deps{Runner: runner.New(runner.Config{}, st, nil, hub, nil, nil), Store: st, Logs: hub, Auth: auth.Disabled()})
+	api.New(mux, &api.Deps{Runs: execution.New(execution.Config{}, st, nil, hub), Store: st, Logs: hub, Auth: auth.Disabled()})
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	for _, g := range goldens {

@@ -36,6 +36,20 @@ func (r Role) String() string {
 	return fmt.Sprintf("Role(%d)", int(r))
 }
 
+// MarshalText writes the wire name, so the API serves roles as it spells
+// them.
+func (r Role) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
+
+// UnmarshalText reads a wire name.
+func (r *Role) UnmarshalText(b []byte) error {
+	role, err := ParseRole(string(b))
+	if err != nil {
+		return err
+	}
+	*r = role
+	return nil
+}
+
 // Allows reports whether r includes the permissions of need.
 func (r Role) Allows(need Role) bool { return r >= need }
 

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -38,7 +40,11 @@ func BenchmarkClusterTrivialRuns(b *testing.B) {
 				members[i] = benchMember(b, hist)
 			}
 			dir := b.TempDir()
-			cpu := newCPUMeter(members)
+			servers := make([]*server, n)
+			for i, m := range members {
+				servers[i] = m.server
+			}
+			cpu := newCPUMeter(servers...)
 			b.ResetTimer()
 			start := time.Now()
 			var next atomic.Int64
@@ -60,9 +66,8 @@ func BenchmarkClusterTrivialRuns(b *testing.B) {
 			drain(b, members[0].server)
 			b.StopTimer()
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "runs/s")
-			servers, plugins := cpu.used()
-			b.ReportMetric(servers.Seconds()*1000/float64(b.N), "server-cpu-ms/run")
-			b.ReportMetric(plugins.Seconds()*1000/float64(b.N), "plugin-cpu-ms/run")
+			cpu.report(b, b.N)
+			reportStartLatency(b, members[0].server)
 			if st := members[0].get(lastRun(b, members[0].server)); st.Status != client.RunStatusCompleted || st.RecordsWritten != 10 {
 				b.Fatalf("last run = %+v", st)
 			}
@@ -102,47 +107,142 @@ func BenchmarkClusterReclaim(b *testing.B) {
 	b.ReportMetric(total.Seconds()/float64(b.N), "s-to-reclaim")
 }
 
-// cpuMeter measures the CPU time the members' processes and their plugin
-// processes use from its creation on.
+// cpuMeter measures the CPU time the servers' processes and their plugin
+// processes use from its creation on, and the benchmark's own (the
+// clients), which shares the machine with them.
 type cpuMeter struct {
-	members []*member
+	servers []*server
 	start   map[int]time.Duration
+	self    time.Duration
 }
 
-func newCPUMeter(members []*member) *cpuMeter {
-	m := &cpuMeter{members: members, start: map[int]time.Duration{}}
-	for _, mem := range members {
-		pid := mem.cmd.Process.Pid
+func newCPUMeter(servers ...*server) *cpuMeter {
+	m := &cpuMeter{servers: servers, start: map[int]time.Duration{}, self: selfCPU()}
+	for _, s := range servers {
+		pid := s.cmd.Process.Pid
 		m.start[pid] = procCPU(pid)
+		m.start[-pid] = reapedCPU(pid)
 		for _, child := range childPIDs(pid) {
-			m.start[child] = procCPU(child)
+			m.start[child] = procCPU(child) + reapedCPU(child)
 		}
 	}
 	return m
 }
 
-// used returns the CPU time used since the meter started by the servers and
-// by their plugin processes.
-func (m *cpuMeter) used() (servers, plugins time.Duration) {
-	for _, mem := range m.members {
-		pid := mem.cmd.Process.Pid
+// used returns the CPU time used since the meter started by the servers,
+// by their plugin processes (those that exited meanwhile included), and by
+// this process.
+func (m *cpuMeter) used() (servers, plugins, self time.Duration) {
+	for _, s := range m.servers {
+		pid := s.cmd.Process.Pid
 		servers += procCPU(pid) - m.start[pid]
+		plugins += reapedCPU(pid) - m.start[-pid]
 		for _, child := range childPIDs(pid) {
-			plugins += procCPU(child) - m.start[child]
+			plugins += procCPU(child) + reapedCPU(child) - m.start[child]
 		}
 	}
-	return servers, plugins
+	return servers, plugins, selfCPU() - m.self
+}
+
+// report reports the CPU used per run of n runs.
+func (m *cpuMeter) report(b *testing.B, n int) {
+	servers, plugins, self := m.used()
+	b.ReportMetric(servers.Seconds()*1000/float64(n), "server-cpu-ms/run")
+	b.ReportMetric(plugins.Seconds()*1000/float64(n), "plugin-cpu-ms/run")
+	b.ReportMetric((servers+plugins).Seconds()*1000/float64(n), "faucet-cpu-ms/run")
+	b.ReportMetric(self.Seconds()*1000/float64(n), "client-cpu-ms/run")
 }
 
 // procCPU is the user and system CPU time a process used so far.
-func procCPU(pid int) time.Duration {
-	// utime and stime are fields 14 and 15, in clock ticks (100 a second
-	// on Linux).
-	fields := statFields(pid)
-	if len(fields) < 13 {
+func procCPU(pid int) time.Duration { return statTicks(pid, 11, 12) }
+
+// reapedCPU is the CPU time of a process's children that exited and were
+// waited for.
+func reapedCPU(pid int) time.Duration { return statTicks(pid, 13, 14) }
+
+// statTicks sums fields of /proc/PID/stat (as statFields indexes them),
+// in clock ticks (100 a second on Linux).
+func statTicks(pid int, fields ...int) time.Duration {
+	f := statFields(pid)
+	var ticks int64
+	for _, i := range fields {
+		if i < len(f) {
+			v, _ := strconv.ParseInt(f[i], 10, 64)
+			ticks += v
+		}
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond
+}
+
+// selfCPU is the CPU time this process used so far.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
 	}
-	ut, _ := strconv.ParseInt(fields[11], 10, 64)
-	st, _ := strconv.ParseInt(fields[12], 10, 64)
-	return time.Duration(ut+st) * 10 * time.Millisecond
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// reportStartLatency reports the p50 and p99 of how long the runs of the
+// server's history waited from their submit to their start.
+func reportStartLatency(b *testing.B, s *server) {
+	b.Helper()
+	var waits []time.Duration
+	var cursor *string
+	for {
+		r, err := s.admin().ListRunsWithResponse(context.Background(), &client.ListRunsParams{Limit: ptr(int64(500)), Cursor: cursor})
+		if err != nil || r.JSON200 == nil {
+			b.Fatalf("list: %v", err)
+		}
+		for _, run := range r.JSON200.Runs {
+			if run.StartedAt != nil {
+				waits = append(waits, run.StartedAt.Sub(run.SubmittedAt))
+			}
+		}
+		if cursor = r.JSON200.NextCursor; cursor == nil {
+			break
+		}
+	}
+	if len(waits) == 0 {
+		b.Fatal("no run started")
+	}
+	slices.Sort(waits)
+	b.ReportMetric(ms(waits[len(waits)/2]), "start-p50-ms")
+	b.ReportMetric(ms(waits[min(len(waits)-1, len(waits)*99/100)]), "start-p99-ms")
+}
+
+// BenchmarkClusterSubmitToStart measures how long a run waits from its
+// submit to its start in a cluster of 3 on Postgres, one run at a time:
+// "idle", submitted round-robin to idle members; "busy-member", every run
+// submitted to a member whose one slot a held run keeps busy, so another
+// member must notice it (a wake-up, or its poll, at the default 2 s).
+func BenchmarkClusterSubmitToStart(b *testing.B) {
+	for _, mode := range []string{"idle", "busy-member"} {
+		b.Run(mode, func(b *testing.B) {
+			hist := testpg.Database(b)
+			dir := b.TempDir()
+			var entry *member
+			members := make([]*member, 0, 3)
+			if mode == "busy-member" {
+				entry = benchMember(b, hist, "--max-concurrent-runs", "1")
+				hold := entry.submit(client.SubmitRequest{Config: holding(1, filepath.Join(dir, "hold.jsonl"))}).RunId
+				entry.await(hold, client.RunStatusRunning)
+				members = append(members, entry)
+			}
+			for len(members) < 3 {
+				members = append(members, benchMember(b, hist))
+			}
+			cfg := generateToFile(10, filepath.Join(dir, "out.jsonl"))
+			b.ResetTimer()
+			for i := range b.N {
+				via := entry
+				if via == nil {
+					via = members[i%3]
+				}
+				via.await(via.submit(client.SubmitRequest{Config: cfg}).RunId, client.RunStatusCompleted)
+			}
+			b.StopTimer()
+			reportStartLatency(b, members[0].server)
+		})
+	}
 }

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/faucet-dev/faucet/internal/testpg"
 	"github.com/faucet-dev/faucet/openapi/client"
@@ -117,13 +116,7 @@ func TestLogFollowersAreCappedAndShareOnePoller(t *testing.T) {
 // awaitMetric polls a gauge until it reads want.
 func awaitMetric(t *testing.T, s *server, name string, want float64) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for s.metric(name, nil) != want {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never reached %v (is %v)", name, want, s.metric(name, nil))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	s.awaitMetric(name, nil, fmt.Sprint(want), func(v float64) bool { return v == want })
 }
 
 // trickle opens a connection from the loopback address src and sends a

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/faucet-dev/faucet/internal/testpg"
+	"github.com/faucet-dev/faucet/internal/testwait"
 	"github.com/faucet-dev/faucet/openapi/client"
 )
 
@@ -118,15 +119,10 @@ func TestPostgresOutageAtStartAndMidFlight(t *testing.T) {
 // awaitHistory polls /readyz until its history state is want.
 func awaitHistory(t *testing.T, s *server, want client.ReadyStatusHistory) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		rs := s.ready()
-		if rs.History == want {
-			return
+	testwait.Until(t, 2*time.Minute, func() error {
+		if rs := s.ready(); rs.History != want {
+			return fmt.Errorf("/readyz never said history %s: %+v\n%s", want, rs, s.stderr.String())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/readyz never said history %s: %+v\n%s", want, rs, s.stderr.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 }

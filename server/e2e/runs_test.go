@@ -432,11 +432,12 @@ func TestRunsCancelKeepsAnOverwrittenFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := s.submit(client.SubmitRequest{Config: holding(3, out)}).RunId
-	for deadline := time.Now().Add(time.Minute); s.get(id).RecordsWritten != 3; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("run %s never acknowledged its 3 records: %+v", id, s.get(id))
+	testwait.Until(t, time.Minute, func() error {
+		if rec := s.get(id); rec.RecordsWritten != 3 {
+			return fmt.Errorf("run %s never acknowledged its 3 records: %+v", id, rec)
 		}
-	}
+		return nil
+	})
 	if out, err := faucetCLI(t, s, "cancel", id); err != nil || !strings.Contains(out, "cancellation requested") {
 		t.Fatalf("runs cancel: %v\n%s", err, out)
 	}

@@ -32,6 +32,8 @@ type Metrics struct {
 	ShardsInFlight  prometheus.Gauge
 	ShardsFinished  *prometheus.CounterVec
 	ClusterShards   *prometheus.GaugeVec
+	LeasesLost      *prometheus.CounterVec
+	ClusterLeader   prometheus.Gauge
 
 	// Log streams.
 	LogFollowers prometheus.Gauge
@@ -113,12 +115,20 @@ func New() *Metrics {
 			Name: "faucet_cluster_shards",
 			Help: "Source shards of the cluster's sharded runs still in progress, on every member, by state (pending, running, completed, failed, cancelled), as of this instance's last sweep.",
 		}, []string{"state"}),
+		LeasesLost: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "faucet_cluster_leases_lost_total",
+			Help: "Runs and shards this instance stopped executing because its lease on them lapsed and another member took them over, by kind.",
+		}, []string{"kind"}),
+		ClusterLeader: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "faucet_cluster_leader",
+			Help: "1 while this instance holds the cluster's leader lease (it runs the reclaim, sharded-run and retention sweeps), else 0.",
+		}),
 	}
 	reg.MustRegister(
 		m.RunsSubmitted, m.RunsFinished, m.RunDuration, m.RecordsWritten,
 		m.IdempotencyReplays, m.QueueDepth, m.InFlight, m.HTTPDuration,
 		m.ClusterClaims, m.ClusterReclaims, m.ClusterPoisoned, m.ClusterMembers,
-		m.ShardsInFlight, m.ShardsFinished, m.ClusterShards, m.LogFollowers, m.LogFeeds,
+		m.ShardsInFlight, m.ShardsFinished, m.ClusterShards, m.LeasesLost, m.ClusterLeader, m.LogFollowers, m.LogFeeds,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

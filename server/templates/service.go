@@ -21,6 +21,7 @@ import (
 
 	"github.com/faucet-dev/faucet/db"
 	"github.com/faucet-dev/faucet/pipeline"
+	"github.com/faucet-dev/faucet/server/audit"
 )
 
 // Loader loads a pipeline config the way a submitted run's config is
@@ -60,8 +61,8 @@ type Run struct {
 	IdempotencyKey *string
 	Clock          *string
 	Concurrency    *int
-	// Audit is the submission's audit entry (who, from where).
-	Audit *db.AuditEntry
+	// Actor is who submits, for the submission's audit entry.
+	Actor *audit.Actor
 }
 
 // Accepted is an admitted (or, for a repeated idempotency key, replayed)
@@ -437,7 +438,7 @@ type TriggerRequest struct {
 	IdempotencyKey *string
 	Clock          *string
 	Concurrency    *int
-	Audit          *db.AuditEntry
+	Actor          *audit.Actor
 }
 
 // Triggered is a run triggered from a template.
@@ -509,7 +510,7 @@ func (s *Service) Trigger(ctx context.Context, id string, req TriggerRequest) (T
 		Config: string(config), TemplateID: id, Version: v, Secrets: bound.SecretValues(),
 		Fingerprint: hex.EncodeToString(sum[:]), Name: req.Name, Labels: req.Labels, TimeoutSecs: req.TimeoutSecs,
 		DoctorFirst: req.DoctorFirst, IdempotencyKey: req.IdempotencyKey, Clock: req.Clock,
-		Concurrency: req.Concurrency, Audit: req.Audit,
+		Concurrency: req.Concurrency, Actor: req.Actor,
 	})
 	if err != nil {
 		// A value a param gave the pipeline is wrong: say where the

@@ -14,3 +14,10 @@ SELECT * FROM faucet_instances WHERE last_heartbeat >= @since::timestamptz ORDER
 
 -- name: InstancePurge :execrows
 DELETE FROM faucet_instances WHERE last_heartbeat < @before::timestamptz;
+
+-- name: WakeNotify :exec
+-- Tells every member listening on the wake channel that topic has news.
+SELECT pg_notify('faucet_wake', @topic::text);
+
+-- name: WakeListen :exec
+LISTEN faucet_wake;

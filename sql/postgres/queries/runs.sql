@@ -149,9 +149,10 @@ WITH gone AS (
 )
 SELECT (SELECT count(*) FROM gone) AS runs, (SELECT count(*) FROM shards) AS shards;
 
--- name: RunRenewLeases :execrows
+-- name: RunRenewLeases :many
 UPDATE faucet_runs SET lease_expires_at = @lease_expires_at::timestamptz
-WHERE owner = @owner::text AND status IN ('pending', 'queued', 'running', 'sharded');
+WHERE owner = @owner::text AND status IN ('pending', 'queued', 'running', 'sharded')
+RETURNING run_id;
 
 -- name: RunFailLapsed :execrows
 -- Fails queued and running runs whose owner's lease lapsed.

@@ -26,9 +26,10 @@ RETURNING s.run_id, s.shard_id, s.descriptor, s.size_estimate, s.attempt,
     r.attempt AS run_attempt, r.records_written, r.error, r.submission, r.invocations,
     r.template_id, r.template_version;
 
--- name: ShardRenewLeases :execrows
+-- name: ShardRenewLeases :many
 UPDATE faucet_shards SET lease_expires_at = @lease_expires_at::timestamptz
-WHERE owner = @owner::text AND status = 'running';
+WHERE owner = @owner::text AND status = 'running'
+RETURNING run_id, shard_id;
 
 -- name: ShardPoisonLapsed :execrows
 -- error_format gets the row's attempt+1 and attempt (db.PoisonErrorFormat).

@@ -35,6 +35,21 @@ ON CONFLICT (run_id) DO UPDATE SET
     owner = excluded.owner,
     lease_expires_at = NULL;
 
+-- RunFinishStored writes the terminal columns of a run the store has,
+-- whoever owns it: RunFinish without the insert it falls back to, so a
+-- stored run's submission is neither sent nor checked again.
+-- name: RunFinishStored :execrows
+UPDATE faucet_runs
+SET status = sqlc.arg(status),
+    started_at = sqlc.narg(started_at),
+    finished_at = sqlc.narg(finished_at),
+    records_written = sqlc.arg(records_written),
+    error = sqlc.narg(error),
+    invocations = sqlc.narg(invocations),
+    owner = sqlc.arg(owner),
+    lease_expires_at = NULL
+WHERE run_id = sqlc.arg(run_id);
+
 -- RunFinishOwned writes a run's terminal columns only while the caller owns
 -- it and it is not terminal: the first finalizer wins, a reclaimed run is
 -- not overwritten.
@@ -113,9 +128,10 @@ SELECT status FROM faucet_runs WHERE run_id = sqlc.arg(run_id);
 DELETE FROM faucet_runs
 WHERE run_id = sqlc.arg(run_id) AND status IN ('completed', 'failed', 'cancelled');
 
--- name: RunRenewLeases :execrows
+-- name: RunRenewLeases :many
 UPDATE faucet_runs SET lease_expires_at = sqlc.arg(lease_expires_at)
-WHERE owner = sqlc.arg(owner) AND status IN ('pending', 'queued', 'running', 'sharded');
+WHERE owner = sqlc.arg(owner) AND status IN ('pending', 'queued', 'running', 'sharded')
+RETURNING run_id;
 
 -- name: RunFailLapsed :execrows
 UPDATE faucet_runs

@@ -22,9 +22,10 @@ WHERE status = 'pending'
       LIMIT sqlc.arg(row_limit))
 RETURNING run_id, shard_id, descriptor, size_estimate, attempt;
 
--- name: ShardRenewLeases :execrows
+-- name: ShardRenewLeases :many
 UPDATE faucet_shards SET lease_expires_at = sqlc.arg(lease_expires_at)
-WHERE owner = sqlc.arg(owner) AND status = 'running';
+WHERE owner = sqlc.arg(owner) AND status = 'running'
+RETURNING run_id, shard_id;
 
 -- name: ShardPoisonLapsed :execrows
 -- error_format gets the row's attempt+1 and attempt (db.PoisonErrorFormat).

@@ -88,3 +88,22 @@ func (q *Queries) InstancePurge(ctx context.Context, before time.Time) (int64, e
 	}
 	return result.RowsAffected(), nil
 }
+
+const wakeListen = `-- name: WakeListen :exec
+LISTEN faucet_wake
+`
+
+func (q *Queries) WakeListen(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, wakeListen)
+	return err
+}
+
+const wakeNotify = `-- name: WakeNotify :exec
+SELECT pg_notify('faucet_wake', $1::text)
+`
+
+// Tells every member listening on the wake channel that topic has news.
+func (q *Queries) WakeNotify(ctx context.Context, topic string) error {
+	_, err := q.db.Exec(ctx, wakeNotify, topic)
+	return err
+}

@@ -37,6 +37,13 @@ type FaucetInstance struct {
 	StateFormat   int32
 }
 
+type FaucetLeader struct {
+	Name      string
+	LeaderID  string
+	ElectedAt time.Time
+	ExpiresAt time.Time
+}
+
 type FaucetRun struct {
 	RunID             string
 	Name              *string

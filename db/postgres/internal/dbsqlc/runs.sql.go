@@ -733,9 +733,10 @@ func (q *Queries) RunRelease(ctx context.Context, arg RunReleaseParams) (int64, 
 	return result.RowsAffected(), nil
 }
 
-const runRenewLeases = `-- name: RunRenewLeases :execrows
+const runRenewLeases = `-- name: RunRenewLeases :many
 UPDATE faucet_runs SET lease_expires_at = $1::timestamptz
 WHERE owner = $2::text AND status IN ('pending', 'queued', 'running', 'sharded')
+RETURNING run_id
 `
 
 type RunRenewLeasesParams struct {
@@ -743,12 +744,24 @@ type RunRenewLeasesParams struct {
 	Owner          string
 }
 
-func (q *Queries) RunRenewLeases(ctx context.Context, arg RunRenewLeasesParams) (int64, error) {
-	result, err := q.db.Exec(ctx, runRenewLeases, arg.LeaseExpiresAt, arg.Owner)
+func (q *Queries) RunRenewLeases(ctx context.Context, arg RunRenewLeasesParams) ([]string, error) {
+	rows, err := q.db.Query(ctx, runRenewLeases, arg.LeaseExpiresAt, arg.Owner)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return result.RowsAffected(), nil
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var run_id string
+		if err := rows.Scan(&run_id); err != nil {
+			return nil, err
+		}
+		items = append(items, run_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const runRequestCancel = `-- name: RunRequestCancel :one

@@ -384,9 +384,10 @@ func (q *Queries) ShardRelease(ctx context.Context, arg ShardReleaseParams) (int
 	return result.RowsAffected(), nil
 }
 
-const shardRenewLeases = `-- name: ShardRenewLeases :execrows
+const shardRenewLeases = `-- name: ShardRenewLeases :many
 UPDATE faucet_shards SET lease_expires_at = $1::timestamptz
 WHERE owner = $2::text AND status = 'running'
+RETURNING run_id, shard_id
 `
 
 type ShardRenewLeasesParams struct {
@@ -394,12 +395,29 @@ type ShardRenewLeasesParams struct {
 	Owner          string
 }
 
-func (q *Queries) ShardRenewLeases(ctx context.Context, arg ShardRenewLeasesParams) (int64, error) {
-	result, err := q.db.Exec(ctx, shardRenewLeases, arg.LeaseExpiresAt, arg.Owner)
+type ShardRenewLeasesRow struct {
+	RunID   string
+	ShardID string
+}
+
+func (q *Queries) ShardRenewLeases(ctx context.Context, arg ShardRenewLeasesParams) ([]ShardRenewLeasesRow, error) {
+	rows, err := q.db.Query(ctx, shardRenewLeases, arg.LeaseExpiresAt, arg.Owner)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return result.RowsAffected(), nil
+	defer rows.Close()
+	var items []ShardRenewLeasesRow
+	for rows.Next() {
+		var i ShardRenewLeasesRow
+		if err := rows.Scan(&i.RunID, &i.ShardID); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const shardRequeueLapsed = `-- name: ShardRequeueLapsed :execrows

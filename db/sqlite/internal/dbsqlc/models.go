@@ -33,6 +33,13 @@ type FaucetInstance struct {
 	StateFormat   int64
 }
 
+type FaucetLeader struct {
+	Name      string
+	LeaderID  string
+	ElectedAt int64
+	ExpiresAt int64
+}
+
 type FaucetRun struct {
 	RunID             string
 	Name              *string

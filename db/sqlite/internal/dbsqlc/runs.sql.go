@@ -324,6 +324,50 @@ func (q *Queries) RunFinishOwned(ctx context.Context, arg RunFinishOwnedParams) 
 	return result.RowsAffected()
 }
 
+const runFinishStored = `-- name: RunFinishStored :execrows
+UPDATE faucet_runs
+SET status = ?1,
+    started_at = ?2,
+    finished_at = ?3,
+    records_written = ?4,
+    error = ?5,
+    invocations = ?6,
+    owner = ?7,
+    lease_expires_at = NULL
+WHERE run_id = ?8
+`
+
+type RunFinishStoredParams struct {
+	Status         string
+	StartedAt      *int64
+	FinishedAt     *int64
+	RecordsWritten int64
+	Error          *string
+	Invocations    *string
+	Owner          *string
+	RunID          string
+}
+
+// RunFinishStored writes the terminal columns of a run the store has,
+// whoever owns it: RunFinish without the insert it falls back to, so a
+// stored run's submission is neither sent nor checked again.
+func (q *Queries) RunFinishStored(ctx context.Context, arg RunFinishStoredParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, runFinishStored,
+		arg.Status,
+		arg.StartedAt,
+		arg.FinishedAt,
+		arg.RecordsWritten,
+		arg.Error,
+		arg.Invocations,
+		arg.Owner,
+		arg.RunID,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const runGet = `-- name: RunGet :one
 SELECT run_id, name, labels, status, submitted_at, started_at, finished_at, idempotency_key, owner, lease_expires_at, cancel_requested_at, attempt, records_written, error, submission, invocations, template_id, template_version FROM faucet_runs WHERE run_id = ?1
 `
@@ -798,9 +842,10 @@ func (q *Queries) RunRelease(ctx context.Context, arg RunReleaseParams) (int64, 
 	return result.RowsAffected()
 }
 
-const runRenewLeases = `-- name: RunRenewLeases :execrows
+const runRenewLeases = `-- name: RunRenewLeases :many
 UPDATE faucet_runs SET lease_expires_at = ?1
 WHERE owner = ?2 AND status IN ('pending', 'queued', 'running', 'sharded')
+RETURNING run_id
 `
 
 type RunRenewLeasesParams struct {
@@ -808,12 +853,27 @@ type RunRenewLeasesParams struct {
 	Owner          *string
 }
 
-func (q *Queries) RunRenewLeases(ctx context.Context, arg RunRenewLeasesParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, runRenewLeases, arg.LeaseExpiresAt, arg.Owner)
+func (q *Queries) RunRenewLeases(ctx context.Context, arg RunRenewLeasesParams) ([]string, error) {
+	rows, err := q.db.QueryContext(ctx, runRenewLeases, arg.LeaseExpiresAt, arg.Owner)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return result.RowsAffected()
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var run_id string
+		if err := rows.Scan(&run_id); err != nil {
+			return nil, err
+		}
+		items = append(items, run_id)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const runRequestCancel = `-- name: RunRequestCancel :one

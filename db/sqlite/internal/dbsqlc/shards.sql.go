@@ -401,9 +401,10 @@ func (q *Queries) ShardRelease(ctx context.Context, arg ShardReleaseParams) (int
 	return result.RowsAffected()
 }
 
-const shardRenewLeases = `-- name: ShardRenewLeases :execrows
+const shardRenewLeases = `-- name: ShardRenewLeases :many
 UPDATE faucet_shards SET lease_expires_at = ?1
 WHERE owner = ?2 AND status = 'running'
+RETURNING run_id, shard_id
 `
 
 type ShardRenewLeasesParams struct {
@@ -411,12 +412,32 @@ type ShardRenewLeasesParams struct {
 	Owner          *string
 }
 
-func (q *Queries) ShardRenewLeases(ctx context.Context, arg ShardRenewLeasesParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, shardRenewLeases, arg.LeaseExpiresAt, arg.Owner)
+type ShardRenewLeasesRow struct {
+	RunID   string
+	ShardID string
+}
+
+func (q *Queries) ShardRenewLeases(ctx context.Context, arg ShardRenewLeasesParams) ([]ShardRenewLeasesRow, error) {
+	rows, err := q.db.QueryContext(ctx, shardRenewLeases, arg.LeaseExpiresAt, arg.Owner)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return result.RowsAffected()
+	defer rows.Close()
+	var items []ShardRenewLeasesRow
+	for rows.Next() {
+		var i ShardRenewLeasesRow
+		if err := rows.Scan(&i.RunID, &i.ShardID); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const shardRequeueLapsed = `-- name: ShardRequeueLapsed :execrows

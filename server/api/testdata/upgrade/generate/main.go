@@ -38,7 +38,7 @@ import (
 	_ "github.com/faucet-dev/faucet/db/sqlite"
 	"github.com/faucet-dev/faucet/server/api"
 	"github.com/faucet-dev/faucet/server/auth"
-	"github.com/faucet-dev/faucet/server/logs"
+	"github.com/faucet-dev/faucet/server/runlog"
 	"github.com/faucet-dev/faucet/server/runner"
 )
 

@@ -11,17 +11,19 @@ import (
 	"github.com/faucet-dev/faucet/plugins/builtin"
 	"github.com/faucet-dev/faucet/plugins/host"
 	"github.com/faucet-dev/faucet/plugins/sdk"
-	"github.com/faucet-dev/faucet/server/runner"
+	"github.com/faucet-dev/faucet/server/admission"
 )
 
-// engine runs pipelines for the runner: configs load against the connector
-// host's catalog and execute through its warm plugin processes.
-type engine struct {
+// pipelineHost is the pipeline layer as the services see it (admission,
+// execution and cluster each declare the part they use): configs load
+// against the connector host's catalog and execute through its warm plugin
+// processes.
+type pipelineHost struct {
 	host     *host.Host
 	defaults []byte
 }
 
-func newEngine(ctx context.Context, cfg Config, defaults []byte, log *slog.Logger) (*engine, error) {
+func newPipelineHost(ctx context.Context, cfg Config, defaults []byte, log *slog.Logger) (*pipelineHost, error) {
 	specs := make([]sdk.Spec, 0, len(builtin.All()))
 	for _, c := range builtin.All() {
 		specs = append(specs, c.Spec())
@@ -33,57 +35,57 @@ func newEngine(ctx context.Context, cfg Config, defaults []byte, log *slog.Logge
 	if err != nil {
 		return nil, fmt.Errorf("start connector host: %w", err)
 	}
-	return &engine{host: h, defaults: defaults}, nil
+	return &pipelineHost{host: h, defaults: defaults}, nil
 }
 
 // Close stops every plugin process.
-func (e *engine) Close() error { return e.host.Close() }
+func (p *pipelineHost) Close() error { return p.host.Close() }
 
 // Catalog is the connector catalog the API's schema routes show.
-func (e *engine) Catalog() pipeline.Catalog { return e.host }
+func (p *pipelineHost) Catalog() pipeline.Catalog { return p.host }
 
-func (e *engine) Load(config []byte, format string) (*pipeline.Plan, error) {
+func (p *pipelineHost) Load(config []byte, format string) (*pipeline.Plan, error) {
 	return pipeline.Load(config, pipeline.LoadOptions{
-		Format: pipeline.Format(format), Defaults: e.defaults, Env: os.LookupEnv, Catalog: e.host,
+		Format: pipeline.Format(format), Defaults: p.defaults, Env: os.LookupEnv, Catalog: p.host,
 	})
 }
 
-func (e *engine) Execute(ctx context.Context, plan *pipeline.Plan, log *slog.Logger, progress func(int64)) ([]pipeline.InvocationResult, error) {
-	opts := pipeline.ExecuteOptions{Connectors: e.host, Logger: log}
+func (p *pipelineHost) Execute(ctx context.Context, plan *pipeline.Plan, log *slog.Logger, progress func(int64)) ([]pipeline.InvocationResult, error) {
+	opts := pipeline.ExecuteOptions{Connectors: p.host, Logger: log}
 	if progress != nil {
-		opts.Progress = func(p pipeline.Progress) { progress(p.Records) }
+		opts.Progress = func(pr pipeline.Progress) { progress(pr.Records) }
 	}
 	return pipeline.Execute(ctx, plan, opts)
 }
 
-func (e *engine) Shardable(source pipeline.ConnectorConfig) bool {
-	c, ok := e.host.Lookup(source.Type)
+func (p *pipelineHost) Shardable(source pipeline.ConnectorConfig) bool {
+	c, ok := p.host.Lookup(source.Type)
 	return ok && c.Source && c.Shardable
 }
 
-func (e *engine) Shards(ctx context.Context, source pipeline.ConnectorConfig, count int) ([]pipeline.SourceShard, error) {
-	return e.host.Shards(ctx, source, count)
+func (p *pipelineHost) Shards(ctx context.Context, source pipeline.ConnectorConfig, count int) ([]pipeline.SourceShard, error) {
+	return p.host.Shards(ctx, source, count)
 }
 
-func (e *engine) WriteMode(sink pipeline.ConnectorConfig) string {
-	return pipeline.SinkWriteMode(e.host, sink)
+func (p *pipelineHost) WriteMode(sink pipeline.ConnectorConfig) string {
+	return pipeline.SinkWriteMode(p.host, sink)
 }
 
 // Probe runs the Check probe of the source and the sink of every invocation.
 // A probe that cannot run at all is a failed check, not an error: the report
 // says which connector could not be reached.
-func (e *engine) Probe(ctx context.Context, plan *pipeline.Plan) (runner.DoctorReport, error) {
-	rep := runner.DoctorReport{Invocations: make([]runner.DoctorInvocation, 0, len(plan.Invocations))}
+func (p *pipelineHost) Probe(ctx context.Context, plan *pipeline.Plan) (admission.DoctorReport, error) {
+	rep := admission.DoctorReport{Invocations: make([]admission.DoctorInvocation, 0, len(plan.Invocations))}
 	for _, inv := range plan.Invocations {
-		di := runner.DoctorInvocation{RowID: inv.RowID, Checks: []runner.DoctorCheck{}}
+		di := admission.DoctorInvocation{RowID: inv.RowID, Checks: []admission.DoctorCheck{}}
 		for _, side := range []struct {
 			role pipeline.Role
 			conn pipeline.ConnectorConfig
 		}{{pipeline.RoleSource, inv.Source}, {pipeline.RoleSink, inv.Sink}} {
 			start := time.Now()
-			items, err := e.host.Check(ctx, side.role, side.conn)
+			items, err := p.host.Check(ctx, side.role, side.conn)
 			took := time.Since(start).Milliseconds()
-			check := runner.DoctorCheck{Role: string(side.role), Connector: side.conn.Type, Name: "check", OK: true, DurationMS: took}
+			check := admission.DoctorCheck{Role: side.role, Connector: side.conn.Type, Name: "check", OK: true, DurationMS: took}
 			switch {
 			case err != nil:
 				check.OK, check.Message = false, err.Error()

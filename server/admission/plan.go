@@ -1,32 +1,84 @@
-package runner
+package admission
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/faucet-dev/faucet/internal/redact"
 	"github.com/faucet-dev/faucet/pipeline"
 )
 
-// shardCount is how many shards a plan's run is split into in cluster Mode
+// Pipelines is what admission needs of the pipeline layer and the connector
+// host: load a submitted config into a plan, probe a plan's connectors, and
+// tell how a plan's connectors would behave if the run were sharded or
+// re-executed.
+type Pipelines interface {
+	// Load validates and interpolates a config ("yaml" or "json") into a plan.
+	// Errors describe the bad input (with line and column, or the JSON path)
+	// and become 400 responses.
+	Load(config []byte, format string) (*pipeline.Plan, error)
+	// Probe runs every connector's Check probe of plan.
+	Probe(ctx context.Context, plan *pipeline.Plan) (DoctorReport, error)
+	// Shardable reports whether the source connector can be split into
+	// shards (cluster Mode B).
+	Shardable(source pipeline.ConnectorConfig) bool
+	// WriteMode is the write mode a sink config resolves to (its write_mode,
+	// else the default its connector's schema declares), "" when the sink
+	// has none.
+	WriteMode(sink pipeline.ConnectorConfig) string
+}
+
+// LoadPlan loads a run's config the way a submit does: the config loaded,
+// then the request's overrides applied. A cluster member that claims a run
+// re-loads its stored config through it, with its own environment, so no
+// resolved secret is ever stored. A config that does not load is a
+// *ConfigError.
+func LoadPlan(p Pipelines, config, format string, concurrency *int) (*pipeline.Plan, error) {
+	plan, err := p.Load([]byte(config), format)
+	if err != nil {
+		return nil, &ConfigError{Err: err}
+	}
+	if concurrency != nil {
+		plan.Execution.MaxConcurrent = *concurrency
+	}
+	return plan, nil
+}
+
+// loadMasked is LoadPlan for a submission: the problems of a config that
+// holds secrets (a template's secret params) are masked, as pipeline masks
+// the values it resolves itself.
+func loadMasked(p Pipelines, req Request) (*pipeline.Plan, error) {
+	plan, err := LoadPlan(p, req.Config, req.ConfigFormat, req.Concurrency)
+	if err != nil && len(req.Secrets) > 0 {
+		red := redact.New(req.Secrets)
+		for _, prob := range pipeline.ConfigProblems(err) {
+			prob.Message = red.String(prob.Message)
+		}
+	}
+	return plan, err
+}
+
+// ShardCount is how many shards a plan's run is split into in cluster Mode
 // B: 0 when it executes whole, and then why not when it asked for shards.
 // Submit and the claiming member decide alike from the same config.
-func (r *Runner) shardCount(plan *pipeline.Plan) (count int, whole string) {
+func ShardCount(p Pipelines, plan *pipeline.Plan, cluster bool) (count int, whole string) {
 	if plan.Shard == nil || plan.Shard.Count < 2 {
 		return 0, ""
 	}
 	n := plan.Shard.Count
-	if !r.cfg.Cluster {
+	if !cluster {
 		return 0, fmt.Sprintf("shard: {count: %d} takes effect in cluster mode only (faucet serve --cluster); the run executes whole", n)
 	}
 	if len(plan.Invocations) != 1 {
 		return 0, fmt.Sprintf("shard: {count: %d} splits a single pipeline, and this config has %d matrix rows; the run executes whole", n, len(plan.Invocations))
 	}
 	inv := plan.Invocations[0]
-	if !r.engine.Shardable(inv.Source) {
+	if !p.Shardable(inv.Source) {
 		return 0, fmt.Sprintf("shard: {count: %d} is ignored: source connector %s cannot be sharded; the run executes whole", n, inv.Source.Type)
 	}
-	if r.engine.WriteMode(inv.Sink) == "overwrite" {
+	if p.WriteMode(inv.Sink) == pipeline.WriteModeOverwrite {
 		return 0, fmt.Sprintf("shard: {count: %d} is ignored: sink %s overwrites its target (write_mode overwrite), so each shard would replace the others' output; the run executes whole", n, inv.Sink.Type)
 	}
 	return n, ""
@@ -39,19 +91,19 @@ func (r *Runner) shardCount(plan *pipeline.Plan) (count int, whole string) {
 // appends then receives some records twice. A keyed sink (write_mode
 // upsert) absorbs the repeat, and so does one that overwrites its target,
 // unless the run is sharded.
-func (r *Runner) warnings(plan *pipeline.Plan) []string {
+func warnings(p Pipelines, plan *pipeline.Plan, cluster bool) []string {
 	var out []string
-	shards, whole := r.shardCount(plan)
+	shards, whole := ShardCount(p, plan, cluster)
 	if whole != "" {
 		out = append(out, whole)
 	}
-	if !r.cfg.Cluster {
+	if !cluster {
 		return out
 	}
 	var risky []string
 	for _, inv := range plan.Invocations {
-		mode := r.engine.WriteMode(inv.Sink)
-		if mode == "upsert" || (mode == "overwrite" && shards == 0) {
+		mode := p.WriteMode(inv.Sink)
+		if mode == "upsert" || (mode == pipeline.WriteModeOverwrite && shards == 0) {
 			continue
 		}
 		desc := inv.Sink.Type
@@ -78,7 +130,7 @@ func (r *Runner) warnings(plan *pipeline.Plan) []string {
 // does not act on. A clock sets the time ${now...} references resolve to in a
 // backfill; faucet's pipeline configs have no such references, so the run
 // executes exactly as it would without one.
-func requestWarnings(req SubmitRequest) []string {
+func requestWarnings(req Request) []string {
 	var out []string
 	if len(req.Callback) > 0 {
 		out = append(out, "completion callbacks are not delivered by this server version; the callback was stored on the run record only")

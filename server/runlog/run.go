@@ -1,4 +1,4 @@
-package logs
+package runlog
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"unicode"
 
 	"github.com/faucet-dev/faucet/db"
-	"github.com/faucet-dev/faucet/server/redact"
+	"github.com/faucet-dev/faucet/internal/redact"
 )
 
 // Run is the log capture of one run: a ring of its newest lines, the lines
@@ -21,8 +21,8 @@ type Run struct {
 	key    string
 	id     string
 	redact *redact.Redactor
-	// base is where this capture's seqs start; 0 for a run's only part.
-	base int64
+	// part is the part of the run's execution the capture logs.
+	part Part
 
 	mu      sync.Mutex
 	ring    []db.RunLogLine
@@ -32,7 +32,9 @@ type Run struct {
 	// pendingSince is when the oldest pending line was appended.
 	pendingSince time.Time
 	done         bool
-	changed      chan struct{}
+	// changed is closed at the next line or the end; made only when a
+	// reader waits, so a run nobody follows allocates none per line.
+	changed chan struct{}
 
 	flushMu sync.Mutex
 }
@@ -50,28 +52,27 @@ func (r *Run) Logger() *slog.Logger {
 func (r *Run) Append(level slog.Level, msg string) int64 {
 	// The history keeps microseconds: a line read live must carry the very
 	// timestamp it is read back with once persisted.
-	line := db.RunLogLine{TS: time.Now().UTC().Truncate(time.Microsecond), Level: levelName(level), Line: r.redact.String(msg)}
+	line := db.RunLogLine{TS: r.hub.cfg.Clock().UTC().Truncate(time.Microsecond), Level: levelName(level), Line: r.redact.String(msg)}
 	r.mu.Lock()
 	r.nextSeq++
 	line.Seq = r.nextSeq
-	size := r.hub.opts.RingSize
+	size := r.hub.cfg.RingSize
 	if len(r.ring) < size {
 		r.ring = append(r.ring, line)
 	} else {
 		r.ring[r.head] = line
 		r.head = (r.head + 1) % size
 	}
-	persist := r.hub.opts.Store != nil && r.hub.opts.MaxLinesPerRun > 0
+	persist := r.hub.cfg.persists()
 	var kick, first bool
 	if persist {
 		if first = len(r.pending) == 0; first {
 			r.pendingSince = line.TS
 		}
 		r.pending = append(r.pending, line)
-		kick = len(r.pending) >= r.hub.opts.FlushLines
+		kick = len(r.pending) >= r.hub.cfg.FlushLines
 	}
-	close(r.changed)
-	r.changed = make(chan struct{})
+	r.signal()
 	r.mu.Unlock()
 	if first {
 		r.hub.markDirty(r)
@@ -79,7 +80,7 @@ func (r *Run) Append(level slog.Level, msg string) int64 {
 	if kick {
 		r.hub.wake()
 	}
-	r.hub.opts.Log.Log(context.Background(), level, line.Line, "run_id", r.id)
+	r.hub.cfg.Logger.Log(context.Background(), level, line.Line, "run_id", r.id)
 	return line.Seq
 }
 
@@ -109,7 +110,18 @@ func (r *Run) Since(after int64, limit int) (lines []db.RunLogLine, truncated, d
 func (r *Run) Changed() <-chan struct{} {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.changed == nil {
+		r.changed = make(chan struct{})
+	}
 	return r.changed
+}
+
+// signal wakes the readers waiting on changed; r.mu is held.
+func (r *Run) signal() {
+	if r.changed != nil {
+		close(r.changed)
+		r.changed = nil
+	}
 }
 
 // due reports whether the oldest pending line has waited a flush interval.
@@ -117,7 +129,8 @@ func (r *Run) Changed() <-chan struct{} {
 func (r *Run) due(now time.Time) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.pending) >= r.hub.opts.FlushLines || (len(r.pending) > 0 && now.Sub(r.pendingSince) >= r.hub.opts.FlushInterval)
+	cfg := r.hub.cfg
+	return len(r.pending) >= cfg.FlushLines || (len(r.pending) > 0 && now.Sub(r.pendingSince) >= cfg.FlushInterval)
 }
 
 func (r *Run) finished() bool {
@@ -135,39 +148,39 @@ func (r *Run) hasPending() bool {
 // Flush persists the pending lines now. Lines that fail to persist are kept
 // for the next flush, up to the per-run cap.
 func (r *Run) Flush(ctx context.Context) {
-	opts := r.hub.opts
-	err := r.FlushWith(func(batch []db.RunLogLine, maxLines int) error {
+	cfg := r.hub.cfg
+	err := r.FlushWith(func(batch []db.RunLogLine, limit db.LogCap) error {
 		if len(batch) == 0 {
 			return nil
 		}
-		return opts.Store.RunLogAppend(ctx, r.id, batch, maxLines)
+		return cfg.Store.RunLogAppend(ctx, r.id, batch, limit)
 	})
 	if err != nil {
-		opts.Log.Warn("persist run log lines", "run_id", r.id, "error", err)
+		cfg.Logger.Warn("persist run log lines", "run_id", r.id, "error", err)
 	}
 }
 
-// FlushWith hands the pending lines, and the per-run cap, to write, which
-// persists them, typically together with the run's terminal record so that
-// both land in one write. It waits for a flush in progress first, so when
-// write runs no earlier line of this capture is still on its way. write gets
-// no lines (and a zero cap) when the hub does not persist, and a zero cap
-// when applying it cannot drop anything: this capture is the run's only one
-// and has logged fewer lines than the cap. When write fails the lines stay
-// pending for the next flush, up to the cap.
-func (r *Run) FlushWith(write func(lines []db.RunLogLine, maxLinesPerRun int) error) error {
-	opts := r.hub.opts
-	if opts.Store == nil || opts.MaxLinesPerRun <= 0 {
-		return write(nil, 0)
+// FlushWith hands the pending lines, and the cap of the capture's part, to
+// write, which persists them, typically together with the run's terminal
+// record so that both land in one write. It waits for a flush in progress
+// first, so when write runs no earlier line of this capture is still on its
+// way. write gets no lines (and no cap) when the hub does not persist, and no
+// cap when applying it cannot drop anything: this capture is the run's only
+// part and has logged fewer lines than the cap. When write fails the lines
+// stay pending for the next flush, up to the cap.
+func (r *Run) FlushWith(write func(lines []db.RunLogLine, limit db.LogCap) error) error {
+	cfg := r.hub.cfg
+	if !cfg.persists() {
+		return write(nil, db.LogCap{})
 	}
 	r.flushMu.Lock()
 	defer r.flushMu.Unlock()
 	r.mu.Lock()
 	batch := r.pending
 	r.pending = nil
-	limit := opts.MaxLinesPerRun
-	if r.base == 0 && r.nextSeq < int64(limit) {
-		limit = 0
+	limit := r.part.limit(cfg.MaxLinesPerRun)
+	if r.part == WholeRun(0) && r.nextSeq < int64(cfg.MaxLinesPerRun) {
+		limit = db.LogCap{}
 	}
 	r.mu.Unlock()
 	err := write(batch, limit)
@@ -176,7 +189,7 @@ func (r *Run) FlushWith(write func(lines []db.RunLogLine, maxLinesPerRun int) er
 	}
 	r.mu.Lock()
 	r.pending = append(batch, r.pending...)
-	if over := len(r.pending) - opts.MaxLinesPerRun; over > 0 {
+	if over := len(r.pending) - cfg.MaxLinesPerRun; over > 0 {
 		r.pending = r.pending[over:]
 	}
 	if len(r.pending) > 0 {
@@ -196,13 +209,9 @@ func (r *Run) Finish() {
 		return
 	}
 	r.done = true
-	close(r.changed)
-	r.changed = make(chan struct{})
+	r.signal()
 	r.mu.Unlock()
-	time.AfterFunc(r.hub.opts.DrainWindow, func() {
-		r.Flush(context.Background())
-		r.hub.forget(r.key, r)
-	})
+	r.hub.drain(r)
 }
 
 func levelName(l slog.Level) string {

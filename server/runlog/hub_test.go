@@ -1,4 +1,4 @@
-package logs
+package runlog
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/faucet-dev/faucet/db"
-	"github.com/faucet-dev/faucet/server/redact"
+	"github.com/faucet-dev/faucet/internal/redact"
 )
 
 // memAppender keeps appended lines in memory; it can be told to fail.
@@ -20,7 +20,7 @@ type memAppender struct {
 	fail  bool
 }
 
-func (m *memAppender) RunLogAppend(_ context.Context, runID string, lines []db.RunLogLine, _ int) error {
+func (m *memAppender) RunLogAppend(_ context.Context, runID string, lines []db.RunLogLine, _ db.LogCap) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.fail {
@@ -39,10 +39,21 @@ func (m *memAppender) get(runID string) []db.RunLogLine {
 	return append([]db.RunLogLine(nil), m.lines[runID]...)
 }
 
+// startHub starts a hub, stopped when t ends.
+func startHub(t *testing.T, cfg Config) *Hub {
+	t.Helper()
+	h := New(cfg)
+	if err := h.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Stop(context.Background()) })
+	return h
+}
+
 func TestLoggerFormatsAndRedacts(t *testing.T) {
 	t.Parallel()
-	h := NewHub(Options{RingSize: 10})
-	defer h.Close(context.Background())
+	h := startHub(t, Config{RingSize: 10})
+	defer h.Stop(context.Background())
 	run := h.Open("r1", redact.New([]string{"s3cret"}))
 	log := run.Logger().With("connector", "csv").WithGroup("batch")
 	log.Warn("wrote batch with s3cret inside", "rows", 3, slog.Group("sink", "path", "/tmp/a b"))
@@ -58,8 +69,8 @@ func TestLoggerFormatsAndRedacts(t *testing.T) {
 
 func TestRingTruncatesAndFinishSignalsDone(t *testing.T) {
 	t.Parallel()
-	h := NewHub(Options{RingSize: 4})
-	defer h.Close(context.Background())
+	h := startHub(t, Config{RingSize: 4})
+	defer h.Stop(context.Background())
 	run := h.Open("r", nil)
 	for i := 1; i <= 10; i++ {
 		run.Append(slog.LevelInfo, fmt.Sprint("line ", i))
@@ -89,7 +100,7 @@ func TestRingTruncatesAndFinishSignalsDone(t *testing.T) {
 func TestPersistenceBatchesAndRetries(t *testing.T) {
 	t.Parallel()
 	store := &memAppender{fail: true}
-	h := NewHub(Options{Store: store, MaxLinesPerRun: 1000, FlushInterval: time.Hour, FlushLines: 1000})
+	h := startHub(t, Config{Store: store, MaxLinesPerRun: 1000, FlushInterval: time.Hour, FlushLines: 1000})
 	run := h.Open("r", nil)
 	for i := range 5 {
 		run.Append(slog.LevelInfo, fmt.Sprint(i))
@@ -102,7 +113,7 @@ func TestPersistenceBatchesAndRetries(t *testing.T) {
 	store.fail = false
 	store.mu.Unlock()
 	run.Append(slog.LevelInfo, "5")
-	h.Close(context.Background())
+	h.Stop(context.Background())
 	got := store.get("r")
 	if len(got) != 6 {
 		t.Fatalf("stored %d lines, want 6 (retried batch + new line)", len(got))
@@ -117,7 +128,7 @@ func TestPersistenceBatchesAndRetries(t *testing.T) {
 func TestConcurrentWritersAndReaders(t *testing.T) {
 	t.Parallel()
 	store := &memAppender{}
-	h := NewHub(Options{Store: store, MaxLinesPerRun: 100000, RingSize: 64, FlushInterval: time.Millisecond, FlushLines: 7})
+	h := startHub(t, Config{Store: store, MaxLinesPerRun: 100000, RingSize: 64, FlushInterval: time.Millisecond, FlushLines: 7})
 	run := h.Open("r", nil)
 	const writers, each = 8, 200
 	var wg sync.WaitGroup
@@ -157,7 +168,7 @@ func TestConcurrentWritersAndReaders(t *testing.T) {
 	if last := <-readerDone; last != writers*each {
 		t.Fatalf("reader ended at seq %d, want %d", last, writers*each)
 	}
-	h.Close(context.Background())
+	h.Stop(context.Background())
 	if got := len(store.get("r")); got != writers*each {
 		t.Fatalf("persisted %d lines, want %d", got, writers*each)
 	}
@@ -166,10 +177,10 @@ func TestConcurrentWritersAndReaders(t *testing.T) {
 func TestPartsOfARunNumberTheirLinesApart(t *testing.T) {
 	t.Parallel()
 	store := &memAppender{}
-	h := NewHub(Options{Store: store, MaxLinesPerRun: 100})
-	defer h.Close(context.Background())
+	h := startHub(t, Config{Store: store, MaxLinesPerRun: 100})
+	defer h.Stop(context.Background())
 	whole := h.Open("r", nil)
-	shard := h.OpenPart("r/00001", "r", 2<<40, nil)
+	shard := h.OpenPart("r/00001", "r", Part{Shard: 1}, nil)
 	if whole == shard {
 		t.Fatal("a shard's capture is the run's")
 	}
@@ -188,7 +199,7 @@ func TestPartsOfARunNumberTheirLinesApart(t *testing.T) {
 	// A later attempt on this instance gets a fresh capture, not the
 	// finished one kept for late readers.
 	whole.Finish()
-	again := h.OpenPart("r", "r", 1<<32, nil)
+	again := h.OpenPart("r", "r", WholeRun(1), nil)
 	if again == whole {
 		t.Fatal("a finished capture was reused")
 	}
@@ -200,30 +211,30 @@ func TestPartsOfARunNumberTheirLinesApart(t *testing.T) {
 func TestFlushWithHandsOverThePendingLines(t *testing.T) {
 	t.Parallel()
 	store := &memAppender{}
-	h := NewHub(Options{Store: store, MaxLinesPerRun: 3, FlushInterval: time.Hour})
-	defer h.Close(context.Background())
+	h := startHub(t, Config{Store: store, MaxLinesPerRun: 3, FlushInterval: time.Hour})
+	defer h.Stop(context.Background())
 	run := h.Open("r", nil)
 	run.Append(slog.LevelInfo, "one")
 	run.Append(slog.LevelInfo, "two")
 	var got []db.RunLogLine
-	var limit int
-	err := run.FlushWith(func(lines []db.RunLogLine, maxLines int) error {
-		got, limit = lines, maxLines
+	var limit db.LogCap
+	err := run.FlushWith(func(lines []db.RunLogLine, c db.LogCap) error {
+		got, limit = lines, c
 		return errors.New("terminal write failed")
 	})
-	if err == nil || len(got) != 2 || limit != 0 {
-		t.Fatalf("FlushWith handed %d lines, cap %d, err %v; want 2 lines and no cap (2 < 3 lines in the run's only capture)", len(got), limit, err)
+	if err == nil || len(got) != 2 || limit != (db.LogCap{}) {
+		t.Fatalf("FlushWith handed %d lines, cap %+v, err %v; want 2 lines and no cap (2 < 3 lines in the run's only capture)", len(got), limit, err)
 	}
 	// The lines of a failed write stay pending; the cap applies once the
 	// run has as many lines as the cap.
 	run.Append(slog.LevelInfo, "three")
-	if err := run.FlushWith(func(lines []db.RunLogLine, maxLines int) error {
-		got, limit = lines, maxLines
+	if err := run.FlushWith(func(lines []db.RunLogLine, c db.LogCap) error {
+		got, limit = lines, c
 		return nil
-	}); err != nil || len(got) != 3 || got[0].Line != "one" || limit != 3 {
-		t.Fatalf("second FlushWith: %d lines (%+v), cap %d, %v", len(got), got, limit, err)
+	}); err != nil || len(got) != 3 || got[0].Line != "one" || limit != (db.LogCap{Keep: 3, From: 0, To: 1 << 32}) {
+		t.Fatalf("second FlushWith: %d lines (%+v), cap %+v, %v", len(got), got, limit, err)
 	}
-	if err := run.FlushWith(func(lines []db.RunLogLine, _ int) error {
+	if err := run.FlushWith(func(lines []db.RunLogLine, _ db.LogCap) error {
 		got = lines
 		return nil
 	}); err != nil || len(got) != 0 {

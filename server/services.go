@@ -1,0 +1,139 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/faucet-dev/faucet/db"
+	"github.com/faucet-dev/faucet/server/admission"
+	"github.com/faucet-dev/faucet/server/api"
+	"github.com/faucet-dev/faucet/server/audit"
+	"github.com/faucet-dev/faucet/server/auth"
+	"github.com/faucet-dev/faucet/server/cluster"
+	"github.com/faucet-dev/faucet/server/execution"
+	"github.com/faucet-dev/faucet/server/maintenance"
+	"github.com/faucet-dev/faucet/server/metrics"
+	"github.com/faucet-dev/faucet/server/runlog"
+	"github.com/faucet-dev/faucet/server/templates"
+)
+
+// services are the run lifecycle's services of one server, wired together.
+// Each has its own Config; this is the one place they meet.
+type services struct {
+	log       *slog.Logger
+	logs      *runlog.Hub
+	audit     *audit.Recorder
+	exec      *execution.Executor
+	admission *admission.Service
+	// member is the cluster membership, nil outside a cluster; leases
+	// keeps this server's own leases outside one.
+	member *cluster.Member
+	leases *maintenance.Leases
+	purger *maintenance.Purger
+	// templates is the template registry, whose triggered runs admission
+	// admits.
+	templates *templates.Service
+}
+
+// newServices builds the services of a server over store.
+func newServices(cfg Config, store db.Store, pipes *pipelineHost, authn *auth.Authenticator, m *metrics.Metrics, log *slog.Logger, listen string) *services {
+	s := &services{log: log}
+	logCfg := runlog.Config{Logger: log}
+	if cfg.LogRetention > 0 && cfg.LogMaxLinesPerRun > 0 {
+		logCfg.Store, logCfg.MaxLinesPerRun = store, cfg.LogMaxLinesPerRun
+	}
+	s.logs = runlog.New(logCfg)
+	s.audit = audit.New(audit.Config{Store: store, Logger: log})
+	execCfg := execution.Config{MaxConcurrent: cfg.MaxConcurrentRuns, Logger: log, Metrics: m}
+	maintCfg := maintenance.Config{
+		Retention: maintenance.Retention{
+			TerminalRuns: cfg.RetainTerminalRuns, IdempotencyClaims: cfg.IdempotencyRetention, Logs: cfg.LogRetention,
+		},
+		LeaseTTL: cfg.LeaseTTL, Logger: log, Metrics: m,
+	}
+	if cfg.Cluster {
+		// A member gone for a day is not coming back under its id.
+		maintCfg.Retention.Members = 24 * time.Hour
+	}
+	s.purger = maintenance.NewPurger(maintCfg, store)
+	var dispatch admission.Dispatcher
+	if cfg.Cluster {
+		// The member and the executor know each other: a freed slot wakes
+		// the claim loop, which executes what it claims on the executor.
+		var member *cluster.Member
+		execCfg.SlotFreed = func() { member.SlotFreed() }
+		s.exec = execution.New(execCfg, store, pipes, s.logs)
+		member = cluster.New(cluster.Config{
+			Poll: cfg.ClusterPoll, LeaseTTL: cfg.LeaseTTL, MaxAttempts: cfg.ClusterMaxAttempts,
+			SplitTimeout: cfg.ProbeTimeout, Listen: listen, Secrets: authn.Secrets(),
+			Leader: []cluster.LeaderDuty{s.purger}, Logger: log, Metrics: m,
+		}, store, s.exec, pipes)
+		s.member, dispatch = member, member
+	} else {
+		s.exec = execution.New(execCfg, store, pipes, s.logs)
+		s.leases = maintenance.NewLeases(maintCfg, store)
+		dispatch = s.exec
+	}
+	s.admission = admission.New(admission.Config{
+		MaxQueued: cfg.MaxQueuedRuns, IdempotencyRetention: cfg.IdempotencyRetention, ProbeTimeout: cfg.ProbeTimeout,
+		Secrets: authn.Secrets(), Cluster: cfg.Cluster, Logger: log, Metrics: m,
+	}, store, pipes, dispatch, s.audit)
+	s.templates = templates.New(templates.Config{
+		Store: store, Loader: pipes, Clustered: cfg.Cluster, Log: log, Submitter: templates.SubmitFunc(s.submitTemplateRun),
+	})
+	return s
+}
+
+// membership is the cluster membership the API reports, nil outside one.
+func (s *services) membership() api.Membership {
+	if s.member == nil {
+		return nil
+	}
+	return s.member
+}
+
+// start starts the services, those others depend on first. The purge runs
+// on the cluster's leader in a cluster (the member starts it), here
+// otherwise. The background duties outlive the runs' shutdown (see stop),
+// so ctx is not theirs.
+func (s *services) start(ctx context.Context) error {
+	bg := context.WithoutCancel(ctx)
+	for _, start := range []func(context.Context) error{s.logs.Start, s.exec.Start, s.admission.Start} {
+		if err := start(bg); err != nil {
+			return err
+		}
+	}
+	if s.member != nil {
+		return s.member.Start(bg)
+	}
+	if err := s.leases.Start(bg); err != nil {
+		return err
+	}
+	return s.purger.Start(bg)
+}
+
+// stop stops the services in reverse order: intake first, then claiming,
+// then the runs, which get grace to flush (a cluster member's heartbeat
+// keeps their leases meanwhile), then the background duties and the log
+// flusher.
+func (s *services) stop(ctx context.Context, grace time.Duration) {
+	s.admission.Stop()
+	if s.member != nil {
+		s.member.StopClaiming()
+	}
+	runCtx, cancel := context.WithTimeout(ctx, grace)
+	if err := s.exec.Stop(runCtx); err != nil {
+		s.log.Warn("shutdown", "error", err)
+	}
+	cancel()
+	teardown, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if s.member != nil {
+		s.member.Stop(teardown)
+	} else {
+		s.leases.Stop()
+		s.purger.Stop()
+	}
+	s.logs.Stop(teardown)
+}
