@@ -295,7 +295,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 	})
 	if cfg.MCP {
 		mux.Handle(mcp.Path, mcp.Handler(mcp.HTTPConfig{
-			API: mux, Audit: store, AllowMutations: cfg.MCPAllowMutations, BodyLimit: cfg.BodyLimitBytes, Log: log,
+			API: mux, Audit: svc.audit, AllowMutations: cfg.MCPAllowMutations, BodyLimit: cfg.BodyLimitBytes, Log: log,
 		}))
 	}
 	mux.Handle("/", notFound())

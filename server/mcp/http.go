@@ -7,29 +7,22 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"time"
 
-	"github.com/google/uuid"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/faucet-dev/faucet/db"
 	"github.com/faucet-dev/faucet/openapi/client"
+	"github.com/faucet-dev/faucet/server/audit"
 )
 
 // Path is where faucet serve answers MCP.
 const Path = "/mcp"
-
-// Auditor records audit entries; a db.Store is one.
-type Auditor interface {
-	AuditInsert(ctx context.Context, e db.AuditEntry) error
-}
 
 // HTTPConfig is what the MCP endpoint of faucet serve needs.
 type HTTPConfig struct {
 	// API is the handler of the /v1 API, which the tools call in process.
 	API http.Handler
 	// Audit records every tool call under its caller.
-	Audit Auditor
+	Audit *audit.Recorder
 	// AllowMutations offers the tools that change something.
 	AllowMutations bool
 	// BodyLimit caps a request body in bytes, as --body-limit-bytes caps
@@ -142,23 +135,17 @@ func reinstance(body io.Reader, path string) []byte {
 
 // auditor records the caller's tool calls as mcp.TOOL actions, beside the
 // entries the API writes of the operations they call.
-func (e *endpoint) auditor(who client.Whoami, r *http.Request) func(context.Context, Call) {
+func (e *endpoint) auditor(caller client.Whoami, r *http.Request) func(context.Context, Call) {
 	var source *string
 	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
 		source = &host
 	}
+	who := audit.Actor{Principal: caller.Name, Role: string(caller.Role), SourceIP: source}
 	return func(ctx context.Context, c Call) {
-		result := "ok"
+		result := audit.ResultOK
 		if c.Denied {
-			result = "denied"
+			result = audit.ResultDenied
 		}
-		entry := db.AuditEntry{
-			ID: uuid.Must(uuid.NewV7()).String(), Timestamp: time.Now().UTC(),
-			Principal: who.Name, Role: string(who.Role), Action: "mcp." + c.Tool,
-			RunID: c.RunID, SourceIP: source, Result: result,
-		}
-		if err := e.cfg.Audit.AuditInsert(context.WithoutCancel(ctx), entry); err != nil {
-			e.cfg.Log.Error("write audit entry", "action", entry.Action, "principal", who.Name, "error", err)
-		}
+		e.cfg.Audit.Record(ctx, who, audit.Action{Name: "mcp." + c.Tool, RunID: c.RunID, Result: result})
 	}
 }
