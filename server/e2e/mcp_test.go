@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -560,7 +561,9 @@ func TestMCPReadOnlyEndpoint(t *testing.T) {
 }
 
 // stdioSession starts faucet mcp with args, driving s as token, and opens
-// a session with it over its standard input and output.
+// a session with it over its standard input and output. The session ends
+// with the test, and faucet mcp must then exit 0 and, built with the race
+// detector, report no race.
 func stdioSession(t *testing.T, s *server, token string, args ...string) mcpSession {
 	t.Helper()
 	cmd := exec.Command(faucetBin, append([]string{"mcp"}, args...)...)
@@ -570,7 +573,21 @@ func stdioSession(t *testing.T, s *server, token string, args ...string) mcpSess
 		}
 	}
 	cmd.Env = append(cmd.Env, "FAUCET_SERVER="+s.url, "FAUCET_TOKEN="+token)
-	return connect(t, &sdk.CommandTransport{Command: cmd})
+	// Written by the process's copier until it exits; read after Close,
+	// which waits for the exit.
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	c := sdk.NewClient(&sdk.Implementation{Name: "faucet-e2e", Version: "1"}, nil)
+	cs, err := c.Connect(context.Background(), &sdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect to faucet mcp: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := cs.Close(); err != nil || strings.Contains(stderr.String(), "DATA RACE") {
+			t.Errorf("faucet mcp ended with %v\n%s", err, stderr.String())
+		}
+	})
+	return mcpSession{cs: cs}
 }
 
 // TestMCPStdio drives faucet mcp with the SDK's command transport against a
