@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -140,15 +139,10 @@ func (s *server) callAs(method, path, ctype, body string) (int, problemBody, []b
 	}
 	req.Header.Set("Authorization", "Bearer "+adminToken)
 	req.Header.Set("Content-Type", ctype)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	got, _ := io.ReadAll(resp.Body)
+	resp, got := send(s.t, req)
 	var p problemBody
-	_ = json.Unmarshal(got, &p)
-	return resp.StatusCode, p, got
+	_ = json.Unmarshal([]byte(got), &p)
+	return resp.StatusCode, p, []byte(got)
 }
 
 // The smaller gaps: callback credentials are never shown back, rejected

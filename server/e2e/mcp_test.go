@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -182,21 +181,6 @@ func mcpRequest(t *testing.T, s *server, token, body string) *http.Request {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	return req
-}
-
-// send sends req and returns the answer, its body read.
-func send(t *testing.T, req *http.Request) (*http.Response, string) {
-	t.Helper()
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", req.Method, req.URL.Path, err)
-	}
-	defer resp.Body.Close()
-	out, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, string(out)
 }
 
 // postMCP posts a raw JSON-RPC message to the /mcp endpoint of s as token
