@@ -62,7 +62,7 @@ type mcpSession struct {
 }
 
 // connect opens a session with a transport and closes it with the test.
-func connect(t *testing.T, transport sdk.Transport) mcpSession {
+func connect(t testing.TB, transport sdk.Transport) mcpSession {
 	t.Helper()
 	c := sdk.NewClient(&sdk.Implementation{Name: "faucet-e2e", Version: "1"}, nil)
 	cs, err := c.Connect(context.Background(), transport, nil)
@@ -74,7 +74,7 @@ func connect(t *testing.T, transport sdk.Transport) mcpSession {
 }
 
 // httpSession opens a session with the /mcp endpoint of s as token.
-func httpSession(t *testing.T, s *server, token string) mcpSession {
+func httpSession(t testing.TB, s *server, token string) mcpSession {
 	t.Helper()
 	return connect(t, &sdk.StreamableClientTransport{Endpoint: s.url + "/mcp", HTTPClient: &http.Client{Transport: bearer(token)}})
 }
@@ -548,7 +548,7 @@ func TestMCPReadOnlyEndpoint(t *testing.T) {
 // a session with it over its standard input and output. The session ends
 // with the test, and faucet mcp must then exit 0 and, built with the race
 // detector, report no race.
-func stdioSession(t *testing.T, s *server, token string, args ...string) mcpSession {
+func stdioSession(t testing.TB, s *server, token string, args ...string) mcpSession {
 	t.Helper()
 	cmd := exec.Command(faucetBin, append([]string{"mcp"}, args...)...)
 	for _, kv := range os.Environ() {

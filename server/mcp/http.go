@@ -21,7 +21,7 @@ const Path = "/mcp"
 type HTTPConfig struct {
 	// API is the handler of the /v1 API, which the tools call in process.
 	API http.Handler
-	// Audit records every tool call under its caller.
+	// Audit records every tool call under its caller; required.
 	Audit *audit.Recorder
 	// AllowMutations offers the tools that change something.
 	AllowMutations bool
@@ -33,14 +33,19 @@ type HTTPConfig struct {
 
 // endpoint is the MCP endpoint of faucet serve.
 type endpoint struct {
-	cfg   HTTPConfig
-	tools *Tools
-	mcp   *sdk.StreamableHTTPHandler
+	cfg HTTPConfig
+	mcp *sdk.StreamableHTTPHandler
 }
 
-// serverKey carries the MCP server built for one request to the SDK's
-// handler.
-type serverKey struct{}
+// sessionKey carries the caller's Session from the request to its tool
+// calls: the SDK hands the tools a context with the request's values.
+type sessionKey struct{}
+
+// sessionOf is the Session of the request a tool call came in.
+func sessionOf(ctx context.Context) (Session, bool) {
+	s, ok := ctx.Value(sessionKey{}).(Session)
+	return s, ok
+}
 
 // Handler serves MCP's Streamable HTTP transport. Every request is
 // authenticated first, by the API itself (GET /v1/whoami in process, with
@@ -57,13 +62,11 @@ func Handler(cfg HTTPConfig) http.Handler {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	e := &endpoint{cfg: cfg, tools: New(Options{
+	srv := New(Options{
 		AllowMutations: cfg.AllowMutations, MaxConfigBytes: int(cfg.BodyLimit), Log: cfg.Log,
-	})}
-	e.mcp = sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
-		srv, _ := r.Context().Value(serverKey{}).(*sdk.Server)
-		return srv
-	}, &sdk.StreamableHTTPOptions{
+	}).server(sessionOf)
+	e := &endpoint{cfg: cfg}
+	e.mcp = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{
 		Stateless: true, JSONResponse: true, Logger: quiet(cfg.Log), MaxRequestBodyBytes: cfg.BodyLimit,
 	})
 	return e
@@ -82,8 +85,8 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	srv := e.tools.Server(Session{API: api, Audit: e.auditor(who, r)})
-	e.mcp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), serverKey{}, srv)))
+	s := Session{API: api, Audit: e.auditor(who, r)}
+	e.mcp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), sessionKey{}, s)))
 }
 
 // authenticate asks the API who the caller is. When the API refuses, its

@@ -10,6 +10,7 @@ package mcp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -40,7 +41,8 @@ type Options struct {
 const DefaultMaxConfigBytes = 4 << 20
 
 // Tools is faucet's tool set. It is built once; Server binds it to one
-// caller, which for faucet serve is one HTTP request.
+// caller (faucet mcp has one), and the endpoint of faucet serve serves it
+// to the caller of each request.
 type Tools struct {
 	opts  Options
 	defs  []toolDef
@@ -88,6 +90,14 @@ const instructions = "faucet moves data: a pipeline reads records from a source 
 
 // Server returns an MCP server offering the tool set to one caller.
 func (t *Tools) Server(s Session) *sdk.Server {
+	return t.server(func(context.Context) (Session, bool) { return s, true })
+}
+
+// server returns an MCP server offering the tool set, each call made as
+// the caller session finds in the call's context. Adding the tools to a
+// server costs more than most calls (the SDK checks every schema anew), so
+// the endpoint of faucet serve builds its server once.
+func (t *Tools) server(session func(context.Context) (Session, bool)) *sdk.Server {
 	srv := sdk.NewServer(&sdk.Implementation{Name: "faucet", Title: "faucet", Version: buildVersion()}, &sdk.ServerOptions{
 		Instructions: instructions, Logger: quiet(t.opts.Log), SchemaCache: t.cache,
 	})
@@ -95,7 +105,7 @@ func (t *Tools) Server(s Session) *sdk.Server {
 		if d.mutating && !t.opts.AllowMutations {
 			continue
 		}
-		d.add(srv, s)
+		d.add(srv, session)
 	}
 	if !t.opts.AllowMutations {
 		srv.AddReceivingMiddleware(t.refuseMutations)
@@ -153,7 +163,7 @@ func buildVersion() string {
 type toolDef struct {
 	tool     sdk.Tool
 	mutating bool
-	add      func(srv *sdk.Server, s Session)
+	add      func(srv *sdk.Server, session func(context.Context) (Session, bool))
 }
 
 // handler is a tool's work: the API calls it makes for one input, and what
@@ -181,8 +191,12 @@ func define[In any](tool sdk.Tool, mutating bool, shape func(*jsonschema.Schema)
 		ann.ReadOnlyHint, ann.IdempotentHint, ann.DestructiveHint = true, true, ptr(false)
 	}
 	tool.Annotations = ann
-	return toolDef{tool: tool, mutating: mutating, add: func(srv *sdk.Server, s Session) {
+	return toolDef{tool: tool, mutating: mutating, add: func(srv *sdk.Server, session func(context.Context) (Session, bool)) {
 		sdk.AddTool(srv, &tool, func(ctx context.Context, _ *sdk.CallToolRequest, in In) (*sdk.CallToolResult, any, error) {
+			s, ok := session(ctx)
+			if !ok {
+				return nil, nil, errors.New("internal error: the call reached no caller's session")
+			}
 			o := h(ctx, s.API, in)
 			if s.Audit != nil {
 				s.Audit(ctx, Call{Tool: tool.Name, RunID: o.runID, Denied: o.denied()})
