@@ -3,10 +3,13 @@ package mcp
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -61,19 +64,46 @@ func TestRecoverPanics(t *testing.T) {
 }
 
 // TestToolSchemas: every tool refuses arguments it does not know, and
-// bounds every string argument.
+// bounds every string, list and map in its arguments, however nested.
 func TestToolSchemas(t *testing.T) {
 	t.Parallel()
 	for _, d := range New(Options{}).defs {
-		s, err := d.tool.InputSchema.(interface{ MarshalJSON() ([]byte, error) }).MarshalJSON()
-		if err != nil {
-			t.Fatal(err)
+		s := d.tool.InputSchema.(*jsonschema.Schema)
+		if s.AdditionalProperties == nil || s.AdditionalProperties.Not == nil {
+			t.Errorf("%s takes arguments it does not know", d.tool.Name)
 		}
-		if !strings.Contains(string(s), `"additionalProperties":false`) {
-			t.Errorf("%s takes arguments it does not know: %s", d.tool.Name, s)
-		}
-		if strings.Count(string(s), `"type":"string"`) > strings.Count(string(s), `"maxLength"`)+strings.Count(string(s), `"enum"`)+strings.Count(string(s), `"format"`) {
-			t.Errorf("%s has an unbounded string: %s", d.tool.Name, s)
+		for path, p := range s.Properties {
+			for _, problem := range unbounded(path, p) {
+				t.Errorf("%s: %s", d.tool.Name, problem)
+			}
 		}
 	}
+}
+
+// unbounded lists the places in p, named from path, that take a string, a
+// list or a map of any size.
+func unbounded(path string, p *jsonschema.Schema) []string {
+	var out []string
+	types := append([]string{p.Type}, p.Types...)
+	switch {
+	case slices.Contains(types, "string") && p.MaxLength == nil && p.Enum == nil:
+		out = append(out, path+" is a string of any length")
+	case slices.Contains(types, "array") && p.MaxItems == nil:
+		out = append(out, path+" is a list of any length")
+	case slices.Contains(types, "object") && p.AdditionalProperties != nil && p.AdditionalProperties.Not == nil && p.MaxProperties == nil:
+		out = append(out, path+" is a map of any size")
+	}
+	if p.Items != nil {
+		out = append(out, unbounded(path+"[]", p.Items)...)
+	}
+	if p.PropertyNames != nil {
+		out = append(out, unbounded(path+" key", p.PropertyNames)...)
+	}
+	if p.AdditionalProperties != nil && p.AdditionalProperties.Not == nil {
+		out = append(out, unbounded(path+" value", p.AdditionalProperties)...)
+	}
+	for i, alt := range p.OneOf {
+		out = append(out, unbounded(fmt.Sprintf("%s (choice %d)", path, i+1), alt)...)
+	}
+	return out
 }
