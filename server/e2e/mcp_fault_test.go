@@ -160,3 +160,21 @@ func TestMCPFaults(t *testing.T) {
 		t.Fatalf("faucet mcp lists %d tools after its server died", got)
 	}
 }
+
+// TestMCPCluster: the /mcp endpoint keeps no session, so any member of a
+// cluster answers any call: a run submitted through one member's /mcp is
+// followed through another's, and a bare tools/call that no initialize
+// preceded is answered too.
+func TestMCPCluster(t *testing.T) {
+	t.Parallel()
+	ms := startCluster(t, 2, testpg.Database(t), "--mcp", "--mcp-allow-mutations")
+	first, second := httpSession(t, ms[0].server, adminToken), httpSession(t, ms[1].server, adminToken)
+	id := runID(t, first.ok(t, "run_pipeline", map[string]any{"config": generateToFile(2, filepath.Join(t.TempDir(), "out.jsonl"))}, nil))
+	if rec := second.awaitRun(t, id, client.RunStatusCompleted); rec.RecordsWritten != 2 {
+		t.Fatalf("run = %+v", rec)
+	}
+	status, body := postMCP(t, ms[1].server, adminToken, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"get_run","arguments":{"run_id":"`+id+`"}}}`)
+	if status != http.StatusOK || !strings.Contains(body, `\"run_id\":\"`+id) || strings.Contains(body, `"isError":true`) {
+		t.Fatalf("a bare get_run on the other member: %d %s", status, body)
+	}
+}
