@@ -524,7 +524,8 @@ func testMCPEndpoint(t *testing.T, h history) {
 
 // TestMCPReadOnlyEndpoint: faucet serve --mcp alone lists the read-only
 // tools only, to every role, and answers a call of a mutating one with a
-// tool error saying how to allow it.
+// tool error saying how to allow it, which the audit log records as
+// denied. A call whose arguments its schema refuses is recorded nowhere.
 func TestMCPReadOnlyEndpoint(t *testing.T) {
 	t.Parallel()
 	s := start(t, serverOpts{token: mcpAdmin, args: []string{"--auth-config", mcpAuthFile(t), "--mcp"}})
@@ -537,10 +538,32 @@ func TestMCPReadOnlyEndpoint(t *testing.T) {
 			m.refused(t, tool, map[string]any{"id": "x", "config": "version: 1"}, "read-only", "--mcp-allow-mutations")
 		}
 		m.ok(t, "list_runs", nil, nil)
+		m.refused(t, "get_template", map[string]any{"id": ""}, "id")
 	}
 	resp, err := s.client(mcpAdmin).ListRunsWithResponse(context.Background(), nil)
 	if err != nil || resp.JSON200 == nil || len(resp.JSON200.Runs) != 0 {
 		t.Fatalf("a read-only endpoint started a run: %v %s", err, resp.Body)
+	}
+	audit, err := s.client(mcpAdmin).ListAuditWithResponse(context.Background(), &client.ListAuditParams{Limit: ptr(int64(1000))})
+	if err != nil || audit.JSON200 == nil {
+		t.Fatalf("audit: %v %s", err, audit.Body)
+	}
+	recorded := map[string]client.AuditEntryResult{}
+	for _, e := range audit.JSON200.Entries {
+		recorded[e.Principal+" "+e.Action] = e.Result
+	}
+	for _, who := range []string{"vera", "ada"} {
+		for _, tool := range mcpWriteTools {
+			if got := recorded[who+" mcp."+tool]; got != client.Denied {
+				t.Errorf("%s's %s refused as read-only: audit result %q, want denied", who, tool, got)
+			}
+		}
+		if got, ok := recorded[who+" mcp.list_runs"]; got != client.Ok {
+			t.Errorf("%s's list_runs: audit result %q (%v), want ok", who, got, ok)
+		}
+		if got, ok := recorded[who+" mcp.get_template"]; ok {
+			t.Errorf("%s's get_template with arguments its schema refuses was audited: %q", who, got)
+		}
 	}
 }
 

@@ -107,12 +107,73 @@ func (t *Tools) server(session func(context.Context) (Session, bool)) *sdk.Serve
 		}
 		d.add(srv, session)
 	}
+	// Each middleware added wraps the ones before it.
 	if !t.opts.AllowMutations {
 		srv.AddReceivingMiddleware(t.refuseMutations)
 	}
-	// Added last, so it is outermost.
+	srv.AddReceivingMiddleware(t.auditCalls(session))
 	srv.AddReceivingMiddleware(t.recoverPanics)
 	return srv
+}
+
+// toolCall is the tool a tools/call message names, if it names one of
+// faucet's (listed or not).
+func (t *Tools) toolCall(method string, req sdk.Request) (toolDef, bool) {
+	call, ok := req.(*sdk.CallToolRequest)
+	if !ok || method != "tools/call" || call.Params == nil {
+		return toolDef{}, false
+	}
+	for _, d := range t.defs {
+		if d.tool.Name == call.Params.Name {
+			return d, true
+		}
+	}
+	return toolDef{}, false
+}
+
+// callRecord is what a tool call came to, as its audit entry records it.
+// The call fills it in as it goes.
+type callRecord struct {
+	// decided is set once the call was refused or served: arguments its
+	// schema refused decide nothing, as a request the API cannot parse
+	// leaves no entry in its audit log.
+	decided bool
+	runID   *string
+	denied  bool
+}
+
+type recordKey struct{}
+
+// recordOf is the record of the call ctx belongs to; nil when nothing
+// audits the call.
+func recordOf(ctx context.Context) *callRecord {
+	rec, _ := ctx.Value(recordKey{}).(*callRecord)
+	return rec
+}
+
+// auditCalls records every decided call of one of faucet's tools once it
+// is answered: the ones its tool served (denied when the API refused the
+// caller's token or role), and a mutating tool the read-only mode refused
+// (denied), which never reaches its tool.
+func (t *Tools) auditCalls(session func(context.Context) (Session, bool)) sdk.Middleware {
+	return func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			d, ok := t.toolCall(method, req)
+			if !ok {
+				return next(ctx, method, req)
+			}
+			s, ok := session(ctx)
+			if !ok || s.Audit == nil {
+				return next(ctx, method, req)
+			}
+			rec := &callRecord{}
+			res, err := next(context.WithValue(ctx, recordKey{}, rec), method, req)
+			if rec.decided {
+				s.Audit(ctx, Call{Tool: d.tool.Name, RunID: rec.runID, Denied: rec.denied})
+			}
+			return res, err
+		}
+	}
 }
 
 // recoverPanics turns a panic while answering a message into a JSON-RPC
@@ -138,13 +199,12 @@ func (t *Tools) recoverPanics(next sdk.MethodHandler) sdk.MethodHandler {
 // tool exists: an assistant that knows faucet's tools asks for them.
 func (t *Tools) refuseMutations(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
-		if call, ok := req.(*sdk.CallToolRequest); ok && method == "tools/call" && call.Params != nil {
-			for _, d := range t.defs {
-				if d.mutating && d.tool.Name == call.Params.Name {
-					return textError(d.tool.Name + " changes what the server holds, and this MCP server is read-only: " +
-						"start it with mutations allowed (faucet serve --mcp-allow-mutations, faucet mcp --allow-mutations)"), nil
-				}
+		if d, ok := t.toolCall(method, req); ok && d.mutating {
+			if rec := recordOf(ctx); rec != nil {
+				rec.decided, rec.denied = true, true
 			}
+			return textError(d.tool.Name + " changes what the server holds, and this MCP server is read-only: " +
+				"start it with mutations allowed (faucet serve --mcp-allow-mutations, faucet mcp --allow-mutations)"), nil
 		}
 		return next(ctx, method, req)
 	}
@@ -198,8 +258,8 @@ func define[In any](tool sdk.Tool, mutating bool, shape func(*jsonschema.Schema)
 				return nil, nil, errors.New("internal error: the call reached no caller's session")
 			}
 			o := h(ctx, s.API, in)
-			if s.Audit != nil {
-				s.Audit(ctx, Call{Tool: tool.Name, RunID: o.runID, Denied: o.denied()})
+			if rec := recordOf(ctx); rec != nil {
+				rec.decided, rec.runID, rec.denied = true, o.runID, o.denied()
 			}
 			return o.res, nil, nil
 		})
