@@ -477,6 +477,11 @@ func testMCPEndpoint(t *testing.T, h history) {
 				t.Fatalf("%s: %d %s", msg, status, out)
 			}
 		}
+		// Nesting is bounded before it costs: a deep argument is refused whole.
+		deep := strings.Repeat("[", 100000) + strings.Repeat("]", 100000)
+		if status, out := postMCP(t, s, mcpViewer, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_runs","arguments":{"status":`+deep+`}}}`); status != http.StatusBadRequest || !strings.Contains(out, "nesting depth") {
+			t.Fatalf("an argument nested 100000 deep: %d %.300s", status, out)
+		}
 		viewer.ok(t, "list_runs", map[string]any{"limit": 1}, nil)
 	})
 
