@@ -44,9 +44,8 @@ const DefaultMaxConfigBytes = 4 << 20
 // caller (faucet mcp has one), and the endpoint of faucet serve serves it
 // to the caller of each request.
 type Tools struct {
-	opts  Options
-	defs  []toolDef
-	cache *sdk.SchemaCache
+	opts Options
+	defs []toolDef
 }
 
 // Session is how one caller's tool calls reach the API, and what is
@@ -74,7 +73,7 @@ func New(opts Options) *Tools {
 	if opts.MaxConfigBytes <= 0 {
 		opts.MaxConfigBytes = DefaultMaxConfigBytes
 	}
-	t := &Tools{opts: opts, cache: sdk.NewSchemaCache()}
+	t := &Tools{opts: opts}
 	t.defs = toolDefs(opts.MaxConfigBytes)
 	return t
 }
@@ -99,7 +98,7 @@ func (t *Tools) Server(s Session) *sdk.Server {
 // the endpoint of faucet serve builds its server once.
 func (t *Tools) server(session func(context.Context) (Session, bool)) *sdk.Server {
 	srv := sdk.NewServer(&sdk.Implementation{Name: "faucet", Title: "faucet", Version: buildVersion()}, &sdk.ServerOptions{
-		Instructions: instructions, Logger: quiet(t.opts.Log), SchemaCache: t.cache,
+		Instructions: instructions, Logger: quiet(t.opts.Log),
 	})
 	for _, d := range t.defs {
 		if d.mutating && !t.opts.AllowMutations {
@@ -232,8 +231,7 @@ type handler[In any] func(ctx context.Context, api client.ClientInterface, in In
 
 // define declares a tool whose input is In, with the schema inferred from
 // In and adjusted by shape (bounds, enums and descriptions the Go type
-// cannot say). The schema is built here once, so every per-request server
-// shares it and the SDK resolves it once.
+// cannot say). The schema is built here, once per tool set.
 func define[In any](tool sdk.Tool, mutating bool, shape func(*jsonschema.Schema), h handler[In]) toolDef {
 	schema, err := jsonschema.For[In](nil)
 	if err != nil {
