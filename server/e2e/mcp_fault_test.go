@@ -95,12 +95,13 @@ func (e *toolError) Error() string {
 	return "tool error: " + b.String()
 }
 
-// TestMCPFaults injects the faults the tools meet. With the history's
-// Postgres stopped, the tools of /mcp answer the API's 503 unavailable as a
-// tool error, a submission among them, and write nothing; when it is back
-// the same session reads on, the run from before intact. With its server
-// killed (SIGKILL), faucet mcp answers each call with a tool error saying
-// the server did not answer, and lives on.
+// TestMCPFaults injects the faults the tools meet. A server started while
+// its Postgres is down answers /mcp 503 unavailable until it reaches it.
+// With the history's Postgres stopped later, the tools of /mcp answer the
+// API's 503 unavailable as a tool error, a submission among them, and write
+// nothing; when it is back the same session reads on, the run from before
+// intact. With its server killed (SIGKILL), faucet mcp answers each call
+// with a tool error saying the server did not answer, and lives on.
 func TestMCPFaults(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -116,8 +117,19 @@ func TestMCPFaults(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s := start(t, serverOpts{history: pg.DatabaseURL("mcp"), bin: fastBin, token: mcpAdmin,
+	if err := pg.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, serverOpts{history: pg.DatabaseURL("mcp"), bin: fastBin, token: mcpAdmin, unready: true,
 		args: []string{"--auth-config", mcpAuthFile(t), "--mcp", "--mcp-allow-mutations"}})
+	resp, body := send(t, mcpRequest(t, s, mcpOperator, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || !strings.Contains(body, `"unavailable"`) {
+		t.Fatalf("/mcp before the history is reached: %d %s", resp.StatusCode, body)
+	}
+	if err := pg.Resume(ctx); err != nil {
+		t.Fatal(err)
+	}
+	awaitHistory(t, s, client.ReadyStatusHistoryReady)
 	dir := t.TempDir()
 	m := httpSession(t, s, mcpOperator)
 	stdio := stdioSession(t, s, mcpOperator)

@@ -50,8 +50,8 @@ func sessionOf(ctx context.Context) (Session, bool) {
 // Handler serves MCP's Streamable HTTP transport. Every request is
 // authenticated first, by the API itself (GET /v1/whoami in process, with
 // the request's Authorization header): a request the API would refuse gets
-// the API's own answer (401 with WWW-Authenticate, 503 while the history is
-// unreachable) and never reaches MCP. The transport is stateless, each POST
+// the API's own answer (401 with WWW-Authenticate) and never reaches MCP.
+// The transport is stateless, each POST
 // one JSON-RPC exchange answered with application/json: the server keeps no
 // session to bound or to lose, and any member of a cluster answers any
 // request.
