@@ -634,10 +634,12 @@ func TestMCPStdio(t *testing.T) {
 
 	t.Run("Pipe", func(t *testing.T) {
 		// Requests written and standard input closed, as a script does:
-		// every request is answered before faucet mcp exits 0.
+		// every request is answered before faucet mcp exits 0, and a line
+		// that is no message is answered with an error, not the end.
 		cmd := exec.Command(faucetBin, "mcp", "--server", s.url, "--token", mcpViewer)
 		cmd.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"pipe","version":"1"}}}
 {"jsonrpc":"2.0","method":"notifications/initialized"}
+{not json
 {"jsonrpc":"2.0","id":2,"method":"tools/list"}
 {"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"get_connector_schema","arguments":{"kind":"source","name":"gate"}}}
 `)
@@ -647,18 +649,25 @@ func TestMCPStdio(t *testing.T) {
 		if err != nil {
 			t.Fatalf("faucet mcp: %v\n%s", err, stderr.String())
 		}
-		answered := map[float64]string{}
+		answered, parseErrors := map[float64]string{}, 0
 		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 			var msg struct {
-				ID     float64         `json:"id"`
+				ID     *float64        `json:"id"`
 				Result json.RawMessage `json:"result"`
+				Error  *struct {
+					Code int `json:"code"`
+				} `json:"error"`
 			}
-			if err := json.Unmarshal([]byte(line), &msg); err != nil || msg.Result == nil {
+			switch err := json.Unmarshal([]byte(line), &msg); {
+			case err == nil && msg.ID == nil && msg.Error != nil && msg.Error.Code == -32700:
+				parseErrors++
+			case err != nil || msg.ID == nil || msg.Result == nil:
 				t.Fatalf("an answer that is no result: %s (%v)", line, err)
+			default:
+				answered[*msg.ID] = string(msg.Result)
 			}
-			answered[msg.ID] = string(msg.Result)
 		}
-		if len(answered) != 3 || !strings.Contains(answered[2], "list_connectors") || !strings.Contains(answered[3], "writeOnly") {
+		if len(answered) != 3 || parseErrors != 1 || !strings.Contains(answered[2], "list_connectors") || !strings.Contains(answered[3], "writeOnly") {
 			t.Fatalf("answers: %v", answered)
 		}
 	})

@@ -1,9 +1,12 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -106,4 +109,57 @@ func unbounded(path string, p *jsonschema.Schema) []string {
 		out = append(out, unbounded(fmt.Sprintf("%s (choice %d)", path, i+1), alt)...)
 	}
 	return out
+}
+
+// TestStdioBadLines: faucet mcp's transport answers each line that is no
+// message with a JSON-RPC error and reads on; the requests after them, the
+// last one without a newline, are all answered before the end of the input
+// ends the session.
+func TestStdioBadLines(t *testing.T) {
+	t.Parallel()
+	in := strings.Join([]string{
+		`{garbage`,
+		`[]`,
+		strings.Repeat("a", maxLineBytes+1),
+		``,
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
+	}, "\n")
+	var out bytes.Buffer
+	err := New(Options{}).Server(Session{}).Run(context.Background(), Stdio(strings.NewReader(in), &out))
+	if err != nil && !errors.Is(err, io.EOF) {
+		t.Fatalf("run: %v", err)
+	}
+	type answer struct {
+		ID     any             `json:"id"`
+		Result json.RawMessage `json:"result"`
+		Error  *jsonrpc.Error  `json:"error"`
+	}
+	var answers []answer
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var one answer
+		if err := json.Unmarshal([]byte(l), &one); err != nil {
+			t.Fatalf("an answer that is not JSON: %.200s", l)
+		}
+		answers = append(answers, one)
+	}
+	want := []struct {
+		code int64
+		says string
+	}{{jsonrpc.CodeParseError, "not JSON"}, {jsonrpc.CodeInvalidRequest, "invalid request"}, {jsonrpc.CodeInvalidRequest, "longer than"}}
+	if len(answers) != len(want)+2 {
+		t.Fatalf("%d answers, want %d:\n%.2000s", len(answers), len(want)+2, out.String())
+	}
+	for i, w := range want {
+		if a := answers[i]; a.ID != nil || a.Error == nil || a.Error.Code != w.code || !strings.Contains(a.Error.Message, w.says) {
+			t.Errorf("answer %d to a bad line: %+v, want code %d saying %q", i, a, w.code, w.says)
+		}
+	}
+	if a := answers[3]; a.ID != float64(1) || a.Error != nil || !strings.Contains(string(a.Result), `"faucet"`) {
+		t.Errorf("the initialize after the bad lines: %+v", a)
+	}
+	if a := answers[4]; a.ID != float64(2) || a.Error != nil || !strings.Contains(string(a.Result), `"list_runs"`) {
+		t.Errorf("the last request, with no newline: %+v", a)
+	}
 }
