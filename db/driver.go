@@ -37,6 +37,7 @@ type Driver interface {
 	LeaderDriver
 	WakeDriver
 	TemplateDriver
+	CallbackDriver
 }
 
 // IdempotencyDriver stores idempotency claims.

@@ -37,6 +37,7 @@ type Store interface {
 	LeaderStore
 	WakeStore
 	TemplateStore
+	CallbackStore
 }
 
 // Lifecycle is the store itself: its identity, health and connections.

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Interpolation rules, applied to string values inside connector configs and
@@ -15,6 +16,7 @@ import (
 //	${env:NAME}            the environment variable NAME; an error when unset
 //	${env:NAME:-fallback}  NAME, or fallback when NAME is unset or empty
 //	${vars.NAME}           the var NAME (row vars over top-level vars)
+//	${now…}                the run's clock (see now.go)
 //	$${                    a literal "${"
 //
 // A string that is exactly one ${vars.NAME} takes the var's value with its
@@ -30,6 +32,8 @@ type resolver struct {
 	env    func(string) (string, bool)
 	vars   map[string]any
 	secret func(string)
+	// now is the run's clock, for ${now…}.
+	now time.Time
 }
 
 // interpolate returns v with every string expanded. Each failing string is
@@ -99,6 +103,8 @@ func (r *resolver) spliced(ref string) (string, error) {
 	switch {
 	case strings.HasPrefix(ref, "env:"):
 		return r.lookupEnv(ref[len("env:"):])
+	case isNowRef(ref):
+		return expandNow(ref, r.now)
 	case strings.HasPrefix(ref, "vars."):
 		v, err := r.lookupVar(ref[len("vars."):])
 		if err != nil {
@@ -117,7 +123,7 @@ func (r *resolver) spliced(ref string) (string, error) {
 			return "", fmt.Errorf("var %q holds a %s; only a string that is exactly ${vars.%s} can use it", ref[len("vars."):], jsonKind(v), ref[len("vars."):])
 		}
 	default:
-		return "", fmt.Errorf("unknown reference %q: write ${env:NAME} or ${vars.NAME}, or $${ for a literal ${", "${"+ref+"}")
+		return "", fmt.Errorf("unknown reference %q: write ${env:NAME}, ${vars.NAME} or ${now}, or $${ for a literal ${", "${"+ref+"}")
 	}
 }
 

@@ -34,6 +34,10 @@ type LoadOptions struct {
 	Sets []string
 	// Env looks up ${env:NAME}; nil means the process environment.
 	Env func(string) (string, bool)
+	// Now is the run's clock, what ${now…} renders (in its own offset). The
+	// zero time means the instant Load starts: a server passes the run's
+	// recorded clock instead, so every execution of a run renders the same.
+	Now time.Time
 	// Catalog lists the connectors and their config schemas. Required.
 	Catalog Catalog
 }
@@ -103,6 +107,9 @@ func load(data []byte, opts LoadOptions, file string) (*Plan, error) {
 	}
 	if opts.Env == nil {
 		opts.Env = os.LookupEnv
+	}
+	if opts.Now.IsZero() {
+		opts.Now = time.Now()
 	}
 	doc, cerr := parsedDocs.parse(data, opts.Format)
 	if cerr != nil {
@@ -356,7 +363,7 @@ type row struct {
 func (l *loader) invocations(root map[string]any) []Invocation {
 	env := l.opts.Env
 	topVars, _ := root["vars"].(map[string]any)
-	varsResolver := &resolver{env: env, secret: l.addSecret}
+	varsResolver := &resolver{env: env, secret: l.addSecret, now: l.opts.Now}
 	report := func(at path, msg string) { l.report(at, "", msg) }
 	topVars, _ = varsResolver.interpolate(topVars, path{"vars"}, report).(map[string]any)
 
@@ -442,7 +449,7 @@ func (l *loader) connector(role Role, pipe map[string]any, r row) ConnectorConfi
 	if r.index >= 0 {
 		sharedRow = r.id
 	}
-	res := &resolver{env: l.opts.Env, vars: r.vars, secret: l.addSecret}
+	res := &resolver{env: l.opts.Env, vars: r.vars, secret: l.addSecret, now: l.opts.Now}
 	// A string that failed to interpolate is one problem: the schema's view
 	// of the unexpanded text it kept would only repeat it.
 	failed := map[string]bool{}

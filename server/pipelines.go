@@ -44,9 +44,15 @@ func (p *pipelineHost) Close() error { return p.host.Close() }
 // Catalog is the connector catalog the API's schema routes show.
 func (p *pipelineHost) Catalog() pipeline.Catalog { return p.host }
 
+// Load loads a config as a template registers it: at the present instant.
 func (p *pipelineHost) Load(config []byte, format string) (*pipeline.Plan, error) {
+	return p.LoadAt(config, format, time.Time{})
+}
+
+// LoadAt loads a run's config at the run's clock; a zero now is the present.
+func (p *pipelineHost) LoadAt(config []byte, format string, now time.Time) (*pipeline.Plan, error) {
 	return pipeline.Load(config, pipeline.LoadOptions{
-		Format: pipeline.Format(format), Defaults: p.defaults, Env: os.LookupEnv, Catalog: p.host,
+		Format: pipeline.Format(format), Defaults: p.defaults, Env: os.LookupEnv, Catalog: p.host, Now: now,
 	})
 }
 

@@ -55,11 +55,26 @@ type Config struct {
 	MaxQueuedRuns     int
 	// DefaultConfig is a pipeline config file merged under every submitted
 	// config.
-	DefaultConfig        string
-	BodyLimitBytes       int64
-	ShutdownGrace        time.Duration
-	RetainTerminalRuns   time.Duration
+	DefaultConfig      string
+	BodyLimitBytes     int64
+	ShutdownGrace      time.Duration
+	RetainTerminalRuns time.Duration
+	// IdempotencyRetention is how long an idempotency key stays claimed;
+	// zero takes the default, IdempotencyExpireAtOnce keeps none.
 	IdempotencyRetention time.Duration
+	// CallbackSecret, when set, signs every completion callback's body
+	// (HMAC-SHA256, the Faucet-Signature header).
+	CallbackSecret string
+	// CallbackAllowHosts, when set, are the only hosts a completion
+	// callback may call, whatever their address.
+	CallbackAllowHosts []string
+	// CallbackMaxAttempts bounds a delivery's attempts (every member of a
+	// cluster must use the same); CallbackTimeout one attempt;
+	// CallbackMaxConcurrent the attempts in flight. Zero takes the
+	// callbacks package's defaults.
+	CallbackMaxAttempts   int
+	CallbackTimeout       time.Duration
+	CallbackMaxConcurrent int
 	// LogRetention is how long persisted run logs are kept; zero disables
 	// persisting them.
 	LogRetention      time.Duration
@@ -111,7 +126,11 @@ type Config struct {
 
 // Defaults of Config.
 const (
-	DefaultListen               = "127.0.0.1:8080"
+	DefaultListen = "127.0.0.1:8080"
+	// IdempotencyExpireAtOnce is the retention of --idempotency-retention-secs
+	// 0, as the Rust faucet reads it: the history's resolution, so a key
+	// has expired by the time any later submit reads it.
+	IdempotencyExpireAtOnce     = time.Microsecond
 	DefaultShutdownGrace        = 30 * time.Second
 	DefaultRetainTerminalRuns   = 30 * 24 * time.Hour
 	DefaultIdempotencyRetention = 24 * time.Hour

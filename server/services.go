@@ -10,6 +10,7 @@ import (
 	"github.com/faucet-dev/faucet/server/api"
 	"github.com/faucet-dev/faucet/server/audit"
 	"github.com/faucet-dev/faucet/server/auth"
+	"github.com/faucet-dev/faucet/server/callbacks"
 	"github.com/faucet-dev/faucet/server/cluster"
 	"github.com/faucet-dev/faucet/server/execution"
 	"github.com/faucet-dev/faucet/server/maintenance"
@@ -34,6 +35,9 @@ type services struct {
 	// templates is the template registry, whose triggered runs admission
 	// admits.
 	templates *templates.Service
+	// callbacks delivers the outbox of completion callbacks the history
+	// writes with every terminal transition, on any member.
+	callbacks *callbacks.Dispatcher
 }
 
 // newServices builds the services of a server over store.
@@ -45,7 +49,17 @@ func newServices(cfg Config, store db.Store, pipes *pipelineHost, authn *auth.Au
 	}
 	s.logs = runlog.New(logCfg)
 	s.audit = audit.New(audit.Config{Store: store, Logger: log})
-	execCfg := execution.Config{MaxConcurrent: cfg.MaxConcurrentRuns, Logger: log, Metrics: m}
+	policy := callbacks.Policy{AllowHosts: cfg.CallbackAllowHosts, Cluster: cfg.Cluster}
+	s.callbacks = callbacks.New(callbacks.Config{
+		Policy: policy, Secret: []byte(cfg.CallbackSecret), MaxAttempts: cfg.CallbackMaxAttempts,
+		AttemptTimeout: cfg.CallbackTimeout, MaxConcurrent: cfg.CallbackMaxConcurrent, Version: api.Version, Logger: log, Metrics: m,
+	}, store)
+	// A run finalized here has its delivery due now: deliver it without
+	// waiting for the poll.
+	execCfg := execution.Config{
+		MaxConcurrent: cfg.MaxConcurrentRuns, Logger: log, Metrics: m,
+		Finalized: func(context.Context, execution.Final) { s.callbacks.Wake() },
+	}
 	maintCfg := maintenance.Config{
 		Retention: maintenance.Retention{
 			TerminalRuns: cfg.RetainTerminalRuns, IdempotencyClaims: cfg.IdempotencyRetention, Logs: cfg.LogRetention,
@@ -77,7 +91,7 @@ func newServices(cfg Config, store db.Store, pipes *pipelineHost, authn *auth.Au
 	}
 	s.admission = admission.New(admission.Config{
 		MaxQueued: cfg.MaxQueuedRuns, IdempotencyRetention: cfg.IdempotencyRetention, ProbeTimeout: cfg.ProbeTimeout,
-		Secrets: authn.Secrets(), Cluster: cfg.Cluster, Logger: log, Metrics: m,
+		Secrets: authn.Secrets(), Cluster: cfg.Cluster, CheckCallback: policy.CheckJSON, Logger: log, Metrics: m,
 	}, store, pipes, dispatch, s.audit)
 	s.templates = templates.New(templates.Config{
 		Store: store, Loader: pipes, Clustered: cfg.Cluster, Log: log, Submitter: templates.SubmitFunc(s.submitTemplateRun),
@@ -99,7 +113,7 @@ func (s *services) membership() api.Membership {
 // so ctx is not theirs.
 func (s *services) start(ctx context.Context) error {
 	bg := context.WithoutCancel(ctx)
-	for _, start := range []func(context.Context) error{s.logs.Start, s.exec.Start, s.admission.Start} {
+	for _, start := range []func(context.Context) error{s.logs.Start, s.exec.Start, s.admission.Start, s.callbacks.Start} {
 		if err := start(bg); err != nil {
 			return err
 		}
@@ -127,6 +141,9 @@ func (s *services) stop(ctx context.Context, grace time.Duration) {
 		s.log.Warn("shutdown", "error", err)
 	}
 	cancel()
+	// The runs' ends are in the outbox: what is not delivered yet is given
+	// back, due, for a peer or the next start.
+	s.callbacks.Stop()
 	teardown, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if s.member != nil {

@@ -6,8 +6,11 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -15,6 +18,7 @@ import (
 
 	"github.com/faucet-dev/faucet/db"
 	"github.com/faucet-dev/faucet/internal/testpg"
+	migrations "github.com/faucet-dev/faucet/sql"
 )
 
 // faucet runs the CLI with args and returns its output.
@@ -82,7 +86,7 @@ func TestMigrateCommand(t *testing.T) {
 			wantOutput(t, mustFaucet(t, "migrate", "status", h), "applied")
 			var st migrationStatus
 			if err := json.Unmarshal([]byte(mustFaucet(t, "migrate", "status", h, "--output", "json")), &st); err != nil ||
-				st.SchemaVersion != 4 || len(st.Migrations) != 4 || st.Migrations[0].State != "applied" || st.Migrations[0].AppliedAt == nil {
+				st.SchemaVersion != int64(newest.version) || len(st.Migrations) != newest.count || st.Migrations[0].State != "applied" || st.Migrations[0].AppliedAt == nil {
 				t.Fatalf("migrate status --output json: %+v (%v)", st, err)
 			}
 			// Removing every table asks first.
@@ -90,7 +94,7 @@ func TestMigrateCommand(t *testing.T) {
 			if err == nil || !strings.Contains(out, "Type yes to go ahead") {
 				t.Fatalf("down --to 0 answered no: %v\n%s", err, out)
 			}
-			wantOutput(t, mustFaucet(t, "migrate", "version", h), "schema version 4")
+			wantOutput(t, mustFaucet(t, "migrate", "version", h), fmt.Sprintf("schema version %d", newest.version))
 			out, err = faucetWithInput(t, "yes\n", "migrate", "down", "--to", "0", h)
 			if err != nil {
 				t.Fatalf("down --to 0 answered yes: %v\n%s", err, out)
@@ -150,14 +154,14 @@ func TestMigrateDefaultsToServesHistory(t *testing.T) {
 		t.Fatalf("migrate up --data-dir did not create serve's history file: %v", err)
 	}
 	t.Setenv("FAUCET_DATA_DIR", dir)
-	wantOutput(t, mustFaucet(t, "migrate", "version"), "schema version 4 (up to date)")
+	wantOutput(t, mustFaucet(t, "migrate", "version"), fmt.Sprintf("schema version %d (up to date)", newest.version))
 	other := filepath.Join(t.TempDir(), "other.db")
 	t.Setenv("FAUCET_HISTORY", "sqlite:"+other)
 	if _, err := faucet(t, "migrate", "status"); err == nil || !strings.Contains(err.Error(), "no run history at "+other) {
 		t.Fatalf("FAUCET_HISTORY is not the history: %v", err)
 	}
 	t.Setenv("FAUCET_HISTORY", "")
-	wantOutput(t, mustFaucet(t, "migrate", "version"), "schema version 4 (up to date)")
+	wantOutput(t, mustFaucet(t, "migrate", "version"), fmt.Sprintf("schema version %d (up to date)", newest.version))
 }
 
 func TestMigrateBadInput(t *testing.T) {
@@ -177,3 +181,20 @@ func TestMigrateBadInput(t *testing.T) {
 		t.Fatalf("unknown scheme: %v, want ErrBadURL", err)
 	}
 }
+
+// newest is the newest migration faucet embeds and how many there are, so
+// the assertions follow the schema as migrations are added.
+var newest = func() (n struct{ version, count int }) {
+	names, err := fs.Glob(migrations.SQLite, "*.sql")
+	if err != nil {
+		panic(err)
+	}
+	for _, name := range names {
+		v, err := strconv.Atoi(name[:strings.IndexByte(name, '_')])
+		if err != nil {
+			panic("migration " + name + ": " + err.Error())
+		}
+		n.version, n.count = max(n.version, v), n.count+1
+	}
+	return n
+}()

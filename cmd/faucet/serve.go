@@ -12,6 +12,7 @@ import (
 	"github.com/faucet-dev/faucet/server"
 	"github.com/faucet-dev/faucet/server/admission"
 	"github.com/faucet-dev/faucet/server/api"
+	"github.com/faucet-dev/faucet/server/callbacks"
 	"github.com/faucet-dev/faucet/server/execution"
 	"github.com/faucet-dev/faucet/server/follow"
 	"github.com/faucet-dev/faucet/server/httpguard"
@@ -19,11 +20,11 @@ import (
 
 func newServeCmd() *cobra.Command {
 	var (
-		cfg                                         server.Config
-		shutdownSecs, retainSecs, idemSecs, logSecs int64
-		probeSecs                                   int64
-		pollSecs, leaseSecs                         float64
-		logLevel                                    string
+		cfg                                                       server.Config
+		shutdownSecs, retainSecs, idemSecs, logSecs, callbackSecs int64
+		probeSecs                                                 int64
+		pollSecs, leaseSecs                                       float64
+		logLevel                                                  string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -53,8 +54,19 @@ variable set to the empty string counts as unset.`,
 			}
 			cfg.ShutdownGrace = time.Duration(shutdownSecs) * time.Second
 			cfg.RetainTerminalRuns = time.Duration(retainSecs) * time.Second
-			cfg.IdempotencyRetention = time.Duration(idemSecs) * time.Second
+			switch {
+			case idemSecs < 0:
+				return usageErrorf("--idempotency-retention-secs must not be negative")
+			case idemSecs == 0:
+				cfg.IdempotencyRetention = server.IdempotencyExpireAtOnce
+			default:
+				cfg.IdempotencyRetention = time.Duration(idemSecs) * time.Second
+			}
 			cfg.LogRetention = time.Duration(logSecs) * time.Second
+			if callbackSecs <= 0 || cfg.CallbackMaxAttempts <= 0 || cfg.CallbackMaxConcurrent <= 0 {
+				return usageErrorf("--callback-timeout-secs, --callback-max-attempts and --callback-max-concurrent must be positive")
+			}
+			cfg.CallbackTimeout = time.Duration(callbackSecs) * time.Second
 			cfg.ProbeTimeout = time.Duration(probeSecs) * time.Second
 			if cfg.MCPAllowMutations && !cfg.MCP {
 				return usageErrorf("--mcp-allow-mutations allows the mutating tools of the MCP endpoint: pass --mcp too")
@@ -82,7 +94,12 @@ variable set to the empty string counts as unset.`,
 	f.Int64Var(&cfg.BodyLimitBytes, "body-limit-bytes", api.DefaultBodyLimit, "largest request body accepted (larger: 413)")
 	f.Int64Var(&shutdownSecs, "shutdown-grace-secs", int64(server.DefaultShutdownGrace/time.Second), "on SIGTERM, how long running runs may take to flush before they are failed")
 	f.Int64Var(&retainSecs, "retain-terminal-runs-secs", int64(server.DefaultRetainTerminalRuns/time.Second), "delete finished runs this long after they finished (0: keep forever)")
-	f.Int64Var(&idemSecs, "idempotency-retention-secs", int64(server.DefaultIdempotencyRetention/time.Second), "how long an idempotency key stays claimed")
+	f.Int64Var(&idemSecs, "idempotency-retention-secs", int64(server.DefaultIdempotencyRetention/time.Second), "how long an idempotency key stays claimed (0: it expires at once, so a repeated key submits a new run)")
+	f.StringVar(&cfg.CallbackSecret, "callback-secret", "", "sign every completion callback's body with this key (HMAC-SHA256, header Faucet-Signature: sha256=HEX)")
+	f.IntVar(&cfg.CallbackMaxAttempts, "callback-max-attempts", callbacks.DefaultMaxAttempts, "attempts of a completion callback's delivery before it is failed; every member of a cluster must use the same")
+	f.Int64Var(&callbackSecs, "callback-timeout-secs", int64(callbacks.DefaultAttemptTimeout/time.Second), "limit of one callback attempt, from resolving the target to its answer")
+	f.IntVar(&cfg.CallbackMaxConcurrent, "callback-max-concurrent", callbacks.DefaultMaxConcurrent, "callback attempts in flight on this server")
+	f.StringSliceVar(&cfg.CallbackAllowHosts, "callback-allow-host", nil, "the only hosts completion callbacks may call (repeatable, or comma-separated); a host named here may be loopback or link-local")
 	f.Int64Var(&logSecs, "log-retention-secs", int64(server.DefaultLogRetention/time.Second), "keep persisted run logs this long (0: do not persist run logs)")
 	f.IntVar(&cfg.LogMaxLinesPerRun, "log-max-lines-per-run", server.DefaultLogMaxLinesPerRun, "persist at most this many of a run's newest log lines")
 	f.Int64Var(&probeSecs, "probe-timeout-secs", int64(server.DefaultProbeTimeout/time.Second), "time limit of doctor probes")

@@ -65,6 +65,7 @@ func Exercise(t *testing.T, newURL func(t testing.TB) string, peek Peek) {
 		{"RunLogs", exerciseRunLogs},
 		{"Purge", func(t *testing.T, newURL func(t testing.TB) string) { exercisePurge(t, newURL, peek) }},
 		{"Templates", exerciseTemplates},
+		{"Callbacks", exerciseCallbacks},
 	}
 	for _, s := range suites {
 		t.Run(s.name, func(t *testing.T) {

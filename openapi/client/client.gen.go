@@ -35,6 +35,24 @@ func (e AuditEntryResult) Valid() bool {
 	}
 }
 
+// Defines values for BackfillUnitStatus.
+const (
+	NotSubmitted BackfillUnitStatus = "not_submitted"
+	Submitted    BackfillUnitStatus = "submitted"
+)
+
+// Valid indicates whether the value is a known member of the BackfillUnitStatus enum.
+func (e BackfillUnitStatus) Valid() bool {
+	switch e {
+	case NotSubmitted:
+		return true
+	case Submitted:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CallbackSpecOn.
 const (
 	CallbackSpecOnCancelled CallbackSpecOn = "cancelled"
@@ -50,6 +68,27 @@ func (e CallbackSpecOn) Valid() bool {
 	case CallbackSpecOnCompleted:
 		return true
 	case CallbackSpecOnFailed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CallbackState.
+const (
+	CallbackStateDelivered CallbackState = "delivered"
+	CallbackStateFailed    CallbackState = "failed"
+	CallbackStatePending   CallbackState = "pending"
+)
+
+// Valid indicates whether the value is a known member of the CallbackState enum.
+func (e CallbackState) Valid() bool {
+	switch e {
+	case CallbackStateDelivered:
+		return true
+	case CallbackStateFailed:
+		return true
+	case CallbackStatePending:
 		return true
 	default:
 		return false
@@ -411,12 +450,122 @@ type AuditResponse struct {
 	Entries []AuditEntry `json:"entries"`
 }
 
+// BackfillRequest defines model for BackfillRequest.
+type BackfillRequest struct {
+	Callback *CallbackSpec `json:"callback,omitempty"`
+
+	// Config The pipeline config, YAML or JSON; its sources use ${backfill.start}, ${backfill.end} (and the other ${backfill.…}) or ${now…} to read one unit.
+	Config string `json:"config"`
+
+	// ConfigFormat Syntax of a pipeline config.
+	ConfigFormat *ConfigFormat `json:"config_format,omitempty"`
+
+	// From Start of the window (inclusive): RFC 3339, or a date (midnight in timezone).
+	From string `json:"from"`
+
+	// Labels Labels of every unit run, besides the backfill and backfill_unit labels faucet sets.
+	Labels *map[string]string `json:"labels,omitempty"`
+
+	// Name Base name of the unit runs, named {name}-backfill-{unit}; the config's name when omitted, else pipeline.
+	Name *string `json:"name,omitempty"`
+
+	// TimeoutSecs Timeout of each unit run.
+	TimeoutSecs *int64 `json:"timeout_secs,omitempty"`
+
+	// Timezone IANA time zone of dates, calendar days and the units' clocks; UTC when omitted.
+	Timezone *string `json:"timezone,omitempty"`
+
+	// To End of the window (exclusive): RFC 3339, or a date.
+	To string `json:"to"`
+
+	// Window Length of a unit: 45s, 30m, 6h (or seconds) are fixed, 1d and 1w calendar days and weeks in timezone. Without it the whole window is one unit.
+	Window *string `json:"window,omitempty"`
+}
+
+// BackfillResponse defines model for BackfillResponse.
+type BackfillResponse struct {
+	// Backfill The backfill's hash: the backfill label of every unit run, and the middle of their idempotency keys.
+	Backfill string `json:"backfill"`
+
+	// Created Unit runs this request created.
+	Created int64 `json:"created"`
+
+	// Descriptor What the hash is of: time|from|to|window|name.
+	Descriptor string `json:"descriptor"`
+
+	// Planned Units of the window.
+	Planned int64 `json:"planned"`
+
+	// Replayed Unit runs that existed already.
+	Replayed int64 `json:"replayed"`
+
+	// Submitted Units that have their run: created plus replayed.
+	Submitted int64          `json:"submitted"`
+	Units     []BackfillUnit `json:"units"`
+}
+
+// BackfillUnit defines model for BackfillUnit.
+type BackfillUnit struct {
+	// End End of the unit (exclusive).
+	End string `json:"end"`
+
+	// Error Why the unit was not submitted (a full queue: post the same backfill again to submit the rest).
+	Error *string `json:"error,omitempty"`
+
+	// Replayed true when the unit's run existed already (its idempotency key replayed): this request created no run for it.
+	Replayed bool    `json:"replayed"`
+	RunId    *string `json:"run_id,omitempty"`
+
+	// RunStatus A run's status. pending: stored for any cluster member to claim (cluster mode only); queued: admitted to this server's queue; running: executing; sharded: split into source shards that execute on their own (cluster mode only); completed, failed, cancelled: terminal.
+	RunStatus *RunStatus `json:"run_status,omitempty"`
+
+	// Start Start of the unit (inclusive), RFC 3339 in timezone.
+	Start string `json:"start"`
+
+	// Status submitted: the unit has its run (created by this request, or replayed); not_submitted: it has none yet (see the unit's error), and posting the same backfill again submits it.
+	Status BackfillUnitStatus `json:"status"`
+
+	// Unit The unit's id: its start in UTC, compact (20260601T000000Z).
+	Unit string `json:"unit"`
+}
+
+// BackfillUnitStatus submitted: the unit has its run (created by this request, or replayed); not_submitted: it has none yet (see the unit's error), and posting the same backfill again submits it.
+type BackfillUnitStatus string
+
+// CallbackDelivery defines model for CallbackDelivery.
+type CallbackDelivery struct {
+	// Attempts Attempts started, the one in flight included.
+	Attempts int64 `json:"attempts"`
+
+	// CreatedAt When the run's terminal record was written, and its delivery with it.
+	CreatedAt time.Time `json:"created_at"`
+
+	// DeliveryId The Faucet-Delivery-Id header (and delivery_id body field) of every attempt: a receiver dedupes on it.
+	DeliveryId string `json:"delivery_id"`
+
+	// FinishedAt When it was delivered or failed.
+	FinishedAt    *time.Time `json:"finished_at,omitempty"`
+	LastAttemptAt *time.Time `json:"last_attempt_at,omitempty"`
+
+	// LastError Why the last attempt did not deliver.
+	LastError *string `json:"last_error,omitempty"`
+
+	// LastStatusCode The HTTP status of the last answer, when there was one.
+	LastStatusCode *int64 `json:"last_status_code,omitempty"`
+
+	// NextAttemptAt When a pending delivery is due.
+	NextAttemptAt *time.Time `json:"next_attempt_at,omitempty"`
+
+	// State Where a callback's delivery stands. pending: not delivered yet (an attempt is in flight, or one is due at next_attempt_at); delivered: the target answered 2xx; failed: the target refused it (a 4xx other than 408, 425 and 429, a redirect, an address the server may not call) or its attempts ran out.
+	State CallbackState `json:"state"`
+}
+
 // CallbackSpec defines model for CallbackSpec.
 type CallbackSpec struct {
-	// ExtraFields Static fields merged into the callback body.
+	// ExtraFields Static fields merged into the callback body (at most 64 KiB); a key the body already has (event, delivery_id, run_id, status, …) is refused.
 	ExtraFields *map[string]interface{} `json:"extra_fields,omitempty"`
 
-	// Headers Extra request headers. Their values are write-only: run records show them as [REDACTED].
+	// Headers Extra request headers (at most 32, values of at most 4096 bytes; not Content-Type, Host, User-Agent or Faucet-*). A value is literal text or exactly ${env:NAME}, which the delivering server resolves from its environment; a clustered server accepts only ${env:NAME}, since a literal would be stored in clear text in the shared history. Their values are write-only: run records show them as [REDACTED].
 	Headers *map[string]string `json:"headers,omitempty"`
 
 	// Method HTTP method; POST when omitted.
@@ -425,12 +574,15 @@ type CallbackSpec struct {
 	// On Terminal statuses to fire on; empty means all.
 	On *[]CallbackSpecOn `json:"on,omitempty"`
 
-	// Url http(s) URL to call when the run reaches a terminal status.
+	// Url http or https URL to call when the run reaches a terminal status. Loopback, link-local and cloud metadata addresses are refused (also when a name resolves to one at delivery) unless the host is named by the server's --callback-allow-host, which, when set, is the only hosts allowed.
 	Url string `json:"url"`
 }
 
 // CallbackSpecOn defines model for CallbackSpec.On.
 type CallbackSpecOn string
+
+// CallbackState Where a callback's delivery stands. pending: not delivered yet (an attempt is in flight, or one is due at next_attempt_at); delivered: the target answered 2xx; failed: the target refused it (a 4xx other than 408, 425 and 429, a redirect, an address the server may not call) or its attempts ran out.
+type CallbackState string
 
 // ChannelAssignment defines model for ChannelAssignment.
 type ChannelAssignment struct {
@@ -723,10 +875,13 @@ type Role string
 // RunRecord defines model for RunRecord.
 type RunRecord struct {
 	// Attempt How many times the cluster took the run over from a member that stopped executing it (its lease lapsed, or it handed the run back at shutdown); 0 for a run that never changed hands, and always 0 without --cluster.
-	Attempt      int64         `json:"attempt"`
-	Callback     *CallbackSpec `json:"callback,omitempty"`
-	Clock        *string       `json:"clock,omitempty"`
-	DoctorReport *DoctorReport `json:"doctor_report,omitempty"`
+	Attempt  int64         `json:"attempt"`
+	Callback *CallbackSpec `json:"callback,omitempty"`
+
+	// CallbackDeliveries The deliveries of the run's callback (GET /v1/runs/{id} only): one once the run is terminal, when its callback subscribes to the status.
+	CallbackDeliveries *[]CallbackDelivery `json:"callback_deliveries,omitempty"`
+	Clock              *string             `json:"clock,omitempty"`
+	DoctorReport       *DoctorReport       `json:"doctor_report,omitempty"`
 
 	// ElapsedSecs Seconds between start and finish; live while running.
 	ElapsedSecs    *float64           `json:"elapsed_secs"`
@@ -771,7 +926,7 @@ type SchemasResponse struct {
 type SubmitRequest struct {
 	Callback *CallbackSpec `json:"callback,omitempty"`
 
-	// Clock The run's clock (RFC 3339), the time backfill ${now...} references resolve to. Recorded on the run and part of the idempotency fingerprint; this server's pipeline configs have no such references, so it does not change the run, and the submission says so in warnings.
+	// Clock The run's clock (RFC 3339): what ${now}, ${now.date}, ${now:%Y-%m-%d} and the other ${now…} references of the config render, in the offset given. Without it the run's clock is the instant it was submitted. Recorded on the run, so every execution of it (a takeover by another member included) renders the same; part of the idempotency fingerprint.
 	Clock *time.Time `json:"clock,omitempty"`
 
 	// Concurrency Override execution.max_concurrent: how many invocations run at once.
@@ -1041,7 +1196,7 @@ type ListRunsParams struct {
 	// Until Only runs submitted before this time (RFC 3339).
 	Until *time.Time `form:"until,omitempty" json:"until,omitempty"`
 
-	// Limit Page size.
+	// Limit Page size, at most 500: a larger one is read as 500, as the Rust faucet does.
 	Limit *int64 `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// Cursor next_cursor of the previous page (the id of its last run).
@@ -1119,6 +1274,9 @@ type GetTemplateParams struct {
 	// Version The version: a channel (stable when omitted, previous, newest, dev, test, staging, pre-prod, canary, prod) or a number.
 	Version *string `form:"version,omitempty" json:"version,omitempty"`
 }
+
+// SubmitBackfillJSONRequestBody defines body for SubmitBackfill for application/json ContentType.
+type SubmitBackfillJSONRequestBody = BackfillRequest
 
 // RunDoctorJSONRequestBody defines body for RunDoctor for application/json ContentType.
 type RunDoctorJSONRequestBody = DoctorRequest
@@ -1304,6 +1462,24 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/audit (the `ListAudit` operationId).
 	ListAudit(ctx context.Context, params *ListAuditParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SubmitBackfillWithBody Submit a backfill: one run per unit of a time window
+	//
+	// Plans [from, to) into units of window and submits one run per unit through the path of POST /v1/runs, in order: each with its ${backfill.*} tokens substituted, the name {name}-backfill-{unit}, the labels backfill and backfill_unit, its clock (${now…}) the unit's start, delivery at_least_once and the idempotency key backfill:{hash}:{unit}, so posting the same backfill again replays the units already submitted and submits the rest. A full queue stops the units: the rest are not_submitted, and the same post submits them later. A malformed window, more than 10000 units, or sources that use no token of the window are 400; a refusal of the first unit (an invalid config, a full queue) is the answer itself, and nothing is written.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/backfill (the `SubmitBackfill` operationId).
+	SubmitBackfillWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SubmitBackfill Submit a backfill: one run per unit of a time window
+	//
+	// Plans [from, to) into units of window and submits one run per unit through the path of POST /v1/runs, in order: each with its ${backfill.*} tokens substituted, the name {name}-backfill-{unit}, the labels backfill and backfill_unit, its clock (${now…}) the unit's start, delivery at_least_once and the idempotency key backfill:{hash}:{unit}, so posting the same backfill again replays the units already submitted and submits the rest. A full queue stops the units: the rest are not_submitted, and the same post submits them later. A malformed window, more than 10000 units, or sources that use no token of the window are 400; a refusal of the first unit (an invalid config, a full queue) is the answer itself, and nothing is written.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/backfill (the `SubmitBackfill` operationId).
+	SubmitBackfill(ctx context.Context, body SubmitBackfillJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RunDoctorWithBody Validate a config and probe its connectors without running it
 	//
@@ -1579,6 +1755,44 @@ func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*ht
 // Corresponds with GET /v1/audit (the `ListAudit` operationId).
 func (c *Client) ListAudit(ctx context.Context, params *ListAuditParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListAuditRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SubmitBackfillWithBody Submit a backfill: one run per unit of a time window
+//
+// Plans [from, to) into units of window and submits one run per unit through the path of POST /v1/runs, in order: each with its ${backfill.*} tokens substituted, the name {name}-backfill-{unit}, the labels backfill and backfill_unit, its clock (${now…}) the unit's start, delivery at_least_once and the idempotency key backfill:{hash}:{unit}, so posting the same backfill again replays the units already submitted and submits the rest. A full queue stops the units: the rest are not_submitted, and the same post submits them later. A malformed window, more than 10000 units, or sources that use no token of the window are 400; a refusal of the first unit (an invalid config, a full queue) is the answer itself, and nothing is written.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/backfill (the `SubmitBackfill` operationId).
+func (c *Client) SubmitBackfillWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSubmitBackfillRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SubmitBackfill Submit a backfill: one run per unit of a time window
+//
+// Plans [from, to) into units of window and submits one run per unit through the path of POST /v1/runs, in order: each with its ${backfill.*} tokens substituted, the name {name}-backfill-{unit}, the labels backfill and backfill_unit, its clock (${now…}) the unit's start, delivery at_least_once and the idempotency key backfill:{hash}:{unit}, so posting the same backfill again replays the units already submitted and submits the rest. A full queue stops the units: the rest are not_submitted, and the same post submits them later. A malformed window, more than 10000 units, or sources that use no token of the window are 400; a refusal of the first unit (an invalid config, a full queue) is the answer itself, and nothing is written.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/backfill (the `SubmitBackfill` operationId).
+func (c *Client) SubmitBackfill(ctx context.Context, body SubmitBackfillJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSubmitBackfillRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2253,6 +2467,46 @@ func NewListAuditRequest(server string, params *ListAuditParams) (*http.Request,
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewSubmitBackfillRequest calls the generic SubmitBackfill builder with application/json body
+func NewSubmitBackfillRequest(server string, body SubmitBackfillJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSubmitBackfillRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewSubmitBackfillRequestWithBody constructs an http.Request for the SubmitBackfill method, with any body, and a specified content type
+func NewSubmitBackfillRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/backfill")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -3453,6 +3707,24 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/audit (the `ListAudit` operationId).
 	ListAuditWithResponse(ctx context.Context, params *ListAuditParams, reqEditors ...RequestEditorFn) (*ListAuditResponse, error)
 
+	// SubmitBackfillWithBodyWithResponse Submit a backfill: one run per unit of a time window
+	//
+	// Plans [from, to) into units of window and submits one run per unit through the path of POST /v1/runs, in order: each with its ${backfill.*} tokens substituted, the name {name}-backfill-{unit}, the labels backfill and backfill_unit, its clock (${now…}) the unit's start, delivery at_least_once and the idempotency key backfill:{hash}:{unit}, so posting the same backfill again replays the units already submitted and submits the rest. A full queue stops the units: the rest are not_submitted, and the same post submits them later. A malformed window, more than 10000 units, or sources that use no token of the window are 400; a refusal of the first unit (an invalid config, a full queue) is the answer itself, and nothing is written.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/backfill (the `SubmitBackfill` operationId).
+	SubmitBackfillWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SubmitBackfillResponse, error)
+
+	// SubmitBackfillWithResponse Submit a backfill: one run per unit of a time window
+	//
+	// Plans [from, to) into units of window and submits one run per unit through the path of POST /v1/runs, in order: each with its ${backfill.*} tokens substituted, the name {name}-backfill-{unit}, the labels backfill and backfill_unit, its clock (${now…}) the unit's start, delivery at_least_once and the idempotency key backfill:{hash}:{unit}, so posting the same backfill again replays the units already submitted and submits the rest. A full queue stops the units: the rest are not_submitted, and the same post submits them later. A malformed window, more than 10000 units, or sources that use no token of the window are 400; a refusal of the first unit (an invalid config, a full queue) is the answer itself, and nothing is written.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/backfill (the `SubmitBackfill` operationId).
+	SubmitBackfillWithResponse(ctx context.Context, body SubmitBackfillJSONRequestBody, reqEditors ...RequestEditorFn) (*SubmitBackfillResponse, error)
+
 	// RunDoctorWithBodyWithResponse Validate a config and probe its connectors without running it
 	//
 	// 200 with the report when every probe passed; 422 with the report in error.details when one failed; 400 when the config does not load. The body is a JSON DoctorRequest or the config itself as YAML.
@@ -3972,6 +4244,131 @@ func (r ListAuditResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ListAuditResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SubmitBackfillResponse401Headers the declared response headers of an HTTP 401 response for SubmitBackfill
+type SubmitBackfillResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// SubmitBackfillResponse429Headers the declared response headers of an HTTP 429 response for SubmitBackfill
+type SubmitBackfillResponse429Headers struct {
+	RetryAfter int
+}
+
+type SubmitBackfillResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *BackfillResponse
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SubmitBackfillResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SubmitBackfillResponse429Headers
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r SubmitBackfillResponse) GetJSON202() *BackfillResponse {
+	return r.JSON202
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r SubmitBackfillResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r SubmitBackfillResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r SubmitBackfillResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r SubmitBackfillResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r SubmitBackfillResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r SubmitBackfillResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r SubmitBackfillResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r SubmitBackfillResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r SubmitBackfillResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r SubmitBackfillResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r SubmitBackfillResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SubmitBackfillResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SubmitBackfillResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SubmitBackfillResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -6020,6 +6417,36 @@ func (c *ClientWithResponses) ListAuditWithResponse(ctx context.Context, params 
 	return ParseListAuditResponse(rsp)
 }
 
+// SubmitBackfillWithBodyWithResponse Submit a backfill: one run per unit of a time window
+//
+// Plans [from, to) into units of window and submits one run per unit through the path of POST /v1/runs, in order: each with its ${backfill.*} tokens substituted, the name {name}-backfill-{unit}, the labels backfill and backfill_unit, its clock (${now…}) the unit's start, delivery at_least_once and the idempotency key backfill:{hash}:{unit}, so posting the same backfill again replays the units already submitted and submits the rest. A full queue stops the units: the rest are not_submitted, and the same post submits them later. A malformed window, more than 10000 units, or sources that use no token of the window are 400; a refusal of the first unit (an invalid config, a full queue) is the answer itself, and nothing is written.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/backfill (the `SubmitBackfill` operationId).
+func (c *ClientWithResponses) SubmitBackfillWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SubmitBackfillResponse, error) {
+	rsp, err := c.SubmitBackfillWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSubmitBackfillResponse(rsp)
+}
+
+// SubmitBackfillWithResponse Submit a backfill: one run per unit of a time window
+//
+// Plans [from, to) into units of window and submits one run per unit through the path of POST /v1/runs, in order: each with its ${backfill.*} tokens substituted, the name {name}-backfill-{unit}, the labels backfill and backfill_unit, its clock (${now…}) the unit's start, delivery at_least_once and the idempotency key backfill:{hash}:{unit}, so posting the same backfill again replays the units already submitted and submits the rest. A full queue stops the units: the rest are not_submitted, and the same post submits them later. A malformed window, more than 10000 units, or sources that use no token of the window are 400; a refusal of the first unit (an invalid config, a full queue) is the answer itself, and nothing is written.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/backfill (the `SubmitBackfill` operationId).
+func (c *ClientWithResponses) SubmitBackfillWithResponse(ctx context.Context, body SubmitBackfillJSONRequestBody, reqEditors ...RequestEditorFn) (*SubmitBackfillResponse, error) {
+	rsp, err := c.SubmitBackfill(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSubmitBackfillResponse(rsp)
+}
+
 // RunDoctorWithBodyWithResponse Validate a config and probe its connectors without running it
 //
 // 200 with the report when every probe passed; 422 with the report in error.details when one failed; 400 when the config does not load. The body is a JSON DoctorRequest or the config itself as YAML.
@@ -6647,6 +7074,125 @@ func ParseListAuditResponse(rsp *http.Response) (*ListAuditResponse, error) {
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSubmitBackfillResponse parses an HTTP response from a SubmitBackfillWithResponse call
+func ParseSubmitBackfillResponse(rsp *http.Response) (*SubmitBackfillResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SubmitBackfillResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest BackfillResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers SubmitBackfillResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers SubmitBackfillResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil

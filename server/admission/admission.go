@@ -47,6 +47,10 @@ type Config struct {
 	Cluster bool
 	// Clock stamps submissions; nil means time.Now.
 	Clock func() time.Time
+	// CheckCallback validates a submission's completion callback against the
+	// server's egress policy and returns it as it is stored; its error is
+	// the refusal (a *CallbackError, 422). Nil refuses every callback.
+	CheckCallback func(json.RawMessage) (json.RawMessage, error)
 	// Logger and Metrics receive what admission reports; nil discards it.
 	Logger  *slog.Logger
 	Metrics *metrics.Metrics
@@ -220,17 +224,32 @@ func (s *Service) Submit(ctx context.Context, req Request) (Result, error) {
 	if s.Closing() {
 		return Result{}, ErrShuttingDown
 	}
+	// The run's clock: the submit instant (the store keeps microseconds,
+	// so the response says what a read returns), or the submission's.
+	submittedAt := s.cfg.Clock().UTC().Truncate(time.Microsecond)
+	now := submittedAt
 	if req.Clock != nil {
-		// Normalized, so equal instants written differently fingerprint
-		// equally.
 		t, err := time.Parse(time.RFC3339, *req.Clock)
 		if err != nil {
 			return Result{}, &ConfigError{Err: fmt.Errorf("clock %q is not an RFC 3339 time", *req.Clock)}
 		}
-		clock := t.UTC().Format(time.RFC3339Nano)
-		req.Clock = &clock
+		// Normalized, so equal clocks written differently fingerprint
+		// equally; the offset is kept, since ${now.date} renders the date
+		// there.
+		clock := t.Format(time.RFC3339Nano)
+		now, req.Clock = t, &clock
 	}
-	plan, err := loadMasked(s.pipes, req)
+	if len(req.Callback) > 0 {
+		if s.cfg.CheckCallback == nil {
+			return Result{}, &CallbackError{Err: errors.New("callback: this server delivers no completion callbacks")}
+		}
+		cb, err := s.cfg.CheckCallback(req.Callback)
+		if err != nil {
+			return Result{}, &CallbackError{Err: err}
+		}
+		req.Callback = cb
+	}
+	plan, err := loadMasked(s.pipes, req, now)
 	if err != nil {
 		return Result{}, err
 	}
@@ -275,7 +294,7 @@ func (s *Service) Submit(ctx context.Context, req Request) (Result, error) {
 		defer s.recorded(runID)
 	}
 
-	rec := s.record(runID, req, plan, report)
+	rec := s.record(runID, req, plan, report, submittedAt)
 	var entry *db.AuditEntry
 	if req.Actor != nil {
 		e := s.audit.Entry(*req.Actor, submitted(runID, configFP))
@@ -296,7 +315,7 @@ func (s *Service) Submit(ctx context.Context, req Request) (Result, error) {
 	if s.cfg.Metrics != nil {
 		s.cfg.Metrics.RunsSubmitted.Inc()
 	}
-	warnings := append(warnings(s.pipes, plan, s.cfg.Cluster), requestWarnings(req)...)
+	warnings := warnings(s.pipes, plan, s.cfg.Cluster)
 	for _, w := range warnings {
 		s.cfg.Logger.Warn("submission warning", "run_id", runID, "warning", w)
 	}
@@ -315,7 +334,7 @@ func submitted(runID, fingerprint string) audit.Action {
 }
 
 // record is the run record a submission writes.
-func (s *Service) record(runID string, req Request, plan *pipeline.Plan, report json.RawMessage) *db.RunRecord {
+func (s *Service) record(runID string, req Request, plan *pipeline.Plan, report json.RawMessage, submittedAt time.Time) *db.RunRecord {
 	status := db.StatusQueued
 	if s.cfg.Cluster {
 		status = db.StatusPending
@@ -323,9 +342,7 @@ func (s *Service) record(runID string, req Request, plan *pipeline.Plan, report 
 	format := req.ConfigFormat
 	rec := &db.RunRecord{
 		RunID: runID, Name: req.Name, Labels: req.Labels, Status: status,
-		// The store keeps microseconds: the response says what a read
-		// returns.
-		SubmittedAt:    s.cfg.Clock().UTC().Truncate(time.Microsecond),
+		SubmittedAt:    submittedAt,
 		Invocations:    []db.InvocationRecord{},
 		IdempotencyKey: req.IdempotencyKey, DoctorReport: report, TimeoutSecs: req.TimeoutSecs,
 		Clock: req.Clock, Concurrency: req.Concurrency, Callback: req.Callback, ConfigFormat: &format,

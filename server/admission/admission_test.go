@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/faucet-dev/faucet/db"
 	"github.com/faucet-dev/faucet/server/admission"
@@ -172,14 +173,13 @@ func TestIdempotencyFingerprintCoversClockAndTimeout(t *testing.T) {
 	}
 	st.Await(t, s.Store, first.RunID, db.StatusCompleted)
 
-	// The same instant written in another zone is the same clock.
-	same := base
-	same.Clock = st.Ptr("2026-01-01T01:00:00+01:00")
-	if res, err := s.Admission.Submit(ctx, same); err != nil || !res.Replay || res.RunID != first.RunID {
+	if res, err := s.Admission.Submit(ctx, base); err != nil || !res.Replay || res.RunID != first.RunID {
 		t.Fatalf("replay with an equal clock: %+v %v", res, err)
 	}
 	changes := map[string]func(*admission.Request){
-		"other clock":   func(q *admission.Request) { q.Clock = st.Ptr("2026-01-02T00:00:00Z") },
+		"other clock": func(q *admission.Request) { q.Clock = st.Ptr("2026-01-02T00:00:00Z") },
+		// The same instant in another offset renders another ${now.date}.
+		"other offset":  func(q *admission.Request) { q.Clock = st.Ptr("2026-01-01T01:00:00+01:00") },
 		"no clock":      func(q *admission.Request) { q.Clock = nil },
 		"other timeout": func(q *admission.Request) { q.TimeoutSecs = st.Ptr(int64(61)) },
 		"no timeout":    func(q *admission.Request) { q.TimeoutSecs = nil },
@@ -193,7 +193,7 @@ func TestIdempotencyFingerprintCoversClockAndTimeout(t *testing.T) {
 	}
 }
 
-func TestClockIsRecordedWithAWarningThatItIsNotApplied(t *testing.T) {
+func TestClockIsRecordedInItsOffset(t *testing.T) {
 	t.Parallel()
 	s := st.Start(t, st.Options{})
 	req := yaml("2")
@@ -202,14 +202,19 @@ func TestClockIsRecordedWithAWarningThatItIsNotApplied(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "clock 2026-03-01T10:00:00Z is recorded on the run but not applied") {
+	if len(res.Warnings) != 0 {
 		t.Fatalf("warnings = %q", res.Warnings)
 	}
 	rec := st.Await(t, s.Store, res.RunID, db.StatusCompleted)
-	if rec.Clock == nil || *rec.Clock != "2026-03-01T10:00:00Z" || rec.RecordsWritten != 2 {
+	if rec.Clock == nil || *rec.Clock != "2026-03-01T12:00:00+02:00" || rec.RecordsWritten != 2 {
 		t.Fatalf("record = %+v", rec)
 	}
-	if plain := s.Submit(t, "2"); len(plain.Warnings) != 0 {
-		t.Fatalf("a submission without clock warned: %+v", plain)
+	if got := admission.RunClock(rec); !got.Equal(time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)) || got.Format("-07:00") != "+02:00" {
+		t.Fatalf("RunClock = %v", got)
+	}
+	plain := s.Submit(t, "2")
+	prec := st.Await(t, s.Store, plain.RunID, db.StatusCompleted)
+	if got := admission.RunClock(prec); !got.Equal(prec.SubmittedAt) {
+		t.Fatalf("RunClock without a clock = %v, want the submit instant %v", got, prec.SubmittedAt)
 	}
 }

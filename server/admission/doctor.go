@@ -66,7 +66,7 @@ func (r DoctorReport) Redacted(red *redact.Redactor) DoctorReport {
 // Doctor loads a config and probes its connectors, without running it. The
 // report is redacted.
 func (s *Service) Doctor(ctx context.Context, config, format string) (DoctorReport, error) {
-	plan, err := LoadPlan(s.pipes, config, format, nil)
+	plan, err := LoadPlan(s.pipes, config, format, nil, s.cfg.Clock())
 	if err != nil {
 		return DoctorReport{}, err
 	}

@@ -43,3 +43,11 @@ type DoctorError struct{ Report DoctorReport }
 func (e *DoctorError) Error() string {
 	return fmt.Sprintf("doctor_first preflight failed: %d probe(s) failed", e.Report.Failures())
 }
+
+// CallbackError is a submission whose completion callback the server's
+// egress policy refuses (422): nothing is written.
+type CallbackError struct{ Err error }
+
+func (e *CallbackError) Error() string { return e.Err.Error() }
+
+func (e *CallbackError) Unwrap() error { return e.Err }

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/faucet-dev/faucet/db"
 	"github.com/faucet-dev/faucet/internal/redact"
 	"github.com/faucet-dev/faucet/pipeline"
 )
@@ -15,10 +17,11 @@ import (
 // tell how a plan's connectors would behave if the run were sharded or
 // re-executed.
 type Pipelines interface {
-	// Load validates and interpolates a config ("yaml" or "json") into a plan.
-	// Errors describe the bad input (with line and column, or the JSON path)
-	// and become 400 responses.
-	Load(config []byte, format string) (*pipeline.Plan, error)
+	// LoadAt validates and interpolates a config ("yaml" or "json") into a
+	// plan, its ${now…} references rendering now. Errors describe the bad
+	// input (with line and column, or the JSON path) and become 400
+	// responses.
+	LoadAt(config []byte, format string, now time.Time) (*pipeline.Plan, error)
 	// Probe runs every connector's Check probe of plan.
 	Probe(ctx context.Context, plan *pipeline.Plan) (DoctorReport, error)
 	// Shardable reports whether the source connector can be split into
@@ -30,13 +33,14 @@ type Pipelines interface {
 	WriteMode(sink pipeline.ConnectorConfig) string
 }
 
-// LoadPlan loads a run's config the way a submit does: the config loaded,
-// then the request's overrides applied. A cluster member that claims a run
-// re-loads its stored config through it, with its own environment, so no
-// resolved secret is ever stored. A config that does not load is a
-// *ConfigError.
-func LoadPlan(p Pipelines, config, format string, concurrency *int) (*pipeline.Plan, error) {
-	plan, err := p.Load([]byte(config), format)
+// LoadPlan loads a run's config the way a submit does: the config loaded at
+// the run's clock (now), then the request's overrides applied. A cluster
+// member that claims a run re-loads its stored config through it, with its
+// own environment, so no resolved secret is ever stored, and with the run's
+// recorded clock (RunClock), so it renders the same ${now}. A config that
+// does not load is a *ConfigError.
+func LoadPlan(p Pipelines, config, format string, concurrency *int, now time.Time) (*pipeline.Plan, error) {
+	plan, err := p.LoadAt([]byte(config), format, now)
 	if err != nil {
 		return nil, &ConfigError{Err: err}
 	}
@@ -49,8 +53,8 @@ func LoadPlan(p Pipelines, config, format string, concurrency *int) (*pipeline.P
 // loadMasked is LoadPlan for a submission: the problems of a config that
 // holds secrets (a template's secret params) are masked, as pipeline masks
 // the values it resolves itself.
-func loadMasked(p Pipelines, req Request) (*pipeline.Plan, error) {
-	plan, err := LoadPlan(p, req.Config, req.ConfigFormat, req.Concurrency)
+func loadMasked(p Pipelines, req Request, now time.Time) (*pipeline.Plan, error) {
+	plan, err := LoadPlan(p, req.Config, req.ConfigFormat, req.Concurrency, now)
 	if err != nil && len(req.Secrets) > 0 {
 		red := redact.New(req.Secrets)
 		for _, prob := range pipeline.ConfigProblems(err) {
@@ -125,18 +129,15 @@ func warnings(p Pipelines, plan *pipeline.Plan, cluster bool) []string {
 		"write to a keyed sink with write_mode: upsert to make re-execution idempotent", scope, strings.Join(risky, ", ")))
 }
 
-// requestWarnings are the remarks on request fields this server accepts and
-// records, so idempotency and history stay faithful to the wire format, but
-// does not act on. A clock sets the time ${now...} references resolve to in a
-// backfill; faucet's pipeline configs have no such references, so the run
-// executes exactly as it would without one.
-func requestWarnings(req Request) []string {
-	var out []string
-	if len(req.Callback) > 0 {
-		out = append(out, "completion callbacks are not delivered by this server version; the callback was stored on the run record only")
+// RunClock is a run's clock, what its ${now…} references render: the
+// submission's clock in the offset it was given, else the instant it was
+// submitted. Both are recorded on the run, so every member that loads it
+// renders the same.
+func RunClock(rec *db.RunRecord) time.Time {
+	if rec.Clock != nil {
+		if t, err := time.Parse(time.RFC3339Nano, *rec.Clock); err == nil {
+			return t
+		}
 	}
-	if req.Clock != nil {
-		out = append(out, fmt.Sprintf("clock %s is recorded on the run but not applied by this server: pipeline configs have no ${now...} references for it to set", *req.Clock))
-	}
-	return out
+	return rec.SubmittedAt
 }

@@ -1,6 +1,8 @@
 package admission
 
 import (
+	"time"
+
 	"context"
 	"strings"
 	"testing"
@@ -12,7 +14,7 @@ import (
 // has one write mode ("" means append).
 type sinkModes string
 
-func (sinkModes) Load([]byte, string) (*pipeline.Plan, error) { return nil, nil }
+func (sinkModes) LoadAt([]byte, string, time.Time) (*pipeline.Plan, error) { return nil, nil }
 func (sinkModes) Probe(context.Context, *pipeline.Plan) (DoctorReport, error) {
 	return DoctorReport{}, nil
 }

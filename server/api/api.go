@@ -170,7 +170,7 @@ func (d *Deps) measure(ctx huma.Context, next func(huma.Context)) {
 	op := ctx.Operation()
 	defer func() {
 		if d.Metrics != nil {
-			d.Metrics.ObserveHTTP(op.OperationID, op.Method, statusText(ctx.Status()), time.Since(start))
+			d.Metrics.ObserveHTTP(op.OperationID, op.Path, op.Method, statusText(ctx.Status()), time.Since(start))
 		}
 	}()
 	if host, _, err := net.SplitHostPort(ctx.RemoteAddr()); err == nil {

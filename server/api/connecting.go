@@ -22,6 +22,8 @@ func Connecting(cluster bool, m *metrics.Metrics) http.Handler {
 		})
 	})
 	if m != nil {
+		m.SetCluster(cluster)
+		m.SetHistoryDown(true)
 		mux.Handle("GET /metrics", m.Handler())
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

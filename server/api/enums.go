@@ -83,3 +83,26 @@ func enumComponent[T ~string](r huma.Registry, name, doc string, values ...T) *h
 	}
 	return &huma.Schema{Ref: "#/components/schemas/" + name}
 }
+
+// CallbackState is where the delivery of a run's callback stands.
+type CallbackState string
+
+// Schema makes CallbackState the CallbackState component.
+func (CallbackState) Schema(r huma.Registry) *huma.Schema {
+	return enumComponent(r, "CallbackState",
+		"Where a callback's delivery stands. pending: not delivered yet (an attempt is in flight, or one is due at "+
+			"next_attempt_at); delivered: the target answered 2xx; failed: the target refused it (a 4xx other than 408, "+
+			"425 and 429, a redirect, an address the server may not call) or its attempts ran out.",
+		db.CallbackPending, db.CallbackDelivered, db.CallbackFailed)
+}
+
+// BackfillUnitStatus says whether a backfill's unit has its run.
+type BackfillUnitStatus string
+
+// Schema makes BackfillUnitStatus the BackfillUnitStatus component.
+func (BackfillUnitStatus) Schema(r huma.Registry) *huma.Schema {
+	return enumComponent(r, "BackfillUnitStatus",
+		"submitted: the unit has its run (created by this request, or replayed); not_submitted: it has none yet "+
+			"(see the unit's error), and posting the same backfill again submits it.",
+		"submitted", "not_submitted")
+}

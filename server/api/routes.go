@@ -182,6 +182,7 @@ func Register(a huma.API, d *Deps) {
 	}, d.runDoctor)
 
 	d.registerTemplates(g, maxBody)
+	d.registerBackfill(g, maxBody)
 
 	huma.Register(g.v1, huma.Operation{
 		OperationID: "whoami", Method: http.MethodGet, Path: "/whoami",
@@ -240,10 +241,14 @@ func (d *Deps) readyz(ctx context.Context, _ *struct{}) (*readyzOutput, error) {
 	return out, nil
 }
 
-func (d *Deps) metrics(context.Context, *struct{}) (*huma.StreamResponse, error) {
+func (d *Deps) metrics(ctx context.Context, _ *struct{}) (*huma.StreamResponse, error) {
 	if d.Metrics == nil {
 		return nil, errUnavailable("this process keeps no metrics")
 	}
+	pctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	d.Metrics.SetHistoryDown(d.Store.Ping(pctx) != nil)
+	d.Metrics.SetCluster(d.Admission.Config().Cluster)
 	return &huma.StreamResponse{Body: func(ctx huma.Context) {
 		r, w := humago.Unwrap(ctx)
 		d.Metrics.Handler().ServeHTTP(w, r)
@@ -372,11 +377,8 @@ func (d *Deps) submitRun(ctx context.Context, in *submitInput) (*submitOutput, e
 		Clock: b.Clock, Concurrency: b.Concurrency, Actor: &who,
 	}
 	if b.Callback != nil {
-		cb := *b.Callback
-		if cb.Method == "" {
-			cb.Method = http.MethodPost
-		}
-		enc, err := json.Marshal(cb)
+		// Admission checks it against the egress policy and normalizes it.
+		enc, err := json.Marshal(b.Callback)
 		if err != nil {
 			return nil, errBadConfig("callback: "+err.Error(), nil)
 		}
@@ -396,9 +398,12 @@ func (d *Deps) submitRun(ctx context.Context, in *submitInput) (*submitOutput, e
 func (d *Deps) serviceError(err error) error {
 	var cfgErr *admission.ConfigError
 	var docErr *admission.DoctorError
+	var cbErr *admission.CallbackError
 	switch {
 	case errors.As(err, &cfgErr):
 		return errBadConfig(cfgErr.Error(), nil)
+	case errors.As(err, &cbErr):
+		return errUnprocessable(cbErr.Error(), nil)
 	case errors.As(err, &docErr):
 		var details map[string]any
 		if b, mErr := json.Marshal(toDoctorReport(docErr.Report)); mErr == nil {
@@ -435,7 +440,7 @@ type listRunsInput struct {
 	Template string      `query:"template" maxLength:"64" doc:"Only runs triggered from this template (by id)."`
 	Since    time.Time   `query:"since" doc:"Only runs submitted at or after this time (RFC 3339)."`
 	Until    time.Time   `query:"until" doc:"Only runs submitted before this time (RFC 3339)."`
-	Limit    int         `query:"limit" default:"50" minimum:"1" maximum:"500" doc:"Page size."`
+	Limit    int         `query:"limit" default:"50" minimum:"1" doc:"Page size, at most 500: a larger one is read as 500, as the Rust faucet does."`
 	Cursor   string      `query:"cursor" maxLength:"256" doc:"next_cursor of the previous page (the id of its last run)."`
 }
 
@@ -468,8 +473,11 @@ type listRunsOutput struct {
 	Body ListResponse
 }
 
+// MaxListLimit is the largest page of GET /v1/runs.
+const MaxListLimit = 500
+
 func (d *Deps) listRuns(ctx context.Context, in *listRunsInput) (*listRunsOutput, error) {
-	f := db.ListFilter{Limit: in.Limit, Cursor: in.Cursor}
+	f := db.ListFilter{Limit: min(in.Limit, MaxListLimit), Cursor: in.Cursor}
 	for _, s := range in.Status {
 		st, err := db.ParseRunStatus(string(s))
 		if err != nil {
@@ -518,7 +526,18 @@ func (d *Deps) getRun(ctx context.Context, in *runIDInput) (*getRunOutput, error
 	if err != nil {
 		return nil, d.serviceError(err)
 	}
-	return &getRunOutput{Body: toRunRecord(rec)}, nil
+	out := &getRunOutput{Body: toRunRecord(rec)}
+	if len(rec.Callback) > 0 && rec.Status.Terminal() {
+		ds, err := d.Store.CallbackList(ctx, in.ID)
+		if err != nil {
+			if db.Retriable(err) {
+				return nil, errUnavailable("the run history did not answer; retry")
+			}
+			return nil, fmt.Errorf("read the callback deliveries of run %s: %w", in.ID, err)
+		}
+		out.Body.CallbackDeliveries = toCallbackDeliveries(ds)
+	}
+	return out, nil
 }
 
 func (d *Deps) deleteRun(ctx context.Context, in *runIDInput) (*struct{}, error) {

@@ -19,17 +19,17 @@ type SubmitRequest struct {
 	TimeoutSecs    *int64            `json:"timeout_secs,omitempty" minimum:"1" nullable:"true" doc:"Cancel the run (status failed) when it executes longer than this; it flushes within a bounded grace."`
 	DoctorFirst    bool              `json:"doctor_first,omitempty" doc:"Probe every connector first; a failing probe rejects the submission with 422 and the report. false when omitted."`
 	IdempotencyKey *string           `json:"idempotency_key,omitempty" minLength:"1" maxLength:"256" nullable:"true" doc:"Submitting the same key with the same payload returns the existing run; with a different payload, 409."`
-	Clock          *string           `json:"clock,omitempty" format:"date-time" doc:"The run's clock (RFC 3339), the time backfill ${now...} references resolve to. Recorded on the run and part of the idempotency fingerprint; this server's pipeline configs have no such references, so it does not change the run, and the submission says so in warnings."`
-	Callback       *CallbackSpec     `json:"callback,omitempty" doc:"Completion callback. Stored on the run record; this server version does not deliver callbacks yet and says so in warnings."`
+	Clock          *string           `json:"clock,omitempty" format:"date-time" doc:"The run's clock (RFC 3339): what ${now}, ${now.date}, ${now:%Y-%m-%d} and the other ${now…} references of the config render, in the offset given. Without it the run's clock is the instant it was submitted. Recorded on the run, so every execution of it (a takeover by another member included) renders the same; part of the idempotency fingerprint."`
+	Callback       *CallbackSpec     `json:"callback,omitempty" doc:"Completion callback: the server calls it once the run reaches a terminal status, at least once (retried with backoff, from whichever member finds it due, also for a run failed by crash recovery), under one Faucet-Delivery-Id. Its deliveries are callback_deliveries of GET /v1/runs/{id}."`
 	Concurrency    *int              `json:"concurrency,omitempty" minimum:"1" maximum:"1024" doc:"Override execution.max_concurrent: how many invocations run at once."`
 }
 
 // CallbackSpec is a run's completion callback.
 type CallbackSpec struct {
-	URL         string            `json:"url" minLength:"1" doc:"http(s) URL to call when the run reaches a terminal status."`
+	URL         string            `json:"url" minLength:"1" maxLength:"2048" doc:"http or https URL to call when the run reaches a terminal status. Loopback, link-local and cloud metadata addresses are refused (also when a name resolves to one at delivery) unless the host is named by the server's --callback-allow-host, which, when set, is the only hosts allowed."`
 	Method      string            `json:"method,omitempty" doc:"HTTP method; POST when omitted."`
-	Headers     map[string]string `json:"headers,omitempty" doc:"Extra request headers. Their values are write-only: run records show them as [REDACTED]."`
-	ExtraFields map[string]any    `json:"extra_fields,omitempty" doc:"Static fields merged into the callback body."`
+	Headers     map[string]string `json:"headers,omitempty" maxProperties:"32" doc:"Extra request headers (at most 32, values of at most 4096 bytes; not Content-Type, Host, User-Agent or Faucet-*). A value is literal text or exactly ${env:NAME}, which the delivering server resolves from its environment; a clustered server accepts only ${env:NAME}, since a literal would be stored in clear text in the shared history. Their values are write-only: run records show them as [REDACTED]."`
+	ExtraFields map[string]any    `json:"extra_fields,omitempty" doc:"Static fields merged into the callback body (at most 64 KiB); a key the body already has (event, delivery_id, run_id, status, …) is refused."`
 	On          []string          `json:"on,omitempty" enum:"completed,failed,cancelled" doc:"Terminal statuses to fire on; empty means all."`
 }
 
@@ -75,6 +75,8 @@ type RunRecord struct {
 	// labels then carry them too (template, template_version).
 	TemplateID      *string `json:"template_id,omitempty" doc:"The template the run was triggered from (POST /v1/templates/{id}/runs); the labels template and template_version say so too."`
 	TemplateVersion *int    `json:"template_version,omitempty" doc:"The template version the run was triggered from."`
+	// CallbackDeliveries are read for one run only (GET /v1/runs/{id}).
+	CallbackDeliveries []CallbackDelivery `json:"callback_deliveries,omitempty" doc:"The deliveries of the run's callback (GET /v1/runs/{id} only): one once the run is terminal, when its callback subscribes to the status."`
 }
 
 // ListResponse is a page of GET /v1/runs.

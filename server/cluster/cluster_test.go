@@ -412,9 +412,14 @@ func TestClusterLeadershipMovesWhenTheLeaderDies(t *testing.T) {
 	st.AwaitRun(t, survivor.Store, res.RunID, "taken over", func(r *db.RunRecord) bool {
 		return r.Attempt == 1 && r.Status == db.StatusRunning
 	})
-	if n := testutil.ToFloat64(survivor.Metrics.ClusterReclaims.WithLabelValues("run")); n != 1 {
-		t.Fatalf("the new leader counted %v requeued runs, want the dead leader's", n)
-	}
+	// The sweep counts what it requeued once its shards' sweep returned,
+	// which the run's claim by the survivor may precede.
+	testwait.Until(t, 30*time.Second, func() error {
+		if n := testutil.ToFloat64(survivor.Metrics.ClusterReclaims.WithLabelValues("run")); n != 1 {
+			return fmt.Errorf("the new leader counted %v requeued runs, want the dead leader's", n)
+		}
+		return nil
+	})
 	if _, err := survivor.Exec.Cancel(context.Background(), res.RunID); err != nil {
 		t.Fatal(err)
 	}

@@ -292,5 +292,5 @@ func (m *Member) reload(rec *db.RunRecord) (*pipeline.Plan, error) {
 	if rec.ConfigFormat != nil && *rec.ConfigFormat != "" {
 		format = *rec.ConfigFormat
 	}
-	return admission.LoadPlan(m.pipes, *rec.ConfigBody, format, rec.Concurrency)
+	return admission.LoadPlan(m.pipes, *rec.ConfigBody, format, rec.Concurrency, admission.RunClock(rec))
 }

@@ -455,8 +455,15 @@ func TestClusterPoisonsARunThatKillsEveryMember(t *testing.T) {
 		// The default cap, which the flag's help and the README promise
 		// lets such a run execute maxAttempts+1 times.
 		const maxAttempts = 3
-		members := startCluster(t, 3, hist)
-		id := members[0].submit(client.SubmitRequest{Config: killing(filepath.Join(t.TempDir(), "out.jsonl"))}).RunId
+		// The poisoned run calls back, from whichever member's sweep
+		// poisoned it.
+		rcv := newReceiver(t)
+		rcv.up()
+		allow := []string{"--callback-allow-host", "127.0.0.1", "--callback-secret", callbackSecret}
+		members := startCluster(t, 3, hist, allow...)
+		id := members[0].submit(client.SubmitRequest{
+			Config: killing(filepath.Join(t.TempDir(), "out.jsonl")), Callback: &client.CallbackSpec{Url: rcv.url("/poisoned")},
+		}).RunId
 		// The run kills whichever member executes it; the member comes back.
 		// Attempts 0 to maxAttempts each take one member down; the lapse of
 		// the last poisons the run.
@@ -466,12 +473,13 @@ func TestClusterPoisonsARunThatKillsEveryMember(t *testing.T) {
 			if st, ok := members[dead].cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !st.Signaled() || st.Signal() != syscall.SIGKILL {
 				t.Fatalf("member %s ended with %v, not killed by the run\n%s", members[dead].id, members[dead].cmd.ProcessState, members[dead].stderr.String())
 			}
-			members[dead] = startMember(t, hist)
+			members[dead] = startMember(t, hist, allow...)
 		}
 		rec := members[0].await(id, client.RunStatusFailed)
 		if rec.Attempt != maxAttempts || rec.Error == nil || !strings.Contains(*rec.Error, "poison") {
 			t.Fatalf("poisoned run = attempt %d, error %s", rec.Attempt, deref(rec.Error))
 		}
+		checkSent(t, rcv.await(members[0].server, id), delivery(t, members[0].server, id), id, client.RunStatusFailed)
 		// Poisoned, the run is executed no more: every member lives on.
 		for _, m := range members {
 			select {

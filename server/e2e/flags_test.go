@@ -229,3 +229,16 @@ func TestEmptyVariablesAreUnset(t *testing.T) {
 		t.Fatalf("the server says authentication is off:\n%s", s.stderr.String())
 	}
 }
+
+// --idempotency-retention-secs 0 is the Rust faucet's "expire at once": a
+// key repeated later submits a new run instead of replaying.
+func TestZeroIdempotencyRetentionExpiresAtOnce(t *testing.T) {
+	s := start(t, serverOpts{args: []string{"--idempotency-retention-secs", "0"}})
+	req := client.SubmitRequest{Config: generateToFile(1, filepath.Join(t.TempDir(), "out.jsonl")), IdempotencyKey: ptr("nightly")}
+	first := s.submit(req)
+	s.await(first.RunId, client.RunStatusCompleted)
+	second := s.submit(req)
+	if second.RunId == first.RunId || second.Replayed {
+		t.Fatalf("a key repeated with retention 0 replayed: %+v after %+v", second, first)
+	}
+}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -61,7 +62,7 @@ func TestBadInputIsOneStatusPerKind(t *testing.T) {
 		// Every parameter that does not parse or validate is 400, whether
 		// huma's schema check or a handler caught it.
 		for _, path := range []string{
-			"/v1/runs?limit=0", "/v1/runs?limit=abc", "/v1/runs?limit=501", "/v1/runs?status=done",
+			"/v1/runs?limit=0", "/v1/runs?limit=abc", "/v1/runs?status=done",
 			"/v1/runs?since=yesterday", "/v1/runs?cursor=no-such-run",
 			"/v1/audit?limit=0", "/v1/schemas/widget/generate",
 			"/v1/runs/" + done.RunId + "/logs?format=xml", "/v1/runs/" + done.RunId + "/logs?after=-1",
@@ -71,6 +72,11 @@ func TestBadInputIsOneStatusPerKind(t *testing.T) {
 		} {
 			st, hd, b := s.rawRequest(http.MethodGet, path, "", "")
 			wantProblem(t, "GET "+path, st, hd, b, http.StatusBadRequest, "bad_config")
+		}
+
+		// A page larger than 500 is read as 500, as the Rust faucet does.
+		if st, _, b := s.rawRequest(http.MethodGet, "/v1/runs?limit=100000", "", ""); st != http.StatusOK || !strings.Contains(string(b), done.RunId) {
+			t.Fatalf("limit=100000: %d %s", st, b)
 		}
 
 		// A cursor that named a run deleted since is refused too, rather
@@ -111,6 +117,22 @@ func TestBadInputIsOneStatusPerKind(t *testing.T) {
 		// Query fields belong to a YAML body; a JSON body carries its own.
 		st, hd, b = s.rawRequest(http.MethodPost, "/v1/runs?name=x", "application/json", `{"config": "version: 1"}`)
 		wantProblem(t, "JSON body with ?name", st, hd, b, http.StatusBadRequest, "bad_config")
+
+		// A callback the egress policy refuses is 422 naming why.
+		for callback, why := range map[string]string{
+			`{"url": "http://169.254.169.254/latest/meta-data/"}`:                        "link-local",
+			`{"url": "http://metadata.google.internal/"}`:                                "metadata",
+			`{"url": "http://127.0.0.1:8080/v1/runs"}`:                                   "loopback",
+			`{"url": "file:///etc/passwd"}`:                                              `scheme "file"`,
+			`{"url": "https://hooks.example/", "extra_fields": {"status": "completed"}}`: "callback.extra_fields.status",
+			`{"url": "https://hooks.example/", "headers": {"Faucet-Delivery-Id": "x"}}`:  "callback.headers.Faucet-Delivery-Id",
+		} {
+			body := fmt.Sprintf(`{"config": %q, "callback": %s}`, generateToFile(1, out), callback)
+			st, hd, b = s.rawRequest(http.MethodPost, "/v1/runs", "application/json", body)
+			if p := wantProblem(t, "callback "+callback, st, hd, b, http.StatusUnprocessableEntity, "unprocessable"); !strings.Contains(p.Detail, why) {
+				t.Errorf("callback %s: %q does not name %q", callback, p.Detail, why)
+			}
+		}
 
 		list, err := s.admin().ListRunsWithResponse(context.Background(), nil)
 		if err != nil || list.JSON200 == nil || len(list.JSON200.Runs) != 0 {

@@ -38,13 +38,28 @@ type Metrics struct {
 	// Log streams.
 	LogFollowers prometheus.Gauge
 	LogFeeds     prometheus.Gauge
+
+	// Completion callbacks.
+	CallbackDeliveries *prometheus.CounterVec
+	CallbackAttempt    prometheus.Histogram
+	CallbackLatency    prometheus.Histogram
+	CallbacksInFlight  prometheus.Gauge
+
+	// The Rust faucet's names of these counts (rust.go); the two gauges are
+	// exported under those names only.
+	rust           rustHTTP
+	clusterEnabled prometheus.Gauge
+	historyDown    prometheus.Gauge
 }
 
 // New registers every instrument, plus the Go runtime and process collectors.
 func New() *Metrics {
 	reg := prometheus.NewRegistry()
 	m := &Metrics{
-		reg: reg,
+		reg:            reg,
+		rust:           newRustHTTP(),
+		clusterEnabled: prometheus.NewGauge(prometheus.GaugeOpts{Name: "faucet_cluster_enabled"}),
+		historyDown:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "faucet_history_down"}),
 		LogFollowers: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "faucet_log_followers",
 			Help: "Clients following a run's log stream (SSE) now.",
@@ -52,6 +67,24 @@ func New() *Metrics {
 		LogFeeds: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "faucet_log_feeds",
 			Help: "Runs executed elsewhere whose persisted log one shared poller reads for this server's followers.",
+		}),
+		CallbackDeliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "faucet_callback_deliveries_total",
+			Help: "Completion callback attempts this instance made, by result: delivered, retried (it will try again), failed (it gave up: the target refused it, or the attempts ran out).",
+		}, []string{"result"}),
+		CallbackAttempt: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "faucet_callback_attempt_duration_seconds",
+			Help:    "Duration of completion callback attempts, from connect to the target's answer.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}),
+		CallbackLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "faucet_callback_delivery_latency_seconds",
+			Help:    "Time from a run's terminal record to its callback's delivery, retries included.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 1800},
+		}),
+		CallbacksInFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "faucet_callbacks_in_flight",
+			Help: "Completion callback attempts in progress on this instance.",
 		}),
 		RunsSubmitted: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "faucet_runs_submitted_total",
@@ -129,6 +162,8 @@ func New() *Metrics {
 		m.IdempotencyReplays, m.QueueDepth, m.InFlight, m.HTTPDuration,
 		m.ClusterClaims, m.ClusterReclaims, m.ClusterPoisoned, m.ClusterMembers,
 		m.ShardsInFlight, m.ShardsFinished, m.ClusterShards, m.LeasesLost, m.ClusterLeader, m.LogFollowers, m.LogFeeds,
+		m.CallbackDeliveries, m.CallbackAttempt, m.CallbackLatency, m.CallbacksInFlight,
+		m.rust.requests, m.rust.duration, rustCollector{families: m.rustFamilies()},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -140,9 +175,12 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
-// ObserveHTTP records one request.
-func (m *Metrics) ObserveHTTP(operation, method, code string, d time.Duration) {
+// ObserveHTTP records one request of an operation served at the route
+// template path.
+func (m *Metrics) ObserveHTTP(operation, path, method, code string, d time.Duration) {
 	m.HTTPDuration.WithLabelValues(operation, method, code).Observe(d.Seconds())
+	m.rust.requests.WithLabelValues(method, path, code).Inc()
+	m.rust.duration.WithLabelValues(method, path).Observe(d.Seconds())
 }
 
 // RunFinished records a terminal run.

@@ -5,6 +5,8 @@
 package servicetest
 
 import (
+	"time"
+
 	"cmp"
 	"context"
 	"encoding/json"
@@ -42,8 +44,8 @@ type Engine struct {
 
 var _ admission.Pipelines = Engine{}
 
-// Load loads a config of the forms above.
-func (e Engine) Load(config []byte, _ string) (*pipeline.Plan, error) {
+// LoadAt loads a config of the forms above.
+func (e Engine) LoadAt(config []byte, _ string, _ time.Time) (*pipeline.Plan, error) {
 	s := string(config)
 	kind, arg, _ := strings.Cut(s, ":")
 	switch {

@@ -84,6 +84,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/backfill": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Submit a backfill: one run per unit of a time window
+         * @description Plans [from, to) into units of window and submits one run per unit through the path of POST /v1/runs, in order: each with its ${backfill.*} tokens substituted, the name {name}-backfill-{unit}, the labels backfill and backfill_unit, its clock (${now…}) the unit's start, delivery at_least_once and the idempotency key backfill:{hash}:{unit}, so posting the same backfill again replays the units already submitted and submits the rest. A full queue stops the units: the rest are not_submitted, and the same post submits them later. A malformed window, more than 10000 units, or sources that use no token of the window are 400; a refusal of the first unit (an invalid config, a full queue) is the answer itself, and nothing is written.
+         */
+        post: operations["submitBackfill"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/doctor": {
         parameters: {
             query?: never;
@@ -435,12 +455,121 @@ export interface components {
         AuditResponse: {
             entries: components["schemas"]["AuditEntry"][];
         };
+        BackfillRequest: {
+            /** @description Refused (422): a backfill is one run per unit, so no single run is its completion; give each unit run a callback of its own with POST /v1/runs. */
+            callback?: components["schemas"]["CallbackSpec"];
+            /** @description The pipeline config, YAML or JSON; its sources use ${backfill.start}, ${backfill.end} (and the other ${backfill.…}) or ${now…} to read one unit. */
+            config: string;
+            /** @description Format of config; yaml when omitted. */
+            config_format?: components["schemas"]["ConfigFormat"];
+            /** @description Start of the window (inclusive): RFC 3339, or a date (midnight in timezone). */
+            from: string;
+            /** @description Labels of every unit run, besides the backfill and backfill_unit labels faucet sets. */
+            labels?: {
+                [key: string]: string;
+            };
+            /** @description Base name of the unit runs, named {name}-backfill-{unit}; the config's name when omitted, else pipeline. */
+            name?: string;
+            /**
+             * Format: int64
+             * @description Timeout of each unit run.
+             */
+            timeout_secs?: number;
+            /** @description IANA time zone of dates, calendar days and the units' clocks; UTC when omitted. */
+            timezone?: string;
+            /** @description End of the window (exclusive): RFC 3339, or a date. */
+            to: string;
+            /** @description Length of a unit: 45s, 30m, 6h (or seconds) are fixed, 1d and 1w calendar days and weeks in timezone. Without it the whole window is one unit. */
+            window?: string;
+        };
+        BackfillResponse: {
+            /** @description The backfill's hash: the backfill label of every unit run, and the middle of their idempotency keys. */
+            backfill: string;
+            /**
+             * Format: int64
+             * @description Unit runs this request created.
+             */
+            created: number;
+            /** @description What the hash is of: time|from|to|window|name. */
+            descriptor: string;
+            /**
+             * Format: int64
+             * @description Units of the window.
+             */
+            planned: number;
+            /**
+             * Format: int64
+             * @description Unit runs that existed already.
+             */
+            replayed: number;
+            /**
+             * Format: int64
+             * @description Units that have their run: created plus replayed.
+             */
+            submitted: number;
+            units: components["schemas"]["BackfillUnit"][];
+        };
+        BackfillUnit: {
+            /** @description End of the unit (exclusive). */
+            end: string;
+            /** @description Why the unit was not submitted (a full queue: post the same backfill again to submit the rest). */
+            error?: string;
+            /** @description true when the unit's run existed already (its idempotency key replayed): this request created no run for it. */
+            replayed: boolean;
+            run_id?: string;
+            /** @description The run's status when it was submitted or replayed. */
+            run_status?: components["schemas"]["RunStatus"];
+            /** @description Start of the unit (inclusive), RFC 3339 in timezone. */
+            start: string;
+            status: components["schemas"]["BackfillUnitStatus"];
+            /** @description The unit's id: its start in UTC, compact (20260601T000000Z). */
+            unit: string;
+        };
+        /**
+         * @description submitted: the unit has its run (created by this request, or replayed); not_submitted: it has none yet (see the unit's error), and posting the same backfill again submits it.
+         * @enum {string}
+         */
+        BackfillUnitStatus: "submitted" | "not_submitted";
+        CallbackDelivery: {
+            /**
+             * Format: int64
+             * @description Attempts started, the one in flight included.
+             */
+            attempts: number;
+            /**
+             * Format: date-time
+             * @description When the run's terminal record was written, and its delivery with it.
+             */
+            created_at: string;
+            /** @description The Faucet-Delivery-Id header (and delivery_id body field) of every attempt: a receiver dedupes on it. */
+            delivery_id: string;
+            /**
+             * Format: date-time
+             * @description When it was delivered or failed.
+             */
+            finished_at?: string;
+            /** Format: date-time */
+            last_attempt_at?: string;
+            /** @description Why the last attempt did not deliver. */
+            last_error?: string;
+            /**
+             * Format: int64
+             * @description The HTTP status of the last answer, when there was one.
+             */
+            last_status_code?: number;
+            /**
+             * Format: date-time
+             * @description When a pending delivery is due.
+             */
+            next_attempt_at?: string;
+            state: components["schemas"]["CallbackState"];
+        };
         CallbackSpec: {
-            /** @description Static fields merged into the callback body. */
+            /** @description Static fields merged into the callback body (at most 64 KiB); a key the body already has (event, delivery_id, run_id, status, …) is refused. */
             extra_fields?: {
                 [key: string]: unknown;
             };
-            /** @description Extra request headers. Their values are write-only: run records show them as [REDACTED]. */
+            /** @description Extra request headers (at most 32, values of at most 4096 bytes; not Content-Type, Host, User-Agent or Faucet-*). A value is literal text or exactly ${env:NAME}, which the delivering server resolves from its environment; a clustered server accepts only ${env:NAME}, since a literal would be stored in clear text in the shared history. Their values are write-only: run records show them as [REDACTED]. */
             headers?: {
                 [key: string]: string;
             };
@@ -448,9 +577,14 @@ export interface components {
             method?: string;
             /** @description Terminal statuses to fire on; empty means all. */
             on?: ("completed" | "failed" | "cancelled")[];
-            /** @description http(s) URL to call when the run reaches a terminal status. */
+            /** @description http or https URL to call when the run reaches a terminal status. Loopback, link-local and cloud metadata addresses are refused (also when a name resolves to one at delivery) unless the host is named by the server's --callback-allow-host, which, when set, is the only hosts allowed. */
             url: string;
         };
+        /**
+         * @description Where a callback's delivery stands. pending: not delivered yet (an attempt is in flight, or one is due at next_attempt_at); delivered: the target answered 2xx; failed: the target refused it (a 4xx other than 408, 425 and 429, a redirect, an address the server may not call) or its attempts ran out.
+         * @enum {string}
+         */
+        CallbackState: "pending" | "delivered" | "failed";
         ChannelAssignment: {
             id: string;
             tag: string;
@@ -702,6 +836,8 @@ export interface components {
              */
             attempt: number;
             callback?: components["schemas"]["CallbackSpec"];
+            /** @description The deliveries of the run's callback (GET /v1/runs/{id} only): one once the run is terminal, when its callback subscribes to the status. */
+            callback_deliveries?: components["schemas"]["CallbackDelivery"][];
             clock?: string;
             /** @description The doctor_first report, when the run was submitted with doctor_first. */
             doctor_report?: components["schemas"]["DoctorReport"];
@@ -751,11 +887,11 @@ export interface components {
             transforms: components["schemas"]["ConnectorSummary"][];
         };
         SubmitRequest: {
-            /** @description Completion callback. Stored on the run record; this server version does not deliver callbacks yet and says so in warnings. */
+            /** @description Completion callback: the server calls it once the run reaches a terminal status, at least once (retried with backoff, from whichever member finds it due, also for a run failed by crash recovery), under one Faucet-Delivery-Id. Its deliveries are callback_deliveries of GET /v1/runs/{id}. */
             callback?: components["schemas"]["CallbackSpec"];
             /**
              * Format: date-time
-             * @description The run's clock (RFC 3339), the time backfill ${now...} references resolve to. Recorded on the run and part of the idempotency fingerprint; this server's pipeline configs have no such references, so it does not change the run, and the submission says so in warnings.
+             * @description The run's clock (RFC 3339): what ${now}, ${now.date}, ${now:%Y-%m-%d} and the other ${now…} references of the config render, in the offset given. Without it the run's clock is the instant it was submitted. Recorded on the run, so every execution of it (a takeover by another member included) renders the same; part of the idempotency fingerprint.
              */
             clock?: string;
             /**
@@ -1127,6 +1263,40 @@ export interface operations {
             default: components["responses"]["Problem"];
         };
     };
+    submitBackfill: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BackfillRequest"];
+            };
+        };
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BackfillResponse"];
+                };
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Problem"];
+            409: components["responses"]["Problem"];
+            413: components["responses"]["Problem"];
+            422: components["responses"]["Problem"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
+            default: components["responses"]["Problem"];
+        };
+    };
     runDoctor: {
         parameters: {
             query?: never;
@@ -1175,7 +1345,7 @@ export interface operations {
                 since?: string;
                 /** @description Only runs submitted before this time (RFC 3339). */
                 until?: string;
-                /** @description Page size. */
+                /** @description Page size, at most 500: a larger one is read as 500, as the Rust faucet does. */
                 limit?: number;
                 /** @description next_cursor of the previous page (the id of its last run). */
                 cursor?: string;

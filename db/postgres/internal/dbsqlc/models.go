@@ -20,6 +20,21 @@ type FaucetAudit struct {
 	Result            string
 }
 
+type FaucetCallbackDelivery struct {
+	DeliveryID     string
+	RunID          string
+	State          string
+	CreatedAt      time.Time
+	NextAttemptAt  time.Time
+	Attempts       int32
+	Owner          *string
+	LeaseExpiresAt *time.Time
+	LastAttemptAt  *time.Time
+	LastStatusCode *int32
+	LastError      *string
+	FinishedAt     *time.Time
+}
+
 type FaucetIdempotencyClaim struct {
 	Key         string
 	RunID       string

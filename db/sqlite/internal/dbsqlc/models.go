@@ -16,6 +16,21 @@ type FaucetAudit struct {
 	Result            string
 }
 
+type FaucetCallbackDelivery struct {
+	DeliveryID     string
+	RunID          string
+	State          string
+	CreatedAt      int64
+	NextAttemptAt  int64
+	Attempts       int64
+	Owner          *string
+	LeaseExpiresAt *int64
+	LastAttemptAt  *int64
+	LastStatusCode *int64
+	LastError      *string
+	FinishedAt     *int64
+}
+
 type FaucetIdempotencyClaim struct {
 	Key         string
 	RunID       string
