@@ -20,6 +20,11 @@ func (s *store) InstanceListLive(ctx context.Context, ttl time.Duration) ([]Inst
 	return failed(ctx, "instance list live", members, err)
 }
 
+func (s *store) InstanceWorkList(ctx context.Context) ([]InstanceWork, error) {
+	work, err := s.d.InstanceWorkList(ctx)
+	return failed(ctx, "instance work list", work, err)
+}
+
 func (s *store) RunClaimPending(ctx context.Context, limit int) ([]RunRecord, error) {
 	const op = "run claim pending"
 	if limit <= 0 {

@@ -96,6 +96,9 @@ type ClusterDriver interface {
 	// InstanceListLive lists the members heartbeated at or after since,
 	// ordered by instance id.
 	InstanceListLive(ctx context.Context, since time.Time) ([]InstanceRecord, error)
+	// InstanceWorkList lists the running runs and shards that have an
+	// owner, ordered by owner, run id and shard id.
+	InstanceWorkList(ctx context.Context) ([]InstanceWork, error)
 	// RunClaimPending moves up to p.Limit of the oldest pending runs to
 	// running for p.Owner, in no particular order, exclusively.
 	RunClaimPending(ctx context.Context, p *RunClaimPendingParams) ([]RunRow, error)
@@ -135,6 +138,8 @@ type ShardDriver interface {
 	ShardFinalize(ctx context.Context, p *ShardFinalizeParams) (bool, error)
 	// ShardProgress counts a run's shards by state.
 	ShardProgress(ctx context.Context, runID string) (ShardProgress, error)
+	// ShardList lists a run's shards, ordered by shard id.
+	ShardList(ctx context.Context, runID string) ([]ShardRecord, error)
 	// ShardProgressInFlight counts the shards of every sharded run by state.
 	ShardProgressInFlight(ctx context.Context) (ShardProgress, error)
 	// ShardPendingCancellations lists the runs with a cancel request of

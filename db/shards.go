@@ -105,6 +105,11 @@ func (s *store) ShardProgress(ctx context.Context, runID string) (ShardProgress,
 	return failed(ctx, "shard progress", p, err)
 }
 
+func (s *store) ShardList(ctx context.Context, runID string) ([]ShardRecord, error) {
+	shards, err := s.d.ShardList(ctx, runID)
+	return failed(ctx, "shard list", shards, err)
+}
+
 func (s *store) ShardProgressInFlight(ctx context.Context) (ShardProgress, error) {
 	p, err := s.d.ShardProgressInFlight(ctx)
 	return failed(ctx, "shard progress in flight", p, err)

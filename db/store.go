@@ -148,6 +148,9 @@ type ClusterStore interface {
 	// InstanceListLive lists members whose last heartbeat is within ttl,
 	// ordered by instance id.
 	InstanceListLive(ctx context.Context, ttl time.Duration) ([]InstanceRecord, error)
+	// InstanceWorkList lists the running runs and shards of every member,
+	// ordered by owner, run id and shard id (a whole run first).
+	InstanceWorkList(ctx context.Context) ([]InstanceWork, error)
 	// RunClaimPending moves up to limit of the oldest pending runs to running,
 	// started now, owned by this instance with a fresh lease, and returns
 	// them oldest first (submitted_at, then run_id). A run is returned to
@@ -214,6 +217,9 @@ type ShardStore interface {
 	ShardFinalize(ctx context.Context, runID, shardID string, res ShardResult) (bool, error)
 	// ShardProgress aggregates the shard states of a run.
 	ShardProgress(ctx context.Context, runID string) (ShardProgress, error)
+	// ShardList lists the shards of a run, ordered by shard id; none for a
+	// run that was never sharded.
+	ShardList(ctx context.Context, runID string) ([]ShardRecord, error)
 	// ShardProgressInFlight aggregates the shard states of every run still
 	// sharded, across the cluster: the shards of finished runs are left out,
 	// so the cost follows the work in progress, not the history.

@@ -218,6 +218,31 @@ type InstanceRecord struct {
 	StateFormat   int       `json:"state_format"`
 }
 
+// InstanceWork is one run or shard a cluster member is executing.
+type InstanceWork struct {
+	// Owner is the member's instance id.
+	Owner string
+	RunID string
+	// ShardID is empty for a whole run.
+	ShardID string
+	// Name is the run's.
+	Name *string
+}
+
+// ShardRecord is one source shard of a sharded run as the history holds it.
+type ShardRecord struct {
+	ShardID string      `json:"shard_id"`
+	Status  ShardStatus `json:"status"`
+	// Owner is the member executing or last executing the shard; nil before
+	// one claimed it.
+	Owner          *string    `json:"owner"`
+	Attempt        int        `json:"attempt"`
+	RecordsWritten int64      `json:"records_written"`
+	SizeEstimate   *int64     `json:"size_estimate"`
+	Error          *string    `json:"error"`
+	FinishedAt     *time.Time `json:"finished_at"`
+}
+
 // ShardStatus is the lifecycle state of one source shard of a sharded run.
 type ShardStatus string
 

@@ -6,6 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# The console's first-paint benchmark drives Debian's Chromium.
+bash scripts/console-tools.sh --browser
+
 mkdir -p bench-results
 out="bench-results/$(date -u +%Y%m%dT%H%M%SZ).txt"
 go run ./internal/testpg/withpg \

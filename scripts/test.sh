@@ -21,6 +21,9 @@ fi
 # The TypeScript client and the SDK checks use Node.js and the npm packages
 # openapi/package-lock.json pins.
 bash scripts/npm-tools.sh
+# The web console's browser suite drives Debian's Chromium with the npm
+# packages server/console/web/package-lock.json pins.
+bash scripts/console-tools.sh --browser
 
 go run ./internal/testpg/withpg go test -race -count=1 -timeout 30m ./...
 

@@ -26,6 +26,7 @@ import (
 	"github.com/faucet-dev/faucet/server/api"
 	"github.com/faucet-dev/faucet/server/auth"
 	"github.com/faucet-dev/faucet/server/cluster"
+	"github.com/faucet-dev/faucet/server/console"
 	"github.com/faucet-dev/faucet/server/execution"
 	"github.com/faucet-dev/faucet/server/follow"
 	"github.com/faucet-dev/faucet/server/httpguard"
@@ -122,6 +123,10 @@ type Config struct {
 	// API as their caller; MCPAllowMutations offers the tools that change
 	// something (run a pipeline, register or release a template).
 	MCP, MCPAllowMutations bool
+
+	// NoUI turns the web console off: / and the console's routes answer 404
+	// like any unknown path.
+	NoUI bool
 }
 
 // Defaults of Config.
@@ -317,7 +322,11 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 			API: mux, Audit: svc.audit, AllowMutations: cfg.MCPAllowMutations, BodyLimit: cfg.BodyLimitBytes, Log: log,
 		}))
 	}
-	mux.Handle("/", notFound())
+	fallback := notFound()
+	if !cfg.NoUI {
+		fallback = console.Handler(fallback)
+	}
+	mux.Handle("/", fallback)
 	ready := withCORS(mux, cfg.CORSOrigins)
 	handler.Store(&ready)
 	serve()

@@ -103,6 +103,7 @@ variable set to the empty string counts as unset.`,
 	f.Int64Var(&logSecs, "log-retention-secs", int64(server.DefaultLogRetention/time.Second), "keep persisted run logs this long (0: do not persist run logs)")
 	f.IntVar(&cfg.LogMaxLinesPerRun, "log-max-lines-per-run", server.DefaultLogMaxLinesPerRun, "persist at most this many of a run's newest log lines")
 	f.Int64Var(&probeSecs, "probe-timeout-secs", int64(server.DefaultProbeTimeout/time.Second), "time limit of doctor probes")
+	f.BoolVar(&cfg.NoUI, "no-ui", false, "do not serve the web console at / (the API is unaffected)")
 	f.StringSliceVar(&cfg.CORSOrigins, "cors-origin", nil, "browser origin allowed to call the API (repeatable; * for any)")
 	f.StringSliceVar(&cfg.PluginDirs, "plugin-dir", nil, "directory of third-party connector plugins (repeatable)")
 	f.StringSliceVar(&cfg.PluginEnv, "plugin-env", nil, pluginEnvUsage)

@@ -59,6 +59,7 @@ func Exercise(t *testing.T, newURL func(t testing.TB) string, peek Peek) {
 		{"RunPath", exerciseRunPath},
 		{"Cancel", exerciseCancel},
 		{"Instances", exerciseInstances},
+		{"InstanceWork", exerciseInstanceWork},
 		{"Leader", exerciseLeader},
 		{"Shards", func(t *testing.T, newURL func(t testing.TB) string) { exerciseShards(t, newURL, peek) }},
 		{"Audit", exerciseAudit},

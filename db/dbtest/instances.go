@@ -84,3 +84,66 @@ func exerciseInstances(t *testing.T, newURL func(t testing.TB) string) {
 		equalIDs(t, "members after the purge", []string{"live"}, instanceIDs(liveInstances(t, live, 3*time.Hour)))
 	})
 }
+
+// exerciseInstanceWork: each member's running runs and shards, and a run's
+// shards one by one.
+func exerciseInstanceWork(t *testing.T, newURL func(t testing.TB) string) {
+	url := newURL(t)
+	s := stores(t, url, "a", "b")
+	a, b := s[0], s[1]
+	r1, r2 := newRun("r1", db.StatusRunning, now()), newRun("r2", db.StatusSharded, now())
+	r1.Name, r2.Name = ptr("one"), ptr("two")
+	submit(t, a, r1, newRun("r0", db.StatusQueued, now()))
+	submit(t, b, r2)
+	shard(t, b, "r2", shardSpecs("s", 3, nil)...)
+	claimed := shardClaim(t, a, 1)
+	if len(claimed) != 1 {
+		t.Fatalf("claimed %d shards, want 1", len(claimed))
+	}
+	work, err := b.InstanceWorkList(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []db.InstanceWork{{Owner: "a", RunID: "r1", Name: ptr("one")}, {Owner: "a", RunID: "r2", ShardID: claimed[0].ShardID, Name: ptr("two")}}
+	same := func(a, b db.InstanceWork) bool {
+		return a.Owner == b.Owner && a.RunID == b.RunID && a.ShardID == b.ShardID && deref(a.Name) == deref(b.Name)
+	}
+	if len(work) != len(want) || !same(work[0], want[0]) || !same(work[1], want[1]) {
+		t.Fatalf("work %+v, want %+v (queued runs and sharded parents execute nothing)", work, want)
+	}
+
+	if !finishShard(t, a, "r2", claimed[0].ShardID, db.ShardResult{Status: db.ShardFailed, RecordsWritten: 7, Error: ptr("boom")}) {
+		t.Fatal("the owner could not finalize its shard")
+	}
+	shards, err := b.ShardList(t.Context(), "r2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	equalIDs(t, "shards", []string{"s-0000", "s-0001", "s-0002"}, shardRecordIDs(shards))
+	for _, sh := range shards {
+		if sh.ShardID == claimed[0].ShardID {
+			if sh.Status != db.ShardFailed || deref(sh.Owner) != "a" || sh.RecordsWritten != 7 || deref(sh.Error) != "boom" ||
+				sh.FinishedAt == nil || sh.FinishedAt.Location() != time.UTC {
+				t.Fatalf("finished shard read back as %+v", sh)
+			}
+			continue
+		}
+		if sh.Status != db.ShardPending || sh.Owner != nil || sh.Attempt != 0 || sh.RecordsWritten != 0 || sh.FinishedAt != nil {
+			t.Fatalf("pending shard read back as %+v", sh)
+		}
+	}
+	if work, err := b.InstanceWorkList(t.Context()); err != nil || len(work) != 1 {
+		t.Fatalf("work after the shard finished: %+v, %v; want r1 alone", work, err)
+	}
+	if none, err := b.ShardList(t.Context(), "r1"); err != nil || len(none) != 0 {
+		t.Fatalf("shards of an unsharded run: %+v, %v", none, err)
+	}
+}
+
+func shardRecordIDs(shards []db.ShardRecord) []string {
+	out := make([]string, len(shards))
+	for i, sh := range shards {
+		out[i] = sh.ShardID
+	}
+	return out
+}

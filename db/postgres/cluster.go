@@ -30,6 +30,18 @@ func (d *driver) InstanceListLive(ctx context.Context, since time.Time) ([]db.In
 	return out, nil
 }
 
+func (d *driver) InstanceWorkList(ctx context.Context) ([]db.InstanceWork, error) {
+	rows, err := d.q.InstanceWorkList(ctx)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	out := make([]db.InstanceWork, len(rows))
+	for i, r := range rows {
+		out[i] = db.InstanceWork{Owner: r.Owner, RunID: r.RunID, ShardID: r.ShardID, Name: r.Name}
+	}
+	return out, nil
+}
+
 func (d *driver) RunClaimPending(ctx context.Context, p *db.RunClaimPendingParams) ([]db.RunRow, error) {
 	rows, err := d.q.RunClaimPending(ctx, dbsqlc.RunClaimPendingParams{
 		Now: p.Now, Owner: p.Owner, LeaseExpiresAt: p.LeaseExpiresAt, ClaimLimit: int32(p.Limit),

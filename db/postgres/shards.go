@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/faucet-dev/faucet/db"
 	"github.com/faucet-dev/faucet/db/postgres/internal/dbsqlc"
@@ -94,6 +95,26 @@ func (d *driver) ShardFinalize(ctx context.Context, p *db.ShardFinalizeParams) (
 func (d *driver) ShardProgress(ctx context.Context, runID string) (db.ShardProgress, error) {
 	r, err := d.q.ShardProgress(ctx, runID)
 	return shardProgress(r), interpretError(err)
+}
+
+func (d *driver) ShardList(ctx context.Context, runID string) ([]db.ShardRecord, error) {
+	rows, err := d.q.ShardList(ctx, runID)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	out := make([]db.ShardRecord, len(rows))
+	for i, r := range rows {
+		var finished *time.Time
+		if r.FinishedAt != nil {
+			t := r.FinishedAt.UTC()
+			finished = &t
+		}
+		out[i] = db.ShardRecord{
+			ShardID: r.ShardID, Status: db.ShardStatus(r.Status), Owner: r.Owner, Attempt: int(r.Attempt),
+			RecordsWritten: r.RecordsWritten, SizeEstimate: r.SizeEstimate, Error: r.Error, FinishedAt: finished,
+		}
+	}
+	return out, nil
 }
 
 // shardProgress converts a shard count row; every count query returns this

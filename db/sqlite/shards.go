@@ -152,6 +152,21 @@ func (d *driver) ShardProgress(ctx context.Context, runID string) (db.ShardProgr
 	return shardProgress(r), interpretError(err)
 }
 
+func (d *driver) ShardList(ctx context.Context, runID string) ([]db.ShardRecord, error) {
+	rows, err := d.rq.ShardList(ctx, runID)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	out := make([]db.ShardRecord, len(rows))
+	for i, r := range rows {
+		out[i] = db.ShardRecord{
+			ShardID: r.ShardID, Status: db.ShardStatus(r.Status), Owner: r.Owner, Attempt: int(r.Attempt),
+			RecordsWritten: r.RecordsWritten, SizeEstimate: r.SizeEstimate, Error: r.Error, FinishedAt: fromMicrosPtr(r.FinishedAt),
+		}
+	}
+	return out, nil
+}
+
 // shardProgress converts a shard count row; every count query returns this
 // shape.
 func shardProgress(r dbsqlc.ShardProgressRow) db.ShardProgress {

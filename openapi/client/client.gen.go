@@ -320,6 +320,33 @@ func (e RunStatus) Valid() bool {
 	}
 }
 
+// Defines values for ShardStatus.
+const (
+	ShardStatusCancelled ShardStatus = "cancelled"
+	ShardStatusCompleted ShardStatus = "completed"
+	ShardStatusFailed    ShardStatus = "failed"
+	ShardStatusPending   ShardStatus = "pending"
+	ShardStatusRunning   ShardStatus = "running"
+)
+
+// Valid indicates whether the value is a known member of the ShardStatus enum.
+func (e ShardStatus) Valid() bool {
+	switch e {
+	case ShardStatusCancelled:
+		return true
+	case ShardStatusCompleted:
+		return true
+	case ShardStatusFailed:
+		return true
+	case ShardStatusPending:
+		return true
+	case ShardStatusRunning:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for TemplateStatus.
 const (
 	Deprecated TemplateStatus = "deprecated"
@@ -591,6 +618,36 @@ type ChannelAssignment struct {
 	Version int64  `json:"version"`
 }
 
+// ClusterMember defines model for ClusterMember.
+type ClusterMember struct {
+	// InFlight Slots in use at its last heartbeat.
+	InFlight      int64     `json:"in_flight"`
+	InstanceId    string    `json:"instance_id"`
+	LastHeartbeat time.Time `json:"last_heartbeat"`
+
+	// Listen The address the member serves its API on, as it reported it.
+	Listen string `json:"listen"`
+
+	// MaxConcurrent The member's execution slots.
+	MaxConcurrent int64     `json:"max_concurrent"`
+	StartedAt     time.Time `json:"started_at"`
+
+	// Work The runs and shards the member executes, ordered by run id and shard id.
+	Work []MemberWork `json:"work"`
+}
+
+// ClusterOverview defines model for ClusterOverview.
+type ClusterOverview struct {
+	// Enabled false when this server runs outside a cluster.
+	Enabled bool `json:"enabled"`
+
+	// Instance This server's instance id; empty outside a cluster.
+	Instance *string `json:"instance,omitempty"`
+
+	// Members Live members, ordered by instance id.
+	Members []ClusterMember `json:"members"`
+}
+
 // ClusterStatus defines model for ClusterStatus.
 type ClusterStatus struct {
 	Enabled bool `json:"enabled"`
@@ -780,6 +837,16 @@ type LogPage struct {
 	Truncated bool `json:"truncated"`
 }
 
+// MemberWork defines model for MemberWork.
+type MemberWork struct {
+	// Name The run's name.
+	Name  *string `json:"name"`
+	RunId string  `json:"run_id"`
+
+	// ShardId The shard, when the member executes one shard of a sharded run.
+	ShardId *string `json:"shard_id,omitempty"`
+}
+
 // ParamSpec defines model for ParamSpec.
 type ParamSpec struct {
 	// Default The value used when a trigger gives none.
@@ -921,6 +988,33 @@ type SchemasResponse struct {
 	// Transforms Always empty: faucet has no transforms yet.
 	Transforms []ConnectorSummary `json:"transforms"`
 }
+
+// ShardList defines model for ShardList.
+type ShardList struct {
+	Shards []ShardRecord `json:"shards"`
+}
+
+// ShardRecord defines model for ShardRecord.
+type ShardRecord struct {
+	// Attempt Takeovers of the shard after its owner's lease lapsed, from 0.
+	Attempt    int64      `json:"attempt"`
+	Error      *string    `json:"error"`
+	FinishedAt *time.Time `json:"finished_at"`
+
+	// Owner The member executing it, or the last one that did; null before a member claimed it.
+	Owner          *string `json:"owner"`
+	RecordsWritten int64   `json:"records_written"`
+	ShardId        string  `json:"shard_id"`
+
+	// SizeEstimate The source's estimate of the shard's size, when it gave one.
+	SizeEstimate *int64 `json:"size_estimate"`
+
+	// Status A shard's status. pending: waiting for a member to claim it; running: executing; completed, failed, cancelled (its run was cancelled before it started): terminal.
+	Status ShardStatus `json:"status"`
+}
+
+// ShardStatus A shard's status. pending: waiting for a member to claim it; running: executing; completed, failed, cancelled (its run was cancelled before it started): terminal.
+type ShardStatus string
 
 // SubmitRequest defines model for SubmitRequest.
 type SubmitRequest struct {
@@ -1481,9 +1575,16 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/backfill (the `SubmitBackfill` operationId).
 	SubmitBackfill(ctx context.Context, body SubmitBackfillJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetCluster List the cluster's members and what they execute
+	//
+	// The live members of the cluster this server belongs to (those whose heartbeat is within the lease TTL), each with its execution slots and the runs and shards it executes, as the shared history records them. Outside cluster mode, enabled is false and members is empty.
+	//
+	// Corresponds with GET /v1/cluster (the `GetCluster` operationId).
+	GetCluster(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// RunDoctorWithBody Validate a config and probe its connectors without running it
 	//
-	// 200 with the report when every probe passed; 422 with the report in error.details when one failed; 400 when the config does not load. The body is a JSON DoctorRequest or the config itself as YAML.
+	// 200 with the report when every probe passed; 422 with the report in error.details when one failed; 400 when the config does not load, with each of its problems in error.details.problems ({message, path?, line?, column?, file?, set?, rows?}; line and column are 1-based positions in the submitted document, absent for a value that did not come from it). The body is a JSON DoctorRequest or the config itself as YAML.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1492,7 +1593,7 @@ type ClientInterface interface {
 
 	// RunDoctor Validate a config and probe its connectors without running it
 	//
-	// 200 with the report when every probe passed; 422 with the report in error.details when one failed; 400 when the config does not load. The body is a JSON DoctorRequest or the config itself as YAML.
+	// 200 with the report when every probe passed; 422 with the report in error.details when one failed; 400 when the config does not load, with each of its problems in error.details.problems ({message, path?, line?, column?, file?, set?, rows?}; line and column are 1-based positions in the submitted document, absent for a value that did not come from it). The body is a JSON DoctorRequest or the config itself as YAML.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1562,6 +1663,13 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/runs/{id}/logs/stream (the `FollowRunLogs` operationId).
 	FollowRunLogs(ctx context.Context, id string, params *FollowRunLogsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListRunShards List a sharded run's shards
+	//
+	// Each source shard of a run that was split into shards (shard: {count: N} in cluster mode), ordered by shard id, with its state and the member executing it. Empty for a run that was not sharded.
+	//
+	// Corresponds with GET /v1/runs/{id}/shards (the `ListRunShards` operationId).
+	ListRunShards(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListSchemas List the available connectors
 	//
@@ -1803,9 +1911,26 @@ func (c *Client) SubmitBackfill(ctx context.Context, body SubmitBackfillJSONRequ
 	return c.Client.Do(req)
 }
 
+// GetCluster List the cluster's members and what they execute
+//
+// The live members of the cluster this server belongs to (those whose heartbeat is within the lease TTL), each with its execution slots and the runs and shards it executes, as the shared history records them. Outside cluster mode, enabled is false and members is empty.
+//
+// Corresponds with GET /v1/cluster (the `GetCluster` operationId).
+func (c *Client) GetCluster(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetClusterRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // RunDoctorWithBody Validate a config and probe its connectors without running it
 //
-// 200 with the report when every probe passed; 422 with the report in error.details when one failed; 400 when the config does not load. The body is a JSON DoctorRequest or the config itself as YAML.
+// 200 with the report when every probe passed; 422 with the report in error.details when one failed; 400 when the config does not load, with each of its problems in error.details.problems ({message, path?, line?, column?, file?, set?, rows?}; line and column are 1-based positions in the submitted document, absent for a value that did not come from it). The body is a JSON DoctorRequest or the config itself as YAML.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1824,7 +1949,7 @@ func (c *Client) RunDoctorWithBody(ctx context.Context, contentType string, body
 
 // RunDoctor Validate a config and probe its connectors without running it
 //
-// 200 with the report when every probe passed; 422 with the report in error.details when one failed; 400 when the config does not load. The body is a JSON DoctorRequest or the config itself as YAML.
+// 200 with the report when every probe passed; 422 with the report in error.details when one failed; 400 when the config does not load, with each of its problems in error.details.problems ({message, path?, line?, column?, file?, set?, rows?}; line and column are 1-based positions in the submitted document, absent for a value that did not come from it). The body is a JSON DoctorRequest or the config itself as YAML.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1975,6 +2100,23 @@ func (c *Client) StreamRunLogs(ctx context.Context, id string, params *StreamRun
 // Corresponds with GET /v1/runs/{id}/logs/stream (the `FollowRunLogs` operationId).
 func (c *Client) FollowRunLogs(ctx context.Context, id string, params *FollowRunLogsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewFollowRunLogsRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListRunShards List a sharded run's shards
+//
+// Each source shard of a run that was split into shards (shard: {count: N} in cluster mode), ordered by shard id, with its state and the member executing it. Empty for a run that was not sharded.
+//
+// Corresponds with GET /v1/runs/{id}/shards (the `ListRunShards` operationId).
+func (c *Client) ListRunShards(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListRunShardsRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -2507,6 +2649,33 @@ func NewSubmitBackfillRequestWithBody(server string, contentType string, body io
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetClusterRequest constructs an http.Request for the GetCluster method
+func NewGetClusterRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/cluster")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -3089,6 +3258,40 @@ func NewFollowRunLogsRequest(server string, id string, params *FollowRunLogsPara
 			req.Header.Set("Last-Event-ID", headerParam0)
 		}
 
+	}
+
+	return req, nil
+}
+
+// NewListRunShardsRequest constructs an http.Request for the ListRunShards method
+func NewListRunShardsRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/runs/%s/shards", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
 	}
 
 	return req, nil
@@ -3725,9 +3928,18 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/backfill (the `SubmitBackfill` operationId).
 	SubmitBackfillWithResponse(ctx context.Context, body SubmitBackfillJSONRequestBody, reqEditors ...RequestEditorFn) (*SubmitBackfillResponse, error)
 
+	// GetClusterWithResponse List the cluster's members and what they execute
+	//
+	// The live members of the cluster this server belongs to (those whose heartbeat is within the lease TTL), each with its execution slots and the runs and shards it executes, as the shared history records them. Outside cluster mode, enabled is false and members is empty.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/cluster (the `GetCluster` operationId).
+	GetClusterWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetClusterResponse, error)
+
 	// RunDoctorWithBodyWithResponse Validate a config and probe its connectors without running it
 	//
-	// 200 with the report when every probe passed; 422 with the report in error.details when one failed; 400 when the config does not load. The body is a JSON DoctorRequest or the config itself as YAML.
+	// 200 with the report when every probe passed; 422 with the report in error.details when one failed; 400 when the config does not load, with each of its problems in error.details.problems ({message, path?, line?, column?, file?, set?, rows?}; line and column are 1-based positions in the submitted document, absent for a value that did not come from it). The body is a JSON DoctorRequest or the config itself as YAML.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3736,7 +3948,7 @@ type ClientWithResponsesInterface interface {
 
 	// RunDoctorWithResponse Validate a config and probe its connectors without running it
 	//
-	// 200 with the report when every probe passed; 422 with the report in error.details when one failed; 400 when the config does not load. The body is a JSON DoctorRequest or the config itself as YAML.
+	// 200 with the report when every probe passed; 422 with the report in error.details when one failed; 400 when the config does not load, with each of its problems in error.details.problems ({message, path?, line?, column?, file?, set?, rows?}; line and column are 1-based positions in the submitted document, absent for a value that did not come from it). The body is a JSON DoctorRequest or the config itself as YAML.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3818,6 +4030,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/runs/{id}/logs/stream (the `FollowRunLogs` operationId).
 	FollowRunLogsWithResponse(ctx context.Context, id string, params *FollowRunLogsParams, reqEditors ...RequestEditorFn) (*FollowRunLogsResponse, error)
+
+	// ListRunShardsWithResponse List a sharded run's shards
+	//
+	// Each source shard of a run that was split into shards (shard: {count: N} in cluster mode), ordered by shard id, with its state and the member executing it. Empty for a run that was not sharded.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/runs/{id}/shards (the `ListRunShards` operationId).
+	ListRunShardsWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*ListRunShardsResponse, error)
 
 	// ListSchemasWithResponse List the available connectors
 	//
@@ -4369,6 +4590,82 @@ func (r SubmitBackfillResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r SubmitBackfillResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetClusterResponse401Headers the declared response headers of an HTTP 401 response for GetCluster
+type GetClusterResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+type GetClusterResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ClusterOverview
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetClusterResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetClusterResponse) GetJSON200() *ClusterOverview {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetClusterResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GetClusterResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetClusterResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetClusterResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetClusterResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetClusterResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetClusterResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetClusterResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -5152,6 +5449,89 @@ func (r FollowRunLogsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r FollowRunLogsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListRunShardsResponse401Headers the declared response headers of an HTTP 401 response for ListRunShards
+type ListRunShardsResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+type ListRunShardsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ShardList
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListRunShardsResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListRunShardsResponse) GetJSON200() *ShardList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListRunShardsResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ListRunShardsResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListRunShardsResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListRunShardsResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ListRunShardsResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListRunShardsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListRunShardsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListRunShardsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListRunShardsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -6447,9 +6827,24 @@ func (c *ClientWithResponses) SubmitBackfillWithResponse(ctx context.Context, bo
 	return ParseSubmitBackfillResponse(rsp)
 }
 
+// GetClusterWithResponse List the cluster's members and what they execute
+//
+// The live members of the cluster this server belongs to (those whose heartbeat is within the lease TTL), each with its execution slots and the runs and shards it executes, as the shared history records them. Outside cluster mode, enabled is false and members is empty.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/cluster (the `GetCluster` operationId).
+func (c *ClientWithResponses) GetClusterWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetClusterResponse, error) {
+	rsp, err := c.GetCluster(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetClusterResponse(rsp)
+}
+
 // RunDoctorWithBodyWithResponse Validate a config and probe its connectors without running it
 //
-// 200 with the report when every probe passed; 422 with the report in error.details when one failed; 400 when the config does not load. The body is a JSON DoctorRequest or the config itself as YAML.
+// 200 with the report when every probe passed; 422 with the report in error.details when one failed; 400 when the config does not load, with each of its problems in error.details.problems ({message, path?, line?, column?, file?, set?, rows?}; line and column are 1-based positions in the submitted document, absent for a value that did not come from it). The body is a JSON DoctorRequest or the config itself as YAML.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -6464,7 +6859,7 @@ func (c *ClientWithResponses) RunDoctorWithBodyWithResponse(ctx context.Context,
 
 // RunDoctorWithResponse Validate a config and probe its connectors without running it
 //
-// 200 with the report when every probe passed; 422 with the report in error.details when one failed; 400 when the config does not load. The body is a JSON DoctorRequest or the config itself as YAML.
+// 200 with the report when every probe passed; 422 with the report in error.details when one failed; 400 when the config does not load, with each of its problems in error.details.problems ({message, path?, line?, column?, file?, set?, rows?}; line and column are 1-based positions in the submitted document, absent for a value that did not come from it). The body is a JSON DoctorRequest or the config itself as YAML.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -6599,6 +6994,21 @@ func (c *ClientWithResponses) FollowRunLogsWithResponse(ctx context.Context, id 
 		return nil, err
 	}
 	return ParseFollowRunLogsResponse(rsp)
+}
+
+// ListRunShardsWithResponse List a sharded run's shards
+//
+// Each source shard of a run that was split into shards (shard: {count: N} in cluster mode), ordered by shard id, with its state and the member executing it. Empty for a run that was not sharded.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/runs/{id}/shards (the `ListRunShards` operationId).
+func (c *ClientWithResponses) ListRunShardsWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*ListRunShardsResponse, error) {
+	rsp, err := c.ListRunShards(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListRunShardsResponse(rsp)
 }
 
 // ListSchemasWithResponse List the available connectors
@@ -7193,6 +7603,73 @@ func ParseSubmitBackfillResponse(rsp *http.Response) (*SubmitBackfillResponse, e
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetClusterResponse parses an HTTP response from a GetClusterWithResponse call
+func ParseGetClusterResponse(rsp *http.Response) (*GetClusterResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetClusterResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ClusterOverview
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetClusterResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -7925,6 +8402,80 @@ func ParseFollowRunLogsResponse(rsp *http.Response) (*FollowRunLogsResponse, err
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListRunShardsResponse parses an HTTP response from a ListRunShardsWithResponse call
+func ParseListRunShardsResponse(rsp *http.Response) (*ListRunShardsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListRunShardsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ShardList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListRunShardsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil

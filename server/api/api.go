@@ -64,10 +64,13 @@ type Deps struct {
 	unauthorized sourceLimiter
 }
 
-// Membership is what the readiness probe asks of a cluster member.
+// Membership is what the readiness probe and the cluster view ask of a
+// cluster member.
 type Membership interface {
 	// Status is how many members heartbeated within the lease.
 	Status(ctx context.Context) (members int, err error)
+	// Members lists the members that heartbeated within the lease.
+	Members(ctx context.Context) ([]db.InstanceRecord, error)
 }
 
 // DefaultBodyLimit is the default cap on request bodies.

@@ -23,6 +23,17 @@ func (RunStatus) Schema(r huma.Registry) *huma.Schema {
 		db.StatusCompleted, db.StatusFailed, db.StatusCancelled)
 }
 
+// ShardStatus is the status of one source shard of a sharded run.
+type ShardStatus string
+
+// Schema makes ShardStatus the ShardStatus component.
+func (ShardStatus) Schema(r huma.Registry) *huma.Schema {
+	return enumComponent(r, "ShardStatus",
+		"A shard's status. pending: waiting for a member to claim it; running: executing; completed, failed, "+
+			"cancelled (its run was cancelled before it started): terminal.",
+		db.ShardPending, db.ShardRunning, db.ShardCompleted, db.ShardFailed, db.ShardCancelled)
+}
+
 // roleSchema describes auth.Role, the principals' role, in the document:
 // Config registers it as the schema of auth.Role.
 type roleSchema string

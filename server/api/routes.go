@@ -175,13 +175,17 @@ func Register(a huma.API, d *Deps) {
 		OperationID: "runDoctor", Method: http.MethodPost, Path: "/doctor",
 		Summary: "Validate a config and probe its connectors without running it", Tags: []string{"doctor"},
 		Description: "200 with the report when every probe passed; 422 with the report in error.details when one failed; " +
-			"400 when the config does not load. The body is a JSON DoctorRequest or the config itself as YAML.",
+			"400 when the config does not load, with each of its problems in error.details.problems " +
+			"({message, path?, line?, column?, file?, set?, rows?}; line and column are 1-based positions in the " +
+			"submitted document, absent for a value that did not come from it). The body is a JSON DoctorRequest " +
+			"or the config itself as YAML.",
 		MaxBodyBytes: maxBody, RequestBody: yamlRequestBody("The pipeline config itself, in YAML."),
 		Errors:   []int{400, 413, 415, 422},
 		Metadata: map[string]any{metaRole: auth.Operator, metaAction: "doctor"},
 	}, d.runDoctor)
 
 	d.registerTemplates(g, maxBody)
+	registerCluster(g, d)
 	d.registerBackfill(g, maxBody)
 
 	huma.Register(g.v1, huma.Operation{
@@ -394,6 +398,37 @@ func (d *Deps) submitRun(ctx context.Context, in *submitInput) (*submitOutput, e
 	}}, nil
 }
 
+// configProblems lists a rejected config's problems, located, for clients
+// that point at them (the console marks each at its line): the details of
+// a 400 bad_config, nil when the error carries none.
+func configProblems(err error) map[string]any {
+	found := pipeline.ConfigProblems(err)
+	if len(found) == 0 {
+		return nil
+	}
+	list := make([]map[string]any, len(found))
+	for i, p := range found {
+		one := map[string]any{"message": p.Message}
+		if p.Path != "" {
+			one["path"] = p.Path
+		}
+		if p.Line > 0 {
+			one["line"], one["column"] = p.Line, p.Column
+		}
+		if p.File != "" {
+			one["file"] = p.File
+		}
+		if p.Set != "" {
+			one["set"] = p.Set
+		}
+		if len(p.Rows) > 0 {
+			one["rows"] = p.Rows
+		}
+		list[i] = one
+	}
+	return map[string]any{"problems": list}
+}
+
 // serviceError maps an error of the services to its problem.
 func (d *Deps) serviceError(err error) error {
 	var cfgErr *admission.ConfigError
@@ -401,7 +436,7 @@ func (d *Deps) serviceError(err error) error {
 	var cbErr *admission.CallbackError
 	switch {
 	case errors.As(err, &cfgErr):
-		return errBadConfig(cfgErr.Error(), nil)
+		return errBadConfig(cfgErr.Error(), configProblems(cfgErr))
 	case errors.As(err, &cbErr):
 		return errUnprocessable(cbErr.Error(), nil)
 	case errors.As(err, &docErr):

@@ -233,8 +233,14 @@ func (m *Member) Dispatch(a admission.Accepted) {
 
 // Status reports how many members heartbeated within the lease.
 func (m *Member) Status(ctx context.Context) (members int, err error) {
-	live, err := m.store.InstanceListLive(ctx, m.cfg.LeaseTTL)
+	live, err := m.Members(ctx)
 	return len(live), err
+}
+
+// Members lists the members that heartbeated within the lease, ordered by
+// instance id.
+func (m *Member) Members(ctx context.Context) ([]db.InstanceRecord, error) {
+	return m.store.InstanceListLive(ctx, m.cfg.LeaseTTL)
 }
 
 // listen turns the wake-ups members send into this member's signals, until

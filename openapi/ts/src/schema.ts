@@ -104,6 +104,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/cluster": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the cluster's members and what they execute
+         * @description The live members of the cluster this server belongs to (those whose heartbeat is within the lease TTL), each with its execution slots and the runs and shards it executes, as the shared history records them. Outside cluster mode, enabled is false and members is empty.
+         */
+        get: operations["getCluster"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/doctor": {
         parameters: {
             query?: never;
@@ -115,7 +135,7 @@ export interface paths {
         put?: never;
         /**
          * Validate a config and probe its connectors without running it
-         * @description 200 with the report when every probe passed; 422 with the report in error.details when one failed; 400 when the config does not load. The body is a JSON DoctorRequest or the config itself as YAML.
+         * @description 200 with the report when every probe passed; 422 with the report in error.details when one failed; 400 when the config does not load, with each of its problems in error.details.problems ({message, path?, line?, column?, file?, set?, rows?}; line and column are 1-based positions in the submitted document, absent for a value that did not come from it). The body is a JSON DoctorRequest or the config itself as YAML.
          */
         post: operations["runDoctor"];
         delete?: never;
@@ -225,6 +245,26 @@ export interface paths {
          * @description A text/event-stream that replays the run's recent lines and follows the live tail until the run ends. Events: `log` (data: a LogLine; the SSE id is its seq, so Last-Event-ID resumes), `truncated` (data: a LogTruncated; lines were dropped before the reader saw them), `end` (data: a LogEnd; the stream closes). Comments (`: keepalive`) keep an idle stream open. A server holds a bounded number of streams, per run and in all; past them it answers 429 with Retry-After.
          */
         get: operations["followRunLogs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/runs/{id}/shards": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a sharded run's shards
+         * @description Each source shard of a run that was split into shards (shard: {count: N} in cluster mode), ordered by shard id, with its state and the member executing it. Empty for a run that was not sharded.
+         */
+        get: operations["listRunShards"];
         put?: never;
         post?: never;
         delete?: never;
@@ -591,6 +631,35 @@ export interface components {
             /** Format: int64 */
             version: number;
         };
+        ClusterMember: {
+            /**
+             * Format: int64
+             * @description Slots in use at its last heartbeat.
+             */
+            in_flight: number;
+            instance_id: string;
+            /** Format: date-time */
+            last_heartbeat: string;
+            /** @description The address the member serves its API on, as it reported it. */
+            listen: string;
+            /**
+             * Format: int64
+             * @description The member's execution slots.
+             */
+            max_concurrent: number;
+            /** Format: date-time */
+            started_at: string;
+            /** @description The runs and shards the member executes, ordered by run id and shard id. */
+            work: components["schemas"]["MemberWork"][];
+        };
+        ClusterOverview: {
+            /** @description false when this server runs outside a cluster. */
+            enabled: boolean;
+            /** @description This server's instance id; empty outside a cluster. */
+            instance?: string;
+            /** @description Live members, ordered by instance id. */
+            members: components["schemas"]["ClusterMember"][];
+        };
         ClusterStatus: {
             enabled: boolean;
             /** @description This member's instance id (the owner the history records for the runs it executes); empty when cluster mode is off. */
@@ -759,6 +828,13 @@ export interface components {
             /** @description Which lines were dropped, and where to read them if they still exist. */
             reason: string;
         };
+        MemberWork: {
+            /** @description The run's name. */
+            name: string | null;
+            run_id: string;
+            /** @description The shard, when the member executes one shard of a sharded run. */
+            shard_id?: string;
+        };
         ParamSpec: {
             /** @description The value used when a trigger gives none. */
             default?: unknown;
@@ -886,6 +962,35 @@ export interface components {
             /** @description Always empty: faucet has no transforms yet. */
             transforms: components["schemas"]["ConnectorSummary"][];
         };
+        ShardList: {
+            shards: components["schemas"]["ShardRecord"][];
+        };
+        ShardRecord: {
+            /**
+             * Format: int64
+             * @description Takeovers of the shard after its owner's lease lapsed, from 0.
+             */
+            attempt: number;
+            error: string | null;
+            /** Format: date-time */
+            finished_at: string | null;
+            /** @description The member executing it, or the last one that did; null before a member claimed it. */
+            owner: string | null;
+            /** Format: int64 */
+            records_written: number;
+            shard_id: string;
+            /**
+             * Format: int64
+             * @description The source's estimate of the shard's size, when it gave one.
+             */
+            size_estimate: number | null;
+            status: components["schemas"]["ShardStatus"];
+        };
+        /**
+         * @description A shard's status. pending: waiting for a member to claim it; running: executing; completed, failed, cancelled (its run was cancelled before it started): terminal.
+         * @enum {string}
+         */
+        ShardStatus: "pending" | "running" | "completed" | "failed" | "cancelled";
         SubmitRequest: {
             /** @description Completion callback: the server calls it once the run reaches a terminal status, at least once (retried with backoff, from whichever member finds it due, also for a run failed by crash recovery), under one Faucet-Delivery-Id. Its deliveries are callback_deliveries of GET /v1/runs/{id}. */
             callback?: components["schemas"]["CallbackSpec"];
@@ -1297,6 +1402,30 @@ export interface operations {
             default: components["responses"]["Problem"];
         };
     };
+    getCluster: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClusterOverview"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
+            default: components["responses"]["Problem"];
+        };
+    };
     runDoctor: {
         parameters: {
             query?: never;
@@ -1590,6 +1719,34 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["Problem"];
             429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    listRunShards: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Run id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ShardList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["Problem"];
             500: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
             default: components["responses"]["Problem"];

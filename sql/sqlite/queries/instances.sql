@@ -17,3 +17,14 @@ ORDER BY instance_id;
 
 -- name: InstancePurge :execrows
 DELETE FROM faucet_instances WHERE last_heartbeat < sqlc.arg(before);
+
+-- The running runs and shards of every member: what each one executes.
+-- name: InstanceWorkList :many
+SELECT CAST(owner AS TEXT) AS owner, run_id, '' AS shard_id, name
+FROM faucet_runs
+WHERE status = 'running' AND owner IS NOT NULL
+UNION ALL
+SELECT CAST(s.owner AS TEXT) AS owner, s.run_id, s.shard_id, r.name
+FROM faucet_shards s JOIN faucet_runs r ON r.run_id = s.run_id
+WHERE s.status = 'running' AND s.owner IS NOT NULL
+ORDER BY owner, run_id, shard_id;

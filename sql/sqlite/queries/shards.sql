@@ -127,3 +127,9 @@ SELECT count(*) AS total,
 FROM faucet_runs r
 JOIN faucet_shards s ON s.run_id = r.run_id
 WHERE r.status = 'sharded';
+
+-- name: ShardList :many
+SELECT shard_id, status, owner, attempt, records_written, size_estimate, error, finished_at
+FROM faucet_shards
+WHERE run_id = sqlc.arg(run_id)
+ORDER BY shard_id;

@@ -89,6 +89,50 @@ func (q *Queries) InstancePurge(ctx context.Context, before time.Time) (int64, e
 	return result.RowsAffected(), nil
 }
 
+const instanceWorkList = `-- name: InstanceWorkList :many
+SELECT owner::text AS owner, run_id, ''::text AS shard_id, name
+FROM faucet_runs
+WHERE status = 'running' AND owner IS NOT NULL
+UNION ALL
+SELECT s.owner::text AS owner, s.run_id, s.shard_id, r.name
+FROM faucet_shards s JOIN faucet_runs r ON r.run_id = s.run_id
+WHERE s.status = 'running' AND s.owner IS NOT NULL
+ORDER BY owner, run_id, shard_id
+`
+
+type InstanceWorkListRow struct {
+	Owner   string
+	RunID   string
+	ShardID string
+	Name    *string
+}
+
+// The running runs and shards of every member: what each one executes.
+func (q *Queries) InstanceWorkList(ctx context.Context) ([]InstanceWorkListRow, error) {
+	rows, err := q.db.Query(ctx, instanceWorkList)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []InstanceWorkListRow
+	for rows.Next() {
+		var i InstanceWorkListRow
+		if err := rows.Scan(
+			&i.Owner,
+			&i.RunID,
+			&i.ShardID,
+			&i.Name,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const wakeListen = `-- name: WakeListen :exec
 LISTEN faucet_wake
 `

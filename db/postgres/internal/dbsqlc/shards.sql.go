@@ -217,6 +217,53 @@ func (q *Queries) ShardFinalize(ctx context.Context, arg ShardFinalizeParams) (i
 	return result.RowsAffected(), nil
 }
 
+const shardList = `-- name: ShardList :many
+SELECT shard_id, status, owner, attempt, records_written, size_estimate, error, finished_at
+FROM faucet_shards
+WHERE run_id = $1
+ORDER BY shard_id
+`
+
+type ShardListRow struct {
+	ShardID        string
+	Status         string
+	Owner          *string
+	Attempt        int32
+	RecordsWritten int64
+	SizeEstimate   *int64
+	Error          *string
+	FinishedAt     *time.Time
+}
+
+func (q *Queries) ShardList(ctx context.Context, runID string) ([]ShardListRow, error) {
+	rows, err := q.db.Query(ctx, shardList, runID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ShardListRow
+	for rows.Next() {
+		var i ShardListRow
+		if err := rows.Scan(
+			&i.ShardID,
+			&i.Status,
+			&i.Owner,
+			&i.Attempt,
+			&i.RecordsWritten,
+			&i.SizeEstimate,
+			&i.Error,
+			&i.FinishedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const shardPendingCancellations = `-- name: ShardPendingCancellations :many
 SELECT DISTINCT s.run_id
 FROM faucet_shards s

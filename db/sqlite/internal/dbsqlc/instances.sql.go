@@ -93,3 +93,50 @@ func (q *Queries) InstancePurge(ctx context.Context, before int64) (int64, error
 	}
 	return result.RowsAffected()
 }
+
+const instanceWorkList = `-- name: InstanceWorkList :many
+SELECT CAST(owner AS TEXT) AS owner, run_id, '' AS shard_id, name
+FROM faucet_runs
+WHERE status = 'running' AND owner IS NOT NULL
+UNION ALL
+SELECT CAST(s.owner AS TEXT) AS owner, s.run_id, s.shard_id, r.name
+FROM faucet_shards s JOIN faucet_runs r ON r.run_id = s.run_id
+WHERE s.status = 'running' AND s.owner IS NOT NULL
+ORDER BY owner, run_id, shard_id
+`
+
+type InstanceWorkListRow struct {
+	Owner   string
+	RunID   string
+	ShardID string
+	Name    *string
+}
+
+// The running runs and shards of every member: what each one executes.
+func (q *Queries) InstanceWorkList(ctx context.Context) ([]InstanceWorkListRow, error) {
+	rows, err := q.db.QueryContext(ctx, instanceWorkList)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []InstanceWorkListRow
+	for rows.Next() {
+		var i InstanceWorkListRow
+		if err := rows.Scan(
+			&i.Owner,
+			&i.RunID,
+			&i.ShardID,
+			&i.Name,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}

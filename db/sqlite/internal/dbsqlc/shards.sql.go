@@ -234,6 +234,56 @@ func (q *Queries) ShardInsert(ctx context.Context, arg ShardInsertParams) (int64
 	return result.RowsAffected()
 }
 
+const shardList = `-- name: ShardList :many
+SELECT shard_id, status, owner, attempt, records_written, size_estimate, error, finished_at
+FROM faucet_shards
+WHERE run_id = ?1
+ORDER BY shard_id
+`
+
+type ShardListRow struct {
+	ShardID        string
+	Status         string
+	Owner          *string
+	Attempt        int64
+	RecordsWritten int64
+	SizeEstimate   *int64
+	Error          *string
+	FinishedAt     *int64
+}
+
+func (q *Queries) ShardList(ctx context.Context, runID string) ([]ShardListRow, error) {
+	rows, err := q.db.QueryContext(ctx, shardList, runID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ShardListRow
+	for rows.Next() {
+		var i ShardListRow
+		if err := rows.Scan(
+			&i.ShardID,
+			&i.Status,
+			&i.Owner,
+			&i.Attempt,
+			&i.RecordsWritten,
+			&i.SizeEstimate,
+			&i.Error,
+			&i.FinishedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const shardPendingCancellations = `-- name: ShardPendingCancellations :many
 SELECT DISTINCT s.run_id FROM faucet_shards s JOIN faucet_runs r ON r.run_id = s.run_id
 WHERE s.owner = ?1 AND s.status = 'running' AND r.cancel_requested_at IS NOT NULL
