@@ -37,7 +37,37 @@ type Driver interface {
 	LeaderDriver
 	WakeDriver
 	TemplateDriver
+	LocalOutputDriver
 	CallbackDriver
+}
+
+// LocalOutputDriver stores the ledger of written files.
+type LocalOutputDriver interface {
+	// LocalOutputUpsert inserts p as a new entry with id p.ID when its path
+	// has no live entry, else updates the live one, and returns the entry.
+	LocalOutputUpsert(ctx context.Context, p *LocalOutputUpsertParams) (LocalOutput, error)
+	// LocalOutputGet returns one entry or ErrNotFound.
+	LocalOutputGet(ctx context.Context, id string) (LocalOutput, error)
+	// LocalOutputList returns up to p.Limit matching entries below p.Cursor,
+	// ordered by id descending.
+	LocalOutputList(ctx context.Context, p *LocalOutputListParams) ([]LocalOutput, error)
+	// LocalOutputMarkDeleted sets deleted_at of a live entry and returns it;
+	// ErrNotFound when there is none.
+	LocalOutputMarkDeleted(ctx context.Context, id string, at time.Time) (LocalOutput, error)
+}
+
+// LocalOutputUpsertParams are the arguments of
+// LocalOutputDriver.LocalOutputUpsert.
+type LocalOutputUpsertParams struct {
+	ID string
+	LocalOutputWrite
+}
+
+// LocalOutputListParams are the arguments of LocalOutputDriver.LocalOutputList.
+type LocalOutputListParams struct {
+	RunID, PathPrefix *string
+	Cursor            string
+	Limit             int
 }
 
 // IdempotencyDriver stores idempotency claims.

@@ -18,6 +18,7 @@ type submission struct {
 	Clock        *string         `json:"clock,omitempty"`
 	Concurrency  *int            `json:"concurrency,omitempty"`
 	Callback     json.RawMessage `json:"callback,omitempty"`
+	ReplayOf     *string         `json:"replay_of,omitempty"`
 }
 
 // micro is t as every dialect stores it: UTC, at microsecond precision.
@@ -60,6 +61,7 @@ func encodeRun(rec *RunRecord) (RunRow, error) {
 	if row.Submission, err = json.Marshal(submission{
 		DoctorReport: rec.DoctorReport, ConfigBody: rec.ConfigBody, ConfigFormat: rec.ConfigFormat,
 		TimeoutSecs: rec.TimeoutSecs, Clock: rec.Clock, Concurrency: rec.Concurrency, Callback: rec.Callback,
+		ReplayOf: rec.ReplayOf,
 	}); err != nil {
 		return RunRow{}, fmt.Errorf("encode submission of run %s: %w", rec.RunID, err)
 	}
@@ -102,6 +104,7 @@ func decodeRun(row RunRow) (RunRecord, error) {
 	}
 	rec.DoctorReport, rec.ConfigBody, rec.ConfigFormat = sub.DoctorReport, sub.ConfigBody, sub.ConfigFormat
 	rec.TimeoutSecs, rec.Clock, rec.Concurrency, rec.Callback = sub.TimeoutSecs, sub.Clock, sub.Concurrency, sub.Callback
+	rec.ReplayOf = sub.ReplayOf
 	if len(row.Invocations) > 0 {
 		if err := json.Unmarshal(row.Invocations, &rec.Invocations); err != nil {
 			return RunRecord{}, fmt.Errorf("decode invocations of run %s: %w", row.RunID, err)

@@ -37,6 +37,7 @@ type Store interface {
 	LeaderStore
 	WakeStore
 	TemplateStore
+	LocalOutputStore
 	CallbackStore
 }
 
@@ -262,6 +263,28 @@ type LogStore interface {
 	// RunLogPurge deletes log lines captured longer than olderThan ago, and the
 	// truncation mark of a run with no lines left.
 	RunLogPurge(ctx context.Context, olderThan time.Duration) (int, error)
+}
+
+// LocalOutputStore keeps the ledger of the files the sinks of runs created
+// or replaced on the server's disk. An entry is a file at a path, from the
+// first write faucet made there until an admin deletes it: later writes to
+// the same path update it, and a deleted entry stays, marked, while a new
+// write to its path starts a new one. Retention never touches the ledger:
+// the files outlive their runs.
+type LocalOutputStore interface {
+	// LocalOutputRecord records a write: a new entry when w.Path has no
+	// live one (Existed then says whether a file was there before faucet
+	// first wrote it, and stays), otherwise the live entry's size, file id,
+	// run and last written time move to w's. It returns the entry.
+	LocalOutputRecord(ctx context.Context, w LocalOutputWrite) (LocalOutput, error)
+	// LocalOutputGet returns one entry, or ErrNotFound.
+	LocalOutputGet(ctx context.Context, id string) (*LocalOutput, error)
+	// LocalOutputList returns one page of entries, newest first (by id, a
+	// time-ordered UUID); a Limit <= 0 means DefaultListLimit.
+	LocalOutputList(ctx context.Context, f LocalOutputFilter) (LocalOutputPage, error)
+	// LocalOutputMarkDeleted marks a live entry deleted now and returns it;
+	// false when the entry is missing or was deleted already.
+	LocalOutputMarkDeleted(ctx context.Context, id string) (*LocalOutput, bool, error)
 }
 
 // RetentionStore applies the retention policy across the domains.

@@ -51,8 +51,12 @@ type InvocationRecord struct {
 	ParentRecordKey *string `json:"parent_record_key"`
 	RunID           string  `json:"run_id,omitempty"`
 	RecordsWritten  int64   `json:"records_written"`
-	DurationMS      int64   `json:"duration_ms"`
-	Error           *string `json:"error"`
+	// RecordsDeadLettered and RecordsDropped count the records the sink
+	// refused that went to the dead-letter file, or were dropped.
+	RecordsDeadLettered int64   `json:"records_dead_lettered,omitempty"`
+	RecordsDropped      int64   `json:"records_dropped,omitempty"`
+	DurationMS          int64   `json:"duration_ms"`
+	Error               *string `json:"error"`
 }
 
 // RunRecord is one run's full record: what GET /v1/runs/{id} returns and what
@@ -88,6 +92,8 @@ type RunRecord struct {
 	Clock        *string         `json:"clock,omitempty"`
 	Concurrency  *int            `json:"concurrency,omitempty"`
 	Callback     json.RawMessage `json:"callback,omitempty"`
+	// ReplayOf is the dead-letter file a replay run feeds its sink from.
+	ReplayOf *string `json:"replay_of,omitempty"`
 }
 
 // MarshalJSON writes nil Labels and Invocations as {} and [], the shapes the
@@ -417,4 +423,54 @@ type PurgeReport struct {
 	Instances         int `json:"instances"`
 	Shards            int `json:"shards"`
 	Audit             int `json:"audit"`
+}
+
+// LocalOutput is an entry of the ledger of the files runs wrote.
+type LocalOutput struct {
+	ID string `json:"id"`
+	// Path is the file's absolute path on the server.
+	Path      string `json:"path"`
+	SizeBytes int64  `json:"size_bytes"`
+	// RunID is the run that wrote the file last; FirstRunID the one that
+	// wrote it first.
+	RunID          string    `json:"run_id"`
+	FirstRunID     string    `json:"first_run_id"`
+	FirstWrittenAt time.Time `json:"first_written_at"`
+	LastWrittenAt  time.Time `json:"last_written_at"`
+	// ExistedBefore: a file was at Path before faucet first wrote it.
+	ExistedBefore bool `json:"existed_before"`
+	// FileID identifies the file faucet wrote last (its device, inode, size
+	// and modification time), so a deletion removes exactly that file;
+	// empty when unknown.
+	FileID    string     `json:"file_id,omitempty"`
+	DeletedAt *time.Time `json:"deleted_at"`
+}
+
+// LocalOutputWrite is one write of a file by a run.
+type LocalOutputWrite struct {
+	Path      string
+	SizeBytes int64
+	RunID     string
+	Existed   bool
+	FileID    string
+	// At is when the write was committed; zero means the store's now.
+	At time.Time
+}
+
+// LocalOutputFilter selects a page of the ledger.
+type LocalOutputFilter struct {
+	// RunID keeps the entries whose first or last write was by this run.
+	RunID *string
+	// PathPrefix keeps the entries whose path starts with it.
+	PathPrefix *string
+	// Cursor is the last id of the previous page; empty for the first.
+	Cursor string
+	Limit  int
+}
+
+// LocalOutputPage is one page of the ledger.
+type LocalOutputPage struct {
+	Outputs []LocalOutput
+	// NextCursor is set when more entries may follow.
+	NextCursor *string
 }

@@ -330,7 +330,9 @@ var listenRE = regexp.MustCompile(`faucet serve: listening on (http://\S+)`)
 func startServer(t *testing.T, bin, pluginDir string, args ...string) string {
 	t.Helper()
 	dir := t.TempDir()
-	cmd := exec.Command(bin, append([]string{"serve", "--listen", "127.0.0.1:0", "--data-dir", dir, "--plugin-dir", pluginDir}, args...)...)
+	// The scenarios' runs write in temporary directories: the one they all
+	// are in is the file root.
+	cmd := exec.Command(bin, append([]string{"serve", "--listen", "127.0.0.1:0", "--data-dir", dir, "--plugin-dir", pluginDir, "--file-root", os.TempDir()}, args...)...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "XDG_DATA_HOME=" + filepath.Join(dir, "xdg")}
 	url := make(chan string, 1)
 	logs := &lines{}

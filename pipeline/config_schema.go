@@ -243,6 +243,47 @@ func (s *schemaDoc) collectSecrets(sch, value any, add func(string), depth int) 
 	}
 }
 
+// FileKeyword is the schema keyword that marks a config field holding a
+// file path: "read" for a file the connector reads, "write" for one it
+// creates or replaces. faucet serve checks such paths against its file
+// roots when a config is submitted (LoadOptions.Files).
+const FileKeyword = "x-faucet-file"
+
+// files calls found with the location (inside value), access and path of
+// every string value the schema marks with FileKeyword.
+func (s *schemaDoc) files(value any, found func(at path, access, name string)) {
+	s.collectFiles(s.root, value, nil, found, 0)
+}
+
+func (s *schemaDoc) collectFiles(sch, value any, at path, found func(path, string, string), depth int) {
+	if depth > MaxConfigDepth {
+		return
+	}
+	if name, ok := value.(string); ok {
+		for _, m := range s.applicable(sch, 0, nil) {
+			if access, ok := m[FileKeyword].(string); ok {
+				found(at, access, name)
+				return
+			}
+		}
+		return
+	}
+	switch v := value.(type) {
+	case map[string]any:
+		for k, child := range v {
+			for _, sub := range s.memberSchemas(sch, k) {
+				s.collectFiles(sub, child, at.child(k), found, depth+1)
+			}
+		}
+	case []any:
+		for i, child := range v {
+			for _, sub := range s.itemSchemas(sch, i) {
+				s.collectFiles(sub, child, at.child(i), found, depth+1)
+			}
+		}
+	}
+}
+
 // addScalars reports every string, number and boolean under v as text.
 func addScalars(v any, add func(string)) {
 	switch x := v.(type) {

@@ -148,6 +148,14 @@ type ExecuteOptions struct {
 	// FlushTimeout bounds how long a sink may take to commit after the run
 	// is cancelled; 0 means one minute.
 	FlushTimeout time.Duration
+	// Output, if set, is called with every file a committed sink session of
+	// the invocation rowID created or replaced (the dead-letter file too),
+	// from any goroutine.
+	Output func(rowID string, f OutputFile)
+	// RunID names the run in its dead letters.
+	RunID string
+	// Files opens the dead-letter file; nil opens paths as given.
+	Files FileOpener
 }
 
 // Execute runs every invocation of plan, at most plan.Execution.MaxConcurrent
@@ -279,14 +287,17 @@ func (e *executor) invoke(ctx context.Context, inv *Invocation) InvocationResult
 		sessions.Logger = e.opts.ConnectorLogger.With("row_id", inv.RowID)
 	}
 	ctx = WithSessionLog(ctx, sessions)
+	if out := e.opts.Output; out != nil {
+		ctx = WithSessionReport(ctx, SessionReport{Output: func(f OutputFile) { out(inv.RowID, f) }})
+	}
 	attempts := max(1, e.plan.Retry.MaxAttempts)
 	backoff := e.plan.Retry.InitialBackoff
 	var (
-		written int64
-		err     error
+		written, letters, dropped int64
+		err                       error
 	)
 	for attempt := 1; ; attempt++ {
-		written, err = e.attempt(ctx, inv)
+		written, letters, dropped, err = e.attemptWithDeadLetters(ctx, inv)
 		if err == nil || attempt >= attempts || ctx.Err() != nil || !IsTransient(err) {
 			break
 		}
@@ -297,14 +308,41 @@ func (e *executor) invoke(ctx context.Context, inv *Invocation) InvocationResult
 		}
 		backoff = min(backoff*2, max(e.plan.Retry.MaxBackoff, backoff))
 	}
-	res := InvocationResult{RowID: inv.RowID, RecordsWritten: written, Duration: time.Since(start)}
+	res := InvocationResult{RowID: inv.RowID, RecordsWritten: written, RecordsDeadLettered: letters, RecordsDropped: dropped, Duration: time.Since(start)}
 	if err != nil {
 		res.Err = e.redact.Error(err)
 		log.Error("invocation failed", "records_written", written, "duration", res.Duration, "error", res.Err)
 	} else {
 		log.Info("invocation finished", "records_written", written, "duration", res.Duration)
 	}
+	if letters > 0 {
+		log.Warn("records the sink refused were dead-lettered", "records", letters, "dlq", e.plan.DeadLetter.Path)
+	}
+	if dropped > 0 {
+		log.Warn("records the sink refused were dropped", "records", dropped)
+	}
 	return res
+}
+
+// attemptWithDeadLetters is one attempt, with the records its sink refuses
+// dead-lettered or dropped as the plan says: they count once the sink
+// committed, and an attempt whose sink rolled back leaves none.
+func (e *executor) attemptWithDeadLetters(ctx context.Context, inv *Invocation) (written, letters, dropped int64, err error) {
+	dl := e.newDeadLetters(inv)
+	if dl == nil {
+		written, _, err = e.attempt(ctx, inv)
+		return written, 0, 0, err
+	}
+	written, committed, err := e.attempt(dl.attach(ctx), inv)
+	if !committed {
+		dl.discard()
+		return written, 0, 0, err
+	}
+	letters, dropped, derr := dl.commit()
+	if err == nil {
+		err = derr
+	}
+	return written, letters, dropped, err
 }
 
 func sleep(ctx context.Context, d time.Duration) bool {
@@ -330,16 +368,17 @@ type received struct {
 
 // attempt streams one invocation's source into its sink once. On success
 // and on cancellation the sink commits what it acknowledged; on any other
-// failure it aborts, so a retry starts from a clean sink.
-func (e *executor) attempt(ctx context.Context, inv *Invocation) (int64, error) {
+// failure it aborts, so a retry starts from a clean sink. committed says
+// whether the sink committed.
+func (e *executor) attempt(ctx context.Context, inv *Invocation) (n int64, committed bool, err error) {
 	if p, ok := e.opts.Connectors.(Piper); ok {
-		if n, err := e.pipe(ctx, p, inv); !errors.Is(err, ErrNoPipe) {
-			return n, err
+		if n, committed, err := e.pipe(ctx, p, inv); !errors.Is(err, ErrNoPipe) {
+			return n, committed, err
 		}
 	}
 	src, err := e.opts.Connectors.OpenSource(ctx, inv.Source, inv.SourceShard)
 	if err != nil {
-		return 0, e.cancelled(ctx, err)
+		return 0, false, e.cancelled(ctx, err)
 	}
 	defer src.Close()
 
@@ -347,14 +386,14 @@ func (e *executor) attempt(ctx context.Context, inv *Invocation) (int64, error) 
 	// start (a missing file, a bad query) fails without touching the sink.
 	first, err := src.Recv()
 	if err != nil && err != io.EOF {
-		return 0, e.cancelled(ctx, err)
+		return 0, false, e.cancelled(ctx, err)
 	}
 	firstErr := err
 
 	acks := e.newAcks(inv.RowID)
 	sink, err := e.opts.Connectors.OpenSink(context.WithoutCancel(ctx), inv.Sink, acks.add)
 	if err != nil {
-		return 0, e.cancelled(ctx, err)
+		return 0, false, e.cancelled(ctx, err)
 	}
 
 	ch := make(chan received, e.opts.BufferBatches)
@@ -395,29 +434,29 @@ func (e *executor) attempt(ctx context.Context, inv *Invocation) (int64, error) 
 			n, err := sink.Commit(ctx)
 			if err != nil {
 				acks.forget()
-				return 0, e.cancelled(ctx, fmt.Errorf("commit: %w", err))
+				return 0, false, e.cancelled(ctx, fmt.Errorf("commit: %w", err))
 			}
-			return n, nil
+			return n, true, nil
 		case r.err != nil:
 			if ctx.Err() != nil {
 				return e.commitCancelled(ctx, inv, sink, acks.forget)
 			}
 			e.abort(ctx, sink, acks.forget)
-			return 0, r.err
+			return 0, false, r.err
 		}
 		if err := sink.Send(r.b); err != nil {
 			e.abort(ctx, sink, acks.forget)
-			return 0, e.cancelled(ctx, err)
+			return 0, false, e.cancelled(ctx, err)
 		}
 	}
 }
 
 // pipe is attempt for connectors that stream source to sink themselves.
-func (e *executor) pipe(ctx context.Context, p Piper, inv *Invocation) (int64, error) {
+func (e *executor) pipe(ctx context.Context, p Piper, inv *Invocation) (int64, bool, error) {
 	acks := e.newAcks(inv.RowID)
 	session, err := p.OpenPipe(context.WithoutCancel(ctx), inv.Source, inv.SourceShard, inv.Sink, acks.add)
 	if err != nil {
-		return 0, e.cancelled(ctx, err)
+		return 0, false, e.cancelled(ctx, err)
 	}
 	type outcome struct {
 		n   int64
@@ -432,9 +471,9 @@ func (e *executor) pipe(ctx context.Context, p Piper, inv *Invocation) (int64, e
 	case o := <-done:
 		if o.err != nil {
 			acks.forget()
-			return 0, o.err
+			return 0, false, o.err
 		}
-		return o.n, nil
+		return o.n, true, nil
 	case <-ctx.Done():
 	}
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opts.FlushTimeout)
@@ -443,35 +482,35 @@ func (e *executor) pipe(ctx context.Context, p Piper, inv *Invocation) (int64, e
 		err := session.Abort(fctx)
 		<-done
 		acks.forget()
-		return 0, e.targetKept(ctx, inv, err)
+		return 0, false, e.targetKept(ctx, inv, err)
 	}
 	n, err := session.Stop(fctx)
 	<-done
 	if err != nil {
 		acks.forget()
-		return 0, fmt.Errorf("cancelled (%w); committing the acknowledged batches failed: %w", context.Cause(ctx), err)
+		return 0, false, fmt.Errorf("cancelled (%w); committing the acknowledged batches failed: %w", context.Cause(ctx), err)
 	}
-	return n, fmt.Errorf("cancelled after %d records were committed: %w", n, context.Cause(ctx))
+	return n, true, fmt.Errorf("cancelled after %d records were committed: %w", n, context.Cause(ctx))
 }
 
 // commitCancelled ends a cancelled attempt: the sink commits exactly the
 // batches it acknowledged, within FlushTimeout, unless it overwrites its
 // target, which then stays as it was.
-func (e *executor) commitCancelled(ctx context.Context, inv *Invocation, sink SinkSession, forget func()) (int64, error) {
+func (e *executor) commitCancelled(ctx context.Context, inv *Invocation, sink SinkSession, forget func()) (int64, bool, error) {
 	if inv.SinkWriteMode == WriteModeOverwrite {
 		forget()
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opts.FlushTimeout)
 		defer cancel()
-		return 0, e.targetKept(ctx, inv, sink.Abort(actx))
+		return 0, false, e.targetKept(ctx, inv, sink.Abort(actx))
 	}
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opts.FlushTimeout)
 	defer cancel()
 	n, err := sink.Commit(fctx)
 	if err != nil {
 		forget()
-		return 0, fmt.Errorf("cancelled (%w); committing the acknowledged batches failed: %w", context.Cause(ctx), err)
+		return 0, false, fmt.Errorf("cancelled (%w); committing the acknowledged batches failed: %w", context.Cause(ctx), err)
 	}
-	return n, fmt.Errorf("cancelled after %d records were committed: %w", n, context.Cause(ctx))
+	return n, true, fmt.Errorf("cancelled after %d records were committed: %w", n, context.Cause(ctx))
 }
 
 // targetKept is the error of a cancelled overwrite the sink was told to

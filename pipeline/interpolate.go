@@ -29,9 +29,11 @@ var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // resolver expands references for one scope: vars is nil while expanding
 // vars themselves, which may use the environment but not other vars.
 type resolver struct {
-	env    func(string) (string, bool)
-	vars   map[string]any
-	secret func(string)
+	env func(string) (string, bool)
+	// allowed, when set, refuses the names that may not be looked up.
+	allowed func(string) error
+	vars    map[string]any
+	secret  func(string)
 	// now is the run's clock, for ${now…}.
 	now time.Time
 }
@@ -131,6 +133,11 @@ func (r *resolver) lookupEnv(spec string) (string, error) {
 	name, fallback, hasFallback := strings.Cut(spec, ":-")
 	if !identifier.MatchString(name) {
 		return "", fmt.Errorf("invalid environment variable name %q in ${env:%s}", name, spec)
+	}
+	if r.allowed != nil {
+		if err := r.allowed(name); err != nil {
+			return "", err
+		}
 	}
 	val, ok := r.env(name)
 	if ok && val != "" {

@@ -34,6 +34,16 @@ type LoadOptions struct {
 	Sets []string
 	// Env looks up ${env:NAME}; nil means the process environment.
 	Env func(string) (string, bool)
+	// EnvAllowed, when set, is asked about every ${env:NAME} before it is
+	// looked up: a name it refuses is a problem at that string, with the
+	// error's text, whether or not the variable is set and whatever its
+	// fallback (faucet serve resolves only the names its operator allowed).
+	EnvAllowed func(name string) error
+	// Files, when set, is asked about every file path a connector's schema
+	// marks (FileKeyword) and the dead-letter file, with access "read" or
+	// "write": a path it refuses is a problem at that field (faucet serve
+	// refuses paths outside its file roots). A glob is passed as written.
+	Files func(access, path string) error
 	// Now is the run's clock, what ${now…} renders (in its own offset). The
 	// zero time means the instant Load starts: a server passes the run's
 	// recorded clock instead, so every execution of a run renders the same.
@@ -261,6 +271,13 @@ type settings struct {
 				Max     string `json:"max"`
 			} `json:"backoff"`
 		} `json:"retry"`
+		DLQ *struct {
+			Path string `json:"path"`
+		} `json:"dlq"`
+		Poison *struct {
+			MaxRowAttempts int          `json:"max_row_attempts"`
+			Action         PoisonAction `json:"action"`
+		} `json:"poison"`
 	} `json:"resilience"`
 }
 
@@ -298,11 +315,12 @@ func (l *loader) plan(tree any) *Plan {
 			"make re-execution idempotent with a keyed sink (write_mode: upsert) instead")
 	}
 	plan := &Plan{
-		Name:      s.Name,
-		Execution: Execution{MaxConcurrent: s.Execution.MaxConcurrent, OnError: s.Execution.OnError},
-		Delivery:  s.Delivery,
-		Shard:     s.Shard,
-		Retry:     l.retry(s),
+		Name:       s.Name,
+		Execution:  Execution{MaxConcurrent: s.Execution.MaxConcurrent, OnError: s.Execution.OnError},
+		Delivery:   s.Delivery,
+		Shard:      s.Shard,
+		Retry:      l.retry(s),
+		DeadLetter: l.deadLetter(s),
 	}
 	if plan.Execution.MaxConcurrent == 0 {
 		plan.Execution.MaxConcurrent = DefaultMaxConcurrent
@@ -346,6 +364,40 @@ func (l *loader) retry(s settings) Retry {
 	return r
 }
 
+// deadLetter reads resilience.dlq and resilience.poison: a dlq block alone
+// dead-letters a record at its first refusal; a poison block's action
+// defaults to dlq, which needs the dlq block.
+func (l *loader) deadLetter(s settings) *DeadLetter {
+	r := s.Resilience
+	if r.DLQ == nil && r.Poison == nil {
+		return nil
+	}
+	d := &DeadLetter{MaxRowAttempts: 1, Action: PoisonDLQ}
+	if p := r.Poison; p != nil {
+		d.MaxRowAttempts = p.MaxRowAttempts
+		if p.Action != "" {
+			d.Action = p.Action
+		}
+	}
+	if d.Action == PoisonDLQ && r.DLQ == nil {
+		at := path{"resilience", "poison", "action"}
+		if _, set := lookup(l.doc.tree, at); !set {
+			at = path{"resilience", "poison"}
+		}
+		l.report(at, "", "poison action dlq needs a resilience.dlq block saying where the dead letters go (dlq: {path: …}); or use action drop or fail")
+		return nil
+	}
+	if r.DLQ != nil {
+		d.Path = r.DLQ.Path
+		if l.opts.Files != nil {
+			if err := l.opts.Files("write", d.Path); err != nil {
+				l.report(path{"resilience", "dlq", "path"}, "", err.Error())
+			}
+		}
+	}
+	return d
+}
+
 // badDuration says what a duration looks like, for the people who wrote one
 // wrong, in the words of the config schema's duration title and examples.
 func badDuration(s string) string {
@@ -363,7 +415,7 @@ type row struct {
 func (l *loader) invocations(root map[string]any) []Invocation {
 	env := l.opts.Env
 	topVars, _ := root["vars"].(map[string]any)
-	varsResolver := &resolver{env: env, secret: l.addSecret, now: l.opts.Now}
+	varsResolver := &resolver{env: env, allowed: l.opts.EnvAllowed, secret: l.addSecret, now: l.opts.Now}
 	report := func(at path, msg string) { l.report(at, "", msg) }
 	topVars, _ = varsResolver.interpolate(topVars, path{"vars"}, report).(map[string]any)
 
@@ -449,7 +501,7 @@ func (l *loader) connector(role Role, pipe map[string]any, r row) ConnectorConfi
 	if r.index >= 0 {
 		sharedRow = r.id
 	}
-	res := &resolver{env: l.opts.Env, vars: r.vars, secret: l.addSecret, now: l.opts.Now}
+	res := &resolver{env: l.opts.Env, allowed: l.opts.EnvAllowed, vars: r.vars, secret: l.addSecret, now: l.opts.Now}
 	// A string that failed to interpolate is one problem: the schema's view
 	// of the unexpanded text it kept would only repeat it.
 	failed := map[string]bool{}
@@ -474,28 +526,39 @@ func (l *loader) connector(role Role, pipe map[string]any, r row) ConnectorConfi
 		cfg = merge(cfg, overI).(map[string]any)
 	}
 
+	// at is a location inside cfg: a problem there is reported where its
+	// value is written, in the row's override or in the pipeline's config.
+	reportCfg := func(at path, msg string) {
+		if _, inOverride := lookup(overI, at); inOverride && len(at) > 0 {
+			full := append(overPath.child("config"), at...)
+			if !failed[full.String()] {
+				l.report(full, "", msg)
+			}
+			return
+		}
+		at = append(basePath.child("config"), at...)
+		if failed[at.String()] {
+			return
+		}
+		pos := l.doc.at(at)
+		if pos == (position{}) && len(at) == 3 {
+			// The config object itself is missing: point at its connector.
+			pos = l.doc.at(basePath)
+		}
+		l.reportAt(at, pos, sharedRow, msg)
+	}
 	schema := l.schema(role, typ, typePath, sharedRow)
 	if schema != nil {
 		schema.secrets(cfg, l.addSecret)
-		schema.check(cfg, nil, func(at path, msg string) {
-			if _, inOverride := lookup(overI, at); inOverride && len(at) > 0 {
-				full := append(overPath.child("config"), at...)
-				if !failed[full.String()] {
-					l.report(full, "", msg)
+		before := len(l.probs.list)
+		schema.check(cfg, nil, reportCfg)
+		if l.opts.Files != nil && len(l.probs.list) == before {
+			schema.files(cfg, func(at path, access, name string) {
+				if err := l.opts.Files(access, name); err != nil {
+					reportCfg(at, err.Error())
 				}
-				return
-			}
-			at = append(basePath.child("config"), at...)
-			if failed[at.String()] {
-				return
-			}
-			pos := l.doc.at(at)
-			if pos == (position{}) && len(at) == 3 {
-				// The config object itself is missing: point at its connector.
-				pos = l.doc.at(basePath)
-			}
-			l.reportAt(at, pos, sharedRow, msg)
-		})
+			})
+		}
 	}
 	raw, _ := json.Marshal(cfg)
 	return ConnectorConfig{Type: typ, Config: raw}

@@ -29,6 +29,9 @@ type Plan struct {
 	SplitFrom string
 	// Retry is how transient connector errors are retried.
 	Retry Retry
+	// DeadLetter is what happens to a record a sink refuses
+	// (resilience.dlq and resilience.poison); nil fails the invocation.
+	DeadLetter *DeadLetter
 	// Secrets are values that must never appear in logs, records or errors:
 	// every interpolated ${env:…} value and every config value the connector's
 	// schema marks secret.
@@ -92,6 +95,30 @@ type Retry struct {
 	MaxBackoff     time.Duration
 }
 
+// PoisonAction is what becomes of a record a sink keeps refusing.
+type PoisonAction string
+
+// The poison actions.
+const (
+	// PoisonDLQ appends the record to the dead-letter file.
+	PoisonDLQ PoisonAction = "dlq"
+	// PoisonDrop discards the record, counting it.
+	PoisonDrop PoisonAction = "drop"
+	// PoisonFail fails the invocation at the first refused record; its sink
+	// rolls back, as without a poison policy.
+	PoisonFail PoisonAction = "fail"
+)
+
+// DeadLetter is the resilience.dlq and resilience.poison policy.
+type DeadLetter struct {
+	// Path is the dead-letter file (JSON Lines, appended to); set when
+	// Action is PoisonDLQ.
+	Path string
+	// MaxRowAttempts counts the tries of a refused record on its own.
+	MaxRowAttempts int
+	Action         PoisonAction
+}
+
 // InvocationResult is the outcome of one invocation.
 type InvocationResult struct {
 	RowID string
@@ -99,7 +126,12 @@ type InvocationResult struct {
 	// acknowledged record on success and on cancellation, none after a
 	// failure the sink rolled back or a cancelled overwrite (ErrTargetKept).
 	RecordsWritten int64
-	Duration       time.Duration
+	// RecordsDeadLettered and RecordsDropped count the records the sink
+	// refused that went to the dead-letter file, or were dropped, under
+	// the plan's DeadLetter policy.
+	RecordsDeadLettered int64
+	RecordsDropped      int64
+	Duration            time.Duration
 	// Err is nil on success.
 	Err error
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/faucet-dev/faucet/pipeline"
@@ -12,6 +11,9 @@ import (
 	"github.com/faucet-dev/faucet/plugins/host"
 	"github.com/faucet-dev/faucet/plugins/sdk"
 	"github.com/faucet-dev/faucet/server/admission"
+	"github.com/faucet-dev/faucet/server/envpolicy"
+	"github.com/faucet-dev/faucet/server/fileroots"
+	"github.com/faucet-dev/faucet/server/outputs"
 )
 
 // pipelineHost is the pipeline layer as the services see it (admission,
@@ -21,9 +23,14 @@ import (
 type pipelineHost struct {
 	host     *host.Host
 	defaults []byte
+	// files bounds the paths of a run; env what ${env:NAME} may read.
+	files *fileroots.Access
+	env   *envpolicy.Policy
+	// ledger records the files runs wrote; set once the history is open.
+	ledger *outputs.Ledger
 }
 
-func newPipelineHost(ctx context.Context, cfg Config, defaults []byte, log *slog.Logger) (*pipelineHost, error) {
+func newPipelineHost(ctx context.Context, cfg Config, defaults []byte, log *slog.Logger, files *fileroots.Access, env *envpolicy.Policy) (*pipelineHost, error) {
 	specs := make([]sdk.Spec, 0, len(builtin.All()))
 	for _, c := range builtin.All() {
 		specs = append(specs, c.Spec())
@@ -31,11 +38,14 @@ func newPipelineHost(ctx context.Context, cfg Config, defaults []byte, log *slog
 	dirs := append(append([]string{}, cfg.PluginDirs...), host.DefaultPluginDirs()...)
 	// Each session holds a plugin process; keep enough warm for every run
 	// that may execute at once, so trivial runs never wait for a launch.
-	h, err := host.New(ctx, host.Options{PluginDirs: dirs, Builtins: specs, Env: cfg.PluginEnv, Nice: cfg.PluginNice, Logger: log, MaxIdle: max(2, cfg.MaxConcurrentRuns)})
+	h, err := host.New(ctx, host.Options{
+		PluginDirs: dirs, Builtins: specs, Env: cfg.PluginEnv, Nice: cfg.PluginNice, Logger: log,
+		MaxIdle: max(2, cfg.MaxConcurrentRuns), Files: files.Files,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("start connector host: %w", err)
 	}
-	return &pipelineHost{host: h, defaults: defaults}, nil
+	return &pipelineHost{host: h, defaults: defaults, files: files, env: env}, nil
 }
 
 // Close stops every plugin process.
@@ -52,12 +62,17 @@ func (p *pipelineHost) Load(config []byte, format string) (*pipeline.Plan, error
 // LoadAt loads a run's config at the run's clock; a zero now is the present.
 func (p *pipelineHost) LoadAt(config []byte, format string, now time.Time) (*pipeline.Plan, error) {
 	return pipeline.Load(config, pipeline.LoadOptions{
-		Format: pipeline.Format(format), Defaults: p.defaults, Env: os.LookupEnv, Catalog: p.host, Now: now,
+		Format: pipeline.Format(format), Defaults: p.defaults, Catalog: p.host,
+		Env: p.env.Lookup, EnvAllowed: p.env.Allowed, Files: p.files.Check, Now: now,
 	})
 }
 
-func (p *pipelineHost) Execute(ctx context.Context, plan *pipeline.Plan, log *slog.Logger, progress func(int64)) ([]pipeline.InvocationResult, error) {
-	opts := pipeline.ExecuteOptions{Connectors: p.host, Logger: log}
+func (p *pipelineHost) Execute(ctx context.Context, runID string, plan *pipeline.Plan, log *slog.Logger, progress func(int64)) ([]pipeline.InvocationResult, error) {
+	// The dead-letter file of a run is confined like its sinks' files.
+	opts := pipeline.ExecuteOptions{Connectors: p.host, Logger: log, RunID: runID, Files: p.files.Files()}
+	if p.ledger != nil {
+		opts.Output = func(_ string, f pipeline.OutputFile) { p.ledger.Record(ctx, runID, f, log) }
+	}
 	if progress != nil {
 		opts.Progress = func(pr pipeline.Progress) { progress(pr.Records) }
 	}

@@ -23,16 +23,21 @@ import (
 	"time"
 
 	"github.com/faucet-dev/faucet/db"
+	"github.com/faucet-dev/faucet/plugins/host"
 	"github.com/faucet-dev/faucet/server/api"
 	"github.com/faucet-dev/faucet/server/auth"
 	"github.com/faucet-dev/faucet/server/cluster"
 	"github.com/faucet-dev/faucet/server/console"
+	"github.com/faucet-dev/faucet/server/dlq"
+	"github.com/faucet-dev/faucet/server/envpolicy"
 	"github.com/faucet-dev/faucet/server/execution"
+	"github.com/faucet-dev/faucet/server/fileroots"
 	"github.com/faucet-dev/faucet/server/follow"
 	"github.com/faucet-dev/faucet/server/httpguard"
 	"github.com/faucet-dev/faucet/server/maintenance"
 	"github.com/faucet-dev/faucet/server/mcp"
 	"github.com/faucet-dev/faucet/server/metrics"
+	"github.com/faucet-dev/faucet/server/outputs"
 )
 
 // Config is every setting of faucet serve; the zero value of a field takes
@@ -94,6 +99,20 @@ type Config struct {
 	// nice value; 0 runs them at the server's own), so the API answers
 	// promptly while runs keep the CPU busy.
 	PluginNice int
+
+	// FileRoots bound every path a built-in file connector (and the
+	// dead-letter file) opens for a run: a relative path resolves beneath
+	// the first, an absolute one must lie beneath one. Empty: a files/
+	// directory in DataDir, created on start. "/" lets runs open any path.
+	FileRoots []string
+	// ConfigEnv are the environment variables a config's ${env:NAME} may
+	// read: NAME, or PREFIX_* for every name with that prefix.
+	ConfigEnv []string
+	// EnvFile is a dotenv file whose variables configs may read too; with
+	// neither it nor NoEnvFile, .env in the working directory is read when
+	// it exists.
+	EnvFile   string
+	NoEnvFile bool
 
 	// Cluster makes this server one member of a cluster sharing History
 	// (Postgres, or a SQLite file shared by servers on one host).
@@ -207,7 +226,11 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 			return err
 		}
 	}
-	authn, err := resolveAuth(cfg, historyFile, out, log)
+	env, err := envpolicy.New(envpolicy.Config{Names: cfg.ConfigEnv, EnvFile: cfg.EnvFile, NoEnvFile: cfg.NoEnvFile})
+	if err != nil {
+		return err
+	}
+	authn, err := resolveAuth(cfg, historyFile, out, log, env.LookupAny)
 	if err != nil {
 		return err
 	}
@@ -215,8 +238,12 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 	if err != nil {
 		return err
 	}
+	files, err := fileAccess(cfg, historyFile, env)
+	if err != nil {
+		return err
+	}
 
-	pipes, err := newPipelineHost(ctx, cfg, defaults, log)
+	pipes, err := newPipelineHost(ctx, cfg, defaults, log, files, env)
 	if err != nil {
 		return err
 	}
@@ -283,6 +310,10 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 		}
 	}
 	defer store.Close()
+	// The history database exists now: refuse it by identity too.
+	files.Refresh()
+	ledger := outputs.New(store, files.Files, log)
+	pipes.ledger = ledger
 	if !cfg.Cluster {
 		// A server outside a cluster fails the runs whose lease lapsed, where
 		// the cluster requeues them: the two must not share a history.
@@ -315,7 +346,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 		Admission: svc.admission, Runs: svc.exec, Cluster: svc.membership(), Audit: svc.audit,
 		Store: store, Logs: svc.logs, Auth: authn, Catalog: pipes.Catalog(), Templates: svc.templates,
 		Follow:  follow.New(store, follow.Options{MaxPerRun: cfg.MaxLogFollowersPerRun, MaxTotal: cfg.MaxLogFollowers, Metrics: m}),
-		Metrics: m, Log: log, BodyLimit: cfg.BodyLimitBytes,
+		Metrics: m, Log: log, BodyLimit: cfg.BodyLimitBytes, Ledger: ledger, DLQ: dlq.New(files.Files),
 	})
 	if cfg.MCP {
 		mux.Handle(mcp.Path, mcp.Handler(mcp.HTTPConfig{
@@ -332,7 +363,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 	serve()
 
 	log.Info("faucet serve ready", "addr", ln.Addr().String(), "history", store.Dialect(),
-		"auth", authn.Enabled(), "max_concurrent_runs", svc.exec.Config().MaxConcurrent,
+		"file_roots", strings.Join(files.Roots(), string(os.PathListSeparator)), "auth", authn.Enabled(), "max_concurrent_runs", svc.exec.Config().MaxConcurrent,
 		"max_queued_runs", svc.admission.Config().MaxQueued, "cluster", cfg.Cluster, "instance", store.InstanceID())
 
 	select {
@@ -485,8 +516,24 @@ func resolveHistory(cfg Config) (url, file string, err error) {
 	return url, file, nil
 }
 
-// resolveAuth builds the authenticator of the selected auth mode.
-func resolveAuth(cfg Config, historyFile string, out io.Writer, log *slog.Logger) (*auth.Authenticator, error) {
+// fileAccess resolves the file roots and lists the server's own files,
+// which no run may open: the history database with its companions, the
+// admin token, the auth config, the env file and the default config.
+func fileAccess(cfg Config, historyFile string, env *envpolicy.Policy) (*fileroots.Access, error) {
+	own := append(fileroots.HistoryFiles(historyFile), filepath.Join(cfg.DataDir, adminTokenName), cfg.AuthConfig, env.EnvFile(), cfg.DefaultConfig)
+	return fileroots.New(fileroots.Config{
+		Roots: cfg.FileRoots, DataDir: cfg.DataDir, ServerFiles: own,
+		PluginDirs: append(append([]string{}, cfg.PluginDirs...), host.DefaultPluginDirs()...),
+	})
+}
+
+// adminTokenName is the admin token file in the data directory of a server
+// whose history is not a SQLite file there.
+const adminTokenName = "admin.token"
+
+// resolveAuth builds the authenticator of the selected auth mode; tokens in
+// an auth config resolve ${env:NAME} with lookup.
+func resolveAuth(cfg Config, historyFile string, out io.Writer, log *slog.Logger, lookup func(string) (string, bool)) (*auth.Authenticator, error) {
 	modes := 0
 	for _, set := range []bool{cfg.AuthToken != "", cfg.AuthConfig != "", cfg.NoAuth} {
 		if set {
@@ -500,12 +547,12 @@ func resolveAuth(cfg Config, historyFile string, out io.Writer, log *slog.Logger
 	case cfg.AuthToken != "":
 		return auth.Token(cfg.AuthToken)
 	case cfg.AuthConfig != "":
-		return auth.LoadFile(cfg.AuthConfig, os.LookupEnv)
+		return auth.LoadFile(cfg.AuthConfig, lookup)
 	case cfg.NoAuth:
 		log.Warn("authentication is OFF (--no-auth): anyone who reaches this address is admin")
 		return auth.Disabled(), nil
 	}
-	path := filepath.Join(cfg.DataDir, "admin.token")
+	path := filepath.Join(cfg.DataDir, adminTokenName)
 	if historyFile != "" {
 		path = historyFile + ".token"
 	}

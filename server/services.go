@@ -49,6 +49,9 @@ func newServices(cfg Config, store db.Store, pipes *pipelineHost, authn *auth.Au
 	}
 	s.logs = runlog.New(logCfg)
 	s.audit = audit.New(audit.Config{Store: store, Logger: log})
+	// Every value a config may read from the environment is masked in every
+	// run, not only in the run that read it.
+	secrets := append(authn.Secrets(), pipes.env.Values()...)
 	policy := callbacks.Policy{AllowHosts: cfg.CallbackAllowHosts, Cluster: cfg.Cluster}
 	s.callbacks = callbacks.New(callbacks.Config{
 		Policy: policy, Secret: []byte(cfg.CallbackSecret), MaxAttempts: cfg.CallbackMaxAttempts,
@@ -80,7 +83,7 @@ func newServices(cfg Config, store db.Store, pipes *pipelineHost, authn *auth.Au
 		s.exec = execution.New(execCfg, store, pipes, s.logs)
 		member = cluster.New(cluster.Config{
 			Poll: cfg.ClusterPoll, LeaseTTL: cfg.LeaseTTL, MaxAttempts: cfg.ClusterMaxAttempts,
-			SplitTimeout: cfg.ProbeTimeout, Listen: listen, Secrets: authn.Secrets(),
+			SplitTimeout: cfg.ProbeTimeout, Listen: listen, Secrets: secrets,
 			Leader: []cluster.LeaderDuty{s.purger}, Logger: log, Metrics: m,
 		}, store, s.exec, pipes)
 		s.member, dispatch = member, member
@@ -91,7 +94,7 @@ func newServices(cfg Config, store db.Store, pipes *pipelineHost, authn *auth.Au
 	}
 	s.admission = admission.New(admission.Config{
 		MaxQueued: cfg.MaxQueuedRuns, IdempotencyRetention: cfg.IdempotencyRetention, ProbeTimeout: cfg.ProbeTimeout,
-		Secrets: authn.Secrets(), Cluster: cfg.Cluster, CheckCallback: policy.CheckJSON, Logger: log, Metrics: m,
+		Secrets: secrets, Cluster: cfg.Cluster, CheckCallback: policy.CheckJSON, Logger: log, Metrics: m,
 	}, store, pipes, dispatch, s.audit)
 	s.templates = templates.New(templates.Config{
 		Store: store, Loader: pipes, Clustered: cfg.Cluster, Log: log, Submitter: templates.SubmitFunc(s.submitTemplateRun),

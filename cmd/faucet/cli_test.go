@@ -128,7 +128,7 @@ matrix: [{id: a}, {id: b, sink: {config: {path: b.jsonl, write_mode: append}}}]
 	var list []connectorSpec
 	r = runFaucet(t, dir, nil, "connectors", "list", "--json")
 	mustSucceed(t, r)
-	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list) != 6 || list[0].Name != "csv" || !list[0].Builtin || list[0].SourceSchema != nil {
+	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list) != 7 || list[0].Name != "csv" || !list[0].Builtin || list[0].SourceSchema != nil {
 		t.Errorf("connectors list --json: %+v (%v)", list, err)
 	}
 	r = runFaucet(t, dir, nil, "connectors", "spec", "jsonl")

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,7 +30,8 @@ func lookupEnv(name string) (string, bool) {
 // variables. A value that does not parse is an error naming the variable;
 // only booleans and numbers are echoed in it, since a string value may be a
 // token. FAUCET_PLUGIN_DIR is left to the plugin host, which reads it as a
-// PATH-style list after the --plugin-dir flags.
+// PATH-style list after the --plugin-dir flags; FAUCET_FILE_ROOT is a
+// PATH-style list too, since a directory's name may hold a comma or a space.
 func flagsFromEnv(fs *pflag.FlagSet, names ...string) error {
 	var err error
 	fs.VisitAll(func(f *pflag.Flag) {
@@ -54,6 +56,19 @@ func flagsFromEnv(fs *pflag.FlagSet, names ...string) error {
 			v = strconv.FormatBool(b)
 		case "stringSlice":
 			v = strings.Join(strings.Fields(strings.ReplaceAll(v, ",", " ")), ",")
+		case "stringArray":
+			items := strings.Fields(strings.ReplaceAll(v, ",", " "))
+			if f.Name == "file-root" {
+				items = filepath.SplitList(v)
+			}
+			for _, item := range items {
+				if item != "" && err == nil {
+					if setErr := fs.Set(f.Name, item); setErr != nil {
+						err = usageErrorf("%s: not a valid value for --%s", name, f.Name)
+					}
+				}
+			}
+			return
 		}
 		if setErr := fs.Set(f.Name, v); setErr != nil {
 			switch f.Value.Type() {

@@ -222,7 +222,7 @@ func TestREADME(t *testing.T) {
 			t.Errorf("the README's commands printed nothing matching %s:\n%s", want, out)
 		}
 	}
-	if got := len(sortedLines(t, filepath.Join(work, "out", "submitted.jsonl"))); got != 1000 {
+	if got := len(sortedLines(t, filepath.Join(home, ".local", "share", "faucet", "files", "submitted.jsonl"))); got != 1000 {
 		t.Errorf("the submitted run wrote %d records, want the starter's 1000", got)
 	}
 }

@@ -379,7 +379,7 @@ func TestRunBadInput(t *testing.T) {
 		{"malformed yaml", "version: 1\npipeline:\n  source: [1, 2\n  sink: {}\n",
 			nil, []string{"bad.yaml:4:3: invalid YAML"}},
 		{"unknown connector", "version: 1\npipeline:\n  source: {type: sqlit, config: {}}\n  sink: {type: stdout}\n",
-			nil, []string{`bad.yaml:3:12: pipeline.source.type: unknown source connector "sqlit"; did you mean "sqlite"?`, "known: csv, generate, jsonl, postgres, sqlite"}},
+			nil, []string{`bad.yaml:3:12: pipeline.source.type: unknown source connector "sqlit"; did you mean "sqlite"?`, "known: csv, dlq, generate, jsonl, postgres, sqlite"}},
 		{"schema violation", "version: 1\npipeline:\n  source: {type: sqlite, config: {path: x.db}}\n  sink: {type: postgres, config: {url: x, table: t, write_mode: upsert}}\n",
 			nil, []string{`bad.yaml:3:26: pipeline.source.config: set one of "table", "query"`, `bad.yaml:4:26: pipeline.sink.config: missing required key "key"`}},
 		{"missing input file", "version: 1\npipeline:\n  source: {type: sqlite, config: {path: nowhere.db, table: t}}\n  sink: {type: stdout}\n",

@@ -64,6 +64,7 @@ func Exercise(t *testing.T, newURL func(t testing.TB) string, peek Peek) {
 		{"Shards", func(t *testing.T, newURL func(t testing.TB) string) { exerciseShards(t, newURL, peek) }},
 		{"Audit", exerciseAudit},
 		{"RunLogs", exerciseRunLogs},
+		{"LocalOutputs", exerciseLocalOutputs},
 		{"Purge", func(t *testing.T, newURL func(t testing.TB) string) { exercisePurge(t, newURL, peek) }},
 		{"Templates", exerciseTemplates},
 		{"Callbacks", exerciseCallbacks},

@@ -14,11 +14,15 @@ import (
 
 // growingTables keep history and grow without bound; no query may read one
 // of them whole.
-var growingTables = []string{"faucet_runs", "faucet_idempotency_claims", "faucet_shards", "faucet_audit", "faucet_run_logs"}
+var growingTables = []string{"faucet_runs", "faucet_idempotency_claims", "faucet_shards", "faucet_audit", "faucet_run_logs", "faucet_local_outputs"}
 
 // fullScanAllowed are the queries whose job is to visit every row: finding
 // shards whose run is gone means looking at every shard.
 var fullScanAllowed = map[string]bool{"ShardPurgeOrphans": true}
+
+// conflictTargets are unique indexes an upsert reads as its ON CONFLICT
+// target (LocalOutputUpsert's), which EXPLAIN QUERY PLAN does not show.
+var conflictTargets = []string{"faucet_local_outputs_live_path"}
 
 // Every query in sql/sqlite/queries has an index to work with: SQLite's plan
 // for it never reads a growing table whole. And every index serves some
@@ -46,6 +50,9 @@ func TestQueriesUseIndexes(t *testing.T) {
 	usesIndex := regexp.MustCompile(`USING (?:COVERING )?INDEX (\w+)`)
 	used := map[string]bool{}
 	queries := 0
+	for _, index := range conflictTargets {
+		used[index] = true
+	}
 	for _, f := range files {
 		text, err := os.ReadFile(f)
 		if err != nil {

@@ -113,6 +113,33 @@ func (e ConfigFormat) Valid() bool {
 	}
 }
 
+// Defines values for DLQReason.
+const (
+	Contract    DLQReason = "contract"
+	DlqAll      DLQReason = "dlq_all"
+	Partial     DLQReason = "partial"
+	Quality     DLQReason = "quality"
+	SchemaDrift DLQReason = "schema_drift"
+)
+
+// Valid indicates whether the value is a known member of the DLQReason enum.
+func (e DLQReason) Valid() bool {
+	switch e {
+	case Contract:
+		return true
+	case DlqAll:
+		return true
+	case Partial:
+		return true
+	case Quality:
+		return true
+	case SchemaDrift:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for DoctorCheckRole.
 const (
 	DoctorCheckRoleSink   DoctorCheckRole = "sink"
@@ -668,6 +695,91 @@ type ConnectorSummary struct {
 	Name        string  `json:"name"`
 }
 
+// DLQDiscardRequest defines model for DLQDiscardRequest.
+type DLQDiscardRequest struct {
+	// BeforeMs Only the letters whose ts_ms is strictly older than this.
+	BeforeMs *int64 `json:"before_ms,omitempty"`
+
+	// Delete Delete the letters instead of appending them to <file>.archived.jsonl beside the file.
+	Delete *bool `json:"delete,omitempty"`
+
+	// EncryptionKeys Keys of a dead-letter file sealed at rest; this server seals none, so it takes none.
+	EncryptionKeys *[]string `json:"encryption_keys,omitempty"`
+
+	// Location A dead-letter file, a directory of *.jsonl dead-letter files, or a glob, within the server's file roots.
+	Location string `json:"location"`
+
+	// Reason The stage that dead-lettered a record: partial (a sink refused it on its own), dlq_all, quality, schema_drift and contract (the Rust faucet's other stages).
+	Reason *DLQReason `json:"reason,omitempty"`
+}
+
+// DLQInspectRequest defines model for DLQInspectRequest.
+type DLQInspectRequest struct {
+	// EncryptionKeys Keys of a dead-letter file sealed at rest; this server seals none, so it takes none.
+	EncryptionKeys *[]string `json:"encryption_keys,omitempty"`
+
+	// Limit Letters in sample; 5 when omitted.
+	Limit *int64 `json:"limit,omitempty"`
+
+	// Location A dead-letter file, a directory of *.jsonl dead-letter files, or a glob, within the server's file roots.
+	Location string `json:"location"`
+
+	// Offset The first letter of sample (in file and line order): pass next_offset to page on.
+	Offset *int64 `json:"offset,omitempty"`
+
+	// Reason The stage that dead-lettered a record: partial (a sink refused it on its own), dlq_all, quality, schema_drift and contract (the Rust faucet's other stages).
+	Reason *DLQReason `json:"reason,omitempty"`
+}
+
+// DLQReason The stage that dead-lettered a record: partial (a sink refused it on its own), dlq_all, quality, schema_drift and contract (the Rust faucet's other stages).
+type DLQReason string
+
+// DLQReplayOutcome defines model for DLQReplayOutcome.
+type DLQReplayOutcome struct {
+	// Candidates Letters the replay feeds the sink.
+	Candidates int64 `json:"candidates"`
+	DryRun     bool  `json:"dry_run"`
+
+	// FailedDlq Where records that fail again go.
+	FailedDlq string `json:"failed_dlq"`
+
+	// RecordsWritten Always 0 here: the replay is a run of its own, whose record counts what its sink wrote.
+	RecordsWritten int64 `json:"records_written"`
+
+	// RunId The replay's run; follow it with GET /v1/runs/{id}. Absent for a dry run, or when there was nothing to replay.
+	RunId *string `json:"run_id,omitempty"`
+
+	// Status The run's status at submission.
+	Status *string `json:"status,omitempty"`
+}
+
+// DLQReplayRequest defines model for DLQReplayRequest.
+type DLQReplayRequest struct {
+	// Config The pipeline config whose sink the records are replayed into; its source is replaced by the dead letters.
+	Config string `json:"config"`
+
+	// ConfigFormat Syntax of a pipeline config.
+	ConfigFormat *ConfigFormat `json:"config_format,omitempty"`
+
+	// DryRun Count the candidates and check the config without submitting a run.
+	DryRun *bool `json:"dry_run,omitempty"`
+
+	// EncryptionKeys Keys of a dead-letter file sealed at rest; this server seals none, so it takes none.
+	EncryptionKeys *[]string `json:"encryption_keys,omitempty"`
+
+	// FailedDlq Where records that fail again go; default <from>.replay-failed.jsonl beside from. Never from itself.
+	FailedDlq *string `json:"failed_dlq,omitempty"`
+
+	// From The dead-letter file (or directory, or glob) to replay, within the server's file roots.
+	From string `json:"from"`
+
+	// Reason The stage that dead-lettered a record: partial (a sink refused it on its own), dlq_all, quality, schema_drift and contract (the Rust faucet's other stages).
+	Reason *DLQReason `json:"reason,omitempty"`
+
+	// Row The matrix row of config whose sink the replay writes to; the first when omitted.
+	Row *string `json:"row,omitempty"`
+}
+
 // DeprecateTemplateRequest defines model for DeprecateTemplateRequest.
 type DeprecateTemplateRequest struct {
 	// Reason Why it is retired; triggers that are refused name it.
@@ -696,6 +808,13 @@ type DeprecationResult struct {
 
 	// Version The version deprecated or revived, when the request named one.
 	Version *int64 `json:"version,omitempty"`
+}
+
+// DiscardOutcome defines model for DiscardOutcome.
+type DiscardOutcome struct {
+	ArchivedTo     []string `json:"archived_to"`
+	Discarded      int64    `json:"discarded"`
+	FilesRewritten int64    `json:"files_rewritten"`
 }
 
 // DoctorCheck defines model for DoctorCheck.
@@ -764,7 +883,13 @@ type InvocationRecord struct {
 	DurationMs      int64   `json:"duration_ms"`
 	Error           *string `json:"error"`
 	ParentRecordKey *string `json:"parent_record_key"`
-	RecordsWritten  int64   `json:"records_written"`
+
+	// RecordsDeadLettered Records the sink refused that were appended to the dead-letter file (resilience.dlq).
+	RecordsDeadLettered *int64 `json:"records_dead_lettered,omitempty"`
+
+	// RecordsDropped Records the sink refused that were dropped (resilience.poison.action drop).
+	RecordsDropped *int64 `json:"records_dropped,omitempty"`
+	RecordsWritten int64  `json:"records_written"`
 
 	// RowId Matrix row id, or "default".
 	RowId string  `json:"row_id"`
@@ -805,11 +930,59 @@ type LaunchTemplateRequest struct {
 	Version *VersionSelector `json:"version,omitempty"`
 }
 
+// Letter defines model for Letter.
+type Letter struct {
+	Attempt      *int64      `json:"attempt,omitempty"`
+	Connector    *string     `json:"connector,omitempty"`
+	ErrorKind    *string     `json:"error_kind"`
+	ErrorMessage *string     `json:"error_message"`
+	Payload      interface{} `json:"payload"`
+	Pipeline     *string     `json:"pipeline"`
+	Reason       *string     `json:"reason"`
+	RecordIndex  *int64      `json:"record_index"`
+	Row          *string     `json:"row"`
+	RunId        *string     `json:"run_id,omitempty"`
+	TsMs         *int64      `json:"ts_ms,omitempty"`
+}
+
 // ListResponse defines model for ListResponse.
 type ListResponse struct {
 	// NextCursor Pass as cursor to read the next page; null on the last page.
 	NextCursor *string     `json:"next_cursor"`
 	Runs       []RunRecord `json:"runs"`
+}
+
+// LocalOutput defines model for LocalOutput.
+type LocalOutput struct {
+	// DeletedAt When an admin deleted the file through this API; null while it is there. The entry stays.
+	DeletedAt *time.Time `json:"deleted_at"`
+
+	// ExistedBefore A file was at path before faucet first wrote it (a run replaced or appended to it).
+	ExistedBefore bool `json:"existed_before"`
+
+	// FirstRunId The run that wrote it first.
+	FirstRunId     string    `json:"first_run_id"`
+	FirstWrittenAt time.Time `json:"first_written_at"`
+
+	// Id The entry's id (a time-ordered UUIDv7).
+	Id            string    `json:"id"`
+	LastWrittenAt time.Time `json:"last_written_at"`
+
+	// Path The file's absolute path on the server.
+	Path string `json:"path"`
+
+	// RunId The run that wrote it last.
+	RunId string `json:"run_id"`
+
+	// SizeBytes Its size after the last write.
+	SizeBytes int64 `json:"size_bytes"`
+}
+
+// LocalOutputList defines model for LocalOutputList.
+type LocalOutputList struct {
+	// NextCursor Pass as cursor to read the next page; null on the last page.
+	NextCursor *string       `json:"next_cursor"`
+	Outputs    []LocalOutput `json:"outputs"`
 }
 
 // LogLine defines model for LogLine.
@@ -958,9 +1131,15 @@ type RunRecord struct {
 	Invocations    []InvocationRecord `json:"invocations"`
 	Labels         map[string]string  `json:"labels"`
 	Name           *string            `json:"name"`
-	RecordsWritten int64              `json:"records_written"`
-	RunId          string             `json:"run_id"`
-	StartedAt      *time.Time         `json:"started_at"`
+
+	// RecordsDeadLettered Records the sinks refused that were appended to the dead-letter file, over every invocation.
+	RecordsDeadLettered *int64 `json:"records_dead_lettered,omitempty"`
+	RecordsWritten      int64  `json:"records_written"`
+
+	// ReplayOf The dead-letter file this run replays (POST /v1/dlq/replay): its records are the ones the file held.
+	ReplayOf  *string    `json:"replay_of,omitempty"`
+	RunId     string     `json:"run_id"`
+	StartedAt *time.Time `json:"started_at"`
 
 	// Status A run's status. pending: stored for any cluster member to claim (cluster mode only); queued: admitted to this server's queue; running: executing; sharded: split into source shards that execute on their own (cluster mode only); completed, failed, cancelled: terminal.
 	Status      RunStatus `json:"status"`
@@ -1062,6 +1241,20 @@ type SubmitResponse struct {
 
 	// Warnings Non-fatal remarks about the submission.
 	Warnings *[]string `json:"warnings,omitempty"`
+}
+
+// Summary defines model for Summary.
+type Summary struct {
+	ByErrorKind    map[string]int64 `json:"by_error_kind"`
+	ByReason       map[string]int64 `json:"by_reason"`
+	FilesRead      int64            `json:"files_read"`
+	Location       string           `json:"location"`
+	Malformed      int64            `json:"malformed"`
+	NextOffset     *int64           `json:"next_offset"`
+	NonEnvelope    int64            `json:"non_envelope"`
+	Sample         []Letter         `json:"sample"`
+	TotalEnvelopes int64            `json:"total_envelopes"`
+	Undecryptable  int64            `json:"undecryptable"`
 }
 
 // TemplateDetail defines model for TemplateDetail.
@@ -1273,6 +1466,21 @@ type ListAuditParams struct {
 	Limit *int64 `form:"limit,omitempty" json:"limit,omitempty"`
 }
 
+// ListLocalOutputsParams defines parameters for ListLocalOutputs.
+type ListLocalOutputsParams struct {
+	// RunId Only files this run wrote, first or last.
+	RunId *string `form:"run_id,omitempty" json:"run_id,omitempty"`
+
+	// PathPrefix Only files whose path starts with this.
+	PathPrefix *string `form:"path_prefix,omitempty" json:"path_prefix,omitempty"`
+
+	// Limit Page size.
+	Limit *int64 `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor next_cursor of the previous page.
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // ListRunsParams defines parameters for ListRuns.
 type ListRunsParams struct {
 	// Status Only runs in these statuses (repeatable).
@@ -1371,6 +1579,15 @@ type GetTemplateParams struct {
 
 // SubmitBackfillJSONRequestBody defines body for SubmitBackfill for application/json ContentType.
 type SubmitBackfillJSONRequestBody = BackfillRequest
+
+// DiscardDLQJSONRequestBody defines body for DiscardDLQ for application/json ContentType.
+type DiscardDLQJSONRequestBody = DLQDiscardRequest
+
+// InspectDLQJSONRequestBody defines body for InspectDLQ for application/json ContentType.
+type InspectDLQJSONRequestBody = DLQInspectRequest
+
+// ReplayDLQJSONRequestBody defines body for ReplayDLQ for application/json ContentType.
+type ReplayDLQJSONRequestBody = DLQReplayRequest
 
 // RunDoctorJSONRequestBody defines body for RunDoctor for application/json ContentType.
 type RunDoctorJSONRequestBody = DoctorRequest
@@ -1582,6 +1799,60 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/cluster (the `GetCluster` operationId).
 	GetCluster(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// DiscardDLQWithBody Discard (archive or delete) dead letters
+	//
+	// Removes the letters matching reason and before_ms from a location within the server's file roots, archived to <file>.archived.jsonl beside it unless delete; other lines stay as they are. Operator; audited as dlq.discard.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/dlq/discard (the `DiscardDLQ` operationId).
+	DiscardDLQWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DiscardDLQ Discard (archive or delete) dead letters
+	//
+	// Removes the letters matching reason and before_ms from a location within the server's file roots, archived to <file>.archived.jsonl beside it unless delete; other lines stay as they are. Operator; audited as dlq.discard.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/dlq/discard (the `DiscardDLQ` operationId).
+	DiscardDLQ(ctx context.Context, body DiscardDLQJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// InspectDLQWithBody Inspect a dead-letter location (read-only)
+	//
+	// Reads a dead-letter location within the server's file roots and returns the letters by reason and error kind, with a page of them (limit from offset). Viewer; audited as dlq.inspect.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/dlq/inspect (the `InspectDLQ` operationId).
+	InspectDLQWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// InspectDLQ Inspect a dead-letter location (read-only)
+	//
+	// Reads a dead-letter location within the server's file roots and returns the letters by reason and error kind, with a page of them (limit from offset). Viewer; audited as dlq.inspect.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/dlq/inspect (the `InspectDLQ` operationId).
+	InspectDLQ(ctx context.Context, body InspectDLQJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReplayDLQWithBody Replay dead letters through a pipeline config's sink
+	//
+	// Submits the records of a dead-letter location as a normal run: the config's source is replaced by the letters (connector dlq), its sink is kept, and records it refuses again land in a fresh dead-letter file (failed_dlq), never in the one replayed. The run's record names what it replays (replay_of). A location with no dead letter (a file of other lines) is 400. Operator; audited as dlq.replay.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/dlq/replay (the `ReplayDLQ` operationId).
+	ReplayDLQWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReplayDLQ Replay dead letters through a pipeline config's sink
+	//
+	// Submits the records of a dead-letter location as a normal run: the config's source is replaced by the letters (connector dlq), its sink is kept, and records it refuses again land in a fresh dead-letter file (failed_dlq), never in the one replayed. The run's record names what it replays (replay_of). A location with no dead letter (a file of other lines) is 400. Operator; audited as dlq.replay.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/dlq/replay (the `ReplayDLQ` operationId).
+	ReplayDLQ(ctx context.Context, body ReplayDLQJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// RunDoctorWithBody Validate a config and probe its connectors without running it
 	//
 	// 200 with the report when every probe passed; 422 with the report in error.details when one failed; 400 when the config does not load, with each of its problems in error.details.problems ({message, path?, line?, column?, file?, set?, rows?}; line and column are 1-based positions in the submitted document, absent for a value that did not come from it). The body is a JSON DoctorRequest or the config itself as YAML.
@@ -1599,6 +1870,25 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/doctor (the `RunDoctor` operationId).
 	RunDoctor(ctx context.Context, body RunDoctorJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListLocalOutputs List the files runs wrote
+	//
+	// The ledger of every file a sink of a run of this server created or replaced on the server's disk, newest first, deleted ones included (deleted_at set). Filter by the run that wrote a file (first or last) or by a path prefix; pass next_cursor as cursor for the next page.
+	//
+	// Corresponds with GET /v1/local-outputs (the `ListLocalOutputs` operationId).
+	ListLocalOutputs(ctx context.Context, params *ListLocalOutputsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteLocalOutput Delete one file runs wrote
+	//
+	// Deletes exactly the file of this entry, through the server's file roots, and keeps the entry with deleted_at. Never a directory, a symlink or a glob: 409 when the path holds something else than the file faucet wrote last (it was replaced since), lies outside the file roots now, or was deleted already. A file already gone is marked deleted. Admin only; audited as local_output.delete.
+	//
+	// Corresponds with DELETE /v1/local-outputs/{id} (the `DeleteLocalOutput` operationId).
+	DeleteLocalOutput(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetLocalOutput Get one file runs wrote
+	//
+	// Corresponds with GET /v1/local-outputs/{id} (the `GetLocalOutput` operationId).
+	GetLocalOutput(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListRuns List runs
 	//
@@ -1928,6 +2218,120 @@ func (c *Client) GetCluster(ctx context.Context, reqEditors ...RequestEditorFn) 
 	return c.Client.Do(req)
 }
 
+// DiscardDLQWithBody Discard (archive or delete) dead letters
+//
+// Removes the letters matching reason and before_ms from a location within the server's file roots, archived to <file>.archived.jsonl beside it unless delete; other lines stay as they are. Operator; audited as dlq.discard.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/dlq/discard (the `DiscardDLQ` operationId).
+func (c *Client) DiscardDLQWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDiscardDLQRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DiscardDLQ Discard (archive or delete) dead letters
+//
+// Removes the letters matching reason and before_ms from a location within the server's file roots, archived to <file>.archived.jsonl beside it unless delete; other lines stay as they are. Operator; audited as dlq.discard.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/dlq/discard (the `DiscardDLQ` operationId).
+func (c *Client) DiscardDLQ(ctx context.Context, body DiscardDLQJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDiscardDLQRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// InspectDLQWithBody Inspect a dead-letter location (read-only)
+//
+// Reads a dead-letter location within the server's file roots and returns the letters by reason and error kind, with a page of them (limit from offset). Viewer; audited as dlq.inspect.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/dlq/inspect (the `InspectDLQ` operationId).
+func (c *Client) InspectDLQWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewInspectDLQRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// InspectDLQ Inspect a dead-letter location (read-only)
+//
+// Reads a dead-letter location within the server's file roots and returns the letters by reason and error kind, with a page of them (limit from offset). Viewer; audited as dlq.inspect.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/dlq/inspect (the `InspectDLQ` operationId).
+func (c *Client) InspectDLQ(ctx context.Context, body InspectDLQJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewInspectDLQRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReplayDLQWithBody Replay dead letters through a pipeline config's sink
+//
+// Submits the records of a dead-letter location as a normal run: the config's source is replaced by the letters (connector dlq), its sink is kept, and records it refuses again land in a fresh dead-letter file (failed_dlq), never in the one replayed. The run's record names what it replays (replay_of). A location with no dead letter (a file of other lines) is 400. Operator; audited as dlq.replay.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/dlq/replay (the `ReplayDLQ` operationId).
+func (c *Client) ReplayDLQWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReplayDLQRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReplayDLQ Replay dead letters through a pipeline config's sink
+//
+// Submits the records of a dead-letter location as a normal run: the config's source is replaced by the letters (connector dlq), its sink is kept, and records it refuses again land in a fresh dead-letter file (failed_dlq), never in the one replayed. The run's record names what it replays (replay_of). A location with no dead letter (a file of other lines) is 400. Operator; audited as dlq.replay.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/dlq/replay (the `ReplayDLQ` operationId).
+func (c *Client) ReplayDLQ(ctx context.Context, body ReplayDLQJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReplayDLQRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // RunDoctorWithBody Validate a config and probe its connectors without running it
 //
 // 200 with the report when every probe passed; 422 with the report in error.details when one failed; 400 when the config does not load, with each of its problems in error.details.problems ({message, path?, line?, column?, file?, set?, rows?}; line and column are 1-based positions in the submitted document, absent for a value that did not come from it). The body is a JSON DoctorRequest or the config itself as YAML.
@@ -1956,6 +2360,55 @@ func (c *Client) RunDoctorWithBody(ctx context.Context, contentType string, body
 // Corresponds with POST /v1/doctor (the `RunDoctor` operationId).
 func (c *Client) RunDoctor(ctx context.Context, body RunDoctorJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRunDoctorRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListLocalOutputs List the files runs wrote
+//
+// The ledger of every file a sink of a run of this server created or replaced on the server's disk, newest first, deleted ones included (deleted_at set). Filter by the run that wrote a file (first or last) or by a path prefix; pass next_cursor as cursor for the next page.
+//
+// Corresponds with GET /v1/local-outputs (the `ListLocalOutputs` operationId).
+func (c *Client) ListLocalOutputs(ctx context.Context, params *ListLocalOutputsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListLocalOutputsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteLocalOutput Delete one file runs wrote
+//
+// Deletes exactly the file of this entry, through the server's file roots, and keeps the entry with deleted_at. Never a directory, a symlink or a glob: 409 when the path holds something else than the file faucet wrote last (it was replaced since), lies outside the file roots now, or was deleted already. A file already gone is marked deleted. Admin only; audited as local_output.delete.
+//
+// Corresponds with DELETE /v1/local-outputs/{id} (the `DeleteLocalOutput` operationId).
+func (c *Client) DeleteLocalOutput(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteLocalOutputRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetLocalOutput Get one file runs wrote
+//
+// Corresponds with GET /v1/local-outputs/{id} (the `GetLocalOutput` operationId).
+func (c *Client) GetLocalOutput(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetLocalOutputRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -2680,6 +3133,126 @@ func NewGetClusterRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewDiscardDLQRequest calls the generic DiscardDLQ builder with application/json body
+func NewDiscardDLQRequest(server string, body DiscardDLQJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewDiscardDLQRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewDiscardDLQRequestWithBody constructs an http.Request for the DiscardDLQ method, with any body, and a specified content type
+func NewDiscardDLQRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/dlq/discard")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewInspectDLQRequest calls the generic InspectDLQ builder with application/json body
+func NewInspectDLQRequest(server string, body InspectDLQJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewInspectDLQRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewInspectDLQRequestWithBody constructs an http.Request for the InspectDLQ method, with any body, and a specified content type
+func NewInspectDLQRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/dlq/inspect")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewReplayDLQRequest calls the generic ReplayDLQ builder with application/json body
+func NewReplayDLQRequest(server string, body ReplayDLQJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewReplayDLQRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewReplayDLQRequestWithBody constructs an http.Request for the ReplayDLQ method, with any body, and a specified content type
+func NewReplayDLQRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/dlq/replay")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewRunDoctorRequest calls the generic RunDoctor builder with application/json body
 func NewRunDoctorRequest(server string, body RunDoctorJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -2716,6 +3289,164 @@ func NewRunDoctorRequestWithBody(server string, contentType string, body io.Read
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListLocalOutputsRequest constructs an http.Request for the ListLocalOutputs method
+func NewListLocalOutputsRequest(server string, params *ListLocalOutputsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/local-outputs")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.RunId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "run_id", *params.RunId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.PathPrefix != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "path_prefix", *params.PathPrefix, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewDeleteLocalOutputRequest constructs an http.Request for the DeleteLocalOutput method
+func NewDeleteLocalOutputRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/local-outputs/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetLocalOutputRequest constructs an http.Request for the GetLocalOutput method
+func NewGetLocalOutputRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/local-outputs/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -3937,6 +4668,60 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/cluster (the `GetCluster` operationId).
 	GetClusterWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetClusterResponse, error)
 
+	// DiscardDLQWithBodyWithResponse Discard (archive or delete) dead letters
+	//
+	// Removes the letters matching reason and before_ms from a location within the server's file roots, archived to <file>.archived.jsonl beside it unless delete; other lines stay as they are. Operator; audited as dlq.discard.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/dlq/discard (the `DiscardDLQ` operationId).
+	DiscardDLQWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DiscardDLQResponse, error)
+
+	// DiscardDLQWithResponse Discard (archive or delete) dead letters
+	//
+	// Removes the letters matching reason and before_ms from a location within the server's file roots, archived to <file>.archived.jsonl beside it unless delete; other lines stay as they are. Operator; audited as dlq.discard.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/dlq/discard (the `DiscardDLQ` operationId).
+	DiscardDLQWithResponse(ctx context.Context, body DiscardDLQJSONRequestBody, reqEditors ...RequestEditorFn) (*DiscardDLQResponse, error)
+
+	// InspectDLQWithBodyWithResponse Inspect a dead-letter location (read-only)
+	//
+	// Reads a dead-letter location within the server's file roots and returns the letters by reason and error kind, with a page of them (limit from offset). Viewer; audited as dlq.inspect.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/dlq/inspect (the `InspectDLQ` operationId).
+	InspectDLQWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*InspectDLQResponse, error)
+
+	// InspectDLQWithResponse Inspect a dead-letter location (read-only)
+	//
+	// Reads a dead-letter location within the server's file roots and returns the letters by reason and error kind, with a page of them (limit from offset). Viewer; audited as dlq.inspect.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/dlq/inspect (the `InspectDLQ` operationId).
+	InspectDLQWithResponse(ctx context.Context, body InspectDLQJSONRequestBody, reqEditors ...RequestEditorFn) (*InspectDLQResponse, error)
+
+	// ReplayDLQWithBodyWithResponse Replay dead letters through a pipeline config's sink
+	//
+	// Submits the records of a dead-letter location as a normal run: the config's source is replaced by the letters (connector dlq), its sink is kept, and records it refuses again land in a fresh dead-letter file (failed_dlq), never in the one replayed. The run's record names what it replays (replay_of). A location with no dead letter (a file of other lines) is 400. Operator; audited as dlq.replay.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/dlq/replay (the `ReplayDLQ` operationId).
+	ReplayDLQWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReplayDLQResponse, error)
+
+	// ReplayDLQWithResponse Replay dead letters through a pipeline config's sink
+	//
+	// Submits the records of a dead-letter location as a normal run: the config's source is replaced by the letters (connector dlq), its sink is kept, and records it refuses again land in a fresh dead-letter file (failed_dlq), never in the one replayed. The run's record names what it replays (replay_of). A location with no dead letter (a file of other lines) is 400. Operator; audited as dlq.replay.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/dlq/replay (the `ReplayDLQ` operationId).
+	ReplayDLQWithResponse(ctx context.Context, body ReplayDLQJSONRequestBody, reqEditors ...RequestEditorFn) (*ReplayDLQResponse, error)
+
 	// RunDoctorWithBodyWithResponse Validate a config and probe its connectors without running it
 	//
 	// 200 with the report when every probe passed; 422 with the report in error.details when one failed; 400 when the config does not load, with each of its problems in error.details.problems ({message, path?, line?, column?, file?, set?, rows?}; line and column are 1-based positions in the submitted document, absent for a value that did not come from it). The body is a JSON DoctorRequest or the config itself as YAML.
@@ -3954,6 +4739,31 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/doctor (the `RunDoctor` operationId).
 	RunDoctorWithResponse(ctx context.Context, body RunDoctorJSONRequestBody, reqEditors ...RequestEditorFn) (*RunDoctorResponse, error)
+
+	// ListLocalOutputsWithResponse List the files runs wrote
+	//
+	// The ledger of every file a sink of a run of this server created or replaced on the server's disk, newest first, deleted ones included (deleted_at set). Filter by the run that wrote a file (first or last) or by a path prefix; pass next_cursor as cursor for the next page.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/local-outputs (the `ListLocalOutputs` operationId).
+	ListLocalOutputsWithResponse(ctx context.Context, params *ListLocalOutputsParams, reqEditors ...RequestEditorFn) (*ListLocalOutputsResponse, error)
+
+	// DeleteLocalOutputWithResponse Delete one file runs wrote
+	//
+	// Deletes exactly the file of this entry, through the server's file roots, and keeps the entry with deleted_at. Never a directory, a symlink or a glob: 409 when the path holds something else than the file faucet wrote last (it was replaced since), lies outside the file roots now, or was deleted already. A file already gone is marked deleted. Admin only; audited as local_output.delete.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/local-outputs/{id} (the `DeleteLocalOutput` operationId).
+	DeleteLocalOutputWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*DeleteLocalOutputResponse, error)
+
+	// GetLocalOutputWithResponse Get one file runs wrote
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/local-outputs/{id} (the `GetLocalOutput` operationId).
+	GetLocalOutputWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetLocalOutputResponse, error)
 
 	// ListRunsWithResponse List runs
 	//
@@ -4672,6 +5482,290 @@ func (r GetClusterResponse) ContentType() string {
 	return ""
 }
 
+// DiscardDLQResponse401Headers the declared response headers of an HTTP 401 response for DiscardDLQ
+type DiscardDLQResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+type DiscardDLQResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DiscardOutcome
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DiscardDLQResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DiscardDLQResponse) GetJSON200() *DiscardOutcome {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r DiscardDLQResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r DiscardDLQResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r DiscardDLQResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r DiscardDLQResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r DiscardDLQResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r DiscardDLQResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r DiscardDLQResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DiscardDLQResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DiscardDLQResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DiscardDLQResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// InspectDLQResponse401Headers the declared response headers of an HTTP 401 response for InspectDLQ
+type InspectDLQResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+type InspectDLQResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Summary
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *InspectDLQResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r InspectDLQResponse) GetJSON200() *Summary {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r InspectDLQResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r InspectDLQResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r InspectDLQResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r InspectDLQResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r InspectDLQResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r InspectDLQResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r InspectDLQResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r InspectDLQResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r InspectDLQResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ReplayDLQResponse401Headers the declared response headers of an HTTP 401 response for ReplayDLQ
+type ReplayDLQResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// ReplayDLQResponse429Headers the declared response headers of an HTTP 429 response for ReplayDLQ
+type ReplayDLQResponse429Headers struct {
+	RetryAfter int
+}
+
+type ReplayDLQResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DLQReplayOutcome
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ReplayDLQResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ReplayDLQResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ReplayDLQResponse) GetJSON200() *DLQReplayOutcome {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ReplayDLQResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ReplayDLQResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ReplayDLQResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r ReplayDLQResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ReplayDLQResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ReplayDLQResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ReplayDLQResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ReplayDLQResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ReplayDLQResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReplayDLQResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReplayDLQResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReplayDLQResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // RunDoctorResponse401Headers the declared response headers of an HTTP 401 response for RunDoctor
 type RunDoctorResponse401Headers struct {
 	WWWAuthenticate string
@@ -4770,6 +5864,269 @@ func (r RunDoctorResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r RunDoctorResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListLocalOutputsResponse401Headers the declared response headers of an HTTP 401 response for ListLocalOutputs
+type ListLocalOutputsResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+type ListLocalOutputsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *LocalOutputList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListLocalOutputsResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListLocalOutputsResponse) GetJSON200() *LocalOutputList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListLocalOutputsResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListLocalOutputsResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListLocalOutputsResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListLocalOutputsResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ListLocalOutputsResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListLocalOutputsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListLocalOutputsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListLocalOutputsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListLocalOutputsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteLocalOutputResponse401Headers the declared response headers of an HTTP 401 response for DeleteLocalOutput
+type DeleteLocalOutputResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+type DeleteLocalOutputResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *LocalOutput
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteLocalOutputResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DeleteLocalOutputResponse) GetJSON200() *LocalOutput {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r DeleteLocalOutputResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r DeleteLocalOutputResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r DeleteLocalOutputResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r DeleteLocalOutputResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r DeleteLocalOutputResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r DeleteLocalOutputResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r DeleteLocalOutputResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteLocalOutputResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteLocalOutputResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteLocalOutputResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteLocalOutputResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetLocalOutputResponse401Headers the declared response headers of an HTTP 401 response for GetLocalOutput
+type GetLocalOutputResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+type GetLocalOutputResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *LocalOutput
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetLocalOutputResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetLocalOutputResponse) GetJSON200() *LocalOutput {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetLocalOutputResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetLocalOutputResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GetLocalOutputResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetLocalOutputResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetLocalOutputResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetLocalOutputResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetLocalOutputResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetLocalOutputResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetLocalOutputResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -6842,6 +8199,96 @@ func (c *ClientWithResponses) GetClusterWithResponse(ctx context.Context, reqEdi
 	return ParseGetClusterResponse(rsp)
 }
 
+// DiscardDLQWithBodyWithResponse Discard (archive or delete) dead letters
+//
+// Removes the letters matching reason and before_ms from a location within the server's file roots, archived to <file>.archived.jsonl beside it unless delete; other lines stay as they are. Operator; audited as dlq.discard.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/dlq/discard (the `DiscardDLQ` operationId).
+func (c *ClientWithResponses) DiscardDLQWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DiscardDLQResponse, error) {
+	rsp, err := c.DiscardDLQWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDiscardDLQResponse(rsp)
+}
+
+// DiscardDLQWithResponse Discard (archive or delete) dead letters
+//
+// Removes the letters matching reason and before_ms from a location within the server's file roots, archived to <file>.archived.jsonl beside it unless delete; other lines stay as they are. Operator; audited as dlq.discard.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/dlq/discard (the `DiscardDLQ` operationId).
+func (c *ClientWithResponses) DiscardDLQWithResponse(ctx context.Context, body DiscardDLQJSONRequestBody, reqEditors ...RequestEditorFn) (*DiscardDLQResponse, error) {
+	rsp, err := c.DiscardDLQ(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDiscardDLQResponse(rsp)
+}
+
+// InspectDLQWithBodyWithResponse Inspect a dead-letter location (read-only)
+//
+// Reads a dead-letter location within the server's file roots and returns the letters by reason and error kind, with a page of them (limit from offset). Viewer; audited as dlq.inspect.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/dlq/inspect (the `InspectDLQ` operationId).
+func (c *ClientWithResponses) InspectDLQWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*InspectDLQResponse, error) {
+	rsp, err := c.InspectDLQWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseInspectDLQResponse(rsp)
+}
+
+// InspectDLQWithResponse Inspect a dead-letter location (read-only)
+//
+// Reads a dead-letter location within the server's file roots and returns the letters by reason and error kind, with a page of them (limit from offset). Viewer; audited as dlq.inspect.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/dlq/inspect (the `InspectDLQ` operationId).
+func (c *ClientWithResponses) InspectDLQWithResponse(ctx context.Context, body InspectDLQJSONRequestBody, reqEditors ...RequestEditorFn) (*InspectDLQResponse, error) {
+	rsp, err := c.InspectDLQ(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseInspectDLQResponse(rsp)
+}
+
+// ReplayDLQWithBodyWithResponse Replay dead letters through a pipeline config's sink
+//
+// Submits the records of a dead-letter location as a normal run: the config's source is replaced by the letters (connector dlq), its sink is kept, and records it refuses again land in a fresh dead-letter file (failed_dlq), never in the one replayed. The run's record names what it replays (replay_of). A location with no dead letter (a file of other lines) is 400. Operator; audited as dlq.replay.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/dlq/replay (the `ReplayDLQ` operationId).
+func (c *ClientWithResponses) ReplayDLQWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReplayDLQResponse, error) {
+	rsp, err := c.ReplayDLQWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReplayDLQResponse(rsp)
+}
+
+// ReplayDLQWithResponse Replay dead letters through a pipeline config's sink
+//
+// Submits the records of a dead-letter location as a normal run: the config's source is replaced by the letters (connector dlq), its sink is kept, and records it refuses again land in a fresh dead-letter file (failed_dlq), never in the one replayed. The run's record names what it replays (replay_of). A location with no dead letter (a file of other lines) is 400. Operator; audited as dlq.replay.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/dlq/replay (the `ReplayDLQ` operationId).
+func (c *ClientWithResponses) ReplayDLQWithResponse(ctx context.Context, body ReplayDLQJSONRequestBody, reqEditors ...RequestEditorFn) (*ReplayDLQResponse, error) {
+	rsp, err := c.ReplayDLQ(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReplayDLQResponse(rsp)
+}
+
 // RunDoctorWithBodyWithResponse Validate a config and probe its connectors without running it
 //
 // 200 with the report when every probe passed; 422 with the report in error.details when one failed; 400 when the config does not load, with each of its problems in error.details.problems ({message, path?, line?, column?, file?, set?, rows?}; line and column are 1-based positions in the submitted document, absent for a value that did not come from it). The body is a JSON DoctorRequest or the config itself as YAML.
@@ -6870,6 +8317,49 @@ func (c *ClientWithResponses) RunDoctorWithResponse(ctx context.Context, body Ru
 		return nil, err
 	}
 	return ParseRunDoctorResponse(rsp)
+}
+
+// ListLocalOutputsWithResponse List the files runs wrote
+//
+// The ledger of every file a sink of a run of this server created or replaced on the server's disk, newest first, deleted ones included (deleted_at set). Filter by the run that wrote a file (first or last) or by a path prefix; pass next_cursor as cursor for the next page.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/local-outputs (the `ListLocalOutputs` operationId).
+func (c *ClientWithResponses) ListLocalOutputsWithResponse(ctx context.Context, params *ListLocalOutputsParams, reqEditors ...RequestEditorFn) (*ListLocalOutputsResponse, error) {
+	rsp, err := c.ListLocalOutputs(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListLocalOutputsResponse(rsp)
+}
+
+// DeleteLocalOutputWithResponse Delete one file runs wrote
+//
+// Deletes exactly the file of this entry, through the server's file roots, and keeps the entry with deleted_at. Never a directory, a symlink or a glob: 409 when the path holds something else than the file faucet wrote last (it was replaced since), lies outside the file roots now, or was deleted already. A file already gone is marked deleted. Admin only; audited as local_output.delete.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/local-outputs/{id} (the `DeleteLocalOutput` operationId).
+func (c *ClientWithResponses) DeleteLocalOutputWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*DeleteLocalOutputResponse, error) {
+	rsp, err := c.DeleteLocalOutput(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteLocalOutputResponse(rsp)
+}
+
+// GetLocalOutputWithResponse Get one file runs wrote
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/local-outputs/{id} (the `GetLocalOutput` operationId).
+func (c *ClientWithResponses) GetLocalOutputWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetLocalOutputResponse, error) {
+	rsp, err := c.GetLocalOutput(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetLocalOutputResponse(rsp)
 }
 
 // ListRunsWithResponse List runs
@@ -7675,6 +9165,266 @@ func ParseGetClusterResponse(rsp *http.Response) (*GetClusterResponse, error) {
 	return response, nil
 }
 
+// ParseDiscardDLQResponse parses an HTTP response from a DiscardDLQWithResponse call
+func ParseDiscardDLQResponse(rsp *http.Response) (*DiscardDLQResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DiscardDLQResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DiscardOutcome
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DiscardDLQResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseInspectDLQResponse parses an HTTP response from a InspectDLQWithResponse call
+func ParseInspectDLQResponse(rsp *http.Response) (*InspectDLQResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &InspectDLQResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Summary
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers InspectDLQResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseReplayDLQResponse parses an HTTP response from a ReplayDLQWithResponse call
+func ParseReplayDLQResponse(rsp *http.Response) (*ReplayDLQResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReplayDLQResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DLQReplayOutcome
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ReplayDLQResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ReplayDLQResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseRunDoctorResponse parses an HTTP response from a RunDoctorWithResponse call
 func ParseRunDoctorResponse(rsp *http.Response) (*RunDoctorResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -7757,6 +9507,242 @@ func ParseRunDoctorResponse(rsp *http.Response) (*RunDoctorResponse, error) {
 	switch {
 	case rsp.StatusCode == 401:
 		var headers RunDoctorResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListLocalOutputsResponse parses an HTTP response from a ListLocalOutputsWithResponse call
+func ParseListLocalOutputsResponse(rsp *http.Response) (*ListLocalOutputsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListLocalOutputsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest LocalOutputList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListLocalOutputsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteLocalOutputResponse parses an HTTP response from a DeleteLocalOutputWithResponse call
+func ParseDeleteLocalOutputResponse(rsp *http.Response) (*DeleteLocalOutputResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteLocalOutputResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest LocalOutput
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DeleteLocalOutputResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetLocalOutputResponse parses an HTTP response from a GetLocalOutputWithResponse call
+func ParseGetLocalOutputResponse(rsp *http.Response) (*GetLocalOutputResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetLocalOutputResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest LocalOutput
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetLocalOutputResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {

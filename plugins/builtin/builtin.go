@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/faucet-dev/faucet/plugins/builtin/csv"
+	"github.com/faucet-dev/faucet/plugins/builtin/dlq"
 	"github.com/faucet-dev/faucet/plugins/builtin/generate"
 	"github.com/faucet-dev/faucet/plugins/builtin/jsonl"
 	"github.com/faucet-dev/faucet/plugins/builtin/postgres"
@@ -18,6 +19,7 @@ import (
 // connectors are the built-ins, one line each.
 var connectors = []sdk.Connector{
 	csv.Connector{},
+	dlq.Connector{},
 	generate.Connector{},
 	jsonl.Connector{},
 	postgres.Connector{},

@@ -20,6 +20,7 @@ func TestSchemas(t *testing.T) {
 		"postgres": {"source": `{"url": "postgres://db", "table": "t", "key": "id"}`, "sink": `{"url": "postgres://db", "table": "t", "write_mode": "upsert", "key": ["id"]}`},
 		"sqlite":   {"source": `{"path": "a.db", "query": "SELECT 1"}`, "sink": `{"path": "a.db", "table": "t", "write_mode": "overwrite"}`},
 		"stdout":   {"sink": `{}`},
+		"dlq":      {"source": `{"path": "dead.jsonl", "reason": "partial"}`},
 	}
 	bad := []string{`{"path": "x", "nope": 1}`, `{}`, `{"path": 5}`, `{"count": -1}`, `{"pretty": "yes"}`}
 	for _, c := range builtin.All() {

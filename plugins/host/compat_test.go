@@ -14,6 +14,7 @@ import (
 
 	"github.com/faucet-dev/faucet/pipeline"
 	"github.com/faucet-dev/faucet/plugins/host"
+	"github.com/faucet-dev/faucet/plugins/internal/protocol"
 )
 
 // protocol10Revision is the last commit whose SDK speaks only connector
@@ -163,8 +164,8 @@ func TestProtocol10PluginKeepsWorking(t *testing.T) {
 	if !containsLine(logged.String(), "plugin started", "connector=faucet-lines", "path="+linesV10Bin, "protocol=1") {
 		t.Error("faucet did not negotiate protocol 1 (1.0) with the 1.0 plugin")
 	}
-	if !containsLine(logged.String(), "plugin started", "connector=csv", "protocol=2") {
-		t.Error("faucet did not negotiate protocol 2 (1.1) with a built-in")
+	if !containsLine(logged.String(), "plugin started", "connector=csv", fmt.Sprintf("protocol=%d", protocol.Latest)) {
+		t.Errorf("faucet did not negotiate protocol %d, the latest, with a built-in", protocol.Latest)
 	}
 }
 

@@ -60,6 +60,11 @@ type Options struct {
 	// keeps answering its API promptly while pipelines saturate the CPU,
 	// and the pipelines still get every cycle the API leaves.
 	Nice int
+	// Files, when set, returns what bounds the files connectors open
+	// (faucet serve's file roots and its own files), asked at every call;
+	// nil leaves them unconfined (faucet run). Plugins speaking a protocol
+	// before 1.3 cannot be told.
+	Files func() *sdk.Files
 }
 
 // DefaultPluginDirs returns the directories in FAUCET_PLUGIN_DIR followed by
@@ -102,6 +107,9 @@ type Host struct {
 	// nice is the nice(1) executable plugins start through; empty to start
 	// them directly.
 	nice string
+	// unconfined holds the names of connectors warned about for not
+	// receiving the file roots.
+	unconfined sync.Map
 
 	mu     sync.Mutex
 	closed bool
@@ -255,6 +263,7 @@ func (h *Host) identify(ctx context.Context, path string) (*Connector, *proc, er
 			SourceSchema: resp.GetSourceSchema(), SinkSchema: resp.GetSinkSchema(),
 			Shardable: resp.GetCapabilities().GetShardable(), WriteModes: resp.GetCapabilities().GetWriteModes(),
 			IndependentSessions: resp.GetCapabilities().GetIndependentSessions(),
+			RejectsRecords:      resp.GetCapabilities().GetRejectsRecords(),
 		},
 		Source:        resp.GetKind() == connectorv1.Kind_KIND_SOURCE || resp.GetKind() == connectorv1.Kind_KIND_BOTH,
 		Sink:          resp.GetKind() == connectorv1.Kind_KIND_SINK || resp.GetKind() == connectorv1.Kind_KIND_BOTH,

@@ -49,16 +49,19 @@ func (h *Host) OpenPipe(ctx context.Context, source pipeline.ConnectorConfig, sh
 		release()
 		return nil, &ConnectorError{Connector: sc.Name, Msg: "the plugin has no address to read from"}
 	}
-	read := &connectorv1.ReadRequest{Config: source.Config}
+	read := &connectorv1.ReadRequest{Config: source.Config, FileAccess: h.fileAccess(sc, src)}
 	if shard != nil {
 		read.Shard = &connectorv1.Shard{Descriptor_: shard.Descriptor, EstimatedRecords: shard.EstimatedRecords, EstimatedBytes: shard.EstimatedBytes}
 	}
+	report := pipeline.SessionReportFrom(ctx)
 	sctx, cancel := context.WithCancel(ctx)
 	stream, err := dst.rpc.Write(sctx)
 	if err == nil {
 		err = stream.Send(&connectorv1.WriteRequest{Msg: &connectorv1.WriteRequest_Open{Open: &connectorv1.WriteOpen{
-			Config:   sink.Config,
-			Upstream: &connectorv1.Upstream{Network: addr.Addr.Network(), Address: addr.Addr.String(), Read: read, ProtocolVersion: uint32(src.version)},
+			Config:       sink.Config,
+			FileAccess:   h.fileAccess(kc, dst),
+			RecordPolicy: recordPolicy(kc, dst, report),
+			Upstream:     &connectorv1.Upstream{Network: addr.Addr.Network(), Address: addr.Addr.String(), Read: read, ProtocolVersion: uint32(src.version)},
 		}}})
 	}
 	if err != nil {
@@ -67,7 +70,8 @@ func (h *Host) OpenPipe(ctx context.Context, source pipeline.ConnectorConfig, sh
 		release()
 		return nil, err
 	}
-	p := &pipeSession{source: sc.Name, sink: kc.Name, src: src, dst: dst, stream: stream, cancel: cancel, acked: acked, done: make(chan struct{}), release: release}
+	p := &pipeSession{source: sc.Name, sink: kc.Name, src: src, dst: dst, stream: stream, cancel: cancel, acked: acked,
+		report: report, done: make(chan struct{}), release: release}
 	go p.receive()
 	return p, nil
 }
@@ -78,6 +82,7 @@ type pipeSession struct {
 	stream       grpc.BidiStreamingClient[connectorv1.WriteRequest, connectorv1.WriteResponse]
 	cancel       context.CancelFunc
 	acked        func(int)
+	report       pipeline.SessionReport
 	release      func()
 
 	done     chan struct{}
@@ -114,8 +119,13 @@ func (p *pipeSession) receive() {
 			if p.acked != nil {
 				p.acked(int(m.Ack.GetCount()))
 			}
+		case *connectorv1.WriteResponse_Rejected:
+			if n := reportRejected(p.report, m.Rejected); n > 0 && p.acked != nil {
+				p.acked(-n)
+			}
 		case *connectorv1.WriteResponse_Stats:
 			p.records = m.Stats.GetRecords()
+			reportOutputs(p.report, m.Stats)
 			return
 		case *connectorv1.WriteResponse_UpstreamFailed:
 			// The source's own failure, seen from the sink: name the source.

@@ -76,7 +76,7 @@ func (h *Host) OpenSource(ctx context.Context, cfg pipeline.ConnectorConfig, sha
 	if err != nil {
 		return nil, err
 	}
-	req := &connectorv1.ReadRequest{Config: cfg.Config}
+	req := &connectorv1.ReadRequest{Config: cfg.Config, FileAccess: h.fileAccess(c, p)}
 	if shard != nil {
 		req.Shard = &connectorv1.Shard{Descriptor_: shard.Descriptor, EstimatedRecords: shard.EstimatedRecords, EstimatedBytes: shard.EstimatedBytes}
 	}
@@ -150,10 +150,13 @@ func (h *Host) OpenSink(ctx context.Context, cfg pipeline.ConnectorConfig, acked
 	if err != nil {
 		return nil, err
 	}
+	report := pipeline.SessionReportFrom(ctx)
 	sctx, cancel := context.WithCancel(ctx)
 	stream, err := p.rpc.Write(sctx)
 	if err == nil {
-		err = stream.Send(&connectorv1.WriteRequest{Msg: &connectorv1.WriteRequest_Open{Open: &connectorv1.WriteOpen{Config: cfg.Config}}})
+		err = stream.Send(&connectorv1.WriteRequest{Msg: &connectorv1.WriteRequest_Open{Open: &connectorv1.WriteOpen{
+			Config: cfg.Config, FileAccess: h.fileAccess(c, p), RecordPolicy: recordPolicy(c, p, report),
+		}}})
 	}
 	if err != nil {
 		cancel()
@@ -161,7 +164,7 @@ func (h *Host) OpenSink(ctx context.Context, cfg pipeline.ConnectorConfig, acked
 		h.checkin(c.Name, p)
 		return nil, err
 	}
-	s := &sinkSession{h: h, name: c.Name, p: p, cancel: cancel, stream: stream, acked: acked, done: make(chan struct{})}
+	s := &sinkSession{h: h, name: c.Name, p: p, cancel: cancel, stream: stream, acked: acked, report: report, done: make(chan struct{})}
 	go s.receive()
 	return s, nil
 }
@@ -173,6 +176,7 @@ type sinkSession struct {
 	cancel context.CancelFunc
 	stream grpc.BidiStreamingClient[connectorv1.WriteRequest, connectorv1.WriteResponse]
 	acked  func(int)
+	report pipeline.SessionReport
 	seq    uint64
 
 	done  chan struct{}
@@ -208,10 +212,56 @@ func (s *sinkSession) receive() {
 			if s.acked != nil {
 				s.acked(int(m.Ack.GetCount()))
 			}
+		case *connectorv1.WriteResponse_Rejected:
+			if n := reportRejected(s.report, m.Rejected); n > 0 && s.acked != nil {
+				// Acknowledged, and then refused.
+				s.acked(-n)
+			}
 		case *connectorv1.WriteResponse_Stats:
 			s.stats = m.Stats
+			reportOutputs(s.report, m.Stats)
 			return
 		}
+	}
+}
+
+// recordPolicy is the record policy an open request to p carries: the
+// session's, when the connector honours one and speaks protocol 1.3.
+func recordPolicy(c *Connector, p *proc, r pipeline.SessionReport) *connectorv1.RecordPolicy {
+	if r.Policy == nil {
+		return nil
+	}
+	if !c.RejectsRecords || !protocol.Supports(p.version, protocol.VersionFileAccess) {
+		if r.Unrefused != nil {
+			r.Unrefused(fmt.Sprintf("sink %s cannot refuse single records (it does not say so in its spec, or speaks a protocol before 1.3)", c.Name))
+		}
+		return nil
+	}
+	return &connectorv1.RecordPolicy{MaxAttempts: uint32(max(1, r.Policy.MaxAttempts))}
+}
+
+// reportRejected hands a sink's refused records to the session's report
+// and returns how many there were.
+func reportRejected(r pipeline.SessionReport, rej *connectorv1.Rejected) int {
+	for _, rec := range rej.GetRecords() {
+		if r.Rejected != nil {
+			r.Rejected(pipeline.Rejection{
+				Seq: rej.GetSeq(), Index: int(rec.GetIndex()), Record: rec.GetRecord(),
+				Error: rec.GetError(), Attempts: int(rec.GetAttempts()),
+			})
+		}
+	}
+	return len(rej.GetRecords())
+}
+
+// reportOutputs hands the files a sink's final stats list to the session's
+// report.
+func reportOutputs(r pipeline.SessionReport, st *connectorv1.Stats) {
+	if r.Output == nil {
+		return
+	}
+	for _, o := range st.GetOutputs() {
+		r.Output(pipeline.OutputFile{Path: o.GetPath(), Size: o.GetSize(), Existed: o.GetExisted()})
 	}
 }
 
@@ -304,7 +354,7 @@ func (h *Host) Shards(ctx context.Context, cfg pipeline.ConnectorConfig, count i
 		return nil, err
 	}
 	defer h.checkin(c.Name, p)
-	resp, err := p.rpc.Shards(ctx, &connectorv1.ShardsRequest{Config: cfg.Config, Count: uint32(count)})
+	resp, err := p.rpc.Shards(ctx, &connectorv1.ShardsRequest{Config: cfg.Config, Count: uint32(count), FileAccess: h.fileAccess(c, p)})
 	if err != nil {
 		return nil, translate(c.Name, p, err)
 	}
@@ -330,7 +380,7 @@ func (h *Host) Check(ctx context.Context, role pipeline.Role, cfg pipeline.Conne
 	if role == pipeline.RoleSink {
 		r = connectorv1.Role_ROLE_SINK
 	}
-	resp, err := p.rpc.Check(ctx, &connectorv1.CheckRequest{Role: r, Config: cfg.Config})
+	resp, err := p.rpc.Check(ctx, &connectorv1.CheckRequest{Role: r, Config: cfg.Config, FileAccess: h.fileAccess(c, p)})
 	if err != nil {
 		return nil, translate(c.Name, p, err)
 	}

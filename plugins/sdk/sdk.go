@@ -36,7 +36,11 @@ type Spec struct {
 	// SourceSchema and SinkSchema are the JSON Schemas of the config each
 	// role accepts (set exactly for the roles the connector implements).
 	// faucet validates every config against them before anything runs. Mark
-	// fields holding secrets with "writeOnly": true so faucet redacts them.
+	// fields holding secrets with "writeOnly": true so faucet redacts them,
+	// and fields holding file paths with "x-faucet-file": "read" (a file
+	// the connector reads) or "write" (one it creates or replaces), so
+	// faucet serve refuses a path outside its file roots when the config is
+	// submitted rather than when the run opens it.
 	SourceSchema json.RawMessage
 	SinkSchema   json.RawMessage
 	// Shardable sources implement Sharder and honour ReadRequest.Shard.
@@ -49,6 +53,11 @@ type Spec struct {
 	// sinks. A sink whose abort undoes more than its own session's writes
 	// (truncating a file back) must leave it unset.
 	IndependentSessions bool
+	// RejectsRecords sinks honour a session's RecordPolicy: given one, they
+	// refuse a single bad record with Reject (Isolate does the splitting for
+	// a transactional sink) instead of failing the session, which is what
+	// faucet's dead-letter queue needs.
+	RejectsRecords bool
 }
 
 // Role is the side of a pipeline a config is meant for.

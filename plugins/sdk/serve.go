@@ -134,7 +134,10 @@ func (s *server) Spec(context.Context, *connectorv1.SpecRequest) (*connectorv1.S
 		Description:  spec.Description,
 		SourceSchema: spec.SourceSchema,
 		SinkSchema:   spec.SinkSchema,
-		Capabilities: &connectorv1.Capabilities{Shardable: spec.Shardable, WriteModes: spec.WriteModes, ReadsUpstream: isSink, IndependentSessions: spec.IndependentSessions},
+		Capabilities: &connectorv1.Capabilities{
+			Shardable: spec.Shardable, WriteModes: spec.WriteModes, ReadsUpstream: isSink,
+			IndependentSessions: spec.IndependentSessions, RejectsRecords: spec.RejectsRecords,
+		},
 	}, nil
 }
 
@@ -147,6 +150,7 @@ func (s *server) Check(ctx context.Context, req *connectorv1.CheckRequest) (*con
 	if !ok {
 		return &connectorv1.CheckResponse{Items: []*connectorv1.CheckItem{{Name: "config", Ok: true, Message: "the connector has no probes beyond schema validation"}}}, nil
 	}
+	ctx = callContext(ctx, req.GetFileAccess())
 	items, err := checker.Check(ctx, role, req.GetConfig())
 	if err != nil {
 		return nil, toStatus(ctx, err)
@@ -163,6 +167,7 @@ func (s *server) Shards(ctx context.Context, req *connectorv1.ShardsRequest) (*c
 	if !ok {
 		return nil, status.Errorf(codes.Unimplemented, "connector %s is not shardable", s.c.Spec().Name)
 	}
+	ctx = callContext(ctx, req.GetFileAccess())
 	shards, err := sharder.Shards(ctx, req.GetConfig(), int(req.GetCount()))
 	if err != nil {
 		return nil, toStatus(ctx, err)
@@ -192,7 +197,7 @@ func (s *server) Read(req *connectorv1.ReadRequest, stream grpc.ServerStreamingS
 		w.next, w.grow, w.growAt = sb.next, sb.grow, sharedMinBytes
 		sb.w = w
 	}
-	if err := s.read(stream.Context(), src, req, w); err != nil {
+	if err := s.read(callContext(stream.Context(), req.GetFileAccess()), src, req, w); err != nil {
 		return err
 	}
 	return stream.Send(&connectorv1.ReadResponse{Msg: &connectorv1.ReadResponse_Stats{Stats: &connectorv1.Stats{Records: w.Records(), Bytes: w.Bytes()}}})
@@ -212,8 +217,10 @@ func (s *server) Write(stream grpc.BidiStreamingServer[connectorv1.WriteRequest,
 	if open == nil {
 		return status.Error(codes.InvalidArgument, "a write session must start with an open request")
 	}
+	ctx, outs := withOutputs(callContext(ctx, open.GetFileAccess()))
+	ctx, rej := withRejects(ctx, s.c, open.GetRecordPolicy())
 	if open.GetUpstream() != nil {
-		return s.writeFromUpstream(stream, sink, open)
+		return s.writeFromUpstream(ctx, session{outs, rej}, stream, sink, open)
 	}
 	w, err := sink.Open(ctx, open.GetConfig())
 	if err != nil {
@@ -226,7 +233,7 @@ func (s *server) Write(stream grpc.BidiStreamingServer[connectorv1.WriteRequest,
 			if err := w.Close(ctx); err != nil {
 				return toStatus(ctx, err)
 			}
-			return stream.Send(&connectorv1.WriteResponse{Msg: &connectorv1.WriteResponse_Stats{Stats: &connectorv1.Stats{Records: records, Bytes: size}}})
+			return session{outs, rej}.finish(stream.Send, records, size)
 		}
 		if err != nil {
 			// faucet went away mid-session: nothing will commit this.
@@ -238,6 +245,9 @@ func (s *server) Write(stream grpc.BidiStreamingServer[connectorv1.WriteRequest,
 			b := Batch{Seq: m.Batch.GetSeq(), Count: int(m.Batch.GetCount()), Records: m.Batch.GetRecords()}
 			err := w.Write(ctx, b)
 			protocol.Release(b.Records)
+			if err == nil {
+				err = rej.flush(stream.Send)
+			}
 			if err != nil {
 				abort(w)
 				return toStatus(ctx, fmt.Errorf("batch %d: %w", b.Seq, err))
@@ -258,6 +268,25 @@ func (s *server) Write(stream grpc.BidiStreamingServer[connectorv1.WriteRequest,
 			return status.Error(codes.InvalidArgument, "unexpected request in a write session")
 		}
 	}
+}
+
+// session is what a write session reports besides its acknowledgements.
+type session struct {
+	outs *outputs
+	rej  *rejects
+}
+
+// finish sends the records refused last, then the final stats of a
+// committed session: the records it made durable (those it refused left
+// out) and the files it wrote.
+func (s session) finish(send func(*connectorv1.WriteResponse) error, records, size int64) error {
+	if err := s.rej.flush(send); err != nil {
+		return err
+	}
+	rejected := s.rej.count()
+	return send(&connectorv1.WriteResponse{Msg: &connectorv1.WriteResponse_Stats{Stats: &connectorv1.Stats{
+		Records: records - rejected, Bytes: size, Outputs: s.outs.list(), Rejected: rejected,
+	}}})
 }
 
 // abort discards a session whose stream broke; the context is fresh because

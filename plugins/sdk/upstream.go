@@ -26,8 +26,7 @@ import (
 // the source plugin directly. faucet's stream carries only control: closing
 // it stops the read and commits what was acknowledged, an abort request
 // discards the session.
-func (s *server) writeFromUpstream(stream grpc.BidiStreamingServer[connectorv1.WriteRequest, connectorv1.WriteResponse], sink Sink, open *connectorv1.WriteOpen) error {
-	ctx := stream.Context()
+func (s *server) writeFromUpstream(ctx context.Context, sess session, stream grpc.BidiStreamingServer[connectorv1.WriteRequest, connectorv1.WriteResponse], sink Sink, open *connectorv1.WriteOpen) error {
 	up := open.GetUpstream()
 	conn, release, err := s.upstreams.get(up.GetNetwork(), up.GetAddress())
 	if err != nil {
@@ -105,6 +104,9 @@ func (s *server) writeFromUpstream(stream grpc.BidiStreamingServer[connectorv1.W
 			batch := Batch{Seq: seq, Count: int(b.GetCount()), Records: data}
 			err = w.Write(ctx, batch)
 			u.done(b, data)
+			if err == nil {
+				err = sess.rej.flush(stream.Send)
+			}
 			if err != nil {
 				abort(w)
 				return toStatus(ctx, fmt.Errorf("batch %d: %w", seq, err))
@@ -135,7 +137,7 @@ func (s *server) writeFromUpstream(stream grpc.BidiStreamingServer[connectorv1.W
 	if err := w.Close(ctx); err != nil {
 		return toStatus(ctx, err)
 	}
-	return stream.Send(&connectorv1.WriteResponse{Msg: &connectorv1.WriteResponse_Stats{Stats: &connectorv1.Stats{Records: records, Bytes: size}}})
+	return sess.finish(stream.Send, records, size)
 }
 
 // upstreamRead is a sink's read of the source plugin it reads directly,

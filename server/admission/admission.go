@@ -121,8 +121,13 @@ type Request struct {
 	Concurrency *int
 	Callback    json.RawMessage
 	// Actor, when set, is who submits: the submission is audited in the
-	// run's own write (and a replay on its own).
-	Actor *audit.Actor
+	// run's own write (and a replay on its own), as Action (run.submit when
+	// empty).
+	Actor  *audit.Actor
+	Action string
+	// ReplayOf names the dead-letter file a replay run feeds its sink from;
+	// the run record keeps it.
+	ReplayOf *string
 
 	// Template, when set, is the template version the config was
 	// materialized from; the run record keeps it.
@@ -287,7 +292,7 @@ func (s *Service) Submit(ctx context.Context, req Request) (Result, error) {
 		if replay != nil {
 			replay.Fingerprint = configFP
 			if req.Actor != nil {
-				s.audit.Record(ctx, *req.Actor, submitted(replay.RunID, configFP))
+				s.audit.Record(ctx, *req.Actor, submitted(req.Action, replay.RunID, configFP))
 			}
 			return *replay, nil
 		}
@@ -297,7 +302,7 @@ func (s *Service) Submit(ctx context.Context, req Request) (Result, error) {
 	rec := s.record(runID, req, plan, report, submittedAt)
 	var entry *db.AuditEntry
 	if req.Actor != nil {
-		e := s.audit.Entry(*req.Actor, submitted(runID, configFP))
+		e := s.audit.Entry(*req.Actor, submitted(req.Action, runID, configFP))
 		entry = &e
 	}
 	if err := s.store.RunSubmit(ctx, rec, entry); err != nil {
@@ -328,9 +333,13 @@ func (s *Service) Submit(ctx context.Context, req Request) (Result, error) {
 	return Result{RunID: runID, Status: rec.Status, SubmittedAt: rec.SubmittedAt, Fingerprint: configFP, Warnings: warnings}, nil
 }
 
-// submitted is the audited action of a submission of runID.
-func submitted(runID, fingerprint string) audit.Action {
-	return audit.Action{Name: "run.submit", RunID: &runID, Fingerprint: &fingerprint, Result: audit.ResultOK}
+// submitted is the audited action of a submission of runID: name, or
+// run.submit.
+func submitted(name, runID, fingerprint string) audit.Action {
+	if name == "" {
+		name = "run.submit"
+	}
+	return audit.Action{Name: name, RunID: &runID, Fingerprint: &fingerprint, Result: audit.ResultOK}
 }
 
 // record is the run record a submission writes.
@@ -346,6 +355,7 @@ func (s *Service) record(runID string, req Request, plan *pipeline.Plan, report 
 		Invocations:    []db.InvocationRecord{},
 		IdempotencyKey: req.IdempotencyKey, DoctorReport: report, TimeoutSecs: req.TimeoutSecs,
 		Clock: req.Clock, Concurrency: req.Concurrency, Callback: req.Callback, ConfigFormat: &format,
+		ReplayOf: req.ReplayOf,
 	}
 	if t := req.Template; t != nil {
 		rec.TemplateID, rec.TemplateVersion = &t.ID, &t.Version
@@ -517,6 +527,7 @@ func requestFingerprint(configFP string, req Request) string {
 		Clock       *string           `json:"clock"`
 		Concurrency *int              `json:"concurrency"`
 		Callback    json.RawMessage   `json:"callback"`
+		ReplayOf    *string           `json:"replay_of,omitempty"`
 	}
 	labels := req.Labels
 	if len(labels) == 0 {
@@ -526,7 +537,7 @@ func requestFingerprint(configFP string, req Request) string {
 	b, _ := json.Marshal(fields{
 		Config: configFP, Format: req.ConfigFormat, Name: req.Name, Labels: labels,
 		TimeoutSecs: req.TimeoutSecs, Clock: req.Clock, Concurrency: req.Concurrency,
-		Callback: req.Callback,
+		Callback: req.Callback, ReplayOf: req.ReplayOf,
 	})
 	return sha256Hex(b)
 }

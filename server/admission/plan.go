@@ -50,6 +50,13 @@ func LoadPlan(p Pipelines, config, format string, concurrency *int, now time.Tim
 	return plan, nil
 }
 
+// Check loads a config as a submit would, without running or probing it: a
+// config that does not load is a *ConfigError.
+func (s *Service) Check(config, format string) error {
+	_, err := LoadPlan(s.pipes, config, format, nil, s.cfg.Clock())
+	return err
+}
+
 // loadMasked is LoadPlan for a submission: the problems of a config that
 // holds secrets (a template's secret params) are masked, as pipeline masks
 // the values it resolves itself.

@@ -23,9 +23,11 @@ import (
 	"github.com/faucet-dev/faucet/server/admission"
 	"github.com/faucet-dev/faucet/server/audit"
 	"github.com/faucet-dev/faucet/server/auth"
+	"github.com/faucet-dev/faucet/server/dlq"
 	"github.com/faucet-dev/faucet/server/execution"
 	"github.com/faucet-dev/faucet/server/follow"
 	"github.com/faucet-dev/faucet/server/metrics"
+	"github.com/faucet-dev/faucet/server/outputs"
 	"github.com/faucet-dev/faucet/server/runlog"
 	"github.com/faucet-dev/faucet/server/templates"
 )
@@ -56,7 +58,11 @@ type Deps struct {
 	// Templates is the pipeline template registry.
 	Templates *templates.Service
 	Metrics   *metrics.Metrics
-	Log       *slog.Logger
+	// Ledger keeps the files runs wrote (/v1/local-outputs).
+	Ledger *outputs.Ledger
+	// DLQ reads, replays and discards dead letters (/v1/dlq/*).
+	DLQ *dlq.Service
+	Log *slog.Logger
 	// BodyLimit caps request bodies in bytes; zero means DefaultBodyLimit.
 	BodyLimit int64
 

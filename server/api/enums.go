@@ -68,6 +68,17 @@ func (f ConfigFormat) orYAML() string {
 	return string(f)
 }
 
+// DLQReason is the stage that dead-lettered a record.
+type DLQReason string
+
+// Schema makes DLQReason the DLQReason component.
+func (DLQReason) Schema(r huma.Registry) *huma.Schema {
+	return enumComponent(r, "DLQReason",
+		"The stage that dead-lettered a record: partial (a sink refused it on its own), dlq_all, quality, "+
+			"schema_drift and contract (the Rust faucet's other stages).",
+		"partial", "dlq_all", "quality", "schema_drift", "contract")
+}
+
 // ErrorCode is the machine-readable code of an error envelope.
 type ErrorCode string
 

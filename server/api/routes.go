@@ -187,6 +187,8 @@ func Register(a huma.API, d *Deps) {
 	d.registerTemplates(g, maxBody)
 	registerCluster(g, d)
 	d.registerBackfill(g, maxBody)
+	registerOutputs(g, d)
+	registerDLQ(g, d)
 
 	huma.Register(g.v1, huma.Operation{
 		OperationID: "whoami", Method: http.MethodGet, Path: "/whoami",

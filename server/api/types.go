@@ -48,29 +48,35 @@ type InvocationRecord struct {
 	ParentRecordKey *string `json:"parent_record_key" nullable:"true"`
 	RunID           string  `json:"run_id,omitempty"`
 	RecordsWritten  int64   `json:"records_written"`
-	DurationMS      int64   `json:"duration_ms"`
-	Error           *string `json:"error" nullable:"true"`
+	// The records the sink refused, under the config's resilience.poison.
+	RecordsDeadLettered int64   `json:"records_dead_lettered,omitempty" doc:"Records the sink refused that were appended to the dead-letter file (resilience.dlq)."`
+	RecordsDropped      int64   `json:"records_dropped,omitempty" doc:"Records the sink refused that were dropped (resilience.poison.action drop)."`
+	DurationMS          int64   `json:"duration_ms"`
+	Error               *string `json:"error" nullable:"true"`
 }
 
 // RunRecord is a run as GET /v1/runs/{id} returns it.
 type RunRecord struct {
-	RunID          string             `json:"run_id"`
-	Name           *string            `json:"name" nullable:"true"`
-	Labels         map[string]string  `json:"labels"`
-	Status         RunStatus          `json:"status"`
-	SubmittedAt    time.Time          `json:"submitted_at"`
-	StartedAt      *time.Time         `json:"started_at" nullable:"true"`
-	FinishedAt     *time.Time         `json:"finished_at" nullable:"true"`
-	ElapsedSecs    *float64           `json:"elapsed_secs" nullable:"true" doc:"Seconds between start and finish; live while running."`
-	RecordsWritten int64              `json:"records_written"`
-	Invocations    []InvocationRecord `json:"invocations"`
-	Error          *string            `json:"error" nullable:"true"`
-	IdempotencyKey *string            `json:"idempotency_key" nullable:"true"`
-	DoctorReport   *DoctorReport      `json:"doctor_report,omitempty" doc:"The doctor_first report, when the run was submitted with doctor_first."`
-	Attempt        int                `json:"attempt" minimum:"0" doc:"How many times the cluster took the run over from a member that stopped executing it (its lease lapsed, or it handed the run back at shutdown); 0 for a run that never changed hands, and always 0 without --cluster."`
-	TimeoutSecs    *int64             `json:"timeout_secs,omitempty"`
-	Clock          *string            `json:"clock,omitempty"`
-	Callback       *CallbackSpec      `json:"callback,omitempty"`
+	RunID          string            `json:"run_id"`
+	Name           *string           `json:"name" nullable:"true"`
+	Labels         map[string]string `json:"labels"`
+	Status         RunStatus         `json:"status"`
+	SubmittedAt    time.Time         `json:"submitted_at"`
+	StartedAt      *time.Time        `json:"started_at" nullable:"true"`
+	FinishedAt     *time.Time        `json:"finished_at" nullable:"true"`
+	ElapsedSecs    *float64          `json:"elapsed_secs" nullable:"true" doc:"Seconds between start and finish; live while running."`
+	RecordsWritten int64             `json:"records_written"`
+	// RecordsDeadLettered sums the invocations'.
+	RecordsDeadLettered int64              `json:"records_dead_lettered,omitempty" doc:"Records the sinks refused that were appended to the dead-letter file, over every invocation."`
+	Invocations         []InvocationRecord `json:"invocations"`
+	Error               *string            `json:"error" nullable:"true"`
+	IdempotencyKey      *string            `json:"idempotency_key" nullable:"true"`
+	DoctorReport        *DoctorReport      `json:"doctor_report,omitempty" doc:"The doctor_first report, when the run was submitted with doctor_first."`
+	Attempt             int                `json:"attempt" minimum:"0" doc:"How many times the cluster took the run over from a member that stopped executing it (its lease lapsed, or it handed the run back at shutdown); 0 for a run that never changed hands, and always 0 without --cluster."`
+	TimeoutSecs         *int64             `json:"timeout_secs,omitempty"`
+	Clock               *string            `json:"clock,omitempty"`
+	Callback            *CallbackSpec      `json:"callback,omitempty"`
+	ReplayOf            *string            `json:"replay_of,omitempty" doc:"The dead-letter file this run replays (POST /v1/dlq/replay): its records are the ones the file held."`
 	// The template version the run was triggered from, when it was; its
 	// labels then carry them too (template, template_version).
 	TemplateID      *string `json:"template_id,omitempty" doc:"The template the run was triggered from (POST /v1/templates/{id}/runs); the labels template and template_version say so too."`
@@ -226,6 +232,7 @@ func toRunRecord(r *db.RunRecord) RunRecord {
 		Clock:           r.Clock,
 		TemplateID:      r.TemplateID,
 		TemplateVersion: r.TemplateVersion,
+		ReplayOf:        r.ReplayOf,
 	}
 	out.Labels = withTemplateLabels(r, out.Labels)
 	if out.Labels == nil {
@@ -235,7 +242,9 @@ func toRunRecord(r *db.RunRecord) RunRecord {
 		out.Invocations[i] = InvocationRecord{
 			RowID: inv.RowID, ParentRecordKey: inv.ParentRecordKey, RunID: inv.RunID,
 			RecordsWritten: inv.RecordsWritten, DurationMS: inv.DurationMS, Error: inv.Error,
+			RecordsDeadLettered: inv.RecordsDeadLettered, RecordsDropped: inv.RecordsDropped,
 		}
+		out.RecordsDeadLettered += inv.RecordsDeadLettered
 	}
 	if len(r.DoctorReport) > 0 {
 		var rep admission.DoctorReport

@@ -140,14 +140,20 @@ func start(t testing.TB, o serverOpts) *server {
 	if o.history != "" {
 		args = append(args, "--history", o.history)
 	}
-	hasAuth := false
+	hasAuth, hasRoot := false, false
 	for _, a := range o.args {
 		if a == "--no-auth" || a == "--auth-config" || a == "--auth-token" {
 			hasAuth = true
 		}
+		hasRoot = hasRoot || a == "--file-root"
 	}
 	if !hasAuth && !o.ownAuth {
 		args = append(args, "--auth-token", adminToken)
+	}
+	if !hasRoot {
+		// The tests' runs read and write in temporary directories: the one
+		// they all are in is the file root, unless a test sets its own.
+		args = append(args, "--file-root", os.TempDir())
 	}
 	args = append(args, o.args...)
 	bin := o.bin

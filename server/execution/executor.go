@@ -26,12 +26,14 @@ import (
 
 // Pipelines is what execution needs of the pipeline layer: execute a plan.
 type Pipelines interface {
-	// Execute runs plan until it completes or ctx is cancelled; on
-	// cancellation the sinks flush what they acknowledged and the partial
-	// results are returned with an error wrapping context.Canceled. log
-	// receives the run's log lines; progress, when not nil, the records the
-	// sinks acknowledged so far, after every acknowledged batch.
-	Execute(ctx context.Context, plan *pipeline.Plan, log *slog.Logger, progress func(records int64)) ([]pipeline.InvocationResult, error)
+	// Execute runs plan, of run runID, until it completes or ctx is
+	// cancelled; on cancellation the sinks flush what they acknowledged and
+	// the partial results are returned with an error wrapping
+	// context.Canceled. log receives the run's log lines; progress, when not
+	// nil, the records the sinks acknowledged so far, after every
+	// acknowledged batch. runID names the run in what the execution leaves
+	// behind (dead letters, the local-outputs ledger).
+	Execute(ctx context.Context, runID string, plan *pipeline.Plan, log *slog.Logger, progress func(records int64)) ([]pipeline.InvocationResult, error)
 }
 
 // Config configures an Executor. Zero values take the defaults below.

@@ -78,7 +78,7 @@ func (e *Executor) perform(t *Task, plan *pipeline.Plan, logger *slog.Logger) Ou
 	defer stop()
 	done := make(chan result, 1)
 	e.goroutines.Go(func() {
-		res, err := e.pipes.Execute(ctx, plan, logger, t.records.Store)
+		res, err := e.pipes.Execute(ctx, t.runID, plan, logger, t.records.Store)
 		done <- result{res, err}
 	})
 

@@ -64,7 +64,10 @@ func classify(res []pipeline.InvocationResult, err error, red *redact.Redactor) 
 	o := Outcome{Status: db.StatusCompleted, Reason: ReasonOK, Invocations: make([]db.InvocationRecord, 0, len(res))}
 	var failures []string
 	for _, inv := range res {
-		ir := db.InvocationRecord{RowID: inv.RowID, RecordsWritten: inv.RecordsWritten, DurationMS: inv.Duration.Milliseconds()}
+		ir := db.InvocationRecord{
+			RowID: inv.RowID, RecordsWritten: inv.RecordsWritten, DurationMS: inv.Duration.Milliseconds(),
+			RecordsDeadLettered: inv.RecordsDeadLettered, RecordsDropped: inv.RecordsDropped,
+		}
 		if inv.Err != nil {
 			msg := red.String(inv.Err.Error())
 			ir.Error = &msg

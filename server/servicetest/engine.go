@@ -93,7 +93,7 @@ func (e Engine) LoadAt(config []byte, _ string, _ time.Time) (*pipeline.Plan, er
 }
 
 // Execute executes a plan's invocations one after another.
-func (e Engine) Execute(ctx context.Context, plan *pipeline.Plan, _ *slog.Logger, progress func(int64)) ([]pipeline.InvocationResult, error) {
+func (e Engine) Execute(ctx context.Context, _ string, plan *pipeline.Plan, _ *slog.Logger, progress func(int64)) ([]pipeline.InvocationResult, error) {
 	if e.Executions != nil {
 		e.Executions.Add(1)
 	}

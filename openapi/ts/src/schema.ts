@@ -124,6 +124,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/dlq/discard": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Discard (archive or delete) dead letters
+         * @description Removes the letters matching reason and before_ms from a location within the server's file roots, archived to <file>.archived.jsonl beside it unless delete; other lines stay as they are. Operator; audited as dlq.discard.
+         */
+        post: operations["discardDLQ"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/dlq/inspect": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Inspect a dead-letter location (read-only)
+         * @description Reads a dead-letter location within the server's file roots and returns the letters by reason and error kind, with a page of them (limit from offset). Viewer; audited as dlq.inspect.
+         */
+        post: operations["inspectDLQ"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/dlq/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Replay dead letters through a pipeline config's sink
+         * @description Submits the records of a dead-letter location as a normal run: the config's source is replaced by the letters (connector dlq), its sink is kept, and records it refuses again land in a fresh dead-letter file (failed_dlq), never in the one replayed. The run's record names what it replays (replay_of). A location with no dead letter (a file of other lines) is 400. Operator; audited as dlq.replay.
+         */
+        post: operations["replayDLQ"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/doctor": {
         parameters: {
             query?: never;
@@ -139,6 +199,47 @@ export interface paths {
          */
         post: operations["runDoctor"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/local-outputs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the files runs wrote
+         * @description The ledger of every file a sink of a run of this server created or replaced on the server's disk, newest first, deleted ones included (deleted_at set). Filter by the run that wrote a file (first or last) or by a path prefix; pass next_cursor as cursor for the next page.
+         */
+        get: operations["listLocalOutputs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/local-outputs/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get one file runs wrote */
+        get: operations["getLocalOutput"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete one file runs wrote
+         * @description Deletes exactly the file of this entry, through the server's file roots, and keeps the entry with deleted_at. Never a directory, a symlink or a glob: 409 when the path holds something else than the file faucet wrote last (it was replaced since), lies outside the file roots now, or was deleted already. A file already gone is marked deleted. Admin only; audited as local_output.delete.
+         */
+        delete: operations["deleteLocalOutput"];
         options?: never;
         head?: never;
         patch?: never;
@@ -679,6 +780,81 @@ export interface components {
             description?: string;
             name: string;
         };
+        DLQDiscardRequest: {
+            /**
+             * Format: int64
+             * @description Only the letters whose ts_ms is strictly older than this.
+             */
+            before_ms?: number;
+            /** @description Delete the letters instead of appending them to <file>.archived.jsonl beside the file. */
+            delete?: boolean;
+            /** @description Keys of a dead-letter file sealed at rest; this server seals none, so it takes none. */
+            encryption_keys?: string[];
+            /** @description A dead-letter file, a directory of *.jsonl dead-letter files, or a glob, within the server's file roots. */
+            location: string;
+            /** @description Only the letters with this reason. */
+            reason?: components["schemas"]["DLQReason"];
+        };
+        DLQInspectRequest: {
+            /** @description Keys of a dead-letter file sealed at rest; this server seals none, so it takes none. */
+            encryption_keys?: string[];
+            /**
+             * Format: int64
+             * @description Letters in sample; 5 when omitted.
+             */
+            limit?: number;
+            /** @description A dead-letter file, a directory of *.jsonl dead-letter files, or a glob, within the server's file roots. */
+            location: string;
+            /**
+             * Format: int64
+             * @description The first letter of sample (in file and line order): pass next_offset to page on.
+             */
+            offset?: number;
+            /** @description Only the letters with this reason. */
+            reason?: components["schemas"]["DLQReason"];
+        };
+        /**
+         * @description The stage that dead-lettered a record: partial (a sink refused it on its own), dlq_all, quality, schema_drift and contract (the Rust faucet's other stages).
+         * @enum {string}
+         */
+        DLQReason: "partial" | "dlq_all" | "quality" | "schema_drift" | "contract";
+        DLQReplayOutcome: {
+            /**
+             * Format: int64
+             * @description Letters the replay feeds the sink.
+             */
+            candidates: number;
+            dry_run: boolean;
+            /** @description Where records that fail again go. */
+            failed_dlq: string;
+            /**
+             * Format: int64
+             * @description Always 0 here: the replay is a run of its own, whose record counts what its sink wrote.
+             */
+            records_written: number;
+            /** @description The replay's run; follow it with GET /v1/runs/{id}. Absent for a dry run, or when there was nothing to replay. */
+            run_id?: string;
+            /** @description The run's status at submission. */
+            status?: string;
+        };
+        DLQReplayRequest: {
+            /** @description The pipeline config whose sink the records are replayed into; its source is replaced by the dead letters. */
+            config: string;
+            /** @description Format of config; yaml when omitted. */
+            config_format?: components["schemas"]["ConfigFormat"];
+            /** @description Count the candidates and check the config without submitting a run. */
+            dry_run?: boolean;
+            /** @description Keys of a dead-letter file sealed at rest; this server seals none, so it takes none. */
+            encryption_keys?: string[];
+            /** @description Where records that fail again go; default <from>.replay-failed.jsonl beside from. Never from itself. */
+            failed_dlq?: string;
+            /** @description The dead-letter file (or directory, or glob) to replay, within the server's file roots. */
+            from: string;
+            /** @description Only the letters with this reason. */
+            reason?: components["schemas"]["DLQReason"];
+            /** @description The matrix row of config whose sink the replay writes to; the first when omitted. */
+            row?: string;
+        };
         DeprecateTemplateRequest: {
             /** @description Why it is retired; triggers that are refused name it. */
             reason?: string;
@@ -701,6 +877,13 @@ export interface components {
              * @description The version deprecated or revived, when the request named one.
              */
             version?: number;
+        };
+        DiscardOutcome: {
+            archived_to: string[];
+            /** Format: int64 */
+            discarded: number;
+            /** Format: int64 */
+            files_rewritten: number;
         };
         DoctorCheck: {
             connector: string;
@@ -752,6 +935,16 @@ export interface components {
             duration_ms: number;
             error: string | null;
             parent_record_key: string | null;
+            /**
+             * Format: int64
+             * @description Records the sink refused that were appended to the dead-letter file (resilience.dlq).
+             */
+            records_dead_lettered?: number;
+            /**
+             * Format: int64
+             * @description Records the sink refused that were dropped (resilience.poison.action drop).
+             */
+            records_dropped?: number;
             /** Format: int64 */
             records_written: number;
             /** @description Matrix row id, or "default". */
@@ -791,10 +984,57 @@ export interface components {
             /** @description The version to make live: a number, or a channel whose version to launch; newest when omitted. */
             version?: components["schemas"]["VersionSelector"];
         };
+        Letter: {
+            /** Format: int64 */
+            attempt?: number;
+            connector?: string;
+            error_kind: string | null;
+            error_message: string | null;
+            payload: unknown;
+            pipeline: string | null;
+            reason: string | null;
+            /** Format: int64 */
+            record_index: number | null;
+            row: string | null;
+            run_id?: string;
+            /** Format: int64 */
+            ts_ms?: number;
+        };
         ListResponse: {
             /** @description Pass as cursor to read the next page; null on the last page. */
             next_cursor: string | null;
             runs: components["schemas"]["RunRecord"][];
+        };
+        LocalOutput: {
+            /**
+             * Format: date-time
+             * @description When an admin deleted the file through this API; null while it is there. The entry stays.
+             */
+            deleted_at: string | null;
+            /** @description A file was at path before faucet first wrote it (a run replaced or appended to it). */
+            existed_before: boolean;
+            /** @description The run that wrote it first. */
+            first_run_id: string;
+            /** Format: date-time */
+            first_written_at: string;
+            /** @description The entry's id (a time-ordered UUIDv7). */
+            id: string;
+            /** Format: date-time */
+            last_written_at: string;
+            /** @description The file's absolute path on the server. */
+            path: string;
+            /** @description The run that wrote it last. */
+            run_id: string;
+            /**
+             * Format: int64
+             * @description Its size after the last write.
+             */
+            size_bytes: number;
+        };
+        LocalOutputList: {
+            /** @description Pass as cursor to read the next page; null on the last page. */
+            next_cursor: string | null;
+            outputs: components["schemas"]["LocalOutput"][];
         };
         LogEnd: {
             run_id: string;
@@ -931,8 +1171,15 @@ export interface components {
                 [key: string]: string;
             };
             name: string | null;
+            /**
+             * Format: int64
+             * @description Records the sinks refused that were appended to the dead-letter file, over every invocation.
+             */
+            records_dead_lettered?: number;
             /** Format: int64 */
             records_written: number;
+            /** @description The dead-letter file this run replays (POST /v1/dlq/replay): its records are the ones the file held. */
+            replay_of?: string;
             run_id: string;
             /** Format: date-time */
             started_at: string | null;
@@ -1035,6 +1282,28 @@ export interface components {
             submitted_at: string;
             /** @description Non-fatal remarks about the submission. */
             warnings?: string[];
+        };
+        Summary: {
+            by_error_kind: {
+                [key: string]: number;
+            };
+            by_reason: {
+                [key: string]: number;
+            };
+            /** Format: int64 */
+            files_read: number;
+            location: string;
+            /** Format: int64 */
+            malformed: number;
+            /** Format: int64 */
+            next_offset: number | null;
+            /** Format: int64 */
+            non_envelope: number;
+            sample: components["schemas"]["Letter"][];
+            /** Format: int64 */
+            total_envelopes: number;
+            /** Format: int64 */
+            undecryptable: number;
         };
         TemplateDetail: {
             /** @description The config document exactly as registered (its references unresolved). */
@@ -1426,6 +1695,97 @@ export interface operations {
             default: components["responses"]["Problem"];
         };
     };
+    discardDLQ: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DLQDiscardRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DiscardOutcome"];
+                };
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Problem"];
+            422: components["responses"]["Problem"];
+            500: components["responses"]["Problem"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    inspectDLQ: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DLQInspectRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Summary"];
+                };
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Unauthorized"];
+            422: components["responses"]["Problem"];
+            500: components["responses"]["Problem"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    replayDLQ: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DLQReplayRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DLQReplayOutcome"];
+                };
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Problem"];
+            422: components["responses"]["Problem"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
+            default: components["responses"]["Problem"];
+        };
+    };
     runDoctor: {
         parameters: {
             query?: never;
@@ -1458,6 +1818,98 @@ export interface operations {
             415: components["responses"]["Problem"];
             422: components["responses"]["Problem"];
             500: components["responses"]["Problem"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    listLocalOutputs: {
+        parameters: {
+            query?: {
+                /** @description Only files this run wrote, first or last. */
+                run_id?: string;
+                /** @description Only files whose path starts with this. */
+                path_prefix?: string;
+                /** @description Page size. */
+                limit?: number;
+                /** @description next_cursor of the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LocalOutputList"];
+                };
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    getLocalOutput: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Entry id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LocalOutput"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["Problem"];
+            500: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    deleteLocalOutput: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Entry id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LocalOutput"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Problem"];
+            404: components["responses"]["Problem"];
+            409: components["responses"]["Problem"];
+            500: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
             default: components["responses"]["Problem"];
         };
     };

@@ -29,7 +29,7 @@ const sourceSchema = `{
   "additionalProperties": false,
   "required": ["path"],
   "properties": {
-    "path": {"type": "string", "minLength": 1, "description": "A file, or a glob naming several (read in name order, all with the same layout)."},
+    "path": {"type": "string", "minLength": 1, "x-faucet-file": "read", "description": "A file, or a glob naming several (read in name order, all with the same layout)."},
     "delimiter": {"type": "string", "minLength": 1, "maxLength": 1, "default": ",", "description": "The field separator, one character."},
     "header": {"type": "boolean", "default": true, "description": "The first row of each file names the columns."},
     "columns": {"type": "array", "items": {"type": "string", "minLength": 1}, "uniqueItems": true, "minItems": 1, "description": "Column names; they replace the header's. Without a header and without columns, columns are named column_1, column_2, …"},
@@ -43,7 +43,7 @@ const sinkSchema = `{
   "additionalProperties": false,
   "required": ["path"],
   "properties": {
-    "path": {"type": "string", "minLength": 1, "examples": ["out/records.csv"], "description": "The file to write; missing directories are created."},
+    "path": {"type": "string", "minLength": 1, "x-faucet-file": "write", "examples": ["out/records.csv"], "description": "The file to write; missing directories are created."},
     "delimiter": {"type": "string", "minLength": 1, "maxLength": 1, "default": ","},
     "header": {"type": "boolean", "default": true, "description": "Write a header row (in append mode only when the file is empty)."},
     "columns": {"type": "array", "items": {"type": "string", "minLength": 1}, "uniqueItems": true, "minItems": 1, "description": "Which record fields to write, in order. Default: the fields of the first record, in its order; a later record with another field is an error."},
@@ -95,12 +95,12 @@ func delimiter(s string) (rune, error) {
 
 // Shards splits the input by file, or one file by byte ranges cut only at
 // newlines outside quoted fields, so every row lands in exactly one shard.
-func (Connector) Shards(_ context.Context, config json.RawMessage, count int) ([]sdk.Shard, error) {
+func (Connector) Shards(ctx context.Context, config json.RawMessage, count int) ([]sdk.Shard, error) {
 	cfg, _, err := decodeSource(config)
 	if err != nil {
 		return nil, err
 	}
-	return files.Shards(cfg.Path, count, files.QuotedLineStarts('"'))
+	return files.Shards(sdk.FilesFrom(ctx), cfg.Path, count, files.QuotedLineStarts('"'))
 }
 
 // Read emits one record per row.
@@ -109,12 +109,13 @@ func (Connector) Read(ctx context.Context, req sdk.ReadRequest, w *sdk.BatchWrit
 	if err != nil {
 		return err
 	}
-	parts, err := files.Parts(cfg.Path, req.Shard)
+	fs := sdk.FilesFrom(ctx)
+	parts, err := files.Parts(fs, cfg.Path, req.Shard)
 	if err != nil {
 		return err
 	}
 	for _, p := range parts {
-		if err := readPart(ctx, cfg, delim, p, w); err != nil {
+		if err := readPart(ctx, fs, cfg, delim, p, w); err != nil {
 			return err
 		}
 	}
@@ -133,12 +134,12 @@ func newReader(r io.Reader, cfg sourceConfig, delim rune) *stdcsv.Reader {
 // the config says there is a header (a byte range after a file's first one
 // reads it from the file's start), replaced by the config's columns if set.
 // first reads the first record of a reader as fields.
-func header(cfg sourceConfig, p files.Part, first func(io.Reader) ([]string, error), r io.Reader) ([]string, error) {
+func header(fs *sdk.Files, cfg sourceConfig, p files.Part, first func(io.Reader) ([]string, error), r io.Reader) ([]string, error) {
 	if cfg.Header != nil && !*cfg.Header {
 		return cfg.Columns, nil
 	}
 	if p.Start > 0 {
-		whole, err := files.Open(files.Part{File: p.File})
+		whole, err := files.Open(fs, files.Part{File: p.File})
 		if err != nil {
 			return nil, err
 		}
@@ -177,17 +178,17 @@ func encodeKeys(names []string, file string) ([][]byte, error) {
 
 // readPart reads one file or byte range: through the fast scanner for a
 // one-byte delimiter without lazy quotes, through encoding/csv otherwise.
-func readPart(ctx context.Context, cfg sourceConfig, delim rune, p files.Part, w *sdk.BatchWriter) error {
-	r, err := files.Open(p)
+func readPart(ctx context.Context, fs *sdk.Files, cfg sourceConfig, delim rune, p files.Part, w *sdk.BatchWriter) error {
+	r, err := files.Open(fs, p)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
 	if delim >= utf8.RuneSelf || cfg.LazyQuotes {
-		return readStd(ctx, cfg, delim, p, r, w)
+		return readStd(ctx, fs, cfg, delim, p, r, w)
 	}
 	sc := newScanner(r, byte(delim), p.File)
-	names, err := header(cfg, p, func(hr io.Reader) ([]string, error) {
+	names, err := header(fs, cfg, p, func(hr io.Reader) ([]string, error) {
 		hs := sc
 		if hr != r {
 			hs = newScanner(hr, byte(delim), p.File)
@@ -225,9 +226,9 @@ func readPart(ctx context.Context, cfg sourceConfig, delim rune, p files.Part, w
 }
 
 // readStd is readPart through encoding/csv.
-func readStd(ctx context.Context, cfg sourceConfig, delim rune, p files.Part, r io.Reader, w *sdk.BatchWriter) error {
+func readStd(ctx context.Context, fs *sdk.Files, cfg sourceConfig, delim rune, p files.Part, r io.Reader, w *sdk.BatchWriter) error {
 	cr := newReader(r, cfg, delim)
-	names, err := header(cfg, p, func(hr io.Reader) ([]string, error) {
+	names, err := header(fs, cfg, p, func(hr io.Reader) ([]string, error) {
 		if hr == r {
 			return cr.Read()
 		}
@@ -282,7 +283,7 @@ func readStd(ctx context.Context, cfg sourceConfig, delim rune, p files.Part, r 
 
 // Check probes that the input can be read, or that the output's directory
 // can be written.
-func (Connector) Check(_ context.Context, role sdk.Role, config json.RawMessage) ([]sdk.CheckItem, error) {
+func (Connector) Check(ctx context.Context, role sdk.Role, config json.RawMessage) ([]sdk.CheckItem, error) {
 	var cfg struct {
 		Path string `json:"path"`
 	}
@@ -290,9 +291,9 @@ func (Connector) Check(_ context.Context, role sdk.Role, config json.RawMessage)
 		return nil, fmt.Errorf("decode config: %w", err)
 	}
 	if role == sdk.RoleSource {
-		return files.CheckRead(cfg.Path), nil
+		return files.CheckRead(sdk.FilesFrom(ctx), cfg.Path), nil
 	}
-	return files.CheckWrite(cfg.Path), nil
+	return files.CheckWrite(sdk.FilesFrom(ctx), cfg.Path), nil
 }
 
 type sinkConfig struct {
@@ -305,7 +306,7 @@ type sinkConfig struct {
 }
 
 // Open starts writing the output file.
-func (Connector) Open(_ context.Context, config json.RawMessage) (sdk.Writer, error) {
+func (Connector) Open(ctx context.Context, config json.RawMessage) (sdk.Writer, error) {
 	var cfg sinkConfig
 	if err := sdk.DecodeConfig(config, &cfg); err != nil {
 		return nil, err
@@ -314,7 +315,7 @@ func (Connector) Open(_ context.Context, config json.RawMessage) (sdk.Writer, er
 	if err != nil {
 		return nil, err
 	}
-	out, err := files.Create(cfg.Path, cfg.Options)
+	out, err := files.Create(sdk.FilesFrom(ctx), cfg.Path, cfg.Options)
 	if err != nil {
 		return nil, err
 	}
@@ -441,6 +442,6 @@ func (w *writer) needsQuotes(f string) bool {
 	return strings.ContainsAny(f, "\"\r\n")
 }
 
-func (w *writer) Close(context.Context) error { return w.out.Commit() }
+func (w *writer) Close(ctx context.Context) error { return w.out.Commit(ctx) }
 
 func (w *writer) Abort(context.Context) error { return w.out.Abort() }

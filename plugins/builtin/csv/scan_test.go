@@ -39,10 +39,10 @@ func both(t testing.TB, text string, header bool) (fast, std string) {
 		return out.String()
 	}
 	fast = run(func(_ *os.File, w *sdk.BatchWriter) error {
-		return readPart(context.Background(), cfg, ',', files.Part{File: path}, w)
+		return readPart(context.Background(), sdk.FilesFrom(context.Background()), cfg, ',', files.Part{File: path}, w)
 	})
 	std = run(func(f *os.File, w *sdk.BatchWriter) error {
-		return readStd(context.Background(), cfg, ',', files.Part{File: path}, f, w)
+		return readStd(context.Background(), sdk.FilesFrom(context.Background()), cfg, ',', files.Part{File: path}, f, w)
 	})
 	return fast, std
 }

@@ -25,7 +25,7 @@ const sourceSchema = `{
   "additionalProperties": false,
   "required": ["path"],
   "properties": {
-    "path": {"type": "string", "minLength": 1, "description": "A file, or a glob naming several (read in name order)."}
+    "path": {"type": "string", "minLength": 1, "x-faucet-file": "read", "description": "A file, or a glob naming several (read in name order)."}
   }
 }`
 
@@ -35,7 +35,7 @@ const sinkSchema = `{
   "additionalProperties": false,
   "required": ["path"],
   "properties": {
-    "path": {"type": "string", "minLength": 1, "examples": ["out/records.jsonl"], "description": "The file to write; missing directories are created."},
+    "path": {"type": "string", "minLength": 1, "x-faucet-file": "write", "examples": ["out/records.jsonl"], "description": "The file to write; missing directories are created."},
     ` + files.SinkProperties + `
   }
 }`
@@ -58,12 +58,12 @@ type sourceConfig struct {
 }
 
 // Shards splits the input by file, or one file by line ranges.
-func (Connector) Shards(_ context.Context, config json.RawMessage, count int) ([]sdk.Shard, error) {
+func (Connector) Shards(ctx context.Context, config json.RawMessage, count int) ([]sdk.Shard, error) {
 	var cfg sourceConfig
 	if err := sdk.DecodeConfig(config, &cfg); err != nil {
 		return nil, err
 	}
-	return files.Shards(cfg.Path, count, files.LineStarts)
+	return files.Shards(sdk.FilesFrom(ctx), cfg.Path, count, files.LineStarts)
 }
 
 // Read emits every non-blank line of the input as a record, rejecting lines
@@ -73,20 +73,21 @@ func (Connector) Read(ctx context.Context, req sdk.ReadRequest, w *sdk.BatchWrit
 	if err := sdk.DecodeConfig(req.Config, &cfg); err != nil {
 		return err
 	}
-	parts, err := files.Parts(cfg.Path, req.Shard)
+	fs := sdk.FilesFrom(ctx)
+	parts, err := files.Parts(fs, cfg.Path, req.Shard)
 	if err != nil {
 		return err
 	}
 	for _, p := range parts {
-		if err := readPart(ctx, p, w); err != nil {
+		if err := readPart(ctx, fs, p, w); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func readPart(ctx context.Context, p files.Part, w *sdk.BatchWriter) error {
-	r, err := files.Open(p)
+func readPart(ctx context.Context, fs *sdk.Files, p files.Part, w *sdk.BatchWriter) error {
+	r, err := files.Open(fs, p)
 	if err != nil {
 		return err
 	}
@@ -126,7 +127,7 @@ func readPart(ctx context.Context, p files.Part, w *sdk.BatchWriter) error {
 
 // Check probes that the input can be read, or that the output's directory
 // can be written.
-func (Connector) Check(_ context.Context, role sdk.Role, config json.RawMessage) ([]sdk.CheckItem, error) {
+func (Connector) Check(ctx context.Context, role sdk.Role, config json.RawMessage) ([]sdk.CheckItem, error) {
 	var cfg struct {
 		Path string `json:"path"`
 	}
@@ -134,9 +135,9 @@ func (Connector) Check(_ context.Context, role sdk.Role, config json.RawMessage)
 		return nil, fmt.Errorf("decode config: %w", err)
 	}
 	if role == sdk.RoleSource {
-		return files.CheckRead(cfg.Path), nil
+		return files.CheckRead(sdk.FilesFrom(ctx), cfg.Path), nil
 	}
-	return files.CheckWrite(cfg.Path), nil
+	return files.CheckWrite(sdk.FilesFrom(ctx), cfg.Path), nil
 }
 
 type sinkConfig struct {
@@ -145,12 +146,12 @@ type sinkConfig struct {
 }
 
 // Open starts writing the output file.
-func (Connector) Open(_ context.Context, config json.RawMessage) (sdk.Writer, error) {
+func (Connector) Open(ctx context.Context, config json.RawMessage) (sdk.Writer, error) {
 	var cfg sinkConfig
 	if err := sdk.DecodeConfig(config, &cfg); err != nil {
 		return nil, err
 	}
-	out, err := files.Create(cfg.Path, cfg.Options)
+	out, err := files.Create(sdk.FilesFrom(ctx), cfg.Path, cfg.Options)
 	if err != nil {
 		return nil, err
 	}
@@ -167,6 +168,6 @@ func (w *writer) Write(_ context.Context, b sdk.Batch) error {
 	return err
 }
 
-func (w *writer) Close(context.Context) error { return w.out.Commit() }
+func (w *writer) Close(ctx context.Context) error { return w.out.Commit(ctx) }
 
 func (w *writer) Abort(context.Context) error { return w.out.Abort() }

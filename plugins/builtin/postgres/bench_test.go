@@ -44,6 +44,52 @@ func BenchmarkSink(b *testing.B) {
 	b.ReportMetric(float64(benchRows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 }
 
+// BenchmarkSinkIsolating writes the dataset as BenchmarkSink does, in a
+// session with a record policy (the pipeline dead-letters refused records)
+// and 0.1 % of the records holding a value their column cannot take: the
+// checks and the windows the clean path does without.
+func BenchmarkSinkIsolating(b *testing.B) {
+	url := testpg.Database(b)
+	clean := benchBatches()
+	batches := make([]sdk.Batch, len(clean))
+	n := 0
+	for i := range clean {
+		var spoiled []byte
+		for rec := range clean[i].All() {
+			if n++; n%1000 == 500 {
+				rec = bytes.Replace(bytes.Replace(rec, []byte(`"active":true`), []byte(`"active":"maybe"`), 1), []byte(`"active":false`), []byte(`"active":"never"`), 1)
+			}
+			spoiled = append(append(spoiled, rec...), '\n')
+		}
+		batches[i] = sdk.Batch{Seq: clean[i].Seq, Count: clean[i].Count, Records: spoiled}
+	}
+	for i := 0; b.Loop(); i++ {
+		// The table gets its types from a clean batch.
+		table := fmt.Sprintf("iso%d", i)
+		if err := tabulartest.Write(b, Connector{}, fmt.Sprintf(`{"url": %q, "table": %q}`, url, table), false, clean[:1]...); err != nil {
+			b.Fatal(err)
+		}
+		refused := 0
+		ctx := sdk.WithRecordPolicy(context.Background(), sdk.RecordPolicy{MaxAttempts: 2}, func(uint64, int, []byte, int, error) { refused++ })
+		w, err := Connector{}.Open(ctx, json.RawMessage(fmt.Sprintf(`{"url": %q, "table": %q}`, url, table)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, batch := range batches {
+			if err := w.Write(ctx, batch); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := w.Close(ctx); err != nil {
+			b.Fatal(err)
+		}
+		if refused != benchRows/1000 {
+			b.Fatalf("refused %d records, want %d", refused, benchRows/1000)
+		}
+	}
+	b.ReportMetric(float64(benchRows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}
+
 // BenchmarkSource streams the dataset out of a table.
 func BenchmarkSource(b *testing.B) {
 	url := testpg.Database(b)

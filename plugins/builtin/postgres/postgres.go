@@ -49,6 +49,8 @@ func (Connector) Spec() sdk.Spec {
 		WriteModes:   tabular.WriteModes,
 		// Every session is a transaction.
 		IndependentSessions: true,
+		// Savepoints isolate a record the table refuses (isolate.go).
+		RejectsRecords: true,
 	}
 }
 

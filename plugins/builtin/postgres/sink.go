@@ -53,6 +53,9 @@ func (Connector) Open(ctx context.Context, config json.RawMessage) (sdk.Writer, 
 		return nil, err
 	}
 	w := &writer{cfg: cfg, conn: conn, name: quoteTable(cfg.Table)}
+	if _, ok := sdk.RecordPolicyFrom(ctx); ok {
+		w.iso = &isolation{}
+	}
 	if err := w.begin(ctx); err != nil {
 		// The cause matters more than a failure to roll back.
 		_ = w.Abort(context.WithoutCancel(ctx))
@@ -79,6 +82,11 @@ type writer struct {
 	created bool
 	index   *tabular.ColumnIndex
 	json    []bool // the column holds json or jsonb: copy values as JSON text
+	// types describe the columns for the values isolation checks.
+	types []columnType
+	// iso, in a session with a record policy, isolates the records the
+	// table refuses (see isolate.go); nil otherwise.
+	iso *isolation
 	// rows holds the batch being written, one raw value per column per
 	// record, reused from batch to batch.
 	rows    [][]byte
@@ -99,20 +107,22 @@ func (w *writer) begin(ctx context.Context) error {
 	w.tx = tx
 	var names []string
 	var isJSON []bool
-	rows, err := w.tx.Query(ctx, `SELECT a.attname, a.atttypid FROM pg_attribute a
+	var types []columnType
+	rows, err := w.tx.Query(ctx, `SELECT a.attname, a.atttypid, a.atttypmod, a.attnotnull FROM pg_attribute a
 		WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`, w.name)
 	if err != nil {
 		return fmt.Errorf("describe table %s: %w", w.cfg.Table, classify(err))
 	}
 	for rows.Next() {
 		var n string
-		var oid uint32
-		if err := rows.Scan(&n, &oid); err != nil {
+		var t columnType
+		if err := rows.Scan(&n, &t.oid, &t.typmod, &t.notNull); err != nil {
 			rows.Close()
 			return fmt.Errorf("describe table %s: %w", w.cfg.Table, err)
 		}
 		names = append(names, n)
-		isJSON = append(isJSON, oid == pgtype.JSONOID || oid == pgtype.JSONBOID)
+		isJSON = append(isJSON, t.oid == pgtype.JSONOID || t.oid == pgtype.JSONBOID)
+		types = append(types, t)
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("describe table %s: %w", w.cfg.Table, classify(err))
@@ -135,6 +145,7 @@ func (w *writer) begin(ctx context.Context) error {
 			return err
 		}
 	}
+	w.types = types
 	return w.use(ctx, names, isJSON)
 }
 
@@ -185,7 +196,7 @@ func (w *writer) use(ctx context.Context, names []string, isJSON []bool) error {
 // one's commit. A session that fails drops the table it created while the
 // table is empty and unused (see dropUnused).
 func (w *writer) create(ctx context.Context, b sdk.Batch) error {
-	t, err := tabular.CreateTable(w.cfg.Table, b.All(), w.cfg.Key, columnType)
+	t, err := tabular.CreateTable(w.cfg.Table, b.All(), w.cfg.Key, sqlType)
 	if err != nil {
 		return err
 	}
@@ -220,7 +231,7 @@ func (w *writer) create(ctx context.Context, b sdk.Batch) error {
 	return nil
 }
 
-func columnType(k tabular.Kind) string {
+func sqlType(k tabular.Kind) string {
 	switch k {
 	case tabular.KindBool:
 		return "boolean"
@@ -248,6 +259,9 @@ func (w *writer) Write(ctx context.Context, b sdk.Batch) error {
 		if err := w.create(ctx, b); err != nil {
 			return err
 		}
+	}
+	if w.iso != nil {
+		return w.writeIsolated(ctx, b)
 	}
 	listed, which, err := w.stage(b)
 	if err != nil {
@@ -285,7 +299,7 @@ func (w *writer) stage(b sdk.Batch) (listed []string, which []int, err error) {
 		w.rows = w.rows[:start+ncols]
 		vals := w.rows[start:]
 		if err := w.index.Row(rec, vals); err != nil {
-			return nil, nil, fmt.Errorf("record %d: %w", n, err)
+			return nil, nil, &sdk.RecordError{Index: n - 1, Err: fmt.Errorf("record %d: %w", n, err)}
 		}
 		for i, v := range vals {
 			if v != nil {
@@ -521,12 +535,19 @@ func appendEscaped(dst, b []byte) []byte {
 }
 
 // Close ends the COPY in progress and commits every acknowledged batch; if
-// the server rejects any of them, nothing is committed.
+// the server rejects any of them, nothing is committed (unless a record
+// policy isolates the records it rejects).
 func (w *writer) Close(ctx context.Context) error {
 	if w.tx == nil {
 		// No batch arrived, so there is no table to commit to.
 		w.conn.Close(context.WithoutCancel(ctx))
 		return nil
+	}
+	if w.stream != nil && w.iso != nil {
+		if err := w.endWindow(ctx); err != nil {
+			w.discard(context.WithoutCancel(ctx))
+			return err
+		}
 	}
 	if w.stream != nil {
 		if err := w.endCopy(); err != nil {

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ncruces/go-sqlite3"
+
 	"github.com/faucet-dev/faucet/plugins/builtin/internal/tabular"
 	"github.com/faucet-dev/faucet/plugins/sdk"
 )
@@ -67,7 +69,9 @@ func (Connector) Open(ctx context.Context, config json.RawMessage) (sdk.Writer, 
 	if err != nil {
 		return nil, err
 	}
-	db, err := open(cfg.Path, false)
+	files := sdk.FilesFrom(ctx)
+	_, statErr := files.Stat(cfg.Path)
+	db, err := open(ctx, cfg.Path, false)
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +82,7 @@ func (Connector) Open(ctx context.Context, config json.RawMessage) (sdk.Writer, 
 		db.Close()
 		return nil, fmt.Errorf("begin transaction: %w", classify(err))
 	}
-	w := &writer{cfg: cfg, db: db, tx: tx}
+	w := &writer{cfg: cfg, db: db, tx: tx, existed: statErr == nil}
 	if err := w.start(ctx); err != nil {
 		// The cause matters more than a failure to roll back.
 		_ = w.Abort(context.WithoutCancel(ctx))
@@ -88,13 +92,15 @@ func (Connector) Open(ctx context.Context, config json.RawMessage) (sdk.Writer, 
 }
 
 type writer struct {
-	cfg   sinkConfig
-	db    *sql.DB
-	tx    *sql.Tx
-	table *table
-	stmt  *sql.Stmt
-	vals  [][]byte
-	args  []any
+	cfg sinkConfig
+	db  *database
+	// existed: the database file was there before the session.
+	existed bool
+	tx      *sql.Tx
+	table   *table
+	stmt    *sql.Stmt
+	vals    [][]byte
+	args    []any
 }
 
 func (w *writer) start(ctx context.Context) error {
@@ -170,28 +176,57 @@ func columnType(k tabular.Kind) string {
 	}
 }
 
-// Write inserts the batch's records into the session's transaction.
+// Write inserts the batch's records into the session's transaction. With a
+// record policy each part of the batch goes under a savepoint, and a record
+// the table refuses is isolated (sdk.Isolate) and refused on its own.
 func (w *writer) Write(ctx context.Context, b sdk.Batch) error {
 	if w.table == nil {
 		if err := w.create(ctx, b); err != nil {
 			return err
 		}
 	}
+	if _, ok := sdk.RecordPolicyFrom(ctx); !ok {
+		return w.insert(ctx, b)
+	}
+	return sdk.Isolate(ctx, b, func(ctx context.Context, part sdk.Batch) error {
+		if _, err := w.tx.ExecContext(ctx, "SAVEPOINT faucet_part"); err != nil {
+			return classify(err)
+		}
+		err := w.insert(ctx, part)
+		if err != nil {
+			if _, rerr := w.tx.ExecContext(ctx, "ROLLBACK TO faucet_part"); rerr != nil {
+				return classify(rerr)
+			}
+		}
+		if _, rerr := w.tx.ExecContext(ctx, "RELEASE faucet_part"); rerr != nil && err == nil {
+			err = classify(rerr)
+		}
+		return err
+	})
+}
+
+// insert inserts records; a record the table refuses (a constraint, a
+// value of the wrong type for a STRICT table) is a *sdk.RecordError.
+func (w *writer) insert(ctx context.Context, b sdk.Batch) error {
 	n := 0
 	for rec := range b.All() {
 		n++
 		if err := w.table.index.Row(rec, w.vals); err != nil {
-			return fmt.Errorf("record %d: %w", n, err)
+			return &sdk.RecordError{Index: n - 1, Err: fmt.Errorf("record %d: %w", n, err)}
 		}
 		for i, raw := range w.vals {
 			v, err := bindValue(raw, w.table.json[i])
 			if err != nil {
-				return fmt.Errorf("record %d, column %s: %w", n, w.table.index.Names()[i], err)
+				return &sdk.RecordError{Index: n - 1, Err: fmt.Errorf("record %d, column %s: %w", n, w.table.index.Names()[i], err)}
 			}
 			w.args[i] = v
 		}
 		if _, err := w.stmt.ExecContext(ctx, w.args...); err != nil {
-			return fmt.Errorf("record %d: %w", n, classify(err))
+			err = fmt.Errorf("record %d: %w", n, classify(err))
+			if errors.Is(err, sqlite3.CONSTRAINT) || errors.Is(err, sqlite3.MISMATCH) || errors.Is(err, sqlite3.TOOBIG) {
+				return &sdk.RecordError{Index: n - 1, Err: err}
+			}
+			return err
 		}
 	}
 	return nil
@@ -224,14 +259,21 @@ func bindValue(raw []byte, asJSON bool) (any, error) {
 	return f, nil
 }
 
-// Close commits every acknowledged batch.
-func (w *writer) Close(context.Context) error {
+// Close commits every acknowledged batch and reports the database file to
+// faucet's ledger of written files.
+func (w *writer) Close(ctx context.Context) error {
 	defer w.db.Close()
 	if w.stmt != nil {
 		w.stmt.Close()
 	}
 	if err := w.tx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", classify(err))
+	}
+	files := sdk.FilesFrom(ctx)
+	if abs, err := files.Abs(w.cfg.Path); err == nil {
+		if fi, err := files.Stat(w.cfg.Path); err == nil {
+			sdk.ReportOutput(ctx, sdk.OutputFile{Path: abs, Size: fi.Size(), Existed: w.existed})
+		}
 	}
 	return nil
 }

@@ -95,12 +95,12 @@ func (Connector) Shards(ctx context.Context, config json.RawMessage, count int) 
 	if err != nil {
 		return nil, err
 	}
-	db, err := open(cfg.Path, true)
+	db, err := open(ctx, cfg.Path, true)
 	if err != nil {
 		return nil, err
 	}
 	defer db.Close()
-	key, err := cfg.shardKey(ctx, db)
+	key, err := cfg.shardKey(ctx, db.DB)
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +178,7 @@ func (Connector) Read(ctx context.Context, req sdk.ReadRequest, w *sdk.BatchWrit
 	if err != nil {
 		return err
 	}
-	db, err := open(cfg.Path, true)
+	db, err := open(ctx, cfg.Path, true)
 	if err != nil {
 		return err
 	}
@@ -189,7 +189,7 @@ func (Connector) Read(ctx context.Context, req sdk.ReadRequest, w *sdk.BatchWrit
 		q = "SELECT * FROM " + cfg.relation()
 	}
 	var args []any
-	key, err := keyIfBounded(ctx, cfg, db, r)
+	key, err := keyIfBounded(ctx, cfg, db.DB, r)
 	if err != nil {
 		return err
 	}

@@ -13,11 +13,10 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"path/filepath"
 
 	"github.com/ncruces/go-sqlite3"
-	_ "github.com/ncruces/go-sqlite3/driver" // registers the "sqlite3" database/sql driver
+	"github.com/ncruces/go-sqlite3/driver" // also registers the "sqlite3" database/sql driver
 
 	"github.com/faucet-dev/faucet/plugins/builtin/internal/tabular"
 	"github.com/faucet-dev/faucet/plugins/sdk"
@@ -26,13 +25,13 @@ import (
 // Connector is the sqlite connector.
 type Connector struct{}
 
-const pathProperty = `"path": {"type": "string", "minLength": 1, "description": %q}`
+const pathProperty = `"path": {"type": "string", "minLength": 1, "x-faucet-file": %q, "description": %q}`
 
 var (
-	sourceSchema = tabular.SourceSchema("path", fmt.Sprintf(pathProperty, "The database file; it must exist."),
+	sourceSchema = tabular.SourceSchema("path", fmt.Sprintf(pathProperty, "read", "The database file; it must exist."),
 		"A table or view to read whole (schema.table for an attached database).",
 		"The column shards split on. Defaults to a table's single-column primary key, else its rowid; a query needs it to be sharded.")
-	sinkSchema = tabular.SinkSchema("path", fmt.Sprintf(pathProperty, "The database file; it and missing directories are created."),
+	sinkSchema = tabular.SinkSchema("path", fmt.Sprintf(pathProperty, "write", "The database file; it and missing directories are created."),
 		"append inserts; upsert replaces the rows whose key matches; overwrite replaces the table's contents. Every mode commits in one transaction.",
 		"The columns identifying a record: upsert matches on them, and a table faucet creates gets them as its primary key.")
 )
@@ -49,46 +48,82 @@ func (Connector) Spec() sdk.Spec {
 		WriteModes:   tabular.WriteModes,
 		// Every session is a transaction (they take turns writing).
 		IndependentSessions: true,
+		// Savepoints isolate a record the table refuses.
+		RejectsRecords: true,
 	}
 }
 
-// dsn is the driver's URI for the database file at path. Reads open it
-// read-only, so a mistyped path fails instead of creating an empty file.
-func dsn(path string, readOnly bool) (string, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return "", fmt.Errorf("resolve %s: %w", path, err)
-	}
+// dsn is the driver's URI for the database file at path (absolute), through
+// the VFS named (the default when ""). Reads open it read-only, so a
+// mistyped path fails instead of creating an empty file.
+func dsn(path, vfsName string, readOnly bool) string {
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(10000)")
 	if readOnly {
 		q.Set("mode", "ro")
 	}
-	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs), RawQuery: q.Encode()}
-	return u.String(), nil
+	if vfsName != "" {
+		q.Set("vfs", vfsName)
+	}
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(path), RawQuery: q.Encode()}
+	return u.String()
 }
 
-// open opens the database at path; a database to read must already exist.
-func open(path string, readOnly bool) (*sql.DB, error) {
+// database is an open database of a session, with the hold on its
+// directory that a confined session keeps (see confinedPath).
+type database struct {
+	*sql.DB
+	release func()
+}
+
+// Close closes the database, then lets its directory go.
+func (d *database) Close() error {
+	err := d.DB.Close()
+	if d.release != nil {
+		d.release()
+	}
+	return err
+}
+
+// open opens the database at path through the session's file access; a
+// database to read must already exist.
+func open(ctx context.Context, path string, readOnly bool) (*database, error) {
+	files := sdk.FilesFrom(ctx)
 	if readOnly {
-		if _, err := os.Stat(path); err != nil {
+		if _, err := files.Stat(path); err != nil {
 			return nil, fmt.Errorf("sqlite database %s: %w", path, err)
 		}
-	} else if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	} else if err := files.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("create directory for %s: %w", path, err)
 	}
-	name, err := dsn(path, readOnly)
-	if err != nil {
-		return nil, err
+	var (
+		db      *sql.DB
+		release func()
+		err     error
+	)
+	if files.Confined() {
+		var name string
+		if name, release, err = confinedPath(files, path); err != nil {
+			return nil, err
+		}
+		db, err = driver.Open(dsn(name, confinedVFSName, readOnly), noAttach)
+	} else {
+		abs, aerr := filepath.Abs(path)
+		if aerr != nil {
+			return nil, fmt.Errorf("resolve %s: %w", path, aerr)
+		}
+		db, err = sql.Open("sqlite3", dsn(abs, "", readOnly))
 	}
-	db, err := sql.Open("sqlite3", name)
 	if err != nil {
+		if release != nil {
+			release()
+		}
 		return nil, fmt.Errorf("open sqlite database %s: %w", path, err)
 	}
 	// One connection: a write transaction and its statements must share it,
 	// and a read needs no more.
 	db.SetMaxOpenConns(1)
-	return db, nil
+	return &database{DB: db, release: release}, nil
 }
 
 // classify marks SQLite's "database is busy" as transient: another writer
@@ -111,7 +146,7 @@ func (Connector) Check(ctx context.Context, role sdk.Role, config json.RawMessag
 		if err != nil {
 			return nil, err
 		}
-		db, err := open(cfg.Path, true)
+		db, err := open(ctx, cfg.Path, true)
 		if err != nil {
 			return []sdk.CheckItem{{Name: "open", Message: err.Error()}}, nil
 		}
@@ -128,7 +163,7 @@ func (Connector) Check(ctx context.Context, role sdk.Role, config json.RawMessag
 	if err != nil {
 		return nil, err
 	}
-	db, err := open(cfg.Path, false)
+	db, err := open(ctx, cfg.Path, false)
 	if err != nil {
 		return []sdk.CheckItem{{Name: "open", Message: err.Error()}}, nil
 	}

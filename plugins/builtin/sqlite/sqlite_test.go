@@ -39,7 +39,7 @@ func mustRead(t *testing.T, config string) []string {
 
 func exec(t *testing.T, path string, stmts ...string) {
 	t.Helper()
-	db, err := open(path, false)
+	db, err := open(context.Background(), path, false)
 	if err != nil {
 		t.Fatal(err)
 	}

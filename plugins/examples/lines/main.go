@@ -53,7 +53,9 @@ func (lines) Read(ctx context.Context, req sdk.ReadRequest, w *sdk.BatchWriter) 
 	if err := sdk.DecodeConfig(req.Config, &cfg); err != nil {
 		return err
 	}
-	f, err := os.Open(cfg.Path)
+	// Every file goes through the call's file access: under faucet serve
+	// it keeps the path within the server's file roots.
+	f, err := sdk.FilesFrom(ctx).Open(cfg.Path)
 	if err != nil {
 		return err
 	}
@@ -83,7 +85,7 @@ type sinkConfig struct {
 	Field string `json:"field"`
 }
 
-func (lines) Open(_ context.Context, config json.RawMessage) (sdk.Writer, error) {
+func (lines) Open(ctx context.Context, config json.RawMessage) (sdk.Writer, error) {
 	cfg := sinkConfig{Field: "line"}
 	if err := sdk.DecodeConfig(config, &cfg); err != nil {
 		return nil, err
@@ -92,19 +94,21 @@ func (lines) Open(_ context.Context, config json.RawMessage) (sdk.Writer, error)
 	// does anything printed to standard error.
 	slog.Info("writing lines", "path", cfg.Path, "field", cfg.Field)
 	fmt.Fprintln(os.Stderr, "opened", cfg.Path)
+	files := sdk.FilesFrom(ctx)
 	tmp := cfg.Path + ".partial"
-	f, err := os.Create(tmp)
+	f, err := files.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o666)
 	if err != nil {
 		return nil, err
 	}
-	return &writer{cfg: cfg, tmp: tmp, f: f, w: bufio.NewWriter(f)}, nil
+	return &writer{cfg: cfg, files: files, tmp: tmp, f: f, w: bufio.NewWriter(f)}, nil
 }
 
 type writer struct {
-	cfg sinkConfig
-	tmp string
-	f   *os.File
-	w   *bufio.Writer
+	cfg   sinkConfig
+	files *sdk.Files
+	tmp   string
+	f     *os.File
+	w     *bufio.Writer
 }
 
 func (w *writer) Write(_ context.Context, b sdk.Batch) error {
@@ -127,17 +131,32 @@ func (w *writer) Write(_ context.Context, b sdk.Batch) error {
 	return nil
 }
 
-func (w *writer) Close(context.Context) error {
+func (w *writer) Close(ctx context.Context) error {
 	if err := w.w.Flush(); err != nil {
+		return err
+	}
+	fi, err := w.f.Stat()
+	if err != nil {
 		return err
 	}
 	if err := w.f.Close(); err != nil {
 		return err
 	}
-	return os.Rename(w.tmp, w.cfg.Path)
+	existed := false
+	if _, err := w.files.Stat(w.cfg.Path); err == nil {
+		existed = true
+	}
+	if err := w.files.Rename(w.tmp, w.cfg.Path); err != nil {
+		return err
+	}
+	// faucet serve keeps a ledger of the files its runs wrote.
+	if abs, err := w.files.Abs(w.cfg.Path); err == nil {
+		sdk.ReportOutput(ctx, sdk.OutputFile{Path: abs, Size: fi.Size(), Existed: existed})
+	}
+	return nil
 }
 
 func (w *writer) Abort(context.Context) error {
 	w.f.Close()
-	return os.Remove(w.tmp)
+	return w.files.Remove(w.tmp)
 }

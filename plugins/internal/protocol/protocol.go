@@ -27,8 +27,15 @@ const (
 	// directly offers memory the two share (ReadRequest.shared_region), and
 	// the source writes its batches there instead of into the messages.
 	VersionSharedReads = 2
+	// VersionFileAccess is protocol 1.3: faucet serve sends every call that
+	// may open files the file roots and the server's own files to refuse
+	// (FileAccess), a sink reports the files it wrote (Stats.outputs), and
+	// a sink that rejects_records refuses single records under a record
+	// policy (Rejected) instead of failing the session. Version 3 is
+	// protocol 1.2.
+	VersionFileAccess = 4
 	// Latest is the highest version this build speaks.
-	Latest = VersionSharedReads
+	Latest = VersionFileAccess
 )
 
 // Supports reports whether a peer that negotiated version has the additions

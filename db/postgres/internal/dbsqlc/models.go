@@ -59,6 +59,19 @@ type FaucetLeader struct {
 	ExpiresAt time.Time
 }
 
+type FaucetLocalOutput struct {
+	ID             string
+	Path           string
+	SizeBytes      int64
+	RunID          string
+	FirstRunID     string
+	FirstWrittenAt time.Time
+	LastWrittenAt  time.Time
+	ExistedBefore  bool
+	FileID         *string
+	DeletedAt      *time.Time
+}
+
 type FaucetRun struct {
 	RunID             string
 	Name              *string

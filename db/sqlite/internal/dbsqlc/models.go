@@ -55,6 +55,19 @@ type FaucetLeader struct {
 	ExpiresAt int64
 }
 
+type FaucetLocalOutput struct {
+	ID             string
+	Path           string
+	SizeBytes      int64
+	RunID          string
+	FirstRunID     string
+	FirstWrittenAt int64
+	LastWrittenAt  int64
+	ExistedBefore  int64
+	FileID         *string
+	DeletedAt      *int64
+}
+
 type FaucetRun struct {
 	RunID             string
 	Name              *string

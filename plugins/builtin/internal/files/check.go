@@ -2,20 +2,19 @@ package files
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/faucet-dev/faucet/plugins/sdk"
 )
 
 // CheckRead probes that the pattern names files and that each can be read.
-func CheckRead(pattern string) []sdk.CheckItem {
-	names, err := Expand(pattern)
+func CheckRead(fs *sdk.Files, pattern string) []sdk.CheckItem {
+	names, err := Expand(fs, pattern)
 	if err != nil {
 		return []sdk.CheckItem{{Name: "input files", Message: err.Error()}}
 	}
 	for _, n := range names {
-		f, err := os.Open(n)
+		f, err := fs.Open(n)
 		if err != nil {
 			return []sdk.CheckItem{{Name: "read permission", Message: err.Error()}}
 		}
@@ -26,10 +25,14 @@ func CheckRead(pattern string) []sdk.CheckItem {
 
 // CheckWrite probes that a file can be created next to path, where the
 // sink writes its temporary file, without touching path itself.
-func CheckWrite(path string) []sdk.CheckItem {
-	dir := filepath.Dir(path)
+func CheckWrite(fs *sdk.Files, path string) []sdk.CheckItem {
+	abs, err := fs.Abs(path)
+	if err != nil {
+		return []sdk.CheckItem{{Name: "write permission", Message: err.Error()}}
+	}
+	dir := filepath.Dir(abs)
 	for d := dir; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(d); err == nil {
+		if _, err := fs.Stat(d); err == nil {
 			dir = d
 			break
 		}
@@ -37,11 +40,13 @@ func CheckWrite(path string) []sdk.CheckItem {
 			break
 		}
 	}
-	f, err := os.CreateTemp(dir, ".faucet-check-*")
+	f, name, err := createTemp(fs, filepath.Join(dir, "check"))
 	if err != nil {
 		return []sdk.CheckItem{{Name: "write permission", Message: err.Error()}}
 	}
 	f.Close()
-	os.Remove(f.Name())
+	if err := fs.Remove(name); err != nil {
+		return []sdk.CheckItem{{Name: "write permission", Message: err.Error()}}
+	}
 	return []sdk.CheckItem{{Name: "write permission", OK: true, Message: "can write in " + dir}}
 }

@@ -1,6 +1,8 @@
 // Package files is what the file connectors (csv, jsonl) share: expanding a
 // path or glob into files, splitting them into shards by file and by byte
-// range, reading one shard, and writing an output file atomically.
+// range, reading one shard, and writing an output file atomically. Every
+// file is opened through the session's sdk.Files, so under faucet serve
+// they stay within its file roots.
 package files
 
 import (
@@ -11,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 
@@ -35,14 +36,33 @@ type Descriptor struct {
 
 // Expand returns the files a path or glob names, sorted. Naming nothing is
 // an error: a missing input file must not read as an empty source.
-func Expand(pattern string) ([]string, error) {
-	matches, err := filepath.Glob(pattern)
+func Expand(fs *sdk.Files, pattern string) ([]string, error) {
+	if !strings.ContainsAny(pattern, `*?[\`) {
+		// A plain path names one file, whose problem (missing, refused) is
+		// said as it is.
+		fi, err := fs.Stat(pattern)
+		if err != nil {
+			return nil, fmt.Errorf("input file: %w", err)
+		}
+		if !fi.Mode().IsRegular() {
+			return nil, fmt.Errorf("input file: %s is not a regular file", pattern)
+		}
+		name, err := fs.Abs(pattern)
+		if err != nil {
+			return nil, fmt.Errorf("input file: %w", err)
+		}
+		if !fs.Confined() {
+			name = pattern
+		}
+		return []string{name}, nil
+	}
+	matches, err := fs.Glob(pattern)
 	if err != nil {
-		return nil, fmt.Errorf("path %q: %w", pattern, err)
+		return nil, fmt.Errorf("input files: %w", err)
 	}
 	var out []string
 	for _, m := range matches {
-		fi, err := os.Stat(m)
+		fi, err := fs.Stat(m)
 		if err != nil {
 			return nil, fmt.Errorf("input file: %w", err)
 		}
@@ -51,11 +71,6 @@ func Expand(pattern string) ([]string, error) {
 		}
 	}
 	if len(out) == 0 {
-		if !strings.ContainsAny(pattern, `*?[\`) {
-			if _, err := os.Stat(pattern); err != nil {
-				return nil, fmt.Errorf("input file: %w", err)
-			}
-		}
 		return nil, fmt.Errorf("input file: no regular file matches %q", pattern)
 	}
 	sort.Strings(out)
@@ -64,7 +79,7 @@ func Expand(pattern string) ([]string, error) {
 
 // Parts returns what a read covers: the shard's parts, or every file the
 // pattern names when shard is nil.
-func Parts(pattern string, shard *sdk.Shard) ([]Part, error) {
+func Parts(fs *sdk.Files, pattern string, shard *sdk.Shard) ([]Part, error) {
 	if shard != nil {
 		var d Descriptor
 		if err := json.Unmarshal(shard.Descriptor, &d); err != nil {
@@ -72,7 +87,7 @@ func Parts(pattern string, shard *sdk.Shard) ([]Part, error) {
 		}
 		return d.Parts, nil
 	}
-	names, err := Expand(pattern)
+	names, err := Expand(fs, pattern)
 	if err != nil {
 		return nil, err
 	}
@@ -92,22 +107,22 @@ type Boundaries func(f *os.File, size int64, candidates []int64) ([]int64, error
 // or more whole files per shard when there are at least count files (by
 // size, greedily), otherwise one shard per file, except that a single file
 // is split into count byte ranges at record starts found by bounds.
-func Shards(pattern string, count int, bounds Boundaries) ([]sdk.Shard, error) {
-	names, err := Expand(pattern)
+func Shards(fs *sdk.Files, pattern string, count int, bounds Boundaries) ([]sdk.Shard, error) {
+	names, err := Expand(fs, pattern)
 	if err != nil {
 		return nil, err
 	}
 	count = max(count, 1)
 	sizes := make([]int64, len(names))
 	for i, n := range names {
-		fi, err := os.Stat(n)
+		fi, err := fs.Stat(n)
 		if err != nil {
 			return nil, fmt.Errorf("input file: %w", err)
 		}
 		sizes[i] = fi.Size()
 	}
 	if len(names) == 1 && count > 1 {
-		return splitFile(names[0], sizes[0], count, bounds)
+		return splitFile(fs, names[0], sizes[0], count, bounds)
 	}
 	groups := make([]Descriptor, min(count, len(names)))
 	groupSize := make([]int64, len(groups))
@@ -138,8 +153,8 @@ func Shards(pattern string, count int, bounds Boundaries) ([]sdk.Shard, error) {
 	return shards, nil
 }
 
-func splitFile(name string, size int64, count int, bounds Boundaries) ([]sdk.Shard, error) {
-	f, err := os.Open(name)
+func splitFile(fs *sdk.Files, name string, size int64, count int, bounds Boundaries) ([]sdk.Shard, error) {
+	f, err := fs.Open(name)
 	if err != nil {
 		return nil, fmt.Errorf("input file: %w", err)
 	}
@@ -247,8 +262,8 @@ func QuotedLineStarts(quote byte) Boundaries {
 }
 
 // Open returns a reader of one part: the whole file, or its byte range.
-func Open(p Part) (io.ReadCloser, error) {
-	f, err := os.Open(p.File)
+func Open(fs *sdk.Files, p Part) (io.ReadCloser, error) {
+	f, err := fs.Open(p.File)
 	if err != nil {
 		return nil, fmt.Errorf("input file: %w", err)
 	}

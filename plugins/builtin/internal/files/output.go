@@ -2,6 +2,7 @@ package files
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -9,6 +10,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+
+	"github.com/faucet-dev/faucet/plugins/sdk"
 )
 
 // The write modes of the file sinks.
@@ -56,31 +59,42 @@ func (o Options) perm() (os.FileMode, bool, error) {
 
 // Output is a file being written by one sink session.
 type Output struct {
-	path     string
-	mode     string
-	sync     bool
-	f        *os.File
-	w        *bufio.Writer
-	tmp      string
+	fs   *sdk.Files
+	path string
+	mode string
+	sync bool
+	f    *os.File
+	w    *bufio.Writer
+	tmp  string
+	// origSize is the size of the file before the session (append).
 	origSize int64
+	// existed: the file was there before the session.
+	existed bool
 }
 
 // Create starts writing path as opts say, creating missing parent
-// directories.
-func Create(path string, opts Options) (*Output, error) {
+// directories, all through fs.
+func Create(fs *sdk.Files, path string, opts Options) (*Output, error) {
 	perm, explicit, err := opts.perm()
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	abs, err := fs.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("output file: %w", err)
+	}
+	if !fs.Confined() {
+		abs = path
+	}
+	if err := fs.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
 		return nil, fmt.Errorf("output directory: %w", err)
 	}
-	o := &Output{path: path, mode: opts.WriteMode, sync: opts.Sync}
+	o := &Output{fs: fs, path: abs, mode: opts.WriteMode, sync: opts.Sync}
 	switch opts.WriteMode {
 	case ModeAppend:
-		_, statErr := os.Stat(path)
+		_, statErr := fs.Stat(abs)
 		created := errors.Is(statErr, os.ErrNotExist)
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o666)
+		f, err := fs.OpenFile(abs, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o666)
 		if err != nil {
 			return nil, fmt.Errorf("output file: %w", err)
 		}
@@ -94,25 +108,25 @@ func Create(path string, opts Options) (*Output, error) {
 			f.Close()
 			return nil, fmt.Errorf("output file: %w", err)
 		}
-		o.f, o.origSize = f, fi.Size()
+		o.f, o.origSize, o.existed = f, fi.Size(), !created
 	case ModeOverwrite, "":
-		if !explicit {
-			if fi, err := os.Stat(path); err == nil {
-				perm, explicit = fi.Mode().Perm(), true
-			}
+		fi, statErr := fs.Stat(abs)
+		o.existed = statErr == nil
+		if !explicit && statErr == nil {
+			perm, explicit = fi.Mode().Perm(), true
 		}
-		f, err := createTemp(path)
+		f, tmp, err := createTemp(fs, abs)
 		if err == nil && explicit {
 			err = f.Chmod(perm)
 		}
 		if err != nil {
 			if f != nil {
 				f.Close()
-				os.Remove(f.Name())
+				_ = fs.Remove(tmp)
 			}
 			return nil, fmt.Errorf("output file: %w", err)
 		}
-		o.f, o.tmp, o.mode = f, f.Name(), ModeOverwrite
+		o.f, o.tmp, o.mode = f, tmp, ModeOverwrite
 	default:
 		return nil, fmt.Errorf("unknown write mode %q", opts.WriteMode)
 	}
@@ -121,19 +135,20 @@ func Create(path string, opts Options) (*Output, error) {
 	return o, nil
 }
 
-// createTemp creates the temporary file an overwrite writes, beside path.
-// Unlike os.CreateTemp, which makes every file 0600, it asks for 0666 and
-// lets the umask decide, as the final file's default is.
-func createTemp(path string) (*os.File, error) {
+// createTemp creates the temporary file an overwrite writes, beside path,
+// and returns it with its name. Unlike os.CreateTemp, which makes every
+// file 0600, it asks for 0666 and lets the umask decide, as the final
+// file's default is.
+func createTemp(fs *sdk.Files, path string) (*os.File, string, error) {
 	dir, base := filepath.Split(path)
 	for range 100 {
 		name := filepath.Join(dir, "."+base+".faucet-"+strconv.FormatUint(rand.Uint64(), 36))
-		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
+		f, err := fs.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
 		if !errors.Is(err, os.ErrExist) {
-			return f, err
+			return f, name, err
 		}
 	}
-	return nil, fmt.Errorf("no free temporary name beside %s", path)
+	return nil, "", fmt.Errorf("no free temporary name beside %s", path)
 }
 
 // buffers recycles the sessions' write buffers: a plugin process runs one
@@ -158,42 +173,71 @@ func (o *Output) Empty() bool { return o.origSize == 0 }
 // Write buffers p for the file.
 func (o *Output) Write(p []byte) (int, error) { return o.w.Write(p) }
 
-// Commit makes everything written part of the file.
-func (o *Output) Commit() error {
+// Commit makes everything written part of the file and reports the file to
+// faucet (sdk.ReportOutput) as one the session created or replaced.
+func (o *Output) Commit(ctx context.Context) error {
+	w, err := o.commit()
+	if err != nil {
+		return err
+	}
+	sdk.ReportOutput(ctx, sdk.OutputFile{Path: w.Path, Size: w.Size, Existed: w.Existed})
+	return nil
+}
+
+func (o *Output) commit() (Written, error) {
 	err := o.w.Flush()
 	o.release()
 	if err == nil && o.sync {
 		err = o.f.Sync()
 	}
-	if cerr := o.f.Close(); err == nil {
-		err = cerr
+	var fi os.FileInfo
+	if err == nil {
+		fi, err = o.f.Stat()
 	}
 	if err != nil {
-		return errors.Join(fmt.Errorf("write %s: %w", o.path, err), o.discard())
+		err = errors.Join(fmt.Errorf("write %s: %w", o.path, err), o.discard())
+		o.f.Close()
+		return Written{}, err
+	}
+	if err := o.f.Close(); err != nil {
+		return Written{}, errors.Join(fmt.Errorf("write %s: %w", o.path, err), o.discard())
 	}
 	if o.mode == ModeOverwrite {
-		if err := os.Rename(o.tmp, o.path); err != nil {
-			return errors.Join(fmt.Errorf("replace %s: %w", o.path, err), os.Remove(o.tmp))
+		if err := o.fs.Rename(o.tmp, o.path); err != nil {
+			return Written{}, errors.Join(fmt.Errorf("replace %s: %w", o.path, err), o.fs.Remove(o.tmp))
 		}
 	}
-	return nil
+	return Written{Path: o.path, Size: fi.Size(), Existed: o.existed}, nil
+}
+
+// Written is a file a committed session created or replaced.
+type Written struct {
+	// Path is the file's absolute path (as given, unconfined).
+	Path string
+	Size int64
+	// Existed: the file was there before the session.
+	Existed bool
 }
 
 // Abort leaves the file as it was before the session.
 func (o *Output) Abort() error {
 	o.release()
+	err := o.discard()
 	o.f.Close()
-	return o.discard()
+	return err
 }
 
+// discard takes back what the session wrote: the temporary file of an
+// overwrite, the appended bytes of an append (through the file still open,
+// so no path is resolved again).
 func (o *Output) discard() error {
 	if o.mode == ModeOverwrite {
-		if err := os.Remove(o.tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := o.fs.Remove(o.tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
 		return nil
 	}
-	if err := os.Truncate(o.path, o.origSize); err != nil {
+	if err := o.f.Truncate(o.origSize); err != nil {
 		return fmt.Errorf("truncate %s back: %w", o.path, err)
 	}
 	return nil

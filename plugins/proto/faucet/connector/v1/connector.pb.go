@@ -285,8 +285,11 @@ type Capabilities struct {
 	// writing one target at once on its own (each is a transaction); faucet
 	// splits a run into shards only for them (since 1.1).
 	IndependentSessions bool `protobuf:"varint,4,opt,name=independent_sessions,json=independentSessions,proto3" json:"independent_sessions,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// rejects_records sinks honour WriteOpen.record_policy: they refuse a
+	// single bad record instead of failing the session (since 1.3).
+	RejectsRecords bool `protobuf:"varint,30,opt,name=rejects_records,json=rejectsRecords,proto3" json:"rejects_records,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Capabilities) Reset() {
@@ -347,11 +350,20 @@ func (x *Capabilities) GetIndependentSessions() bool {
 	return false
 }
 
+func (x *Capabilities) GetRejectsRecords() bool {
+	if x != nil {
+		return x.RejectsRecords
+	}
+	return false
+}
+
 type CheckRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Role  Role                   `protobuf:"varint,1,opt,name=role,proto3,enum=faucet.connector.v1.Role" json:"role,omitempty"`
 	// config is the connector's config as a JSON object.
-	Config        []byte `protobuf:"bytes,2,opt,name=config,proto3" json:"config,omitempty"`
+	Config []byte `protobuf:"bytes,2,opt,name=config,proto3" json:"config,omitempty"`
+	// file_access bounds the files the probe may open (since 1.3).
+	FileAccess    *FileAccess `protobuf:"bytes,30,opt,name=file_access,json=fileAccess,proto3" json:"file_access,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -400,6 +412,144 @@ func (x *CheckRequest) GetConfig() []byte {
 	return nil
 }
 
+func (x *CheckRequest) GetFileAccess() *FileAccess {
+	if x != nil {
+		return x.FileAccess
+	}
+	return nil
+}
+
+// FileAccess bounds the files a connector opens for one call (since 1.3).
+// Every path resolves beneath one of roots, a relative one beneath the
+// first, as the kernel resolves it when the file is opened (a symlink or
+// ".." leading out of the root is refused), and none of denied is opened,
+// whatever path reaches it. Unset, paths open as given (faucet run).
+type FileAccess struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// roots are absolute, canonical directories.
+	Roots         []string      `protobuf:"bytes,1,rep,name=roots,proto3" json:"roots,omitempty"`
+	Denied        []*DeniedFile `protobuf:"bytes,2,rep,name=denied,proto3" json:"denied,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FileAccess) Reset() {
+	*x = FileAccess{}
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FileAccess) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FileAccess) ProtoMessage() {}
+
+func (x *FileAccess) ProtoReflect() protoreflect.Message {
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FileAccess.ProtoReflect.Descriptor instead.
+func (*FileAccess) Descriptor() ([]byte, []int) {
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *FileAccess) GetRoots() []string {
+	if x != nil {
+		return x.Roots
+	}
+	return nil
+}
+
+func (x *FileAccess) GetDenied() []*DeniedFile {
+	if x != nil {
+		return x.Denied
+	}
+	return nil
+}
+
+// DeniedFile is one of faucet serve's own files (its history database,
+// token file, auth config), which no connector may open: by path, which
+// covers a file that does not exist yet, and by device and inode, which
+// covers every name of an existing one. A directory in the list may hold
+// no file a connector opens or creates (a plugin directory).
+type DeniedFile struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Device        uint64                 `protobuf:"varint,2,opt,name=device,proto3" json:"device,omitempty"`
+	Inode         uint64                 `protobuf:"varint,3,opt,name=inode,proto3" json:"inode,omitempty"`
+	Directory     bool                   `protobuf:"varint,4,opt,name=directory,proto3" json:"directory,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeniedFile) Reset() {
+	*x = DeniedFile{}
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeniedFile) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeniedFile) ProtoMessage() {}
+
+func (x *DeniedFile) ProtoReflect() protoreflect.Message {
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeniedFile.ProtoReflect.Descriptor instead.
+func (*DeniedFile) Descriptor() ([]byte, []int) {
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *DeniedFile) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *DeniedFile) GetDevice() uint64 {
+	if x != nil {
+		return x.Device
+	}
+	return 0
+}
+
+func (x *DeniedFile) GetInode() uint64 {
+	if x != nil {
+		return x.Inode
+	}
+	return 0
+}
+
+func (x *DeniedFile) GetDirectory() bool {
+	if x != nil {
+		return x.Directory
+	}
+	return false
+}
+
 type CheckResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// items are the individual probes, in the order they ran.
@@ -410,7 +560,7 @@ type CheckResponse struct {
 
 func (x *CheckResponse) Reset() {
 	*x = CheckResponse{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[4]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -422,7 +572,7 @@ func (x *CheckResponse) String() string {
 func (*CheckResponse) ProtoMessage() {}
 
 func (x *CheckResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[4]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -435,7 +585,7 @@ func (x *CheckResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckResponse.ProtoReflect.Descriptor instead.
 func (*CheckResponse) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{4}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *CheckResponse) GetItems() []*CheckItem {
@@ -458,7 +608,7 @@ type CheckItem struct {
 
 func (x *CheckItem) Reset() {
 	*x = CheckItem{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[5]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -470,7 +620,7 @@ func (x *CheckItem) String() string {
 func (*CheckItem) ProtoMessage() {}
 
 func (x *CheckItem) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[5]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -483,7 +633,7 @@ func (x *CheckItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckItem.ProtoReflect.Descriptor instead.
 func (*CheckItem) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{5}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *CheckItem) GetName() string {
@@ -514,14 +664,16 @@ type ReadRequest struct {
 	Shard *Shard `protobuf:"bytes,2,opt,name=shard,proto3" json:"shard,omitempty"`
 	// shared_region, from a sink reading the source directly, is memory the
 	// source may write its batches into instead of the messages (since 1.1).
-	SharedRegion  *SharedRegion `protobuf:"bytes,3,opt,name=shared_region,json=sharedRegion,proto3" json:"shared_region,omitempty"`
+	SharedRegion *SharedRegion `protobuf:"bytes,3,opt,name=shared_region,json=sharedRegion,proto3" json:"shared_region,omitempty"`
+	// file_access bounds the files the read may open (since 1.3).
+	FileAccess    *FileAccess `protobuf:"bytes,30,opt,name=file_access,json=fileAccess,proto3" json:"file_access,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ReadRequest) Reset() {
 	*x = ReadRequest{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[6]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -533,7 +685,7 @@ func (x *ReadRequest) String() string {
 func (*ReadRequest) ProtoMessage() {}
 
 func (x *ReadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[6]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -546,7 +698,7 @@ func (x *ReadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRequest.ProtoReflect.Descriptor instead.
 func (*ReadRequest) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{6}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ReadRequest) GetConfig() []byte {
@@ -566,6 +718,13 @@ func (x *ReadRequest) GetShard() *Shard {
 func (x *ReadRequest) GetSharedRegion() *SharedRegion {
 	if x != nil {
 		return x.SharedRegion
+	}
+	return nil
+}
+
+func (x *ReadRequest) GetFileAccess() *FileAccess {
+	if x != nil {
+		return x.FileAccess
 	}
 	return nil
 }
@@ -595,7 +754,7 @@ type SharedRegion struct {
 
 func (x *SharedRegion) Reset() {
 	*x = SharedRegion{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[7]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -607,7 +766,7 @@ func (x *SharedRegion) String() string {
 func (*SharedRegion) ProtoMessage() {}
 
 func (x *SharedRegion) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[7]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -620,7 +779,7 @@ func (x *SharedRegion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SharedRegion.ProtoReflect.Descriptor instead.
 func (*SharedRegion) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{7}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *SharedRegion) GetPid() int64 {
@@ -671,7 +830,7 @@ type ReadResponse struct {
 
 func (x *ReadResponse) Reset() {
 	*x = ReadResponse{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[8]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -683,7 +842,7 @@ func (x *ReadResponse) String() string {
 func (*ReadResponse) ProtoMessage() {}
 
 func (x *ReadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[8]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -696,7 +855,7 @@ func (x *ReadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResponse.ProtoReflect.Descriptor instead.
 func (*ReadResponse) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{8}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ReadResponse) GetMsg() isReadResponse_Msg {
@@ -756,7 +915,7 @@ type Shard struct {
 
 func (x *Shard) Reset() {
 	*x = Shard{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[9]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -768,7 +927,7 @@ func (x *Shard) String() string {
 func (*Shard) ProtoMessage() {}
 
 func (x *Shard) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[9]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -781,7 +940,7 @@ func (x *Shard) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Shard.ProtoReflect.Descriptor instead.
 func (*Shard) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{9}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Shard) GetDescriptor_() []byte {
@@ -806,16 +965,18 @@ func (x *Shard) GetEstimatedBytes() int64 {
 }
 
 type ShardsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Config        []byte                 `protobuf:"bytes,1,opt,name=config,proto3" json:"config,omitempty"`
-	Count         uint32                 `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Config []byte                 `protobuf:"bytes,1,opt,name=config,proto3" json:"config,omitempty"`
+	Count  uint32                 `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
+	// file_access bounds the files the split may open (since 1.3).
+	FileAccess    *FileAccess `protobuf:"bytes,30,opt,name=file_access,json=fileAccess,proto3" json:"file_access,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ShardsRequest) Reset() {
 	*x = ShardsRequest{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[10]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -827,7 +988,7 @@ func (x *ShardsRequest) String() string {
 func (*ShardsRequest) ProtoMessage() {}
 
 func (x *ShardsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[10]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -840,7 +1001,7 @@ func (x *ShardsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShardsRequest.ProtoReflect.Descriptor instead.
 func (*ShardsRequest) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{10}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ShardsRequest) GetConfig() []byte {
@@ -857,6 +1018,13 @@ func (x *ShardsRequest) GetCount() uint32 {
 	return 0
 }
 
+func (x *ShardsRequest) GetFileAccess() *FileAccess {
+	if x != nil {
+		return x.FileAccess
+	}
+	return nil
+}
+
 type ShardsResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Shards        []*Shard               `protobuf:"bytes,1,rep,name=shards,proto3" json:"shards,omitempty"`
@@ -866,7 +1034,7 @@ type ShardsResponse struct {
 
 func (x *ShardsResponse) Reset() {
 	*x = ShardsResponse{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[11]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -878,7 +1046,7 @@ func (x *ShardsResponse) String() string {
 func (*ShardsResponse) ProtoMessage() {}
 
 func (x *ShardsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[11]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -891,7 +1059,7 @@ func (x *ShardsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShardsResponse.ProtoReflect.Descriptor instead.
 func (*ShardsResponse) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{11}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ShardsResponse) GetShards() []*Shard {
@@ -917,7 +1085,7 @@ type Batch struct {
 
 func (x *Batch) Reset() {
 	*x = Batch{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[12]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -929,7 +1097,7 @@ func (x *Batch) String() string {
 func (*Batch) ProtoMessage() {}
 
 func (x *Batch) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[12]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -942,7 +1110,7 @@ func (x *Batch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Batch.ProtoReflect.Descriptor instead.
 func (*Batch) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{12}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Batch) GetSeq() uint64 {
@@ -985,7 +1153,7 @@ type SharedSlot struct {
 
 func (x *SharedSlot) Reset() {
 	*x = SharedSlot{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[13]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -997,7 +1165,7 @@ func (x *SharedSlot) String() string {
 func (*SharedSlot) ProtoMessage() {}
 
 func (x *SharedSlot) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[13]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1010,7 +1178,7 @@ func (x *SharedSlot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SharedSlot.ProtoReflect.Descriptor instead.
 func (*SharedSlot) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{13}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SharedSlot) GetSlot() uint32 {
@@ -1031,15 +1199,20 @@ func (x *SharedSlot) GetLength() uint32 {
 type Stats struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// records read by a source, or made durable by a sink.
-	Records       int64 `protobuf:"varint,1,opt,name=records,proto3" json:"records,omitempty"`
-	Bytes         int64 `protobuf:"varint,2,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	Records int64 `protobuf:"varint,1,opt,name=records,proto3" json:"records,omitempty"`
+	Bytes   int64 `protobuf:"varint,2,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	// outputs are the files a committed write session created or replaced
+	// (since 1.3), for faucet serve's ledger of the files its runs wrote.
+	Outputs []*OutputFile `protobuf:"bytes,30,rep,name=outputs,proto3" json:"outputs,omitempty"`
+	// rejected counts the records the sink refused (since 1.3).
+	Rejected      int64 `protobuf:"varint,31,opt,name=rejected,proto3" json:"rejected,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Stats) Reset() {
 	*x = Stats{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[14]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1051,7 +1224,7 @@ func (x *Stats) String() string {
 func (*Stats) ProtoMessage() {}
 
 func (x *Stats) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[14]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1064,7 +1237,7 @@ func (x *Stats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stats.ProtoReflect.Descriptor instead.
 func (*Stats) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{14}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Stats) GetRecords() int64 {
@@ -1081,6 +1254,83 @@ func (x *Stats) GetBytes() int64 {
 	return 0
 }
 
+func (x *Stats) GetOutputs() []*OutputFile {
+	if x != nil {
+		return x.Outputs
+	}
+	return nil
+}
+
+func (x *Stats) GetRejected() int64 {
+	if x != nil {
+		return x.Rejected
+	}
+	return 0
+}
+
+// OutputFile is a file a write session created or replaced (since 1.3).
+type OutputFile struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// path is the file's absolute path.
+	Path string `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Size int64  `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
+	// existed is set when a file was at path before the session.
+	Existed       bool `protobuf:"varint,3,opt,name=existed,proto3" json:"existed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OutputFile) Reset() {
+	*x = OutputFile{}
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OutputFile) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OutputFile) ProtoMessage() {}
+
+func (x *OutputFile) ProtoReflect() protoreflect.Message {
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OutputFile.ProtoReflect.Descriptor instead.
+func (*OutputFile) Descriptor() ([]byte, []int) {
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *OutputFile) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *OutputFile) GetSize() int64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *OutputFile) GetExisted() bool {
+	if x != nil {
+		return x.Existed
+	}
+	return false
+}
+
 type WriteRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Msg:
@@ -1095,7 +1345,7 @@ type WriteRequest struct {
 
 func (x *WriteRequest) Reset() {
 	*x = WriteRequest{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[15]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1107,7 +1357,7 @@ func (x *WriteRequest) String() string {
 func (*WriteRequest) ProtoMessage() {}
 
 func (x *WriteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[15]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1120,7 +1370,7 @@ func (x *WriteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteRequest.ProtoReflect.Descriptor instead.
 func (*WriteRequest) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{15}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *WriteRequest) GetMsg() isWriteRequest_Msg {
@@ -1185,14 +1435,23 @@ type WriteOpen struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Config []byte                 `protobuf:"bytes,1,opt,name=config,proto3" json:"config,omitempty"`
 	// upstream, when set, is where the sink reads its batches from.
-	Upstream      *Upstream `protobuf:"bytes,2,opt,name=upstream,proto3" json:"upstream,omitempty"`
+	Upstream *Upstream `protobuf:"bytes,2,opt,name=upstream,proto3" json:"upstream,omitempty"`
+	// file_access bounds the files the session may open (since 1.3).
+	FileAccess *FileAccess `protobuf:"bytes,30,opt,name=file_access,json=fileAccess,proto3" json:"file_access,omitempty"`
+	// record_policy, when set, lets a sink that rejects_records refuse single
+	// records instead of failing the session (since 1.3): a record the target
+	// will not take (a constraint it violates, a value its column cannot
+	// hold) is written again on its own up to max_attempts times, then
+	// reported in a Rejected message; the rest of its batch is written as
+	// usual.
+	RecordPolicy  *RecordPolicy `protobuf:"bytes,31,opt,name=record_policy,json=recordPolicy,proto3" json:"record_policy,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *WriteOpen) Reset() {
 	*x = WriteOpen{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[16]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1204,7 +1463,7 @@ func (x *WriteOpen) String() string {
 func (*WriteOpen) ProtoMessage() {}
 
 func (x *WriteOpen) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[16]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1217,7 +1476,7 @@ func (x *WriteOpen) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteOpen.ProtoReflect.Descriptor instead.
 func (*WriteOpen) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{16}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *WriteOpen) GetConfig() []byte {
@@ -1232,6 +1491,66 @@ func (x *WriteOpen) GetUpstream() *Upstream {
 		return x.Upstream
 	}
 	return nil
+}
+
+func (x *WriteOpen) GetFileAccess() *FileAccess {
+	if x != nil {
+		return x.FileAccess
+	}
+	return nil
+}
+
+func (x *WriteOpen) GetRecordPolicy() *RecordPolicy {
+	if x != nil {
+		return x.RecordPolicy
+	}
+	return nil
+}
+
+// RecordPolicy is how a session treats a single bad record (since 1.3).
+type RecordPolicy struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// max_attempts counts the tries of a record on its own, at least 1.
+	MaxAttempts   uint32 `protobuf:"varint,1,opt,name=max_attempts,json=maxAttempts,proto3" json:"max_attempts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordPolicy) Reset() {
+	*x = RecordPolicy{}
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordPolicy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordPolicy) ProtoMessage() {}
+
+func (x *RecordPolicy) ProtoReflect() protoreflect.Message {
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordPolicy.ProtoReflect.Descriptor instead.
+func (*RecordPolicy) Descriptor() ([]byte, []int) {
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *RecordPolicy) GetMaxAttempts() uint32 {
+	if x != nil {
+		return x.MaxAttempts
+	}
+	return 0
 }
 
 // Upstream is a source plugin's Read, called by the sink itself.
@@ -1251,7 +1570,7 @@ type Upstream struct {
 
 func (x *Upstream) Reset() {
 	*x = Upstream{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[17]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1263,7 +1582,7 @@ func (x *Upstream) String() string {
 func (*Upstream) ProtoMessage() {}
 
 func (x *Upstream) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[17]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1276,7 +1595,7 @@ func (x *Upstream) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Upstream.ProtoReflect.Descriptor instead.
 func (*Upstream) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{17}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Upstream) GetNetwork() string {
@@ -1315,7 +1634,7 @@ type WriteAbort struct {
 
 func (x *WriteAbort) Reset() {
 	*x = WriteAbort{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[18]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1327,7 +1646,7 @@ func (x *WriteAbort) String() string {
 func (*WriteAbort) ProtoMessage() {}
 
 func (x *WriteAbort) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[18]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1340,7 +1659,7 @@ func (x *WriteAbort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteAbort.ProtoReflect.Descriptor instead.
 func (*WriteAbort) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{18}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{22}
 }
 
 type WriteResponse struct {
@@ -1350,6 +1669,7 @@ type WriteResponse struct {
 	//	*WriteResponse_Ack
 	//	*WriteResponse_Stats
 	//	*WriteResponse_UpstreamFailed
+	//	*WriteResponse_Rejected
 	Msg           isWriteResponse_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1357,7 +1677,7 @@ type WriteResponse struct {
 
 func (x *WriteResponse) Reset() {
 	*x = WriteResponse{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[19]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1369,7 +1689,7 @@ func (x *WriteResponse) String() string {
 func (*WriteResponse) ProtoMessage() {}
 
 func (x *WriteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[19]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1382,7 +1702,7 @@ func (x *WriteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteResponse.ProtoReflect.Descriptor instead.
 func (*WriteResponse) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{19}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *WriteResponse) GetMsg() isWriteResponse_Msg {
@@ -1419,6 +1739,15 @@ func (x *WriteResponse) GetUpstreamFailed() *UpstreamFailure {
 	return nil
 }
 
+func (x *WriteResponse) GetRejected() *Rejected {
+	if x != nil {
+		if x, ok := x.Msg.(*WriteResponse_Rejected); ok {
+			return x.Rejected
+		}
+	}
+	return nil
+}
+
 type isWriteResponse_Msg interface {
 	isWriteResponse_Msg()
 }
@@ -1439,11 +1768,148 @@ type WriteResponse_UpstreamFailed struct {
 	UpstreamFailed *UpstreamFailure `protobuf:"bytes,3,opt,name=upstream_failed,json=upstreamFailed,proto3,oneof"`
 }
 
+type WriteResponse_Rejected struct {
+	// rejected lists records the sink refused under the session's record
+	// policy (since 1.3).
+	Rejected *Rejected `protobuf:"bytes,30,opt,name=rejected,proto3,oneof"`
+}
+
 func (*WriteResponse_Ack) isWriteResponse_Msg() {}
 
 func (*WriteResponse_Stats) isWriteResponse_Msg() {}
 
 func (*WriteResponse_UpstreamFailed) isWriteResponse_Msg() {}
+
+func (*WriteResponse_Rejected) isWriteResponse_Msg() {}
+
+// Rejected lists records of batch seq that the sink refused (since 1.3). It
+// may come after the batch's Ack, when the target judges records after the
+// sink accepted them, but always before the final Stats, whose records
+// leave them out.
+type Rejected struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Seq           uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	Records       []*RejectedRecord      `protobuf:"bytes,2,rep,name=records,proto3" json:"records,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Rejected) Reset() {
+	*x = Rejected{}
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Rejected) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Rejected) ProtoMessage() {}
+
+func (x *Rejected) ProtoReflect() protoreflect.Message {
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Rejected.ProtoReflect.Descriptor instead.
+func (*Rejected) Descriptor() ([]byte, []int) {
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *Rejected) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *Rejected) GetRecords() []*RejectedRecord {
+	if x != nil {
+		return x.Records
+	}
+	return nil
+}
+
+// RejectedRecord is one refused record.
+type RejectedRecord struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// index is the record's position in its batch, from 0.
+	Index uint32 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	// record is the record as the sink received it (a JSON object).
+	Record []byte `protobuf:"bytes,2,opt,name=record,proto3" json:"record,omitempty"`
+	// error is why the target refused it, the last time it was tried.
+	Error string `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	// attempts counts the tries of the record on its own.
+	Attempts      uint32 `protobuf:"varint,4,opt,name=attempts,proto3" json:"attempts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RejectedRecord) Reset() {
+	*x = RejectedRecord{}
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RejectedRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RejectedRecord) ProtoMessage() {}
+
+func (x *RejectedRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RejectedRecord.ProtoReflect.Descriptor instead.
+func (*RejectedRecord) Descriptor() ([]byte, []int) {
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *RejectedRecord) GetIndex() uint32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *RejectedRecord) GetRecord() []byte {
+	if x != nil {
+		return x.Record
+	}
+	return nil
+}
+
+func (x *RejectedRecord) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *RejectedRecord) GetAttempts() uint32 {
+	if x != nil {
+		return x.Attempts
+	}
+	return 0
+}
 
 // UpstreamFailure is the gRPC status the upstream Read ended with.
 type UpstreamFailure struct {
@@ -1457,7 +1923,7 @@ type UpstreamFailure struct {
 
 func (x *UpstreamFailure) Reset() {
 	*x = UpstreamFailure{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[20]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1469,7 +1935,7 @@ func (x *UpstreamFailure) String() string {
 func (*UpstreamFailure) ProtoMessage() {}
 
 func (x *UpstreamFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[20]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1482,7 +1948,7 @@ func (x *UpstreamFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpstreamFailure.ProtoReflect.Descriptor instead.
 func (*UpstreamFailure) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{20}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *UpstreamFailure) GetCode() int32 {
@@ -1510,7 +1976,7 @@ type Ack struct {
 
 func (x *Ack) Reset() {
 	*x = Ack{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[21]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1522,7 +1988,7 @@ func (x *Ack) String() string {
 func (*Ack) ProtoMessage() {}
 
 func (x *Ack) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[21]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1535,7 +2001,7 @@ func (x *Ack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ack.ProtoReflect.Descriptor instead.
 func (*Ack) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{21}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Ack) GetSeq() uint64 {
@@ -1566,26 +2032,41 @@ const file_faucet_connector_v1_connector_proto_rawDesc = "" +
 	"\rsource_schema\x18\x05 \x01(\fR\fsourceSchema\x12\x1f\n" +
 	"\vsink_schema\x18\x06 \x01(\fR\n" +
 	"sinkSchema\x12E\n" +
-	"\fcapabilities\x18\a \x01(\v2!.faucet.connector.v1.CapabilitiesR\fcapabilities\"\xa7\x01\n" +
+	"\fcapabilities\x18\a \x01(\v2!.faucet.connector.v1.CapabilitiesR\fcapabilities\"\xd0\x01\n" +
 	"\fCapabilities\x12\x1c\n" +
 	"\tshardable\x18\x01 \x01(\bR\tshardable\x12\x1f\n" +
 	"\vwrite_modes\x18\x02 \x03(\tR\n" +
 	"writeModes\x12%\n" +
 	"\x0ereads_upstream\x18\x03 \x01(\bR\rreadsUpstream\x121\n" +
-	"\x14independent_sessions\x18\x04 \x01(\bR\x13independentSessions\"U\n" +
+	"\x14independent_sessions\x18\x04 \x01(\bR\x13independentSessions\x12'\n" +
+	"\x0frejects_records\x18\x1e \x01(\bR\x0erejectsRecords\"\x97\x01\n" +
 	"\fCheckRequest\x12-\n" +
 	"\x04role\x18\x01 \x01(\x0e2\x19.faucet.connector.v1.RoleR\x04role\x12\x16\n" +
-	"\x06config\x18\x02 \x01(\fR\x06config\"E\n" +
+	"\x06config\x18\x02 \x01(\fR\x06config\x12@\n" +
+	"\vfile_access\x18\x1e \x01(\v2\x1f.faucet.connector.v1.FileAccessR\n" +
+	"fileAccess\"[\n" +
+	"\n" +
+	"FileAccess\x12\x14\n" +
+	"\x05roots\x18\x01 \x03(\tR\x05roots\x127\n" +
+	"\x06denied\x18\x02 \x03(\v2\x1f.faucet.connector.v1.DeniedFileR\x06denied\"l\n" +
+	"\n" +
+	"DeniedFile\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
+	"\x06device\x18\x02 \x01(\x04R\x06device\x12\x14\n" +
+	"\x05inode\x18\x03 \x01(\x04R\x05inode\x12\x1c\n" +
+	"\tdirectory\x18\x04 \x01(\bR\tdirectory\"E\n" +
 	"\rCheckResponse\x124\n" +
 	"\x05items\x18\x01 \x03(\v2\x1e.faucet.connector.v1.CheckItemR\x05items\"I\n" +
 	"\tCheckItem\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x0e\n" +
 	"\x02ok\x18\x02 \x01(\bR\x02ok\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessage\"\x9f\x01\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"\xe1\x01\n" +
 	"\vReadRequest\x12\x16\n" +
 	"\x06config\x18\x01 \x01(\fR\x06config\x120\n" +
 	"\x05shard\x18\x02 \x01(\v2\x1a.faucet.connector.v1.ShardR\x05shard\x12F\n" +
-	"\rshared_region\x18\x03 \x01(\v2!.faucet.connector.v1.SharedRegionR\fsharedRegion\"\x88\x01\n" +
+	"\rshared_region\x18\x03 \x01(\v2!.faucet.connector.v1.SharedRegionR\fsharedRegion\x12@\n" +
+	"\vfile_access\x18\x1e \x01(\v2\x1f.faucet.connector.v1.FileAccessR\n" +
+	"fileAccess\"\x88\x01\n" +
 	"\fSharedRegion\x12\x10\n" +
 	"\x03pid\x18\x01 \x01(\x03R\x03pid\x12\x0e\n" +
 	"\x02fd\x18\x02 \x01(\x05R\x02fd\x12\x14\n" +
@@ -1602,10 +2083,12 @@ const file_faucet_connector_v1_connector_proto_rawDesc = "" +
 	"descriptor\x18\x01 \x01(\fR\n" +
 	"descriptor\x12+\n" +
 	"\x11estimated_records\x18\x02 \x01(\x03R\x10estimatedRecords\x12'\n" +
-	"\x0festimated_bytes\x18\x03 \x01(\x03R\x0eestimatedBytes\"=\n" +
+	"\x0festimated_bytes\x18\x03 \x01(\x03R\x0eestimatedBytes\"\x7f\n" +
 	"\rShardsRequest\x12\x16\n" +
 	"\x06config\x18\x01 \x01(\fR\x06config\x12\x14\n" +
-	"\x05count\x18\x02 \x01(\rR\x05count\"D\n" +
+	"\x05count\x18\x02 \x01(\rR\x05count\x12@\n" +
+	"\vfile_access\x18\x1e \x01(\v2\x1f.faucet.connector.v1.FileAccessR\n" +
+	"fileAccess\"D\n" +
 	"\x0eShardsResponse\x122\n" +
 	"\x06shards\x18\x01 \x03(\v2\x1a.faucet.connector.v1.ShardR\x06shards\"\x82\x01\n" +
 	"\x05Batch\x12\x10\n" +
@@ -1616,30 +2099,51 @@ const file_faucet_connector_v1_connector_proto_rawDesc = "" +
 	"\n" +
 	"SharedSlot\x12\x12\n" +
 	"\x04slot\x18\x01 \x01(\rR\x04slot\x12\x16\n" +
-	"\x06length\x18\x02 \x01(\rR\x06length\"7\n" +
+	"\x06length\x18\x02 \x01(\rR\x06length\"\x8e\x01\n" +
 	"\x05Stats\x12\x18\n" +
 	"\arecords\x18\x01 \x01(\x03R\arecords\x12\x14\n" +
-	"\x05bytes\x18\x02 \x01(\x03R\x05bytes\"\xb8\x01\n" +
+	"\x05bytes\x18\x02 \x01(\x03R\x05bytes\x129\n" +
+	"\aoutputs\x18\x1e \x03(\v2\x1f.faucet.connector.v1.OutputFileR\aoutputs\x12\x1a\n" +
+	"\brejected\x18\x1f \x01(\x03R\brejected\"N\n" +
+	"\n" +
+	"OutputFile\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
+	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x18\n" +
+	"\aexisted\x18\x03 \x01(\bR\aexisted\"\xb8\x01\n" +
 	"\fWriteRequest\x124\n" +
 	"\x04open\x18\x01 \x01(\v2\x1e.faucet.connector.v1.WriteOpenH\x00R\x04open\x122\n" +
 	"\x05batch\x18\x02 \x01(\v2\x1a.faucet.connector.v1.BatchH\x00R\x05batch\x127\n" +
 	"\x05abort\x18\x03 \x01(\v2\x1f.faucet.connector.v1.WriteAbortH\x00R\x05abortB\x05\n" +
-	"\x03msg\"^\n" +
+	"\x03msg\"\xe8\x01\n" +
 	"\tWriteOpen\x12\x16\n" +
 	"\x06config\x18\x01 \x01(\fR\x06config\x129\n" +
-	"\bupstream\x18\x02 \x01(\v2\x1d.faucet.connector.v1.UpstreamR\bupstream\"\x9f\x01\n" +
+	"\bupstream\x18\x02 \x01(\v2\x1d.faucet.connector.v1.UpstreamR\bupstream\x12@\n" +
+	"\vfile_access\x18\x1e \x01(\v2\x1f.faucet.connector.v1.FileAccessR\n" +
+	"fileAccess\x12F\n" +
+	"\rrecord_policy\x18\x1f \x01(\v2!.faucet.connector.v1.RecordPolicyR\frecordPolicy\"1\n" +
+	"\fRecordPolicy\x12!\n" +
+	"\fmax_attempts\x18\x01 \x01(\rR\vmaxAttempts\"\x9f\x01\n" +
 	"\bUpstream\x12\x18\n" +
 	"\anetwork\x18\x01 \x01(\tR\anetwork\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x124\n" +
 	"\x04read\x18\x03 \x01(\v2 .faucet.connector.v1.ReadRequestR\x04read\x12)\n" +
 	"\x10protocol_version\x18\x04 \x01(\rR\x0fprotocolVersion\"\f\n" +
 	"\n" +
-	"WriteAbort\"\xc9\x01\n" +
+	"WriteAbort\"\x86\x02\n" +
 	"\rWriteResponse\x12,\n" +
 	"\x03ack\x18\x01 \x01(\v2\x18.faucet.connector.v1.AckH\x00R\x03ack\x122\n" +
 	"\x05stats\x18\x02 \x01(\v2\x1a.faucet.connector.v1.StatsH\x00R\x05stats\x12O\n" +
-	"\x0fupstream_failed\x18\x03 \x01(\v2$.faucet.connector.v1.UpstreamFailureH\x00R\x0eupstreamFailedB\x05\n" +
-	"\x03msg\"?\n" +
+	"\x0fupstream_failed\x18\x03 \x01(\v2$.faucet.connector.v1.UpstreamFailureH\x00R\x0eupstreamFailed\x12;\n" +
+	"\brejected\x18\x1e \x01(\v2\x1d.faucet.connector.v1.RejectedH\x00R\brejectedB\x05\n" +
+	"\x03msg\"[\n" +
+	"\bRejected\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12=\n" +
+	"\arecords\x18\x02 \x03(\v2#.faucet.connector.v1.RejectedRecordR\arecords\"p\n" +
+	"\x0eRejectedRecord\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\rR\x05index\x12\x16\n" +
+	"\x06record\x18\x02 \x01(\fR\x06record\x12\x14\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\x12\x1a\n" +
+	"\battempts\x18\x04 \x01(\rR\battempts\"?\n" +
 	"\x0fUpstreamFailure\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\x05R\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\"-\n" +
@@ -1675,7 +2179,7 @@ func file_faucet_connector_v1_connector_proto_rawDescGZIP() []byte {
 }
 
 var file_faucet_connector_v1_connector_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_faucet_connector_v1_connector_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_faucet_connector_v1_connector_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_faucet_connector_v1_connector_proto_goTypes = []any{
 	(Kind)(0),               // 0: faucet.connector.v1.Kind
 	(Role)(0),               // 1: faucet.connector.v1.Role
@@ -1683,59 +2187,74 @@ var file_faucet_connector_v1_connector_proto_goTypes = []any{
 	(*SpecResponse)(nil),    // 3: faucet.connector.v1.SpecResponse
 	(*Capabilities)(nil),    // 4: faucet.connector.v1.Capabilities
 	(*CheckRequest)(nil),    // 5: faucet.connector.v1.CheckRequest
-	(*CheckResponse)(nil),   // 6: faucet.connector.v1.CheckResponse
-	(*CheckItem)(nil),       // 7: faucet.connector.v1.CheckItem
-	(*ReadRequest)(nil),     // 8: faucet.connector.v1.ReadRequest
-	(*SharedRegion)(nil),    // 9: faucet.connector.v1.SharedRegion
-	(*ReadResponse)(nil),    // 10: faucet.connector.v1.ReadResponse
-	(*Shard)(nil),           // 11: faucet.connector.v1.Shard
-	(*ShardsRequest)(nil),   // 12: faucet.connector.v1.ShardsRequest
-	(*ShardsResponse)(nil),  // 13: faucet.connector.v1.ShardsResponse
-	(*Batch)(nil),           // 14: faucet.connector.v1.Batch
-	(*SharedSlot)(nil),      // 15: faucet.connector.v1.SharedSlot
-	(*Stats)(nil),           // 16: faucet.connector.v1.Stats
-	(*WriteRequest)(nil),    // 17: faucet.connector.v1.WriteRequest
-	(*WriteOpen)(nil),       // 18: faucet.connector.v1.WriteOpen
-	(*Upstream)(nil),        // 19: faucet.connector.v1.Upstream
-	(*WriteAbort)(nil),      // 20: faucet.connector.v1.WriteAbort
-	(*WriteResponse)(nil),   // 21: faucet.connector.v1.WriteResponse
-	(*UpstreamFailure)(nil), // 22: faucet.connector.v1.UpstreamFailure
-	(*Ack)(nil),             // 23: faucet.connector.v1.Ack
+	(*FileAccess)(nil),      // 6: faucet.connector.v1.FileAccess
+	(*DeniedFile)(nil),      // 7: faucet.connector.v1.DeniedFile
+	(*CheckResponse)(nil),   // 8: faucet.connector.v1.CheckResponse
+	(*CheckItem)(nil),       // 9: faucet.connector.v1.CheckItem
+	(*ReadRequest)(nil),     // 10: faucet.connector.v1.ReadRequest
+	(*SharedRegion)(nil),    // 11: faucet.connector.v1.SharedRegion
+	(*ReadResponse)(nil),    // 12: faucet.connector.v1.ReadResponse
+	(*Shard)(nil),           // 13: faucet.connector.v1.Shard
+	(*ShardsRequest)(nil),   // 14: faucet.connector.v1.ShardsRequest
+	(*ShardsResponse)(nil),  // 15: faucet.connector.v1.ShardsResponse
+	(*Batch)(nil),           // 16: faucet.connector.v1.Batch
+	(*SharedSlot)(nil),      // 17: faucet.connector.v1.SharedSlot
+	(*Stats)(nil),           // 18: faucet.connector.v1.Stats
+	(*OutputFile)(nil),      // 19: faucet.connector.v1.OutputFile
+	(*WriteRequest)(nil),    // 20: faucet.connector.v1.WriteRequest
+	(*WriteOpen)(nil),       // 21: faucet.connector.v1.WriteOpen
+	(*RecordPolicy)(nil),    // 22: faucet.connector.v1.RecordPolicy
+	(*Upstream)(nil),        // 23: faucet.connector.v1.Upstream
+	(*WriteAbort)(nil),      // 24: faucet.connector.v1.WriteAbort
+	(*WriteResponse)(nil),   // 25: faucet.connector.v1.WriteResponse
+	(*Rejected)(nil),        // 26: faucet.connector.v1.Rejected
+	(*RejectedRecord)(nil),  // 27: faucet.connector.v1.RejectedRecord
+	(*UpstreamFailure)(nil), // 28: faucet.connector.v1.UpstreamFailure
+	(*Ack)(nil),             // 29: faucet.connector.v1.Ack
 }
 var file_faucet_connector_v1_connector_proto_depIdxs = []int32{
 	0,  // 0: faucet.connector.v1.SpecResponse.kind:type_name -> faucet.connector.v1.Kind
 	4,  // 1: faucet.connector.v1.SpecResponse.capabilities:type_name -> faucet.connector.v1.Capabilities
 	1,  // 2: faucet.connector.v1.CheckRequest.role:type_name -> faucet.connector.v1.Role
-	7,  // 3: faucet.connector.v1.CheckResponse.items:type_name -> faucet.connector.v1.CheckItem
-	11, // 4: faucet.connector.v1.ReadRequest.shard:type_name -> faucet.connector.v1.Shard
-	9,  // 5: faucet.connector.v1.ReadRequest.shared_region:type_name -> faucet.connector.v1.SharedRegion
-	14, // 6: faucet.connector.v1.ReadResponse.batch:type_name -> faucet.connector.v1.Batch
-	16, // 7: faucet.connector.v1.ReadResponse.stats:type_name -> faucet.connector.v1.Stats
-	11, // 8: faucet.connector.v1.ShardsResponse.shards:type_name -> faucet.connector.v1.Shard
-	15, // 9: faucet.connector.v1.Batch.shared:type_name -> faucet.connector.v1.SharedSlot
-	18, // 10: faucet.connector.v1.WriteRequest.open:type_name -> faucet.connector.v1.WriteOpen
-	14, // 11: faucet.connector.v1.WriteRequest.batch:type_name -> faucet.connector.v1.Batch
-	20, // 12: faucet.connector.v1.WriteRequest.abort:type_name -> faucet.connector.v1.WriteAbort
-	19, // 13: faucet.connector.v1.WriteOpen.upstream:type_name -> faucet.connector.v1.Upstream
-	8,  // 14: faucet.connector.v1.Upstream.read:type_name -> faucet.connector.v1.ReadRequest
-	23, // 15: faucet.connector.v1.WriteResponse.ack:type_name -> faucet.connector.v1.Ack
-	16, // 16: faucet.connector.v1.WriteResponse.stats:type_name -> faucet.connector.v1.Stats
-	22, // 17: faucet.connector.v1.WriteResponse.upstream_failed:type_name -> faucet.connector.v1.UpstreamFailure
-	2,  // 18: faucet.connector.v1.ConnectorService.Spec:input_type -> faucet.connector.v1.SpecRequest
-	5,  // 19: faucet.connector.v1.ConnectorService.Check:input_type -> faucet.connector.v1.CheckRequest
-	8,  // 20: faucet.connector.v1.ConnectorService.Read:input_type -> faucet.connector.v1.ReadRequest
-	12, // 21: faucet.connector.v1.ConnectorService.Shards:input_type -> faucet.connector.v1.ShardsRequest
-	17, // 22: faucet.connector.v1.ConnectorService.Write:input_type -> faucet.connector.v1.WriteRequest
-	3,  // 23: faucet.connector.v1.ConnectorService.Spec:output_type -> faucet.connector.v1.SpecResponse
-	6,  // 24: faucet.connector.v1.ConnectorService.Check:output_type -> faucet.connector.v1.CheckResponse
-	10, // 25: faucet.connector.v1.ConnectorService.Read:output_type -> faucet.connector.v1.ReadResponse
-	13, // 26: faucet.connector.v1.ConnectorService.Shards:output_type -> faucet.connector.v1.ShardsResponse
-	21, // 27: faucet.connector.v1.ConnectorService.Write:output_type -> faucet.connector.v1.WriteResponse
-	23, // [23:28] is the sub-list for method output_type
-	18, // [18:23] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	6,  // 3: faucet.connector.v1.CheckRequest.file_access:type_name -> faucet.connector.v1.FileAccess
+	7,  // 4: faucet.connector.v1.FileAccess.denied:type_name -> faucet.connector.v1.DeniedFile
+	9,  // 5: faucet.connector.v1.CheckResponse.items:type_name -> faucet.connector.v1.CheckItem
+	13, // 6: faucet.connector.v1.ReadRequest.shard:type_name -> faucet.connector.v1.Shard
+	11, // 7: faucet.connector.v1.ReadRequest.shared_region:type_name -> faucet.connector.v1.SharedRegion
+	6,  // 8: faucet.connector.v1.ReadRequest.file_access:type_name -> faucet.connector.v1.FileAccess
+	16, // 9: faucet.connector.v1.ReadResponse.batch:type_name -> faucet.connector.v1.Batch
+	18, // 10: faucet.connector.v1.ReadResponse.stats:type_name -> faucet.connector.v1.Stats
+	6,  // 11: faucet.connector.v1.ShardsRequest.file_access:type_name -> faucet.connector.v1.FileAccess
+	13, // 12: faucet.connector.v1.ShardsResponse.shards:type_name -> faucet.connector.v1.Shard
+	17, // 13: faucet.connector.v1.Batch.shared:type_name -> faucet.connector.v1.SharedSlot
+	19, // 14: faucet.connector.v1.Stats.outputs:type_name -> faucet.connector.v1.OutputFile
+	21, // 15: faucet.connector.v1.WriteRequest.open:type_name -> faucet.connector.v1.WriteOpen
+	16, // 16: faucet.connector.v1.WriteRequest.batch:type_name -> faucet.connector.v1.Batch
+	24, // 17: faucet.connector.v1.WriteRequest.abort:type_name -> faucet.connector.v1.WriteAbort
+	23, // 18: faucet.connector.v1.WriteOpen.upstream:type_name -> faucet.connector.v1.Upstream
+	6,  // 19: faucet.connector.v1.WriteOpen.file_access:type_name -> faucet.connector.v1.FileAccess
+	22, // 20: faucet.connector.v1.WriteOpen.record_policy:type_name -> faucet.connector.v1.RecordPolicy
+	10, // 21: faucet.connector.v1.Upstream.read:type_name -> faucet.connector.v1.ReadRequest
+	29, // 22: faucet.connector.v1.WriteResponse.ack:type_name -> faucet.connector.v1.Ack
+	18, // 23: faucet.connector.v1.WriteResponse.stats:type_name -> faucet.connector.v1.Stats
+	28, // 24: faucet.connector.v1.WriteResponse.upstream_failed:type_name -> faucet.connector.v1.UpstreamFailure
+	26, // 25: faucet.connector.v1.WriteResponse.rejected:type_name -> faucet.connector.v1.Rejected
+	27, // 26: faucet.connector.v1.Rejected.records:type_name -> faucet.connector.v1.RejectedRecord
+	2,  // 27: faucet.connector.v1.ConnectorService.Spec:input_type -> faucet.connector.v1.SpecRequest
+	5,  // 28: faucet.connector.v1.ConnectorService.Check:input_type -> faucet.connector.v1.CheckRequest
+	10, // 29: faucet.connector.v1.ConnectorService.Read:input_type -> faucet.connector.v1.ReadRequest
+	14, // 30: faucet.connector.v1.ConnectorService.Shards:input_type -> faucet.connector.v1.ShardsRequest
+	20, // 31: faucet.connector.v1.ConnectorService.Write:input_type -> faucet.connector.v1.WriteRequest
+	3,  // 32: faucet.connector.v1.ConnectorService.Spec:output_type -> faucet.connector.v1.SpecResponse
+	8,  // 33: faucet.connector.v1.ConnectorService.Check:output_type -> faucet.connector.v1.CheckResponse
+	12, // 34: faucet.connector.v1.ConnectorService.Read:output_type -> faucet.connector.v1.ReadResponse
+	15, // 35: faucet.connector.v1.ConnectorService.Shards:output_type -> faucet.connector.v1.ShardsResponse
+	25, // 36: faucet.connector.v1.ConnectorService.Write:output_type -> faucet.connector.v1.WriteResponse
+	32, // [32:37] is the sub-list for method output_type
+	27, // [27:32] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_faucet_connector_v1_connector_proto_init() }
@@ -1743,19 +2262,20 @@ func file_faucet_connector_v1_connector_proto_init() {
 	if File_faucet_connector_v1_connector_proto != nil {
 		return
 	}
-	file_faucet_connector_v1_connector_proto_msgTypes[8].OneofWrappers = []any{
+	file_faucet_connector_v1_connector_proto_msgTypes[10].OneofWrappers = []any{
 		(*ReadResponse_Batch)(nil),
 		(*ReadResponse_Stats)(nil),
 	}
-	file_faucet_connector_v1_connector_proto_msgTypes[15].OneofWrappers = []any{
+	file_faucet_connector_v1_connector_proto_msgTypes[18].OneofWrappers = []any{
 		(*WriteRequest_Open)(nil),
 		(*WriteRequest_Batch)(nil),
 		(*WriteRequest_Abort)(nil),
 	}
-	file_faucet_connector_v1_connector_proto_msgTypes[19].OneofWrappers = []any{
+	file_faucet_connector_v1_connector_proto_msgTypes[23].OneofWrappers = []any{
 		(*WriteResponse_Ack)(nil),
 		(*WriteResponse_Stats)(nil),
 		(*WriteResponse_UpstreamFailed)(nil),
+		(*WriteResponse_Rejected)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1763,7 +2283,7 @@ func file_faucet_connector_v1_connector_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_faucet_connector_v1_connector_proto_rawDesc), len(file_faucet_connector_v1_connector_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   22,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

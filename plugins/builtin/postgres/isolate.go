@@ -1,0 +1,560 @@
+package postgres
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/faucet-dev/faucet/plugins/builtin/internal/tabular"
+	"github.com/faucet-dev/faucet/plugins/sdk"
+)
+
+// A session with a record policy (the pipeline dead-letters or drops the
+// records a sink refuses) isolates the records the table will not take,
+// without giving up the COPY stream for the others:
+//
+//   - A value its column cannot hold (a malformed number, boolean or UUID,
+//     text longer than its column, a null for a NOT NULL column) is found as
+//     the batch is encoded, before the server sees it, and refused at once:
+//     the same value fails every try, so it is tried once.
+//   - What only the server judges (a unique, check or foreign key
+//     constraint, a value the checks above let through) shows when a COPY
+//     ends. Appends and overwrites stream their batches through a COPY under
+//     a savepoint, a window of up to windowBytes; the writer keeps the
+//     window's records until the server's verdict. A window the server
+//     refuses is rolled back to its savepoint and written again through
+//     sdk.IsolateFunc, split at the line the server names (in halves when it
+//     names none), each piece a COPY under a savepoint of its own, the lone
+//     refused record retried up to the policy's attempts. Every
+//     acknowledged record of the window is written again but the refused
+//     ones; nothing unacknowledged is in a window; and a failure that is not
+//     a record's fails the session, rolling everything back.
+//   - An upsert writes each batch on its own already: sdk.Isolate splits a
+//     batch its INSERT refuses, each piece under a savepoint.
+//
+// The clean path stays a COPY stream: a window costs one savepoint and one
+// COPY restart per windowBytes of encoded rows.
+
+// windowBytes bounds the COPY input a window holds before its verdict is
+// asked for, and so the memory a session keeps to write it again. A window
+// the server refused costs the rows before each refusal written twice, so
+// after one the next windows are smaller (down to minWindowBytes), and they
+// grow back, doubling, as windows pass clean: sparse refusals stay cheap,
+// and a run of them costs a little more per window instead of a whole
+// window per refusal.
+const (
+	windowBytes    = 8 << 20
+	minWindowBytes = 64 << 10
+)
+
+// isolation is the state of a session that isolates refused records.
+type isolation struct {
+	// encoded holds the window's COPY lines; starts[i] is where line i
+	// begins, with the end last.
+	encoded []byte
+	starts  []int
+	// raw holds the window's records as received, rawStarts likewise, and
+	// refs where each came from.
+	raw       []byte
+	rawStarts []int
+	refs      []recordRef
+	// text is a string value's while it is checked; kept, recs and present
+	// are a batch's.
+	text    []byte
+	kept    []int
+	recs    [][]byte
+	present []bool
+	// limit is the current window's size bound (see windowBytes); 0 is
+	// windowBytes.
+	limit int
+}
+
+// bound is the size a window may grow to.
+func (s *isolation) bound() int {
+	if s.limit == 0 {
+		return windowBytes
+	}
+	return s.limit
+}
+
+// judged adapts the window size to the verdict on the last one.
+func (s *isolation) judged(refused bool) {
+	if refused {
+		s.limit = max(minWindowBytes, s.bound()/16)
+	} else {
+		s.limit = min(windowBytes, 2*s.bound())
+	}
+}
+
+// recordRef is a record's batch and position there.
+type recordRef struct {
+	seq   uint64
+	index int
+}
+
+// reset empties the window. The first one allocates what a full window
+// holds, so a window never grows by copying itself.
+func (s *isolation) reset() {
+	if cap(s.encoded) == 0 {
+		s.encoded, s.raw = make([]byte, 0, windowBytes+1<<20), make([]byte, 0, 2*windowBytes)
+		s.starts, s.rawStarts = make([]int, 0, windowBytes/64), make([]int, 0, windowBytes/64)
+		s.refs = make([]recordRef, 0, windowBytes/64)
+	}
+	s.encoded, s.raw = s.encoded[:0], s.raw[:0]
+	s.starts, s.rawStarts, s.refs = append(s.starts[:0], 0), append(s.rawStarts[:0], 0), s.refs[:0]
+}
+
+// add keeps one record and its COPY line in the window.
+func (s *isolation) add(ref recordRef, raw, line []byte) {
+	if len(s.starts) == 0 {
+		s.reset()
+	}
+	s.encoded = append(s.encoded, line...)
+	s.starts = append(s.starts, len(s.encoded))
+	s.raw = append(s.raw, bytes.TrimRight(raw, "\n")...)
+	s.rawStarts = append(s.rawStarts, len(s.raw))
+	s.refs = append(s.refs, ref)
+}
+
+func (s *isolation) lines() int { return len(s.refs) }
+
+// columnType is what the checks know of a column.
+type columnType struct {
+	oid     uint32
+	typmod  int32
+	notNull bool
+}
+
+// writeIsolated writes a batch of a session that isolates refused records.
+func (w *writer) writeIsolated(ctx context.Context, b sdk.Batch) error {
+	if w.cfg.WriteMode == "upsert" {
+		return sdk.Isolate(ctx, b, w.upsertPart)
+	}
+	cols := w.index.Names()
+	ncols := len(cols)
+	w.rows = slices.Grow(w.rows[:0], b.Count*ncols)
+	present := slices.Grow(w.iso.present[:0], ncols)[:ncols]
+	clear(present)
+	w.iso.present = present
+	// kept are the records that map onto the table: their position in the
+	// batch and their text, in the order of w.rows.
+	kept, recs := w.iso.kept[:0], w.iso.recs[:0]
+	defer func() { w.iso.kept, w.iso.recs = kept, recs[:0] }()
+	i := -1
+	for rec := range b.All() {
+		i++
+		start := len(w.rows)
+		w.rows = slices.Grow(w.rows, ncols)[:start+ncols]
+		vals := w.rows[start:]
+		if err := w.index.Row(rec, vals); err != nil {
+			sdk.Reject(ctx, b.Seq, i, rec, 1, fmt.Errorf("record %d: %w", i+1, err))
+			w.rows = w.rows[:start]
+			continue
+		}
+		kept, recs = append(kept, i), append(recs, rec)
+		for c, v := range vals {
+			present[c] = present[c] || v != nil
+		}
+	}
+	if len(kept) == 0 {
+		return nil
+	}
+	var listed []string
+	var which []int
+	for c, p := range present {
+		if p {
+			listed = append(listed, cols[c])
+			which = append(which, c)
+		}
+	}
+	columns := tabular.QuoteList(listed)
+	if w.stream != nil && w.stream.columns != columns {
+		if err := w.endWindow(ctx); err != nil {
+			return err
+		}
+	}
+	if w.stream == nil {
+		if _, err := w.tx.Exec(ctx, "SAVEPOINT faucet_window"); err != nil {
+			return fmt.Errorf("copy into %s: %w", w.cfg.Table, classify(err))
+		}
+		w.iso.reset()
+		w.stream = startCopy(ctx, w.conn.PgConn(), fmt.Sprintf("COPY %s (%s) FROM STDIN", w.name, columns), columns)
+	}
+	buf, err := w.stream.buffer()
+	if err != nil {
+		// The server ended the window's COPY early: its verdict is in.
+		// Once the window is isolated, this batch starts the next one.
+		if err := w.endWindow(ctx); err != nil {
+			return err
+		}
+		return w.writeIsolated(ctx, b)
+	}
+	rows := 0
+	for k, index := range kept {
+		start := len(buf)
+		buf, err = w.encodeChecked(buf, w.rows[k*ncols:(k+1)*ncols], which)
+		if err != nil {
+			buf = buf[:start]
+			sdk.Reject(ctx, b.Seq, index, recs[k], 1, err)
+			continue
+		}
+		w.iso.add(recordRef{b.Seq, index}, recs[k], buf[start:])
+		rows++
+	}
+	// A batch the server refused while queued is in the window: ending it
+	// writes the batch through isolation.
+	if err := w.stream.send(b.Seq, rows, buf); err != nil || len(w.iso.encoded) >= w.iso.bound() {
+		return w.endWindow(ctx)
+	}
+	return nil
+}
+
+// encodeChecked appends one record's COPY line, or refuses a value its
+// column cannot hold.
+func (w *writer) encodeChecked(dst []byte, vals [][]byte, which []int) ([]byte, error) {
+	names := w.index.Names()
+	for j, c := range which {
+		if err := checkValue(vals[c], w.types[c], &w.iso.text); err != nil {
+			return dst, fmt.Errorf("column %s: %w", names[c], err)
+		}
+		if j > 0 {
+			dst = append(dst, '\t')
+		}
+		var err error
+		if dst, err = w.appendValue(dst, vals[c], c); err != nil {
+			return dst, fmt.Errorf("column %s: %w", names[c], err)
+		}
+	}
+	return append(dst, '\n'), nil
+}
+
+// endWindow ends the window's COPY and, when the server refused it,
+// isolates what it refused; the window is then written but the refused
+// records, and its savepoint released.
+func (w *writer) endWindow(ctx context.Context) error {
+	s := w.stream
+	w.stream = nil
+	close(s.queue)
+	<-s.done
+	if s.err == nil {
+		if _, err := w.tx.Exec(ctx, "RELEASE SAVEPOINT faucet_window"); err != nil {
+			return fmt.Errorf("copy into %s: %w", w.cfg.Table, classify(err))
+		}
+		w.iso.judged(false)
+		w.iso.reset()
+		return nil
+	}
+	refused := recordError(s.err)
+	if refused == nil {
+		return w.copyFailed(s.err)
+	}
+	if _, err := w.tx.Exec(ctx, "ROLLBACK TO SAVEPOINT faucet_window"); err != nil {
+		return fmt.Errorf("copy into %s: roll back the refused window: %w", w.cfg.Table, classify(err))
+	}
+	iso := w.iso
+	copySQL := fmt.Sprintf("COPY %s (%s) FROM STDIN", w.name, s.columns)
+	known := true
+	err := sdk.IsolateFunc(ctx, iso.lines(),
+		func(ctx context.Context, first, n int) error {
+			if known {
+				// The window's own COPY: its verdict is in.
+				known = false
+				return refused
+			}
+			return w.copyPart(ctx, copySQL, iso.encoded[iso.starts[first]:iso.starts[first+n]])
+		},
+		func(i, attempts int, err error) {
+			ref := iso.refs[i]
+			sdk.Reject(ctx, ref.seq, ref.index, iso.raw[iso.rawStarts[i]:iso.rawStarts[i+1]], attempts, err)
+		})
+	if err != nil {
+		return w.copyFailed(err)
+	}
+	if _, err := w.tx.Exec(ctx, "RELEASE SAVEPOINT faucet_window"); err != nil {
+		return fmt.Errorf("copy into %s: %w", w.cfg.Table, classify(err))
+	}
+	iso.judged(true)
+	iso.reset()
+	return nil
+}
+
+// copyPart copies lines under a savepoint of their own: a refusal leaves
+// nothing of them and is a *sdk.RecordError naming the line it was at.
+func (w *writer) copyPart(ctx context.Context, copySQL string, lines []byte) error {
+	return w.underSavepoint(ctx, func() error {
+		_, err := w.conn.PgConn().CopyFrom(ctx, bytes.NewReader(lines), copySQL)
+		return classify(err)
+	})
+}
+
+// upsertPart upserts part of a batch under a savepoint: a record the table
+// refuses leaves nothing of the part and is a *sdk.RecordError.
+func (w *writer) upsertPart(ctx context.Context, part sdk.Batch) error {
+	listed, which, err := w.stage(part)
+	if err != nil {
+		return err
+	}
+	ncols := len(w.index.Names())
+	for r := 0; r*ncols < len(w.rows); r++ {
+		vals := w.rows[r*ncols : (r+1)*ncols]
+		for _, c := range which {
+			if err := checkValue(vals[c], w.types[c], &w.iso.text); err != nil {
+				return &sdk.RecordError{Index: r, Err: fmt.Errorf("column %s: %w", w.index.Names()[c], err)}
+			}
+		}
+	}
+	// A COPY into the staging table names the line it refused; the
+	// INSERT … SELECT from it does not, and the part is then halved.
+	return w.underSavepoint(ctx, func() error { return w.upsert(ctx, part, listed, which) })
+}
+
+// underSavepoint runs write under a savepoint of its own: when write fails
+// nothing of it stays, and a refusal of a record's content is returned as a
+// *sdk.RecordError, any other failure of write as it is.
+func (w *writer) underSavepoint(ctx context.Context, write func() error) error {
+	if _, err := w.tx.Exec(ctx, "SAVEPOINT faucet_part"); err != nil {
+		return classify(err)
+	}
+	err := write()
+	if err == nil {
+		_, err = w.tx.Exec(ctx, "RELEASE SAVEPOINT faucet_part")
+		return classify(err)
+	}
+	if _, rerr := w.tx.Exec(ctx, "ROLLBACK TO SAVEPOINT faucet_part"); rerr != nil {
+		return classify(rerr)
+	}
+	if re := recordError(err); re != nil {
+		return re
+	}
+	return err
+}
+
+// refusedClasses are the SQLSTATE classes of a record's fault: data
+// exceptions (22) and integrity constraint violations (23).
+var refusedClasses = []string{"22", "23"}
+
+// copyLine finds the input line a COPY error was at ("COPY t, line 12").
+var copyLineOf = regexp.MustCompile(`COPY [^,]+, line (\d+)`)
+
+// recordError is err as a *sdk.RecordError when the server refused a
+// record's content, naming the line (from 0) it was at when it says;
+// nil for any other failure.
+func recordError(err error) *sdk.RecordError {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || len(pgErr.Code) != 5 || !slices.Contains(refusedClasses, pgErr.Code[:2]) {
+		return nil
+	}
+	msg := pgErr.Message
+	if pgErr.Detail != "" {
+		msg += " (" + pgErr.Detail + ")"
+	}
+	re := &sdk.RecordError{Index: -1, Err: fmt.Errorf("%s (SQLSTATE %s)", msg, pgErr.Code)}
+	if m := copyLineOf.FindStringSubmatch(pgErr.Where); m != nil {
+		if line, err := strconv.Atoi(m[1]); err == nil && line > 0 {
+			re.Index = line - 1
+		}
+	}
+	return re
+}
+
+// checkValue refuses a raw JSON value its column certainly cannot hold, in
+// the server's words. It errs on the side of letting a value through: what
+// it lets pass the server judges, at the cost of a window's isolation. buf
+// is scratch space for a string's text. The common value (plain digits, a
+// string without escapes) is checked without a copy.
+func checkValue(raw []byte, t columnType, buf *[]byte) error {
+	if len(raw) == 0 || raw[0] == 'n' {
+		if t.notNull {
+			return errors.New("null value violates the column's not-null constraint")
+		}
+		return nil
+	}
+	text := func() ([]byte, error) {
+		if raw[0] != '"' {
+			return raw, nil // a number or a boolean, as written
+		}
+		if len(raw) >= 2 && bytes.IndexByte(raw, '\\') < 0 {
+			return raw[1 : len(raw)-1], nil
+		}
+		s, err := tabular.AppendUnquoted((*buf)[:0], raw)
+		*buf = s
+		return s, err
+	}
+	var check func([]byte) error
+	switch t.oid {
+	case pgtype.Int2OID, pgtype.Int4OID, pgtype.Int8OID:
+		check = func(v []byte) error { return checkInteger(v, t.oid) }
+	case pgtype.NumericOID, pgtype.Float4OID, pgtype.Float8OID:
+		check = func(v []byte) error { return checkNumber(v, t.oid) }
+	case pgtype.BoolOID:
+		check = checkBool
+	case pgtype.UUIDOID:
+		check = checkUUID
+	case pgtype.VarcharOID, pgtype.BPCharOID:
+		if t.typmod > 4 && raw[0] == '"' {
+			check = func(v []byte) error {
+				if n := int(t.typmod) - 4; utf8.RuneCount(bytes.TrimRight(v, " ")) > n {
+					name := map[uint32]string{pgtype.VarcharOID: "character varying", pgtype.BPCharOID: "character"}[t.oid]
+					return fmt.Errorf("value too long for type %s(%d)", name, n)
+				}
+				return nil
+			}
+		}
+	}
+	if check != nil {
+		v, err := text()
+		if err != nil {
+			return err
+		}
+		if err := check(v); err != nil {
+			return err
+		}
+	}
+	// No text column takes a NUL character.
+	if raw[0] == '"' && bytes.Contains(raw, []byte(`\u0000`)) {
+		return errors.New(`invalid byte sequence for encoding "UTF8": 0x00`)
+	}
+	return nil
+}
+
+var integerTypes = map[uint32]struct {
+	name     string
+	min, max int64
+}{
+	pgtype.Int2OID: {"smallint", -1 << 15, 1<<15 - 1},
+	pgtype.Int4OID: {"integer", -1 << 31, 1<<31 - 1},
+	pgtype.Int8OID: {"bigint", -1 << 63, 1<<63 - 1},
+}
+
+// checkInteger refuses what no integer input is: plain digits out of the
+// type's range, or text with a character no integer literal has (a base
+// prefix, hex digits and _ are left to the server, whose versions differ).
+func checkInteger(s []byte, oid uint32) error {
+	it := integerTypes[oid]
+	v := bytes.TrimSpace(s)
+	if n, ok := parseDecimal(v); ok {
+		if n < it.min || n > it.max {
+			return fmt.Errorf("value %q is out of range for type %s", s, it.name)
+		}
+		return nil
+	}
+	if len(v) == 0 || len(bytes.Trim(v, "+-0123456789_xXoObBaAcCdDeEfF")) > 0 {
+		return fmt.Errorf("invalid input syntax for type %s: %q", it.name, s)
+	}
+	if len(bytes.Trim(v, "+-0123456789")) == 0 {
+		return fmt.Errorf("value %q is out of range for type %s", s, it.name)
+	}
+	return nil
+}
+
+// parseDecimal parses an optionally signed run of decimal digits that fits
+// an int64.
+func parseDecimal(v []byte) (int64, bool) {
+	neg := false
+	if len(v) > 0 && (v[0] == '+' || v[0] == '-') {
+		neg, v = v[0] == '-', v[1:]
+	}
+	if len(v) == 0 || len(v) > 19 {
+		return 0, false
+	}
+	var n uint64
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	if neg {
+		if n > 1<<63 {
+			return 0, false
+		}
+		return -int64(n), true
+	}
+	if n > 1<<63-1 {
+		return 0, false
+	}
+	return int64(n), true
+}
+
+// checkNumber refuses text with a character no numeric literal has (NaN
+// and Infinity spelled in any case are numbers).
+func checkNumber(s []byte, oid uint32) error {
+	v := bytes.TrimSpace(s)
+	if plainNumber(v) {
+		return nil
+	}
+	if _, err := strconv.ParseFloat(string(v), 64); err == nil {
+		return nil
+	}
+	if len(v) == 0 || len(bytes.Trim(v, "+-.0123456789eE_ nNaAiIfFtTyY")) > 0 {
+		name := map[uint32]string{pgtype.NumericOID: "numeric", pgtype.Float4OID: "real", pgtype.Float8OID: "double precision"}[oid]
+		return fmt.Errorf("invalid input syntax for type %s: %q", name, s)
+	}
+	return nil
+}
+
+// plainNumber reports whether v is [+-]digits[.digits], the common number.
+func plainNumber(v []byte) bool {
+	if len(v) > 0 && (v[0] == '+' || v[0] == '-') {
+		v = v[1:]
+	}
+	digits, dot := 0, false
+	for _, c := range v {
+		switch {
+		case c >= '0' && c <= '9':
+			digits++
+		case c == '.' && !dot:
+			dot = true
+		default:
+			return false
+		}
+	}
+	return digits > 0
+}
+
+// boolWords are the inputs a boolean column takes, and their unambiguous
+// prefixes.
+var boolWords = map[string]bool{
+	"t": true, "tr": true, "tru": true, "true": true, "y": true, "ye": true, "yes": true, "on": true, "1": true,
+	"f": true, "fa": true, "fal": true, "fals": true, "false": true, "n": true, "no": true, "of": true, "off": true, "0": true,
+}
+
+func checkBool(s []byte) error {
+	v := bytes.TrimSpace(s)
+	switch string(v) { // no allocation: the compiler compares in place
+	case "true", "false", "t", "f", "1", "0":
+		return nil
+	}
+	if len(v) > 5 || !boolWords[strings.ToLower(string(v))] {
+		return fmt.Errorf("invalid input syntax for type boolean: %q", s)
+	}
+	return nil
+}
+
+// checkUUID refuses text that is not 32 hex digits once hyphens and braces
+// are dropped.
+func checkUUID(s []byte) error {
+	n := 0
+	for _, c := range bytes.TrimSpace(s) {
+		switch {
+		case c == '-' || c == '{' || c == '}':
+		case c >= '0' && c <= '9', c >= 'a' && c <= 'f', c >= 'A' && c <= 'F':
+			n++
+		default:
+			return fmt.Errorf("invalid input syntax for type uuid: %q", s)
+		}
+	}
+	if n != 32 {
+		return fmt.Errorf("invalid input syntax for type uuid: %q", s)
+	}
+	return nil
+}
