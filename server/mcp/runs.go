@@ -40,7 +40,7 @@ func runPipeline(maxConfig int) toolDef {
 		Description: "Submit a pipeline config as a run, as POST /v1/runs does: the config is checked at once (an " +
 			"error lists every problem with its line), then the run is queued and executes on the server. It answers " +
 			"at once with the run_id and status: follow the run with get_run, and read its logs with get_run_logs. " +
-			"Files the config names are the server's, relative paths from its working directory.",
+			"Files the config names are the server's and must lie in its file roots; a relative path resolves in the first.",
 	}, true, submitShape(configProps(maxConfig)).apply,
 		func(ctx context.Context, api client.ClientInterface, in runPipelineIn) outcome {
 			if in.DryRun {
