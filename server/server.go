@@ -35,6 +35,7 @@ import (
 	"github.com/faucet-dev/faucet/server/follow"
 	"github.com/faucet-dev/faucet/server/httpguard"
 	"github.com/faucet-dev/faucet/server/maintenance"
+	"github.com/faucet-dev/faucet/server/mcp"
 	"github.com/faucet-dev/faucet/server/metrics"
 	"github.com/faucet-dev/faucet/server/outputs"
 )
@@ -139,6 +140,11 @@ type Config struct {
 	// open at once, in all and of one run; the excess is answered 429.
 	MaxLogFollowers       int
 	MaxLogFollowersPerRun int
+
+	// MCP serves the Model Context Protocol at /mcp, its tools calling the
+	// API as their caller; MCPAllowMutations offers the tools that change
+	// something (run a pipeline, register or release a template).
+	MCP, MCPAllowMutations bool
 
 	// NoUI turns the web console off: / and the console's routes answer 404
 	// like any unknown path.
@@ -350,6 +356,11 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 		Follow:  follow.New(store, follow.Options{MaxPerRun: cfg.MaxLogFollowersPerRun, MaxTotal: cfg.MaxLogFollowers, Metrics: m}),
 		Metrics: m, Log: log, BodyLimit: cfg.BodyLimitBytes, Ledger: ledger, DLQ: dlq.New(files.Files),
 	})
+	if cfg.MCP {
+		mux.Handle(mcp.Path, mcp.Handler(mcp.HTTPConfig{
+			API: mux, Audit: svc.audit, AllowMutations: cfg.MCPAllowMutations, BodyLimit: cfg.BodyLimitBytes, Log: log,
+		}))
+	}
 	fallback := notFound()
 	if !cfg.NoUI {
 		fallback = console.Handler(fallback)

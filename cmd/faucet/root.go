@@ -40,6 +40,7 @@ value, detected before any work began); 130 interrupted by Ctrl-C (SIGINT),
 		newInitCmd(),
 		newAuditCmd(),
 		newWhoamiCmd(),
+		newMCPCmd(),
 	)
 	markCommandErrors(root)
 	return root

@@ -68,6 +68,9 @@ variable set to the empty string counts as unset.`,
 			}
 			cfg.CallbackTimeout = time.Duration(callbackSecs) * time.Second
 			cfg.ProbeTimeout = time.Duration(probeSecs) * time.Second
+			if cfg.MCPAllowMutations && !cfg.MCP {
+				return usageErrorf("--mcp-allow-mutations allows the mutating tools of the MCP endpoint: pass --mcp too")
+			}
 			if pollSecs <= 0 || leaseSecs <= 0 {
 				return usageErrorf("--cluster-poll-secs and --lease-ttl-secs must be positive")
 			}
@@ -118,6 +121,8 @@ variable set to the empty string counts as unset.`,
 	f.IntVar(&cfg.MaxConnectionsPerClient, "max-connections-per-client", httpguard.DefaultMaxConnectionsPerClient, "HTTP connections open at once from one client address; more are answered 503")
 	f.IntVar(&cfg.MaxLogFollowers, "max-log-followers", follow.DefaultMaxTotal, "log streams (SSE) open at once; more are answered 429")
 	f.IntVar(&cfg.MaxLogFollowersPerRun, "max-log-followers-per-run", follow.DefaultMaxPerRun, "log streams (SSE) of one run open at once; more are answered 429")
+	f.BoolVar(&cfg.MCP, "mcp", false, "serve the Model Context Protocol at /mcp (Streamable HTTP), with the API's bearer auth, roles and audit; read-only tools unless --mcp-allow-mutations")
+	f.BoolVar(&cfg.MCPAllowMutations, "mcp-allow-mutations", false, "offer the MCP tools that change something (run_pipeline, the template releases); a caller still needs the role the API asks")
 	f.Float64Var(&leaseSecs, "lease-ttl-secs", server.DefaultLeaseTTL.Seconds(), "how long a run stays owned by a server that stopped heartbeating; peers take over after it")
 	return cmd
 }

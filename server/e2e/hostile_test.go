@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -149,15 +148,10 @@ func (s *server) callWith(method, path, ctype, body string, header map[string]st
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	got, _ := io.ReadAll(resp.Body)
+	resp, got := send(s.t, req)
 	var p problemBody
-	_ = json.Unmarshal(got, &p)
-	return resp.StatusCode, p, got
+	_ = json.Unmarshal([]byte(got), &p)
+	return resp.StatusCode, p, []byte(got)
 }
 
 // The smaller gaps: callback credentials are never shown back, rejected
