@@ -39,6 +39,7 @@ type Driver interface {
 	LeaderDriver
 	WakeDriver
 	TemplateDriver
+	TriggerDriver
 	LocalOutputDriver
 	CallbackDriver
 }
@@ -421,6 +422,10 @@ type RunInsertParams struct {
 	LeaseExpiresAt time.Time
 	// Audit is written with the run when set.
 	Audit *AuditEntry
+	// Fire, when set, is written first, in the same transaction: an event
+	// that has a fire already writes nothing and fails with
+	// ErrAlreadyFired.
+	Fire *TriggerFireRow
 }
 
 // RunStartParams are the arguments of RunDriver.RunStart.

@@ -20,12 +20,17 @@ const (
 )
 
 func (s *store) RunSubmit(ctx context.Context, rec *RunRecord, audit *AuditEntry) error {
-	const op = "run submit"
+	return s.submit(ctx, "run submit", rec, audit, nil)
+}
+
+// submit writes a new run with its audit entry and, when set, the trigger
+// fire that started it.
+func (s *store) submit(ctx context.Context, op string, rec *RunRecord, audit *AuditEntry, fire *TriggerFireRow) error {
 	row, err := encodeRun(rec)
 	if err != nil {
 		return invalid(op, err)
 	}
-	p := &RunInsertParams{Run: row, Owner: s.instanceID, LeaseExpiresAt: s.lease(s.now())}
+	p := &RunInsertParams{Run: row, Owner: s.instanceID, LeaseExpiresAt: s.lease(s.now()), Fire: fire}
 	if audit != nil {
 		a := *audit
 		a.Timestamp = micro(a.Timestamp)

@@ -39,6 +39,7 @@ type Store interface {
 	LeaderStore
 	WakeStore
 	TemplateStore
+	TriggerStore
 	LocalOutputStore
 	CallbackStore
 }

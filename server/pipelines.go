@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/faucet-dev/faucet/pipeline"
@@ -21,8 +22,11 @@ import (
 // against the connector host's catalog and execute through its warm plugin
 // processes.
 type pipelineHost struct {
-	host     *host.Host
-	defaults []byte
+	host *host.Host
+	// defaults is the --default-config merged under every config; a
+	// reload swaps it whole, and a load reads it once, so each config
+	// loads against one version.
+	defaults atomic.Pointer[[]byte]
 	// observe asks the connectors for the datasets they touch, for the
 	// catalog.
 	observe bool
@@ -48,8 +52,14 @@ func newPipelineHost(ctx context.Context, cfg Config, defaults []byte, log *slog
 	if err != nil {
 		return nil, fmt.Errorf("start connector host: %w", err)
 	}
-	return &pipelineHost{host: h, defaults: defaults, observe: !cfg.NoCatalog, files: files, env: env}, nil
+	p := &pipelineHost{host: h, observe: !cfg.NoCatalog, files: files, env: env}
+	p.setDefaults(defaults)
+	return p, nil
 }
+
+// setDefaults makes defaults the config merged under every config loaded
+// from now on; the runs already loaded keep theirs.
+func (p *pipelineHost) setDefaults(defaults []byte) { p.defaults.Store(&defaults) }
 
 // Close stops every plugin process.
 func (p *pipelineHost) Close() error { return p.host.Close() }
@@ -64,8 +74,14 @@ func (p *pipelineHost) Load(config []byte, format string) (*pipeline.Plan, error
 
 // LoadAt loads a run's config at the run's clock; a zero now is the present.
 func (p *pipelineHost) LoadAt(config []byte, format string, now time.Time) (*pipeline.Plan, error) {
+	return p.loadWith(config, format, now, *p.defaults.Load())
+}
+
+// loadWith is LoadAt over defaults instead of the defaults in force: a
+// reload checks the triggers' configs against the defaults it swaps in.
+func (p *pipelineHost) loadWith(config []byte, format string, now time.Time, defaults []byte) (*pipeline.Plan, error) {
 	return pipeline.Load(config, pipeline.LoadOptions{
-		Format: pipeline.Format(format), Defaults: p.defaults, Catalog: p.host,
+		Format: pipeline.Format(format), Defaults: defaults, Catalog: p.host,
 		Env: p.env.Lookup, EnvAllowed: p.env.Allowed, Files: p.files.Check, Now: now,
 	})
 }

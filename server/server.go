@@ -35,6 +35,7 @@ import (
 	"github.com/faucet-dev/faucet/server/follow"
 	"github.com/faucet-dev/faucet/server/httpguard"
 	"github.com/faucet-dev/faucet/server/maintenance"
+	"github.com/faucet-dev/faucet/server/mcp"
 	"github.com/faucet-dev/faucet/server/metrics"
 	"github.com/faucet-dev/faucet/server/outputs"
 )
@@ -60,7 +61,10 @@ type Config struct {
 	MaxQueuedRuns     int
 	// DefaultConfig is a pipeline config file merged under every submitted
 	// config.
-	DefaultConfig      string
+	DefaultConfig string
+	// Triggers is a triggers file: webhook, object_arrival and schedule
+	// triggers that start runs on their own.
+	Triggers           string
 	BodyLimitBytes     int64
 	ShutdownGrace      time.Duration
 	RetainTerminalRuns time.Duration
@@ -139,6 +143,11 @@ type Config struct {
 	// open at once, in all and of one run; the excess is answered 429.
 	MaxLogFollowers       int
 	MaxLogFollowersPerRun int
+
+	// MCP serves the Model Context Protocol at /mcp, its tools calling the
+	// API as their caller; MCPAllowMutations offers the tools that change
+	// something (run a pipeline, register or release a template).
+	MCP, MCPAllowMutations bool
 
 	// NoUI turns the web console off: / and the console's routes answer 404
 	// like any unknown path.
@@ -245,6 +254,10 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 		return err
 	}
 	defer pipes.Close()
+	triggerSet, err := loadTriggers(cfg.Triggers, pipes, defaults)
+	if err != nil {
+		return err
+	}
 	m := metrics.New()
 
 	tcp, err := net.Listen("tcp", cfg.Listen)
@@ -333,7 +346,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 			log.Warn("runs interrupted by the previous shutdown were marked failed", "runs", n)
 		}
 	}
-	if err := svc.start(ctx); err != nil {
+	if err := svc.start(ctx, triggerSet); err != nil {
 		stopHTTP(time.Second)
 		svc.stop(context.Background(), time.Second)
 		return err
@@ -342,9 +355,15 @@ func Run(ctx context.Context, cfg Config, out io.Writer, log *slog.Logger) error
 	api.New(mux, &api.Deps{
 		Admission: svc.admission, Runs: svc.exec, Cluster: svc.membership(), Audit: svc.audit,
 		Store: store, Logs: svc.logs, Auth: authn, Catalog: pipes.Catalog(), Templates: svc.templates,
+		Triggers: svc.triggers, Reloader: &reloader{defaultConfig: cfg.DefaultConfig, triggersFile: cfg.Triggers, pipes: pipes, triggers: svc.triggers},
 		Follow:  follow.New(store, follow.Options{MaxPerRun: cfg.MaxLogFollowersPerRun, MaxTotal: cfg.MaxLogFollowers, Metrics: m}),
 		Metrics: m, Log: log, BodyLimit: cfg.BodyLimitBytes, Ledger: ledger, DLQ: dlq.New(files.Files),
 	})
+	if cfg.MCP {
+		mux.Handle(mcp.Path, mcp.Handler(mcp.HTTPConfig{
+			API: mux, Audit: svc.audit, AllowMutations: cfg.MCPAllowMutations, BodyLimit: cfg.BodyLimitBytes, Log: log,
+		}))
+	}
 	fallback := notFound()
 	if !cfg.NoUI {
 		fallback = console.Handler(fallback)
@@ -510,9 +529,10 @@ func resolveHistory(cfg Config) (url, file string, err error) {
 
 // fileAccess resolves the file roots and lists the server's own files,
 // which no run may open: the history database with its companions, the
-// admin token, the auth config, the env file and the default config.
+// admin token, the auth config, the env file, the default config and the
+// triggers file.
 func fileAccess(cfg Config, historyFile string, env *envpolicy.Policy) (*fileroots.Access, error) {
-	own := append(fileroots.HistoryFiles(historyFile), filepath.Join(cfg.DataDir, adminTokenName), cfg.AuthConfig, env.EnvFile(), cfg.DefaultConfig)
+	own := append(fileroots.HistoryFiles(historyFile), filepath.Join(cfg.DataDir, adminTokenName), cfg.AuthConfig, env.EnvFile(), cfg.DefaultConfig, cfg.Triggers)
 	return fileroots.New(fileroots.Config{
 		Roots: cfg.FileRoots, DataDir: cfg.DataDir, ServerFiles: own,
 		PluginDirs: append(append([]string{}, cfg.PluginDirs...), host.DefaultPluginDirs()...),
@@ -559,17 +579,6 @@ func resolveAuth(cfg Config, historyFile string, out io.Writer, log *slog.Logger
 		log.Info("using the admin API token stored beside the history", "file", path)
 	}
 	return auth.Token(token)
-}
-
-func readDefaultConfig(path string) ([]byte, error) {
-	if path == "" {
-		return nil, nil
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, settingError([]string{"DefaultConfig"}, "read %[1]s: %[2]v", err)
-	}
-	return b, nil
 }
 
 // notFound answers unknown paths with the API's problem document.

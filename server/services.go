@@ -19,6 +19,7 @@ import (
 	"github.com/faucet-dev/faucet/server/metrics"
 	"github.com/faucet-dev/faucet/server/runlog"
 	"github.com/faucet-dev/faucet/server/templates"
+	"github.com/faucet-dev/faucet/server/triggers"
 )
 
 // services are the run lifecycle's services of one server, wired together.
@@ -40,6 +41,8 @@ type services struct {
 	// catalog records what finished runs read and wrote; nil with
 	// --no-catalog.
 	catalog *catalog.Recorder
+	// triggers fires the runs of the --triggers file through admission.
+	triggers *triggers.Service
 	// callbacks delivers the outbox of completion callbacks the history
 	// writes with every terminal transition, on any member.
 	callbacks *callbacks.Dispatcher
@@ -117,6 +120,10 @@ func newServices(cfg Config, store db.Store, pipes *pipelineHost, authn *auth.Au
 	s.templates = templates.New(templates.Config{
 		Store: store, Loader: pipes, Clustered: cfg.Cluster, Log: log, Submitter: templates.SubmitFunc(s.submitTemplateRun),
 	})
+	s.triggers = triggers.New(triggers.Config{
+		Store: store, Submitter: triggers.SubmitFunc(s.submitTriggerRun), Metrics: m.NewTriggers(), Log: log,
+		Retention: cfg.RetainTerminalRuns,
+	})
 	return s
 }
 
@@ -131,8 +138,9 @@ func (s *services) membership() api.Membership {
 // start starts the services, those others depend on first. The purge runs
 // on the cluster's leader in a cluster (the member starts it), here
 // otherwise. The background duties outlive the runs' shutdown (see stop),
-// so ctx is not theirs.
-func (s *services) start(ctx context.Context) error {
+// so ctx is not theirs. The triggers of set (nil: none) start last, once
+// their runs can be admitted and executed.
+func (s *services) start(ctx context.Context, set *triggers.Set) error {
 	bg := context.WithoutCancel(ctx)
 	s.catalog.Start()
 	for _, start := range []func(context.Context) error{s.logs.Start, s.exec.Start, s.admission.Start, s.callbacks.Start} {
@@ -140,20 +148,27 @@ func (s *services) start(ctx context.Context) error {
 			return err
 		}
 	}
+	var err error
 	if s.member != nil {
-		return s.member.Start(bg)
+		err = s.member.Start(bg)
+	} else if err = s.leases.Start(bg); err == nil {
+		err = s.purger.Start(bg)
 	}
-	if err := s.leases.Start(bg); err != nil {
+	if err != nil {
 		return err
 	}
-	return s.purger.Start(bg)
+	if set != nil {
+		s.triggers.Start(bg, set)
+	}
+	return nil
 }
 
-// stop stops the services in reverse order: intake first, then claiming,
+// stop stops the services in reverse order: the triggers and intake first, then claiming,
 // then the runs, which get grace to flush (a cluster member's heartbeat
 // keeps their leases meanwhile), then the background duties and the log
 // flusher.
 func (s *services) stop(ctx context.Context, grace time.Duration) {
+	s.triggers.Stop()
 	s.admission.Stop()
 	if s.member != nil {
 		s.member.StopClaiming()

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/faucet-dev/faucet/openapi/client"
+	"github.com/faucet-dev/faucet/pipeline/scaffold"
 	"github.com/faucet-dev/faucet/plugins/builtin"
 	"github.com/faucet-dev/faucet/plugins/host"
 	"github.com/faucet-dev/faucet/plugins/sdk"
@@ -378,14 +379,14 @@ func printSpec(w io.Writer, spec connectorSpec) error {
 			continue
 		}
 		fmt.Fprintf(w, "\n%s config:\n", side.role)
-		fields := schemaFields(side.schema)
+		fields := scaffold.Fields(side.schema)
 		if len(fields) == 0 {
 			fmt.Fprintln(w, "  (no fields)")
 			continue
 		}
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		for _, f := range fields {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\n", f.name, f.kind, f.describe())
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", f.Name, f.Kind, f.Describe())
 		}
 		if err := tw.Flush(); err != nil {
 			return err

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/faucet-dev/faucet/pipeline"
+	"github.com/faucet-dev/faucet/pipeline/scaffold"
 	"github.com/faucet-dev/faucet/plugins/host"
 )
 
@@ -208,101 +208,36 @@ func (s *starter) ask(p *prompter, h *host.Host) error {
 		name string
 	}{{pipeline.RoleSource, s.source}, {pipeline.RoleSink, s.sink}} {
 		schema, _ := h.ConnectorSchema(side.role, side.name)
-		for _, f := range schemaFields(schema) {
-			if !f.required && !f.first {
+		for _, f := range scaffold.Fields(schema) {
+			if !f.Required && !f.First {
 				continue
 			}
 			def := ""
-			if v, ok := s.suggestion(side.name, f); ok {
+			if v, ok := f.Suggestion(side.name); ok {
 				def = fmt.Sprint(v)
 			}
-			if f.description != "" {
-				fmt.Fprintf(p.out, "  %s\n", f.description)
+			if f.Description != "" {
+				fmt.Fprintf(p.out, "  %s\n", f.Description)
 			}
-			if answer := p.ask(fmt.Sprintf("%s %s", side.role, f.name), def); answer != "" {
-				s.answers[string(side.role)+"."+f.name] = answer
+			if answer := p.ask(fmt.Sprintf("%s %s", side.role, f.Name), def); answer != "" {
+				s.answers[string(side.role)+"."+f.Name] = answer
 			}
 		}
 	}
 	return nil
 }
 
-// suggestion is the value a field starts with: the schema's default or
-// first example, or for a secret a reference to an environment variable,
-// so the secret stays out of the file.
-func (s *starter) suggestion(connector string, f schemaField) (any, bool) {
-	switch {
-	case f.hasDefault:
-		return f.def, true
-	case len(f.examples) > 0:
-		return f.examples[0], true
-	case f.secret && f.kind == "string":
-		return "${env:" + strings.ToUpper(connector+"_"+f.name) + "}", true
-	}
-	return nil, false
-}
+// initComment heads the config faucet init writes.
+const initComment = "A starter pipeline written by faucet init: check it with faucet validate,\n" +
+	"run it with faucet run. Connector fields: faucet connectors spec NAME."
 
 // render writes the config as commented YAML.
 func (s *starter) render(h *host.Host) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "# A starter pipeline written by faucet init: check it with faucet validate,\n# run it with faucet run. Connector fields: faucet connectors spec NAME.\n")
-	fmt.Fprintf(&b, "version: 1\nname: %s\npipeline:\n", yamlValue(s.name))
-	for _, side := range []struct {
-		role pipeline.Role
-		name string
-	}{{pipeline.RoleSource, s.source}, {pipeline.RoleSink, s.sink}} {
-		schema, _ := h.ConnectorSchema(side.role, side.name)
-		fmt.Fprintf(&b, "  %s:\n    type: %s\n    config:\n", side.role, side.name)
-		fields := schemaFields(schema)
-		if len(fields) == 0 {
-			b.WriteString("      {}\n")
-		}
-		for _, f := range fields {
-			const indent = "      "
-			if f.description != "" {
-				fmt.Fprintf(&b, "%s# %s\n", indent, f.note())
-			}
-			answer, answered := s.answers[string(side.role)+"."+f.name]
-			value, suggested := s.suggestion(side.name, f)
-			switch {
-			case answered:
-				fmt.Fprintf(&b, "%s%s: %s\n", indent, f.name, yamlAnswer(answer, f.kind))
-			case f.required || f.first:
-				if suggested {
-					fmt.Fprintf(&b, "%s%s: %s\n", indent, f.name, yamlValue(value))
-				} else {
-					fmt.Fprintf(&b, "%s%s:\n", indent, f.name)
-				}
-			case suggested:
-				fmt.Fprintf(&b, "%s# %s: %s\n", indent, f.name, yamlValue(value))
-			default:
-				fmt.Fprintf(&b, "%s# %s:\n", indent, f.name)
-			}
-		}
-	}
-	return b.String()
-}
-
-// note is the comment above a field in a starter config.
-func (f schemaField) note() string {
-	return "(" + strings.Join(append(f.tags(), f.kind), ", ") + ") " + f.description
-}
-
-// yamlValue renders a schema value (a default, an example) as YAML: JSON is
-// YAML's flow style.
-func yamlValue(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return "null"
-	}
-	return string(b)
-}
-
-// yamlAnswer renders a typed-in answer: as the JSON it is when the field
-// is not a string and it parses, quoted text otherwise.
-func yamlAnswer(answer, kind string) string {
-	if kind != "string" && json.Valid([]byte(answer)) {
-		return answer
-	}
-	return yamlValue(answer)
+	src, _ := h.ConnectorSchema(pipeline.RoleSource, s.source)
+	sink, _ := h.ConnectorSchema(pipeline.RoleSink, s.sink)
+	return scaffold.Starter{
+		Comment: initComment, Name: s.name, Answers: s.answers,
+		Source: scaffold.Side{Connector: s.source, Schema: src},
+		Sink:   scaffold.Side{Connector: s.sink, Schema: sink},
+	}.Render()
 }

@@ -33,6 +33,7 @@ value, detected before any work began); 130 interrupted by Ctrl-C (SIGINT),
 		newConnectorsCmd(),
 		newMigrateCmd(),
 		newOpenAPICmd(),
+		newSchemaCmd(),
 		newRunsCmd(),
 		newCatalogCmd(),
 		newPlanCmd(),
@@ -41,6 +42,7 @@ value, detected before any work began); 130 interrupted by Ctrl-C (SIGINT),
 		newInitCmd(),
 		newAuditCmd(),
 		newWhoamiCmd(),
+		newMCPCmd(),
 	)
 	markCommandErrors(root)
 	return root

@@ -68,6 +68,9 @@ variable set to the empty string counts as unset.`,
 			}
 			cfg.CallbackTimeout = time.Duration(callbackSecs) * time.Second
 			cfg.ProbeTimeout = time.Duration(probeSecs) * time.Second
+			if cfg.MCPAllowMutations && !cfg.MCP {
+				return usageErrorf("--mcp-allow-mutations allows the mutating tools of the MCP endpoint: pass --mcp too")
+			}
 			if pollSecs <= 0 || leaseSecs <= 0 {
 				return usageErrorf("--cluster-poll-secs and --lease-ttl-secs must be positive")
 			}
@@ -87,7 +90,8 @@ variable set to the empty string counts as unset.`,
 	f.BoolVar(&cfg.NoAuth, "no-auth", false, "serve without authentication: every caller is admin")
 	f.IntVar(&cfg.MaxConcurrentRuns, "max-concurrent-runs", execution.DefaultMaxConcurrent(), "runs executing at once")
 	f.IntVar(&cfg.MaxQueuedRuns, "max-queued-runs", admission.DefaultMaxQueued, "runs waiting for an execution slot before submits get 429")
-	f.StringVar(&cfg.DefaultConfig, "default-config", "", "pipeline config file merged under every submitted config")
+	f.StringVar(&cfg.DefaultConfig, "default-config", "", "pipeline config file merged under every submitted config (POST /v1/reload re-reads it)")
+	f.StringVar(&cfg.Triggers, "triggers", "", "triggers file: webhook, object_arrival and schedule triggers that start runs (faucet schema triggers prints its JSON Schema; POST /v1/reload re-reads it)")
 	f.Int64Var(&cfg.BodyLimitBytes, "body-limit-bytes", api.DefaultBodyLimit, "largest request body accepted (larger: 413)")
 	f.Int64Var(&shutdownSecs, "shutdown-grace-secs", int64(server.DefaultShutdownGrace/time.Second), "on SIGTERM, how long running runs may take to flush before they are failed")
 	f.Int64Var(&retainSecs, "retain-terminal-runs-secs", int64(server.DefaultRetainTerminalRuns/time.Second), "delete finished runs this long after they finished (0: keep forever)")
@@ -118,6 +122,8 @@ variable set to the empty string counts as unset.`,
 	f.IntVar(&cfg.MaxConnectionsPerClient, "max-connections-per-client", httpguard.DefaultMaxConnectionsPerClient, "HTTP connections open at once from one client address; more are answered 503")
 	f.IntVar(&cfg.MaxLogFollowers, "max-log-followers", follow.DefaultMaxTotal, "log streams (SSE) open at once; more are answered 429")
 	f.IntVar(&cfg.MaxLogFollowersPerRun, "max-log-followers-per-run", follow.DefaultMaxPerRun, "log streams (SSE) of one run open at once; more are answered 429")
+	f.BoolVar(&cfg.MCP, "mcp", false, "serve the Model Context Protocol at /mcp (Streamable HTTP), with the API's bearer auth, roles and audit; read-only tools unless --mcp-allow-mutations")
+	f.BoolVar(&cfg.MCPAllowMutations, "mcp-allow-mutations", false, "offer the MCP tools that change something (run_pipeline, the template releases); a caller still needs the role the API asks")
 	f.Float64Var(&leaseSecs, "lease-ttl-secs", server.DefaultLeaseTTL.Seconds(), "how long a run stays owned by a server that stopped heartbeating; peers take over after it")
 	return cmd
 }
@@ -126,7 +132,7 @@ variable set to the empty string counts as unset.`,
 // be about.
 var serveFlags = map[string]string{
 	"AuthToken": "--auth-token", "AuthConfig": "--auth-config", "NoAuth": "--no-auth",
-	"Cluster": "--cluster", "DefaultConfig": "--default-config", "LeaseTTL": "--lease-ttl-secs",
+	"Cluster": "--cluster", "DefaultConfig": "--default-config", "Triggers": "--triggers", "LeaseTTL": "--lease-ttl-secs",
 	"PluginNice": "--plugin-nice",
 }
 

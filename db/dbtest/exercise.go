@@ -71,6 +71,7 @@ func Exercise(t *testing.T, newURL func(t testing.TB) string, peek Peek) {
 		{"Purge", func(t *testing.T, newURL func(t testing.TB) string) { exercisePurge(t, newURL, peek) }},
 		{"Catalog", func(t *testing.T, newURL func(t testing.TB) string) { exerciseCatalog(t, newURL, peek) }},
 		{"Templates", exerciseTemplates},
+		{"Triggers", exerciseTriggers},
 		{"Callbacks", exerciseCallbacks},
 	}
 	for _, s := range suites {

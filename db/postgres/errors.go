@@ -17,11 +17,15 @@ import (
 // interpretError gives a pgx error the transience verdict of its type, for
 // the Store to name the operation: a missing row becomes db.ErrNotFound,
 // which no retry changes. Sentinels (ErrSchemaTooNew, ErrBadURL) pass
-// through the wrapper untouched for errors.Is.
+// through the wrapper untouched for errors.Is, and an error that carries a
+// verdict already (one a transaction's body gave) keeps it.
 func interpretError(err error) error {
+	var e *db.Error
 	switch {
 	case err == nil:
 		return nil
+	case errors.As(err, &e):
+		return err
 	case errors.Is(err, pgx.ErrNoRows):
 		return &db.Error{Transience: db.Permanent, Err: db.ErrNotFound}
 	}

@@ -20,7 +20,26 @@ func (d *driver) RunInsert(ctx context.Context, p *db.RunInsertParams) error {
 		arg.AuditID, arg.AuditTs, arg.AuditPrincipal, arg.AuditRole, arg.AuditAction = &a.ID, a.Timestamp, a.Principal, a.Role, a.Action
 		arg.AuditConfigFingerprint, arg.AuditSourceIp, arg.AuditResult = a.ConfigFingerprint, a.SourceIP, a.Result
 	}
-	return interpretError(d.q.RunInsert(ctx, arg))
+	if p.Fire == nil {
+		return interpretError(d.q.RunInsert(ctx, arg))
+	}
+	f := p.Fire
+	fire := dbsqlc.TriggerFireInsertParams{
+		TriggerName: f.Trigger, FireKey: f.Key, Kind: f.Kind, Subject: f.Subject, EventAt: f.EventAt,
+		RunID: f.RunID, FiredAt: f.FiredAt,
+	}
+	// The fire first: a concurrent insert of the same event waits on its
+	// key until this transaction ends, then finds it taken.
+	return d.inTx(ctx, func(q *dbsqlc.Queries) error {
+		n, err := q.TriggerFireInsert(ctx, fire)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return &db.Error{Transience: db.Permanent, Err: db.ErrAlreadyFired}
+		}
+		return q.RunInsert(ctx, arg)
+	})
 }
 
 func (d *driver) RunStart(ctx context.Context, p *db.RunStartParams) (bool, error) {

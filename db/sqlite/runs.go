@@ -11,8 +11,8 @@ import (
 	"github.com/faucet-dev/faucet/db/sqlite/internal/dbsqlc"
 )
 
-// RunInsert writes the run alone as one statement, or with its audit entry
-// in one transaction.
+// RunInsert writes the run alone as one statement, or with its trigger fire
+// and its audit entry in one transaction.
 func (d *driver) RunInsert(ctx context.Context, p *db.RunInsertParams) error {
 	r := &p.Run
 	arg := dbsqlc.RunInsertParams{
@@ -23,15 +23,29 @@ func (d *driver) RunInsert(ctx context.Context, p *db.RunInsertParams) error {
 		Submission: string(r.Submission), Invocations: textPtr(r.Invocations),
 		TemplateID: r.TemplateID, TemplateVersion: int64Ptr(r.TemplateVersion),
 	}
-	if p.Audit == nil {
+	if p.Audit == nil && p.Fire == nil {
 		return d.writeOne(ctx, func(ctx context.Context, q *dbsqlc.Queries) error { return q.RunInsert(ctx, arg) })
 	}
-	a := auditParams(p.Audit)
 	return d.write(ctx, func(ctx context.Context, q *dbsqlc.Queries) error {
+		if f := p.Fire; f != nil {
+			n, err := q.TriggerFireInsert(ctx, dbsqlc.TriggerFireInsertParams{
+				TriggerName: f.Trigger, FireKey: f.Key, Kind: f.Kind, Subject: f.Subject, EventAt: micros(f.EventAt),
+				RunID: f.RunID, FiredAt: micros(f.FiredAt),
+			})
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				return &db.Error{Transience: db.Permanent, Err: db.ErrAlreadyFired}
+			}
+		}
 		if err := q.RunInsert(ctx, arg); err != nil {
 			return err
 		}
-		return q.AuditInsert(ctx, a)
+		if p.Audit == nil {
+			return nil
+		}
+		return q.AuditInsert(ctx, auditParams(p.Audit))
 	})
 }
 

@@ -446,6 +446,42 @@ func (e TemplateStatus) Valid() bool {
 	}
 }
 
+// Defines values for TriggerCoalescedStatus.
+const (
+	Coalesced TriggerCoalescedStatus = "coalesced"
+)
+
+// Valid indicates whether the value is a known member of the TriggerCoalescedStatus enum.
+func (e TriggerCoalescedStatus) Valid() bool {
+	switch e {
+	case Coalesced:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TriggerHealthType.
+const (
+	ObjectArrival TriggerHealthType = "object_arrival"
+	Schedule      TriggerHealthType = "schedule"
+	Webhook       TriggerHealthType = "webhook"
+)
+
+// Valid indicates whether the value is a known member of the TriggerHealthType enum.
+func (e TriggerHealthType) Valid() bool {
+	switch e {
+	case ObjectArrival:
+		return true
+	case Schedule:
+		return true
+	case Webhook:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for VersionChannel.
 const (
 	Canary   VersionChannel = "canary"
@@ -1320,6 +1356,9 @@ type ReadyStatus struct {
 	// QueueOk false when the run queue is full.
 	QueueOk bool              `json:"queue_ok"`
 	Status  ReadyStatusStatus `json:"status"`
+
+	// Triggers Each enabled trigger's health; present only when the server runs with --triggers. An unhealthy trigger does not make the server unready.
+	Triggers *[]TriggerHealth `json:"triggers,omitempty"`
 }
 
 // ReadyStatusHistory The history database: connecting (not reached since the server started; it keeps retrying), ready, or unavailable (it stopped answering).
@@ -1356,6 +1395,21 @@ type RegisterTemplateRequest struct {
 
 	// Tags Assignable channels to point at the new version; a derived channel is refused (422), a channel named twice is a conflict (409).
 	Tags *[]VersionChannel `json:"tags,omitempty"`
+}
+
+// Reloaded defines model for Reloaded.
+type Reloaded struct {
+	// Path The --default-config file now in force.
+	Path *string `json:"path,omitempty"`
+
+	// Reason Why nothing was reloaded.
+	Reason *string `json:"reason,omitempty"`
+
+	// Reloaded false when the server runs without --default-config and --triggers: nothing was read.
+	Reloaded bool `json:"reloaded"`
+
+	// Triggers The --triggers file now in force.
+	Triggers *string `json:"triggers,omitempty"`
 }
 
 // Role A principal's role: viewer reads, operator also submits, cancels and deletes runs and probes configs, admin also reads the audit log.
@@ -1631,6 +1685,31 @@ type TemplateSummary struct {
 	Version int64 `json:"version"`
 }
 
+// TriggerCoalesced defines model for TriggerCoalesced.
+type TriggerCoalesced struct {
+	Status TriggerCoalescedStatus `json:"status"`
+}
+
+// TriggerCoalescedStatus defines model for TriggerCoalesced.Status.
+type TriggerCoalescedStatus string
+
+// TriggerHealth defines model for TriggerHealth.
+type TriggerHealth struct {
+	ConsecutiveFailures int64 `json:"consecutive_failures"`
+
+	// Healthy false after 3 consecutive failures (fires that started no run, looks that failed), until one succeeds.
+	Healthy   bool    `json:"healthy"`
+	LastError *string `json:"last_error"`
+
+	// LastFire When it last started a run on this server.
+	LastFire *time.Time        `json:"last_fire"`
+	Name     string            `json:"name"`
+	Type     TriggerHealthType `json:"type"`
+}
+
+// TriggerHealthType defines model for TriggerHealth.Type.
+type TriggerHealthType string
+
 // TriggerTemplateRequest defines model for TriggerTemplateRequest.
 type TriggerTemplateRequest struct {
 	Clock       *time.Time `json:"clock,omitempty"`
@@ -1865,6 +1944,12 @@ type GetTemplateParams struct {
 	Version *string `form:"version,omitempty" json:"version,omitempty"`
 }
 
+// FireTriggerJSONBody defines parameters for FireTrigger.
+type FireTriggerJSONBody = interface{}
+
+// FireTriggerPutJSONBody defines parameters for FireTriggerPut.
+type FireTriggerPutJSONBody = interface{}
+
 // SubmitBackfillJSONRequestBody defines body for SubmitBackfill for application/json ContentType.
 type SubmitBackfillJSONRequestBody = BackfillRequest
 
@@ -1897,6 +1982,12 @@ type TriggerTemplateJSONRequestBody = TriggerTemplateRequest
 
 // PromoteTemplateJSONRequestBody defines body for PromoteTemplate for application/json ContentType.
 type PromoteTemplateJSONRequestBody = PromoteTemplateRequest
+
+// FireTriggerJSONRequestBody defines body for FireTrigger for application/json ContentType.
+type FireTriggerJSONRequestBody = FireTriggerJSONBody
+
+// FireTriggerPutJSONRequestBody defines body for FireTriggerPut for application/json ContentType.
+type FireTriggerPutJSONRequestBody = FireTriggerPutJSONBody
 
 // AsVersionSelector0 returns the union data inside the VersionSelector as a VersionSelector0
 func (t VersionSelector) AsVersionSelector0() (VersionSelector0, error) {
@@ -2206,6 +2297,13 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/local-outputs/{id} (the `GetLocalOutput` operationId).
 	GetLocalOutput(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// Reload Re-read --default-config and --triggers
+	//
+	// Reads and checks the --default-config and --triggers files again and swaps both in at once: configs submitted from then on merge over the new defaults, and the new triggers replace the old (a run loaded before keeps its config, and in a cluster a run is loaded by the member that claims it; a schedule or directory keeps its fired slots and files). An invalid file is 422 naming the problem, and the files in force stay. Without either flag, 200 with reloaded false. Audited as config.reload (config.reload.rejected, config.reload.noop). Admin only.
+	//
+	// Corresponds with POST /v1/reload (the `Reload` operationId).
+	Reload(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListRuns List runs
 	//
 	// A page of runs, newest first (submitted_at, then run_id, descending). Pass next_cursor as cursor for the next page. A malformed parameter, or a cursor that names no run (one deleted since), is 400.
@@ -2404,6 +2502,42 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/templates/{id}/tags (the `PromoteTemplate` operationId).
 	PromoteTemplate(ctx context.Context, id string, body PromoteTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FireTriggerWithBody Fire a webhook trigger (POST)
+	//
+	// Starts a run of the named webhook trigger of the --triggers file, submitted as the principal trigger:NAME. The request body (any JSON, or none) is the config's ${trigger.body…}; the trigger's dedupe_header, when the request carries it, is the run's idempotency key (a repeat replays the run, 202). A fire within the trigger's debounce_secs of the last run it started is 200 coalesced and starts nothing. 404 for a name that is no enabled webhook trigger (or a server without --triggers); 400 for a method the trigger does not take, or a body its config cannot read.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/triggers/{name} (the `FireTrigger` operationId).
+	FireTriggerWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FireTrigger Fire a webhook trigger (POST)
+	//
+	// Starts a run of the named webhook trigger of the --triggers file, submitted as the principal trigger:NAME. The request body (any JSON, or none) is the config's ${trigger.body…}; the trigger's dedupe_header, when the request carries it, is the run's idempotency key (a repeat replays the run, 202). A fire within the trigger's debounce_secs of the last run it started is 200 coalesced and starts nothing. 404 for a name that is no enabled webhook trigger (or a server without --triggers); 400 for a method the trigger does not take, or a body its config cannot read.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/triggers/{name} (the `FireTrigger` operationId).
+	FireTrigger(ctx context.Context, name string, body FireTriggerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FireTriggerPutWithBody Fire a webhook trigger (PUT)
+	//
+	// Starts a run of the named webhook trigger of the --triggers file, submitted as the principal trigger:NAME. The request body (any JSON, or none) is the config's ${trigger.body…}; the trigger's dedupe_header, when the request carries it, is the run's idempotency key (a repeat replays the run, 202). A fire within the trigger's debounce_secs of the last run it started is 200 coalesced and starts nothing. 404 for a name that is no enabled webhook trigger (or a server without --triggers); 400 for a method the trigger does not take, or a body its config cannot read.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /v1/triggers/{name} (the `FireTriggerPut` operationId).
+	FireTriggerPutWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FireTriggerPut Fire a webhook trigger (PUT)
+	//
+	// Starts a run of the named webhook trigger of the --triggers file, submitted as the principal trigger:NAME. The request body (any JSON, or none) is the config's ${trigger.body…}; the trigger's dedupe_header, when the request carries it, is the run's idempotency key (a repeat replays the run, 202). A fire within the trigger's debounce_secs of the last run it started is 200 coalesced and starts nothing. 404 for a name that is no enabled webhook trigger (or a server without --triggers); 400 for a method the trigger does not take, or a body its config cannot read.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /v1/triggers/{name} (the `FireTriggerPut` operationId).
+	FireTriggerPut(ctx context.Context, name string, body FireTriggerPutJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// Whoami Show the calling principal
 	//
@@ -2793,6 +2927,23 @@ func (c *Client) DeleteLocalOutput(ctx context.Context, id string, reqEditors ..
 // Corresponds with GET /v1/local-outputs/{id} (the `GetLocalOutput` operationId).
 func (c *Client) GetLocalOutput(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetLocalOutputRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// Reload Re-read --default-config and --triggers
+//
+// Reads and checks the --default-config and --triggers files again and swaps both in at once: configs submitted from then on merge over the new defaults, and the new triggers replace the old (a run loaded before keeps its config, and in a cluster a run is loaded by the member that claims it; a schedule or directory keeps its fired slots and files). An invalid file is 422 naming the problem, and the files in force stay. Without either flag, 200 with reloaded false. Audited as config.reload (config.reload.rejected, config.reload.noop). Admin only.
+//
+// Corresponds with POST /v1/reload (the `Reload` operationId).
+func (c *Client) Reload(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReloadRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -3242,6 +3393,82 @@ func (c *Client) PromoteTemplateWithBody(ctx context.Context, id string, content
 // Corresponds with POST /v1/templates/{id}/tags (the `PromoteTemplate` operationId).
 func (c *Client) PromoteTemplate(ctx context.Context, id string, body PromoteTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPromoteTemplateRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FireTriggerWithBody Fire a webhook trigger (POST)
+//
+// Starts a run of the named webhook trigger of the --triggers file, submitted as the principal trigger:NAME. The request body (any JSON, or none) is the config's ${trigger.body…}; the trigger's dedupe_header, when the request carries it, is the run's idempotency key (a repeat replays the run, 202). A fire within the trigger's debounce_secs of the last run it started is 200 coalesced and starts nothing. 404 for a name that is no enabled webhook trigger (or a server without --triggers); 400 for a method the trigger does not take, or a body its config cannot read.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/triggers/{name} (the `FireTrigger` operationId).
+func (c *Client) FireTriggerWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFireTriggerRequestWithBody(c.Server, name, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FireTrigger Fire a webhook trigger (POST)
+//
+// Starts a run of the named webhook trigger of the --triggers file, submitted as the principal trigger:NAME. The request body (any JSON, or none) is the config's ${trigger.body…}; the trigger's dedupe_header, when the request carries it, is the run's idempotency key (a repeat replays the run, 202). A fire within the trigger's debounce_secs of the last run it started is 200 coalesced and starts nothing. 404 for a name that is no enabled webhook trigger (or a server without --triggers); 400 for a method the trigger does not take, or a body its config cannot read.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/triggers/{name} (the `FireTrigger` operationId).
+func (c *Client) FireTrigger(ctx context.Context, name string, body FireTriggerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFireTriggerRequest(c.Server, name, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FireTriggerPutWithBody Fire a webhook trigger (PUT)
+//
+// Starts a run of the named webhook trigger of the --triggers file, submitted as the principal trigger:NAME. The request body (any JSON, or none) is the config's ${trigger.body…}; the trigger's dedupe_header, when the request carries it, is the run's idempotency key (a repeat replays the run, 202). A fire within the trigger's debounce_secs of the last run it started is 200 coalesced and starts nothing. 404 for a name that is no enabled webhook trigger (or a server without --triggers); 400 for a method the trigger does not take, or a body its config cannot read.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /v1/triggers/{name} (the `FireTriggerPut` operationId).
+func (c *Client) FireTriggerPutWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFireTriggerPutRequestWithBody(c.Server, name, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FireTriggerPut Fire a webhook trigger (PUT)
+//
+// Starts a run of the named webhook trigger of the --triggers file, submitted as the principal trigger:NAME. The request body (any JSON, or none) is the config's ${trigger.body…}; the trigger's dedupe_header, when the request carries it, is the run's idempotency key (a repeat replays the run, 202). A fire within the trigger's debounce_secs of the last run it started is 200 coalesced and starts nothing. 404 for a name that is no enabled webhook trigger (or a server without --triggers); 400 for a method the trigger does not take, or a body its config cannot read.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /v1/triggers/{name} (the `FireTriggerPut` operationId).
+func (c *Client) FireTriggerPut(ctx context.Context, name string, body FireTriggerPutJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFireTriggerPutRequest(c.Server, name, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4052,6 +4279,33 @@ func NewGetLocalOutputRequest(server string, id string) (*http.Request, error) {
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewReloadRequest constructs an http.Request for the Reload method
+func NewReloadRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/reload")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -5142,6 +5396,100 @@ func NewPromoteTemplateRequestWithBody(server string, id string, contentType str
 	return req, nil
 }
 
+// NewFireTriggerRequest calls the generic FireTrigger builder with application/json body
+func NewFireTriggerRequest(server string, name string, body FireTriggerJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewFireTriggerRequestWithBody(server, name, "application/json", bodyReader)
+}
+
+// NewFireTriggerRequestWithBody constructs an http.Request for the FireTrigger method, with any body, and a specified content type
+func NewFireTriggerRequestWithBody(server string, name string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/triggers/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewFireTriggerPutRequest calls the generic FireTriggerPut builder with application/json body
+func NewFireTriggerPutRequest(server string, name string, body FireTriggerPutJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewFireTriggerPutRequestWithBody(server, name, "application/json", bodyReader)
+}
+
+// NewFireTriggerPutRequestWithBody constructs an http.Request for the FireTriggerPut method, with any body, and a specified content type
+func NewFireTriggerPutRequestWithBody(server string, name string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/triggers/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewWhoamiRequest constructs an http.Request for the Whoami method
 func NewWhoamiRequest(server string) (*http.Request, error) {
 	var err error
@@ -5409,6 +5757,15 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/local-outputs/{id} (the `GetLocalOutput` operationId).
 	GetLocalOutputWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetLocalOutputResponse, error)
 
+	// ReloadWithResponse Re-read --default-config and --triggers
+	//
+	// Reads and checks the --default-config and --triggers files again and swaps both in at once: configs submitted from then on merge over the new defaults, and the new triggers replace the old (a run loaded before keeps its config, and in a cluster a run is loaded by the member that claims it; a schedule or directory keeps its fired slots and files). An invalid file is 422 naming the problem, and the files in force stay. Without either flag, 200 with reloaded false. Audited as config.reload (config.reload.rejected, config.reload.noop). Admin only.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/reload (the `Reload` operationId).
+	ReloadWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ReloadResponse, error)
+
 	// ListRunsWithResponse List runs
 	//
 	// A page of runs, newest first (submitted_at, then run_id, descending). Pass next_cursor as cursor for the next page. A malformed parameter, or a cursor that names no run (one deleted since), is 400.
@@ -5633,6 +5990,42 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/templates/{id}/tags (the `PromoteTemplate` operationId).
 	PromoteTemplateWithResponse(ctx context.Context, id string, body PromoteTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*PromoteTemplateResponse, error)
+
+	// FireTriggerWithBodyWithResponse Fire a webhook trigger (POST)
+	//
+	// Starts a run of the named webhook trigger of the --triggers file, submitted as the principal trigger:NAME. The request body (any JSON, or none) is the config's ${trigger.body…}; the trigger's dedupe_header, when the request carries it, is the run's idempotency key (a repeat replays the run, 202). A fire within the trigger's debounce_secs of the last run it started is 200 coalesced and starts nothing. 404 for a name that is no enabled webhook trigger (or a server without --triggers); 400 for a method the trigger does not take, or a body its config cannot read.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/triggers/{name} (the `FireTrigger` operationId).
+	FireTriggerWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FireTriggerResponse, error)
+
+	// FireTriggerWithResponse Fire a webhook trigger (POST)
+	//
+	// Starts a run of the named webhook trigger of the --triggers file, submitted as the principal trigger:NAME. The request body (any JSON, or none) is the config's ${trigger.body…}; the trigger's dedupe_header, when the request carries it, is the run's idempotency key (a repeat replays the run, 202). A fire within the trigger's debounce_secs of the last run it started is 200 coalesced and starts nothing. 404 for a name that is no enabled webhook trigger (or a server without --triggers); 400 for a method the trigger does not take, or a body its config cannot read.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/triggers/{name} (the `FireTrigger` operationId).
+	FireTriggerWithResponse(ctx context.Context, name string, body FireTriggerJSONRequestBody, reqEditors ...RequestEditorFn) (*FireTriggerResponse, error)
+
+	// FireTriggerPutWithBodyWithResponse Fire a webhook trigger (PUT)
+	//
+	// Starts a run of the named webhook trigger of the --triggers file, submitted as the principal trigger:NAME. The request body (any JSON, or none) is the config's ${trigger.body…}; the trigger's dedupe_header, when the request carries it, is the run's idempotency key (a repeat replays the run, 202). A fire within the trigger's debounce_secs of the last run it started is 200 coalesced and starts nothing. 404 for a name that is no enabled webhook trigger (or a server without --triggers); 400 for a method the trigger does not take, or a body its config cannot read.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/triggers/{name} (the `FireTriggerPut` operationId).
+	FireTriggerPutWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FireTriggerPutResponse, error)
+
+	// FireTriggerPutWithResponse Fire a webhook trigger (PUT)
+	//
+	// Starts a run of the named webhook trigger of the --triggers file, submitted as the principal trigger:NAME. The request body (any JSON, or none) is the config's ${trigger.body…}; the trigger's dedupe_header, when the request carries it, is the run's idempotency key (a repeat replays the run, 202). A fire within the trigger's debounce_secs of the last run it started is 200 coalesced and starts nothing. 404 for a name that is no enabled webhook trigger (or a server without --triggers); 400 for a method the trigger does not take, or a body its config cannot read.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/triggers/{name} (the `FireTriggerPut` operationId).
+	FireTriggerPutWithResponse(ctx context.Context, name string, body FireTriggerPutJSONRequestBody, reqEditors ...RequestEditorFn) (*FireTriggerPutResponse, error)
 
 	// WhoamiWithResponse Show the calling principal
 	//
@@ -7117,6 +7510,89 @@ func (r GetLocalOutputResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetLocalOutputResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ReloadResponse401Headers the declared response headers of an HTTP 401 response for Reload
+type ReloadResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+type ReloadResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Reloaded
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ReloadResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ReloadResponse) GetJSON200() *Reloaded {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ReloadResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ReloadResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r ReloadResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ReloadResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ReloadResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ReloadResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReloadResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReloadResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReloadResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -9015,6 +9491,284 @@ func (r PromoteTemplateResponse) ContentType() string {
 	return ""
 }
 
+// FireTriggerResponse401Headers the declared response headers of an HTTP 401 response for FireTrigger
+type FireTriggerResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// FireTriggerResponse429Headers the declared response headers of an HTTP 429 response for FireTrigger
+type FireTriggerResponse429Headers struct {
+	RetryAfter int
+}
+
+type FireTriggerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TriggerCoalesced
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *SubmitResponse
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *FireTriggerResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *FireTriggerResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r FireTriggerResponse) GetJSON200() *TriggerCoalesced {
+	return r.JSON200
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r FireTriggerResponse) GetJSON202() *SubmitResponse {
+	return r.JSON202
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r FireTriggerResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r FireTriggerResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r FireTriggerResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r FireTriggerResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r FireTriggerResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r FireTriggerResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r FireTriggerResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r FireTriggerResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r FireTriggerResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r FireTriggerResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r FireTriggerResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r FireTriggerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FireTriggerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FireTriggerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FireTriggerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// FireTriggerPutResponse401Headers the declared response headers of an HTTP 401 response for FireTriggerPut
+type FireTriggerPutResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// FireTriggerPutResponse429Headers the declared response headers of an HTTP 429 response for FireTriggerPut
+type FireTriggerPutResponse429Headers struct {
+	RetryAfter int
+}
+
+type FireTriggerPutResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TriggerCoalesced
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *SubmitResponse
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *FireTriggerPutResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *FireTriggerPutResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r FireTriggerPutResponse) GetJSON200() *TriggerCoalesced {
+	return r.JSON200
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r FireTriggerPutResponse) GetJSON202() *SubmitResponse {
+	return r.JSON202
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r FireTriggerPutResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r FireTriggerPutResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r FireTriggerPutResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r FireTriggerPutResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r FireTriggerPutResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r FireTriggerPutResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r FireTriggerPutResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r FireTriggerPutResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r FireTriggerPutResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r FireTriggerPutResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r FireTriggerPutResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r FireTriggerPutResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FireTriggerPutResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FireTriggerPutResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FireTriggerPutResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // WhoamiResponse401Headers the declared response headers of an HTTP 401 response for Whoami
 type WhoamiResponse401Headers struct {
 	WWWAuthenticate string
@@ -9412,6 +10166,21 @@ func (c *ClientWithResponses) GetLocalOutputWithResponse(ctx context.Context, id
 	return ParseGetLocalOutputResponse(rsp)
 }
 
+// ReloadWithResponse Re-read --default-config and --triggers
+//
+// Reads and checks the --default-config and --triggers files again and swaps both in at once: configs submitted from then on merge over the new defaults, and the new triggers replace the old (a run loaded before keeps its config, and in a cluster a run is loaded by the member that claims it; a schedule or directory keeps its fired slots and files). An invalid file is 422 naming the problem, and the files in force stay. Without either flag, 200 with reloaded false. Audited as config.reload (config.reload.rejected, config.reload.noop). Admin only.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/reload (the `Reload` operationId).
+func (c *ClientWithResponses) ReloadWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ReloadResponse, error) {
+	rsp, err := c.Reload(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReloadResponse(rsp)
+}
+
 // ListRunsWithResponse List runs
 //
 // A page of runs, newest first (submitted_at, then run_id, descending). Pass next_cursor as cursor for the next page. A malformed parameter, or a cursor that names no run (one deleted since), is 400.
@@ -9785,6 +10554,66 @@ func (c *ClientWithResponses) PromoteTemplateWithResponse(ctx context.Context, i
 		return nil, err
 	}
 	return ParsePromoteTemplateResponse(rsp)
+}
+
+// FireTriggerWithBodyWithResponse Fire a webhook trigger (POST)
+//
+// Starts a run of the named webhook trigger of the --triggers file, submitted as the principal trigger:NAME. The request body (any JSON, or none) is the config's ${trigger.body…}; the trigger's dedupe_header, when the request carries it, is the run's idempotency key (a repeat replays the run, 202). A fire within the trigger's debounce_secs of the last run it started is 200 coalesced and starts nothing. 404 for a name that is no enabled webhook trigger (or a server without --triggers); 400 for a method the trigger does not take, or a body its config cannot read.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/triggers/{name} (the `FireTrigger` operationId).
+func (c *ClientWithResponses) FireTriggerWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FireTriggerResponse, error) {
+	rsp, err := c.FireTriggerWithBody(ctx, name, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFireTriggerResponse(rsp)
+}
+
+// FireTriggerWithResponse Fire a webhook trigger (POST)
+//
+// Starts a run of the named webhook trigger of the --triggers file, submitted as the principal trigger:NAME. The request body (any JSON, or none) is the config's ${trigger.body…}; the trigger's dedupe_header, when the request carries it, is the run's idempotency key (a repeat replays the run, 202). A fire within the trigger's debounce_secs of the last run it started is 200 coalesced and starts nothing. 404 for a name that is no enabled webhook trigger (or a server without --triggers); 400 for a method the trigger does not take, or a body its config cannot read.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/triggers/{name} (the `FireTrigger` operationId).
+func (c *ClientWithResponses) FireTriggerWithResponse(ctx context.Context, name string, body FireTriggerJSONRequestBody, reqEditors ...RequestEditorFn) (*FireTriggerResponse, error) {
+	rsp, err := c.FireTrigger(ctx, name, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFireTriggerResponse(rsp)
+}
+
+// FireTriggerPutWithBodyWithResponse Fire a webhook trigger (PUT)
+//
+// Starts a run of the named webhook trigger of the --triggers file, submitted as the principal trigger:NAME. The request body (any JSON, or none) is the config's ${trigger.body…}; the trigger's dedupe_header, when the request carries it, is the run's idempotency key (a repeat replays the run, 202). A fire within the trigger's debounce_secs of the last run it started is 200 coalesced and starts nothing. 404 for a name that is no enabled webhook trigger (or a server without --triggers); 400 for a method the trigger does not take, or a body its config cannot read.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/triggers/{name} (the `FireTriggerPut` operationId).
+func (c *ClientWithResponses) FireTriggerPutWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FireTriggerPutResponse, error) {
+	rsp, err := c.FireTriggerPutWithBody(ctx, name, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFireTriggerPutResponse(rsp)
+}
+
+// FireTriggerPutWithResponse Fire a webhook trigger (PUT)
+//
+// Starts a run of the named webhook trigger of the --triggers file, submitted as the principal trigger:NAME. The request body (any JSON, or none) is the config's ${trigger.body…}; the trigger's dedupe_header, when the request carries it, is the run's idempotency key (a repeat replays the run, 202). A fire within the trigger's debounce_secs of the last run it started is 200 coalesced and starts nothing. 404 for a name that is no enabled webhook trigger (or a server without --triggers); 400 for a method the trigger does not take, or a body its config cannot read.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/triggers/{name} (the `FireTriggerPut` operationId).
+func (c *ClientWithResponses) FireTriggerPutWithResponse(ctx context.Context, name string, body FireTriggerPutJSONRequestBody, reqEditors ...RequestEditorFn) (*FireTriggerPutResponse, error) {
+	rsp, err := c.FireTriggerPut(ctx, name, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFireTriggerPutResponse(rsp)
 }
 
 // WhoamiWithResponse Show the calling principal
@@ -11103,6 +11932,80 @@ func ParseGetLocalOutputResponse(rsp *http.Response) (*GetLocalOutputResponse, e
 	switch {
 	case rsp.StatusCode == 401:
 		var headers GetLocalOutputResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseReloadResponse parses an HTTP response from a ReloadWithResponse call
+func ParseReloadResponse(rsp *http.Response) (*ReloadResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReloadResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Reloaded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ReloadResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -12859,6 +13762,272 @@ func ParsePromoteTemplateResponse(rsp *http.Response) (*PromoteTemplateResponse,
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseFireTriggerResponse parses an HTTP response from a FireTriggerWithResponse call
+func ParseFireTriggerResponse(rsp *http.Response) (*FireTriggerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FireTriggerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TriggerCoalesced
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest SubmitResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers FireTriggerResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers FireTriggerResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseFireTriggerPutResponse parses an HTTP response from a FireTriggerPutWithResponse call
+func ParseFireTriggerPutResponse(rsp *http.Response) (*FireTriggerPutResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FireTriggerPutResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TriggerCoalesced
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest SubmitResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers FireTriggerPutResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers FireTriggerPutResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil

@@ -116,6 +116,11 @@ type Host struct {
 	idle   map[string][]*proc
 	busy   map[*proc]struct{}
 	done   chan struct{}
+	// pending counts the launches under way and the processes being
+	// stopped in the background, so Close returns only once every process
+	// it started has exited: none outlives the host. Each Add happens under
+	// mu before closed is set, so none races Close's Wait.
+	pending sync.WaitGroup
 }
 
 // New discovers the connectors: the built-ins, and every executable in the
@@ -355,6 +360,7 @@ func (h *Host) Close() error {
 		wg.Go(p.kill)
 	}
 	wg.Wait()
+	h.pending.Wait()
 	return nil
 }
 

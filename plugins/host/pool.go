@@ -197,22 +197,25 @@ func (h *Host) checkout(ctx context.Context, c *Connector, peer *proc) (*proc, e
 			p.out.attach(ctx)
 			return p, nil
 		}
-		go p.kill()
+		h.pending.Go(p.kill)
 	}
+	h.pending.Add(1)
 	h.mu.Unlock()
+	defer h.pending.Done()
 
 	p, err := h.launch(ctx, c.Name, c.Path, c.args...)
 	if err != nil {
 		return nil, fmt.Errorf("connector %s: %w", c.Name, err)
 	}
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	if h.closed {
-		go p.kill()
+		h.mu.Unlock()
+		p.kill()
 		return nil, errors.New("plugin host is closed")
 	}
 	h.busy[p] = struct{}{}
 	p.out.attach(ctx)
+	h.mu.Unlock()
 	return p, nil
 }
 
@@ -229,15 +232,16 @@ func (h *Host) pair(src, dst *proc) {
 func (h *Host) checkin(name string, p *proc) {
 	p.out.detach()
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	delete(h.busy, p)
-	keep := !h.closed && !p.isBroken() && len(h.idle[name]) < h.opts.MaxIdle
-	if keep {
+	switch {
+	case h.closed:
+		// Close found p busy and stops it itself.
+	case !p.isBroken() && len(h.idle[name]) < h.opts.MaxIdle:
 		p.idle = time.Now()
 		h.idle[name] = append(h.idle[name], p)
-	}
-	h.mu.Unlock()
-	if !keep {
-		go p.kill()
+	default:
+		h.pending.Go(p.kill)
 	}
 }
 
@@ -250,13 +254,12 @@ func (h *Host) reap() {
 		case <-h.done:
 			return
 		case now := <-t.C:
-			var stale []*proc
 			h.mu.Lock()
 			for name, ps := range h.idle {
 				kept := ps[:0]
 				for _, p := range ps {
 					if now.Sub(p.idle) > h.opts.IdleTimeout || p.isBroken() {
-						stale = append(stale, p)
+						h.pending.Go(p.kill)
 					} else {
 						kept = append(kept, p)
 					}
@@ -264,9 +267,6 @@ func (h *Host) reap() {
 				h.idle[name] = kept
 			}
 			h.mu.Unlock()
-			for _, p := range stale {
-				p.kill()
-			}
 		}
 	}
 }

@@ -139,6 +139,11 @@ type Request struct {
 	// the idempotency fingerprint, for a config that holds Secrets, which
 	// nothing stored may be derived from.
 	Fingerprint string
+	// Fire, when set, is the trigger event (a schedule's slot, a file) the
+	// run is for: it is written in the run's own transaction, and an event
+	// that started a run already writes nothing and fails with
+	// db.ErrAlreadyFired.
+	Fire *db.TriggerFire
 }
 
 // TemplateRef names one version of a template.
@@ -305,7 +310,7 @@ func (s *Service) Submit(ctx context.Context, req Request) (Result, error) {
 		e := s.audit.Entry(*req.Actor, submitted(req.Action, runID, configFP))
 		entry = &e
 	}
-	if err := s.store.RunSubmit(ctx, rec, entry); err != nil {
+	if err := s.write(ctx, rec, entry, req.Fire); err != nil {
 		if req.IdempotencyKey != nil {
 			if relErr := s.store.IdempotencyRelease(context.WithoutCancel(ctx), runID); relErr != nil {
 				s.cfg.Logger.Warn("release idempotency claim after failed record write", "run_id", runID, "error", relErr)
@@ -331,6 +336,15 @@ func (s *Service) Submit(ctx context.Context, req Request) (Result, error) {
 	}
 	s.dispatch.Dispatch(run)
 	return Result{RunID: runID, Status: rec.Status, SubmittedAt: rec.SubmittedAt, Fingerprint: configFP, Warnings: warnings}, nil
+}
+
+// write writes the run record with its audit entry and, for a run a
+// trigger's event started, the event's fire.
+func (s *Service) write(ctx context.Context, rec *db.RunRecord, entry *db.AuditEntry, fire *db.TriggerFire) error {
+	if fire != nil {
+		return s.store.RunSubmitFired(ctx, rec, entry, *fire)
+	}
+	return s.store.RunSubmit(ctx, rec, entry)
 }
 
 // submitted is the audited action of a submission of runID: name, or

@@ -30,6 +30,7 @@ import (
 	"github.com/faucet-dev/faucet/server/outputs"
 	"github.com/faucet-dev/faucet/server/runlog"
 	"github.com/faucet-dev/faucet/server/templates"
+	"github.com/faucet-dev/faucet/server/triggers"
 )
 
 // Title and Version of the OpenAPI document. Version is the wire format's,
@@ -57,7 +58,12 @@ type Deps struct {
 	Catalog pipeline.Catalog
 	// Templates is the pipeline template registry.
 	Templates *templates.Service
-	Metrics   *metrics.Metrics
+	// Triggers fires the webhook triggers of --triggers and reports every
+	// trigger's health; nil without the flag.
+	Triggers *triggers.Service
+	// Reloader serves POST /v1/reload; nil reloads nothing.
+	Reloader Reloader
+	Metrics  *metrics.Metrics
 	// Ledger keeps the files runs wrote (/v1/local-outputs).
 	Ledger *outputs.Ledger
 	// DLQ reads, replays and discards dead letters (/v1/dlq/*).

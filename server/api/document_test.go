@@ -88,7 +88,8 @@ func TestEveryOperationFollowsTheConventions(t *testing.T) {
 		if strings.HasPrefix(o.path, "/v1/") && responses["401"] == nil {
 			t.Errorf("%s: no 401", name)
 		}
-		if code := "422"; responses[code] != nil && o.op["requestBody"] == nil {
+		// A reload answers 422 for the files it reads, not for a parameter.
+		if code := "422"; responses[code] != nil && o.op["requestBody"] == nil && o.op["operationId"] != "reload" {
 			t.Errorf("%s: 422 without a body: a bad parameter is 400", name)
 		}
 	}

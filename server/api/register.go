@@ -37,6 +37,9 @@ type groups struct {
 const (
 	metaRole   = "faucet-role"
 	metaAction = "faucet-action"
+	// metaFileProblem marks an operation without a body that answers 422
+	// when a file the server reads is invalid.
+	metaFileProblem = "faucet-file-problem"
 )
 
 // The shared responses of components.responses.
@@ -81,11 +84,12 @@ func newGroups(a huma.API, d *Deps) groups {
 // shared response of its status and declares 500 and default. huma has by
 // then declared the statuses of op.Errors (inline, with the Problem schema)
 // and 422 for any operation with parameters; without a body an operation
-// cannot answer 422, since a bad parameter is a 400. A response with a body
+// answers 422 only for a file the server reads being invalid (metaFileProblem:
+// a reload), since a bad parameter is a 400. A response with a body
 // of its own (readyz's 503) is left as it is.
 func problemResponses(op *huma.Operation) {
 	op.Responses[strconv.Itoa(http.StatusInternalServerError)] = &huma.Response{}
-	if op.RequestBody == nil {
+	if op.RequestBody == nil && op.Metadata[metaFileProblem] == nil {
 		delete(op.Responses, strconv.Itoa(http.StatusUnprocessableEntity))
 	}
 	for code, r := range op.Responses {

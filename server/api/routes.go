@@ -185,6 +185,7 @@ func Register(a huma.API, d *Deps) {
 	}, d.runDoctor)
 
 	d.registerTemplates(g, maxBody)
+	d.registerTriggers(g, maxBody)
 	registerCluster(g, d)
 	d.registerBackfill(g, maxBody)
 	registerOutputs(g, d)
@@ -235,6 +236,15 @@ func (d *Deps) readyz(ctx context.Context, _ *struct{}) (*readyzOutput, error) {
 	}
 	if ready.Cluster.Enabled {
 		ready.Cluster.Instance = d.Store.InstanceID()
+	}
+	if d.Triggers != nil && d.Triggers.Set() != nil {
+		ready.Triggers = []TriggerHealth{}
+		for _, h := range d.Triggers.Health() {
+			ready.Triggers = append(ready.Triggers, TriggerHealth{
+				Name: h.Name, Type: h.Type, Healthy: h.Healthy, ConsecutiveFailures: h.ConsecutiveFailures,
+				LastFire: utcPtr(h.LastFire), LastError: h.LastError,
+			})
+		}
 	}
 	ready.History = HistoryReady
 	if !ready.HistoryOK {

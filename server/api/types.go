@@ -192,11 +192,22 @@ type DoctorRequest struct {
 
 // ReadyStatus is the body of GET /readyz.
 type ReadyStatus struct {
-	Status    string        `json:"status" enum:"ready,not_ready"`
-	HistoryOK bool          `json:"history_ok" doc:"false while the history database does not answer."`
-	History   string        `json:"history" enum:"connecting,ready,unavailable" doc:"The history database: connecting (not reached since the server started; it keeps retrying), ready, or unavailable (it stopped answering)."`
-	QueueOK   bool          `json:"queue_ok" doc:"false when the run queue is full."`
-	Cluster   ClusterStatus `json:"cluster"`
+	Status    string          `json:"status" enum:"ready,not_ready"`
+	HistoryOK bool            `json:"history_ok" doc:"false while the history database does not answer."`
+	History   string          `json:"history" enum:"connecting,ready,unavailable" doc:"The history database: connecting (not reached since the server started; it keeps retrying), ready, or unavailable (it stopped answering)."`
+	QueueOK   bool            `json:"queue_ok" doc:"false when the run queue is full."`
+	Cluster   ClusterStatus   `json:"cluster"`
+	Triggers  []TriggerHealth `json:"triggers,omitempty" doc:"Each enabled trigger's health; present only when the server runs with --triggers. An unhealthy trigger does not make the server unready."`
+}
+
+// TriggerHealth is how one trigger of the --triggers file fares.
+type TriggerHealth struct {
+	Name                string     `json:"name"`
+	Type                string     `json:"type" enum:"webhook,object_arrival,schedule"`
+	Healthy             bool       `json:"healthy" doc:"false after 3 consecutive failures (fires that started no run, looks that failed), until one succeeds."`
+	ConsecutiveFailures int        `json:"consecutive_failures"`
+	LastFire            *time.Time `json:"last_fire" nullable:"true" doc:"When it last started a run on this server."`
+	LastError           *string    `json:"last_error" nullable:"true"`
 }
 
 // ClusterStatus is the cluster part of ReadyStatus.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -134,21 +133,25 @@ func (s *server) call(method, path, body string) (int, problemBody, []byte) {
 // callAs is call with a body of media type ctype.
 func (s *server) callAs(method, path, ctype, body string) (int, problemBody, []byte) {
 	s.t.Helper()
+	return s.callWith(method, path, ctype, body, nil)
+}
+
+// callWith is callAs with more request headers.
+func (s *server) callWith(method, path, ctype, body string, header map[string]string) (int, problemBody, []byte) {
+	s.t.Helper()
 	req, err := http.NewRequest(method, s.url+path, strings.NewReader(body))
 	if err != nil {
 		s.t.Fatal(err)
 	}
 	req.Header.Set("Authorization", "Bearer "+adminToken)
 	req.Header.Set("Content-Type", ctype)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		s.t.Fatal(err)
+	for k, v := range header {
+		req.Header.Set(k, v)
 	}
-	defer resp.Body.Close()
-	got, _ := io.ReadAll(resp.Body)
+	resp, got := send(s.t, req)
 	var p problemBody
-	_ = json.Unmarshal(got, &p)
-	return resp.StatusCode, p, got
+	_ = json.Unmarshal([]byte(got), &p)
+	return resp.StatusCode, p, []byte(got)
 }
 
 // The smaller gaps: callback credentials are never shown back, rejected

@@ -59,16 +59,8 @@ func call(t *testing.T, s *server, token, method, path string, body any) (int, [
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	out, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, out
+	resp, out := send(t, req)
+	return resp.StatusCode, []byte(out)
 }
 
 // want calls and fails t unless the status is want; it decodes a body

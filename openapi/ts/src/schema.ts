@@ -325,6 +325,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/reload": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Re-read --default-config and --triggers
+         * @description Reads and checks the --default-config and --triggers files again and swaps both in at once: configs submitted from then on merge over the new defaults, and the new triggers replace the old (a run loaded before keeps its config, and in a cluster a run is loaded by the member that claims it; a schedule or directory keeps its fired slots and files). An invalid file is 422 naming the problem, and the files in force stay. Without either flag, 200 with reloaded false. Audited as config.reload (config.reload.rejected, config.reload.noop). Admin only.
+         */
+        post: operations["reload"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/runs": {
         parameters: {
             query?: never;
@@ -630,6 +650,30 @@ export interface paths {
          * @description Points an assignable channel (dev, test, staging, pre-prod, canary, prod) at a version, moving it when it pointed elsewhere. version may name another channel, whose version is copied (stable when omitted). The derived channels (stable, previous, newest) cannot be assigned (422): stable moves only by launching.
          */
         post: operations["promoteTemplate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/triggers/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Fire a webhook trigger (PUT)
+         * @description Starts a run of the named webhook trigger of the --triggers file, submitted as the principal trigger:NAME. The request body (any JSON, or none) is the config's ${trigger.body…}; the trigger's dedupe_header, when the request carries it, is the run's idempotency key (a repeat replays the run, 202). A fire within the trigger's debounce_secs of the last run it started is 200 coalesced and starts nothing. 404 for a name that is no enabled webhook trigger (or a server without --triggers); 400 for a method the trigger does not take, or a body its config cannot read.
+         */
+        put: operations["fireTriggerPut"];
+        /**
+         * Fire a webhook trigger (POST)
+         * @description Starts a run of the named webhook trigger of the --triggers file, submitted as the principal trigger:NAME. The request body (any JSON, or none) is the config's ${trigger.body…}; the trigger's dedupe_header, when the request carries it, is the run's idempotency key (a repeat replays the run, 202). A fire within the trigger's debounce_secs of the last run it started is 200 coalesced and starts nothing. 404 for a name that is no enabled webhook trigger (or a server without --triggers); 400 for a method the trigger does not take, or a body its config cannot read.
+         */
+        post: operations["fireTrigger"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1387,6 +1431,8 @@ export interface components {
             queue_ok: boolean;
             /** @enum {string} */
             status: "ready" | "not_ready";
+            /** @description Each enabled trigger's health; present only when the server runs with --triggers. An unhealthy trigger does not make the server unready. */
+            triggers?: components["schemas"]["TriggerHealth"][];
         };
         /** @description A record schema in JSON Schema form, {type: object, properties: {column: fragment}}, the columns in their order. */
         RecordSchema: {
@@ -1409,6 +1455,16 @@ export interface components {
             launch?: boolean;
             /** @description Assignable channels to point at the new version; a derived channel is refused (422), a channel named twice is a conflict (409). */
             tags?: components["schemas"]["VersionChannel"][];
+        };
+        Reloaded: {
+            /** @description The --default-config file now in force. */
+            path?: string;
+            /** @description Why nothing was reloaded. */
+            reason?: string;
+            /** @description false when the server runs without --default-config and --triggers: nothing was read. */
+            reloaded: boolean;
+            /** @description The --triggers file now in force. */
+            triggers?: string;
         };
         /**
          * @description A principal's role: viewer reads, operator also submits, cancels and deletes runs and probes configs, admin also reads the audit log.
@@ -1695,6 +1751,25 @@ export interface components {
              * @description The version. In a listing, the newest registered one; state.stable is what a request naming no version uses.
              */
             version: number;
+        };
+        TriggerCoalesced: {
+            /** @enum {string} */
+            status: "coalesced";
+        };
+        TriggerHealth: {
+            /** Format: int64 */
+            consecutive_failures: number;
+            /** @description false after 3 consecutive failures (fires that started no run, looks that failed), until one succeeds. */
+            healthy: boolean;
+            last_error: string | null;
+            /**
+             * Format: date-time
+             * @description When it last started a run on this server.
+             */
+            last_fire: string | null;
+            name: string;
+            /** @enum {string} */
+            type: "webhook" | "object_arrival" | "schedule";
         };
         TriggerTemplateRequest: {
             /** Format: date-time */
@@ -2312,6 +2387,31 @@ export interface operations {
             409: components["responses"]["Problem"];
             500: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    reload: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Reloaded"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Problem"];
+            422: components["responses"]["Problem"];
+            500: components["responses"]["Problem"];
             default: components["responses"]["Problem"];
         };
     };
@@ -2962,6 +3062,100 @@ export interface operations {
             409: components["responses"]["Problem"];
             413: components["responses"]["Problem"];
             422: components["responses"]["Problem"];
+            500: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    fireTriggerPut: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The trigger's name in the --triggers file. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": unknown;
+            };
+        };
+        responses: {
+            /** @description Coalesced by debounce_secs: no run was started. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TriggerCoalesced"];
+                };
+            };
+            /** @description A run was started, or replayed for a repeated dedupe_header value. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SubmitResponse"];
+                };
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Problem"];
+            404: components["responses"]["Problem"];
+            409: components["responses"]["Problem"];
+            413: components["responses"]["Problem"];
+            422: components["responses"]["Problem"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    fireTrigger: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The trigger's name in the --triggers file. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": unknown;
+            };
+        };
+        responses: {
+            /** @description Coalesced by debounce_secs: no run was started. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TriggerCoalesced"];
+                };
+            };
+            /** @description A run was started, or replayed for a repeated dedupe_header value. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SubmitResponse"];
+                };
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Problem"];
+            404: components["responses"]["Problem"];
+            409: components["responses"]["Problem"];
+            413: components["responses"]["Problem"];
+            422: components["responses"]["Problem"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
             default: components["responses"]["Problem"];

@@ -223,3 +223,19 @@ type FaucetTemplateTag struct {
 	UpdatedAt  time.Time
 	UpdatedBy  *string
 }
+
+type FaucetTriggerArm struct {
+	TriggerName string
+	Fingerprint string
+	ArmedAt     time.Time
+}
+
+type FaucetTriggerFire struct {
+	TriggerName string
+	FireKey     string
+	Kind        string
+	Subject     string
+	EventAt     time.Time
+	RunID       string
+	FiredAt     time.Time
+}

@@ -219,3 +219,19 @@ type FaucetTemplateTag struct {
 	UpdatedAt  int64
 	UpdatedBy  *string
 }
+
+type FaucetTriggerArm struct {
+	TriggerName string
+	Fingerprint string
+	ArmedAt     int64
+}
+
+type FaucetTriggerFire struct {
+	TriggerName string
+	FireKey     string
+	Kind        string
+	Subject     string
+	EventAt     int64
+	RunID       string
+	FiredAt     int64
+}
