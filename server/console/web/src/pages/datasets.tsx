@@ -6,7 +6,7 @@ import { count } from "../format";
 import type { PageProps } from "../lazy";
 import { Link, navigate, withQuery } from "../router";
 import { ErrorNotice, Loading, PageHeader, TableHead, TextField, Time, useLoad } from "../ui";
-import { PageLink } from "./runs";
+import { CursorPager } from "./runs";
 
 export default function Datasets({ query }: PageProps) {
   const q = query.get("q") ?? "";
@@ -85,13 +85,14 @@ export default function Datasets({ query }: PageProps) {
           {page.data.datasets.length === 0 && (
             <p class="empty">{q || kind ? "No dataset matches." : "No dataset catalogued yet: run a pipeline first."}</p>
           )}
-          <nav class="pager" aria-label="Pages of datasets">
-            <PageLink href={cursor ? here() : undefined}>First</PageLink>
-            <PageLink href={cursor ? here(from[from.length - 1], from.slice(0, -1)) : undefined}>← Previous</PageLink>
-            <PageLink href={page.data.next_cursor ? here(page.data.next_cursor, cursor ? [...from, cursor] : from) : undefined}>
-              Next →
-            </PageLink>
-          </nav>
+          <CursorPager
+            label="Pages of datasets"
+            names={["First", "← Previous", "Next →"]}
+            cursor={cursor}
+            from={from}
+            next={page.data.next_cursor}
+            href={here}
+          />
         </>
       )}
     </section>

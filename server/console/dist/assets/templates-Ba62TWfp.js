@@ -1,4 +1,4 @@
-import{C as e,D as t,M as n,N as r,S as i,T as a,a as o,b as s,c,d as l,f as u,i as d,l as f,m as p,n as m,s as h,u as g,w as _,y as v}from"./index-DYbkxl4_.js";import{t as y}from"./editor-B9dqYHBr.js";var b=[`dev`,`test`,`staging`,`pre-prod`,`canary`,`prod`],x=`version: 1
+import{C as e,D as t,M as n,N as r,S as i,T as a,a as o,b as s,c,d as l,f as u,i as d,l as f,m as p,n as m,s as h,u as g,w as _,y as v}from"./index-4AZnh03c.js";import{t as y}from"./editor-Drx4xnUA.js";var b=[`dev`,`test`,`staging`,`pre-prod`,`canary`,`prod`],x=`version: 1
 name: export-orders
 params:
   rows: {type: int, default: 100, description: How many rows to generate}

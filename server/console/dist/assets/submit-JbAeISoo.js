@@ -1,4 +1,4 @@
-import{C as e,F as t,M as n,N as r,O as i,S as a,T as o,b as s,f as c,o as l,s as u,u as d,w as f,y as p}from"./index-DYbkxl4_.js";import{n as m,t as h}from"./doctor-Cmb-_Vfs.js";import{n as g,t as _}from"./editor-B9dqYHBr.js";var v=`version: 1
+import{C as e,F as t,M as n,N as r,O as i,S as a,T as o,b as s,f as c,o as l,s as u,u as d,w as f,y as p}from"./index-4AZnh03c.js";import{n as m,t as h}from"./doctor-WnRqpGm-.js";import{n as g,t as _}from"./editor-Drx4xnUA.js";var v=`version: 1
 name: hello
 pipeline:
   source:
