@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 )
 
@@ -34,6 +35,7 @@ type Driver interface {
 	AuditDriver
 	LogDriver
 	RetentionDriver
+	CatalogDriver
 	LeaderDriver
 	WakeDriver
 	TemplateDriver
@@ -169,6 +171,9 @@ type ShardDriver interface {
 	ShardFinalize(ctx context.Context, p *ShardFinalizeParams) (bool, error)
 	// ShardProgress counts a run's shards by state.
 	ShardProgress(ctx context.Context, runID string) (ShardProgress, error)
+	// ShardLineages lists the lineage of a run's completed shards that
+	// have one, ordered by shard id.
+	ShardLineages(ctx context.Context, runID string) ([]json.RawMessage, error)
 	// ShardList lists a run's shards, ordered by shard id.
 	ShardList(ctx context.Context, runID string) ([]ShardRecord, error)
 	// ShardProgressInFlight counts the shards of every sharded run by state.
@@ -210,6 +215,137 @@ type RetentionDriver interface {
 	// Purge deletes, in one transaction, what each set cutoff expires, and
 	// every shard whose run is gone.
 	Purge(ctx context.Context, p *PurgeParams) (PurgeReport, error)
+}
+
+// CatalogDriver stores the data movement catalog and config snapshots.
+type CatalogDriver interface {
+	// CatalogRecorded lists the invocations of runIDs recorded already.
+	CatalogRecorded(ctx context.Context, runIDs []string) ([]CatalogKey, error)
+	// CatalogRecord writes a batch in one transaction: the datasets
+	// upserted (p.Datasets, in id order, so concurrent writers lock rows
+	// in one order), the stats rows inserted (one that exists is kept),
+	// each schema version appended where its hash differs from its
+	// dataset's newest, each dataset's stats trimmed to its newest
+	// p.StatsKeep, the edges upserted, and the snapshots applied in order.
+	CatalogRecord(ctx context.Context, p *CatalogRecordParams) error
+	// CatalogDatasetList returns up to p.Limit matching datasets ordered
+	// (last_seen DESC, id DESC), below p.Cursor's dataset; none when the
+	// cursor names no dataset.
+	CatalogDatasetList(ctx context.Context, p *CatalogDatasetListParams) ([]CatalogDatasetRow, error)
+	// CatalogDatasetGet returns one dataset or ErrNotFound.
+	CatalogDatasetGet(ctx context.Context, id string) (CatalogDatasetRow, error)
+	// CatalogDatasetExists reports whether a dataset has the id.
+	CatalogDatasetExists(ctx context.Context, id string) (bool, error)
+	// CatalogSchemaVersions returns a dataset's newest limit versions,
+	// newest first.
+	CatalogSchemaVersions(ctx context.Context, id string, limit int) ([]CatalogSchemaVersionRow, error)
+	// CatalogStats returns a dataset's newest limit volume points, newest
+	// first.
+	CatalogStats(ctx context.Context, id string, limit int) ([]CatalogStat, error)
+	// CatalogEdges returns the newest limit edges, CatalogEdgesTouching the
+	// newest limit from or to any of ids; both ordered by last_seen
+	// descending, then their ids.
+	CatalogEdges(ctx context.Context, limit int) ([]CatalogEdge, error)
+	CatalogEdgesTouching(ctx context.Context, ids []string, limit int) ([]CatalogEdge, error)
+	// ConfigSnapshotGet returns a pipeline's snapshots or ErrNotFound.
+	ConfigSnapshotGet(ctx context.Context, pipeline string) (ConfigSnapshots, error)
+}
+
+// CatalogKey names an invocation: its run and row.
+type CatalogKey struct {
+	RunID, RowID string
+}
+
+// CatalogRecordParams are the arguments of CatalogDriver.CatalogRecord:
+// a batch as the Store aggregated it.
+type CatalogRecordParams struct {
+	Datasets []CatalogDatasetWrite
+	Stats    []CatalogStatWrite
+	// Versions are the schema versions to append, in order, each only if
+	// its hash differs from its dataset's newest.
+	Versions []CatalogVersionWrite
+	Edges    []CatalogEdgeWrite
+	// Snapshots are applied in order, each as ConfigSnapshotUpsert does.
+	Snapshots []ConfigSnapshot
+	StatsKeep int
+}
+
+// CatalogDatasetWrite is one dataset of a batch: the counts of the batch's
+// invocations that touched it, and the fields of the newest of them.
+type CatalogDatasetWrite struct {
+	ID, URI, Kind string
+	// URIFolded is URI case-folded, for the search.
+	URIFolded           string
+	AsSource, AsSink    bool
+	FirstSeen, LastSeen time.Time
+	LastRunID, Pipeline string
+	LastRecords         int64
+	TotalRecords        int64
+	Runs                int64
+}
+
+// CatalogStatWrite is one stats row of a batch.
+type CatalogStatWrite struct {
+	DatasetID, RunID, RowID, Role string
+	Status                        RunStatus
+	RecordedAt                    time.Time
+	Records                       int64
+	Bytes                         *int64
+	DurationMS                    int64
+}
+
+// CatalogVersionWrite is a schema version a batch may append.
+type CatalogVersionWrite struct {
+	DatasetID  string
+	RecordedAt time.Time
+	RunID      string
+	// Schema is the JSON array of the columns.
+	Schema     []byte
+	SchemaHash string
+}
+
+// CatalogEdgeWrite is one edge of a batch, aggregated like a dataset.
+type CatalogEdgeWrite struct {
+	SrcID, DstID        string
+	Pipeline, RowID     string
+	FirstSeen, LastSeen time.Time
+	LastRunID           string
+	Runs                int64
+	LastRecords         int64
+}
+
+// CatalogDatasetListParams are the arguments of
+// CatalogDriver.CatalogDatasetList.
+type CatalogDatasetListParams struct {
+	Kind *string
+	// Folded is the case-folded substring the URI must contain.
+	Folded *string
+	Cursor string
+	Limit  int
+}
+
+// CatalogDatasetRow is a dataset as a driver reads it, with its newest
+// schema version's number, columns (JSON) and hash.
+type CatalogDatasetRow struct {
+	ID, URI, Kind       string
+	AsSource, AsSink    bool
+	FirstSeen, LastSeen time.Time
+	LastRunID, Pipeline string
+	LastRecords         int64
+	TotalRecords        int64
+	Runs                int64
+	SchemaVersion       int
+	Schema              []byte
+	SchemaHash          string
+}
+
+// CatalogSchemaVersionRow is a schema version as a driver reads it.
+type CatalogSchemaVersionRow struct {
+	Version    int
+	RecordedAt time.Time
+	RunID      string
+	Schema     []byte
+	SchemaHash string
 }
 
 // LeaderDriver stores the leader lease.

@@ -149,3 +149,8 @@ func (s *store) ShardFinalizeCompletedParents(ctx context.Context) ([]string, er
 	slices.Sort(done)
 	return done, nil
 }
+
+func (s *store) ShardLineages(ctx context.Context, runID string) ([]json.RawMessage, error) {
+	docs, err := s.d.ShardLineages(ctx, runID)
+	return failed(ctx, "shard lineages", docs, err)
+}

@@ -6,6 +6,7 @@ package db
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 )
 
@@ -34,6 +35,7 @@ type Store interface {
 	AuditStore
 	LogStore
 	RetentionStore
+	CatalogStore
 	LeaderStore
 	WakeStore
 	TemplateStore
@@ -219,6 +221,9 @@ type ShardStore interface {
 	ShardFinalize(ctx context.Context, runID, shardID string, res ShardResult) (bool, error)
 	// ShardProgress aggregates the shard states of a run.
 	ShardProgress(ctx context.Context, runID string) (ShardProgress, error)
+	// ShardLineages returns the lineage documents of a run's completed
+	// shards, ordered by shard id.
+	ShardLineages(ctx context.Context, runID string) ([]json.RawMessage, error)
 	// ShardList lists the shards of a run, ordered by shard id; none for a
 	// run that was never sharded.
 	ShardList(ctx context.Context, runID string) ([]ShardRecord, error)
@@ -264,6 +269,39 @@ type LogStore interface {
 	// RunLogPurge deletes log lines captured longer than olderThan ago, and the
 	// truncation mark of a run with no lines left.
 	RunLogPurge(ctx context.Context, olderThan time.Duration) (int, error)
+}
+
+// CatalogStore owns the data movement catalog: the datasets runs read and
+// wrote, their schema timelines and volume, the lineage between them, and
+// the config snapshots of pipelines. It accumulates across runs; retention
+// never purges it, and deleting a run keeps what the run recorded. Several
+// processes may record at once: counters add up, the latest-run fields go
+// to the newest record, and no stats row or edge is lost.
+type CatalogStore interface {
+	// CatalogRecord records a batch in one transaction: each invocation
+	// (one that succeeded), and each config snapshot, which becomes its
+	// pipeline's latest and makes the latest the previous (one older than
+	// the latest, from a slow recorder, is dropped). An invocation
+	// recorded before (a retried write) is left out, so it never counts
+	// twice; one without datasets records nothing.
+	CatalogRecord(ctx context.Context, b CatalogBatch) error
+	// CatalogDatasetList returns one page of datasets, ordered by last
+	// activity, newest first, then id descending (keyset pagination). A
+	// cursor that names no dataset is ErrUnknownCursor.
+	CatalogDatasetList(ctx context.Context, f CatalogFilter) (CatalogPage, error)
+	// CatalogDatasetGet returns a dataset with its newest DetailTimeline
+	// schema versions (oldest first, each with its diff), its newest
+	// DetailStats volume points and its newest edges, up to DetailEdges
+	// each way; an unknown id is ErrNotFound.
+	CatalogDatasetGet(ctx context.Context, id string) (*CatalogDatasetDetail, error)
+	// CatalogLineage returns the edges within depth hops of root, in either
+	// direction (breadth-first; depth is clamped to 1..MaxLineageDepth), or
+	// with root empty the whole graph; at most MaxLineageEdges, newest
+	// first. An unknown root has no edges.
+	CatalogLineage(ctx context.Context, root string, depth int) (CatalogGraph, error)
+	// ConfigSnapshotGet returns a pipeline's latest snapshot and the one
+	// before it, or ErrNotFound.
+	ConfigSnapshotGet(ctx context.Context, pipeline string) (ConfigSnapshots, error)
 }
 
 // LocalOutputStore keeps the ledger of the files the sinks of runs created

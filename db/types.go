@@ -299,6 +299,10 @@ type ShardResult struct {
 	Status         ShardStatus
 	RecordsWritten int64
 	Error          *string
+	// Lineage is what a completed shard read and wrote (a JSON object the
+	// catalog's recorder encodes), kept with the result for the one catalog
+	// record of its run; nil when there is none.
+	Lineage json.RawMessage
 }
 
 // ShardProgress aggregates the shard states of one run.

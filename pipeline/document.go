@@ -51,29 +51,29 @@ func (d *Document) Place(problems []*ConfigError) {
 // pipeline.source.config.table, matrix[2].id.
 func PathString(elems ...any) string { return path(elems).String() }
 
-// Schema is a compiled JSON Schema that documents other than pipeline
+// DocumentSchema is a compiled JSON Schema that documents other than pipeline
 // configs are checked against (a server's triggers file), so their problems
 // read like a config's: each at its path, line and column, an unknown key
 // with the key it was probably meant to be.
-type Schema struct {
+type DocumentSchema struct {
 	s *schemaDoc
 }
 
 // CompileSchema compiles a self-contained JSON Schema document (draft
 // 2020-12 unless it names another with $schema; a $ref outside it is an
 // error).
-func CompileSchema(name string, raw []byte) (*Schema, error) {
+func CompileSchema(name string, raw []byte) (*DocumentSchema, error) {
 	s, err := compileSchema(name, raw)
 	if err != nil {
 		return nil, err
 	}
-	return &Schema{s: s}, nil
+	return &DocumentSchema{s: s}, nil
 }
 
 // Check validates the document against s: nil when it conforms, else every
 // failing value as a problem placed where it stands in the text, in
 // document order (ConfigProblems lists them).
-func (d *Document) Check(s *Schema) error {
+func (d *Document) Check(s *DocumentSchema) error {
 	var p problems
 	s.s.check(d.d.tree, nil, func(at path, msg string) {
 		pos := d.d.at(at)

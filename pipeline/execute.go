@@ -156,6 +156,9 @@ type ExecuteOptions struct {
 	RunID string
 	// Files opens the dead-letter file; nil opens paths as given.
 	Files FileOpener
+	// Observe asks the connectors to report the datasets they read and
+	// wrote (InvocationResult.Lineage), for the catalog.
+	Observe bool
 }
 
 // Execute runs every invocation of plan, at most plan.Execution.MaxConcurrent
@@ -287,6 +290,9 @@ func (e *executor) invoke(ctx context.Context, inv *Invocation) InvocationResult
 		sessions.Logger = e.opts.ConnectorLogger.With("row_id", inv.RowID)
 	}
 	ctx = WithSessionLog(ctx, sessions)
+	if e.opts.Observe {
+		ctx = WithObservation(ctx)
+	}
 	if out := e.opts.Output; out != nil {
 		ctx = WithSessionReport(ctx, SessionReport{Output: func(f OutputFile) { out(inv.RowID, f) }})
 	}
@@ -294,10 +300,11 @@ func (e *executor) invoke(ctx context.Context, inv *Invocation) InvocationResult
 	backoff := e.plan.Retry.InitialBackoff
 	var (
 		written, letters, dropped int64
+		lineage                   *Lineage
 		err                       error
 	)
 	for attempt := 1; ; attempt++ {
-		written, letters, dropped, err = e.attemptWithDeadLetters(ctx, inv)
+		written, letters, dropped, lineage, err = e.attemptWithDeadLetters(ctx, inv)
 		if err == nil || attempt >= attempts || ctx.Err() != nil || !IsTransient(err) {
 			break
 		}
@@ -314,6 +321,7 @@ func (e *executor) invoke(ctx context.Context, inv *Invocation) InvocationResult
 		log.Error("invocation failed", "records_written", written, "duration", res.Duration, "error", res.Err)
 	} else {
 		log.Info("invocation finished", "records_written", written, "duration", res.Duration)
+		res.Lineage = lineage
 	}
 	if letters > 0 {
 		log.Warn("records the sink refused were dead-lettered", "records", letters, "dlq", e.plan.DeadLetter.Path)
@@ -326,23 +334,25 @@ func (e *executor) invoke(ctx context.Context, inv *Invocation) InvocationResult
 
 // attemptWithDeadLetters is one attempt, with the records its sink refuses
 // dead-lettered or dropped as the plan says: they count once the sink
-// committed, and an attempt whose sink rolled back leaves none.
-func (e *executor) attemptWithDeadLetters(ctx context.Context, inv *Invocation) (written, letters, dropped int64, err error) {
+// committed, and an attempt whose sink rolled back leaves none. A
+// successful attempt also returns what its sessions observed, when Observe
+// asked.
+func (e *executor) attemptWithDeadLetters(ctx context.Context, inv *Invocation) (written, letters, dropped int64, lineage *Lineage, err error) {
 	dl := e.newDeadLetters(inv)
 	if dl == nil {
-		written, _, err = e.attempt(ctx, inv)
-		return written, 0, 0, err
+		written, _, lineage, err = e.attempt(ctx, inv)
+		return written, 0, 0, lineage, err
 	}
-	written, committed, err := e.attempt(dl.attach(ctx), inv)
+	written, committed, lineage, err := e.attempt(dl.attach(ctx), inv)
 	if !committed {
 		dl.discard()
-		return written, 0, 0, err
+		return written, 0, 0, nil, err
 	}
 	letters, dropped, derr := dl.commit()
 	if err == nil {
 		err = derr
 	}
-	return written, letters, dropped, err
+	return written, letters, dropped, lineage, err
 }
 
 func sleep(ctx context.Context, d time.Duration) bool {
@@ -369,16 +379,17 @@ type received struct {
 // attempt streams one invocation's source into its sink once. On success
 // and on cancellation the sink commits what it acknowledged; on any other
 // failure it aborts, so a retry starts from a clean sink. committed says
-// whether the sink committed.
-func (e *executor) attempt(ctx context.Context, inv *Invocation) (n int64, committed bool, err error) {
+// whether the sink committed; lineage is what the sessions of a successful
+// attempt observed.
+func (e *executor) attempt(ctx context.Context, inv *Invocation) (n int64, committed bool, lineage *Lineage, err error) {
 	if p, ok := e.opts.Connectors.(Piper); ok {
-		if n, committed, err := e.pipe(ctx, p, inv); !errors.Is(err, ErrNoPipe) {
-			return n, committed, err
+		if n, committed, lineage, err := e.pipe(ctx, p, inv); !errors.Is(err, ErrNoPipe) {
+			return n, committed, lineage, err
 		}
 	}
 	src, err := e.opts.Connectors.OpenSource(ctx, inv.Source, inv.SourceShard)
 	if err != nil {
-		return 0, false, e.cancelled(ctx, err)
+		return 0, false, nil, e.cancelled(ctx, err)
 	}
 	defer src.Close()
 
@@ -386,14 +397,14 @@ func (e *executor) attempt(ctx context.Context, inv *Invocation) (n int64, commi
 	// start (a missing file, a bad query) fails without touching the sink.
 	first, err := src.Recv()
 	if err != nil && err != io.EOF {
-		return 0, false, e.cancelled(ctx, err)
+		return 0, false, nil, e.cancelled(ctx, err)
 	}
 	firstErr := err
 
 	acks := e.newAcks(inv.RowID)
 	sink, err := e.opts.Connectors.OpenSink(context.WithoutCancel(ctx), inv.Sink, acks.add)
 	if err != nil {
-		return 0, false, e.cancelled(ctx, err)
+		return 0, false, nil, e.cancelled(ctx, err)
 	}
 
 	ch := make(chan received, e.opts.BufferBatches)
@@ -426,7 +437,8 @@ func (e *executor) attempt(ctx context.Context, inv *Invocation) (n int64, commi
 		var r received
 		select {
 		case <-ctx.Done():
-			return e.commitCancelled(ctx, inv, sink, acks.forget)
+			n, committed, err := e.commitCancelled(ctx, inv, sink, acks.forget)
+			return n, committed, nil, err
 		case r = <-ch:
 		}
 		switch {
@@ -434,29 +446,30 @@ func (e *executor) attempt(ctx context.Context, inv *Invocation) (n int64, commi
 			n, err := sink.Commit(ctx)
 			if err != nil {
 				acks.forget()
-				return 0, false, e.cancelled(ctx, fmt.Errorf("commit: %w", err))
+				return 0, false, nil, e.cancelled(ctx, fmt.Errorf("commit: %w", err))
 			}
-			return n, true, nil
+			return n, true, e.lineage(src, sink), nil
 		case r.err != nil:
 			if ctx.Err() != nil {
-				return e.commitCancelled(ctx, inv, sink, acks.forget)
+				n, committed, err := e.commitCancelled(ctx, inv, sink, acks.forget)
+				return n, committed, nil, err
 			}
 			e.abort(ctx, sink, acks.forget)
-			return 0, false, r.err
+			return 0, false, nil, r.err
 		}
 		if err := sink.Send(r.b); err != nil {
 			e.abort(ctx, sink, acks.forget)
-			return 0, false, e.cancelled(ctx, err)
+			return 0, false, nil, e.cancelled(ctx, err)
 		}
 	}
 }
 
 // pipe is attempt for connectors that stream source to sink themselves.
-func (e *executor) pipe(ctx context.Context, p Piper, inv *Invocation) (int64, bool, error) {
+func (e *executor) pipe(ctx context.Context, p Piper, inv *Invocation) (int64, bool, *Lineage, error) {
 	acks := e.newAcks(inv.RowID)
 	session, err := p.OpenPipe(context.WithoutCancel(ctx), inv.Source, inv.SourceShard, inv.Sink, acks.add)
 	if err != nil {
-		return 0, false, e.cancelled(ctx, err)
+		return 0, false, nil, e.cancelled(ctx, err)
 	}
 	type outcome struct {
 		n   int64
@@ -471,9 +484,9 @@ func (e *executor) pipe(ctx context.Context, p Piper, inv *Invocation) (int64, b
 	case o := <-done:
 		if o.err != nil {
 			acks.forget()
-			return 0, false, o.err
+			return 0, false, nil, o.err
 		}
-		return o.n, true, nil
+		return o.n, true, e.lineage(session, session), nil
 	case <-ctx.Done():
 	}
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opts.FlushTimeout)
@@ -482,15 +495,31 @@ func (e *executor) pipe(ctx context.Context, p Piper, inv *Invocation) (int64, b
 		err := session.Abort(fctx)
 		<-done
 		acks.forget()
-		return 0, false, e.targetKept(ctx, inv, err)
+		return 0, false, nil, e.targetKept(ctx, inv, err)
 	}
 	n, err := session.Stop(fctx)
 	<-done
 	if err != nil {
 		acks.forget()
-		return 0, false, fmt.Errorf("cancelled (%w); committing the acknowledged batches failed: %w", context.Cause(ctx), err)
+		return 0, false, nil, fmt.Errorf("cancelled (%w); committing the acknowledged batches failed: %w", context.Cause(ctx), err)
 	}
-	return n, true, fmt.Errorf("cancelled after %d records were committed: %w", n, context.Cause(ctx))
+	return n, true, nil, fmt.Errorf("cancelled after %d records were committed: %w", n, context.Cause(ctx))
+}
+
+// lineage collects what a successful attempt's sessions observed; nil
+// when Observe did not ask.
+func (e *executor) lineage(src, sink any) *Lineage {
+	if !e.opts.Observe {
+		return nil
+	}
+	l := &Lineage{}
+	if o, ok := src.(SourceObserver); ok {
+		l.Source, _ = o.ObservedSource()
+	}
+	if o, ok := sink.(SinkObserver); ok {
+		l.Sink, _ = o.ObservedSink()
+	}
+	return l
 }
 
 // commitCancelled ends a cancelled attempt: the sink commits exactly the

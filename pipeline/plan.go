@@ -134,4 +134,8 @@ type InvocationResult struct {
 	Duration            time.Duration
 	// Err is nil on success.
 	Err error
+	// Lineage is what the invocation's connectors reported they read and
+	// wrote, when ExecuteOptions.Observe asked and the invocation
+	// succeeded; nil otherwise.
+	Lineage *Lineage
 }

@@ -3,8 +3,8 @@
 # directories and a throwaway PostgreSQL server, started here from the machine's
 # PostgreSQL binaries (installed first when missing and we are allowed to) and
 # removed afterwards. Set TEST_DATABASE_URL to use an existing server instead.
-# Node.js and npm (for the TypeScript client and the SDK checks) are installed
-# the same way when missing.
+# Node.js and npm (for the TypeScript client and the SDK checks) and Graphviz
+# (for the lineage graph) are installed the same way when missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,6 +21,10 @@ fi
 # The TypeScript client and the SDK checks use Node.js and the npm packages
 # openapi/package-lock.json pins.
 bash scripts/npm-tools.sh
+# The lineage graph faucet catalog draws is checked by Graphviz rendering it.
+if ! command -v dot >/dev/null; then
+	apt_install graphviz
+fi
 # The web console's browser suite drives Debian's Chromium with the npm
 # packages server/console/web/package-lock.json pins.
 bash scripts/console-tools.sh --browser

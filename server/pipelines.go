@@ -27,6 +27,9 @@ type pipelineHost struct {
 	// reload swaps it whole, and a load reads it once, so each config
 	// loads against one version.
 	defaults atomic.Pointer[[]byte]
+	// observe asks the connectors for the datasets they touch, for the
+	// catalog.
+	observe bool
 	// files bounds the paths of a run; env what ${env:NAME} may read.
 	files *fileroots.Access
 	env   *envpolicy.Policy
@@ -49,7 +52,7 @@ func newPipelineHost(ctx context.Context, cfg Config, defaults []byte, log *slog
 	if err != nil {
 		return nil, fmt.Errorf("start connector host: %w", err)
 	}
-	p := &pipelineHost{host: h, files: files, env: env}
+	p := &pipelineHost{host: h, files: files, env: env, observe: !cfg.NoCatalog}
 	p.setDefaults(defaults)
 	return p, nil
 }
@@ -85,7 +88,7 @@ func (p *pipelineHost) loadWith(config []byte, format string, now time.Time, def
 
 func (p *pipelineHost) Execute(ctx context.Context, runID string, plan *pipeline.Plan, log *slog.Logger, progress func(int64)) ([]pipeline.InvocationResult, error) {
 	// The dead-letter file of a run is confined like its sinks' files.
-	opts := pipeline.ExecuteOptions{Connectors: p.host, Logger: log, RunID: runID, Files: p.files.Files()}
+	opts := pipeline.ExecuteOptions{Connectors: p.host, Logger: log, RunID: runID, Files: p.files.Files(), Observe: p.observe}
 	if p.ledger != nil {
 		opts.Output = func(_ string, f pipeline.OutputFile) { p.ledger.Record(ctx, runID, f, log) }
 	}

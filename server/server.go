@@ -102,6 +102,9 @@ type Config struct {
 	// nice value; 0 runs them at the server's own), so the API answers
 	// promptly while runs keep the CPU busy.
 	PluginNice int
+	// NoCatalog stops recording what runs read and write (their connectors
+	// are not asked) and their config snapshots.
+	NoCatalog bool
 
 	// FileRoots bound every path a built-in file connector (and the
 	// dead-letter file) opens for a run: a relative path resolves beneath

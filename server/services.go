@@ -6,11 +6,13 @@ import (
 	"time"
 
 	"github.com/faucet-dev/faucet/db"
+	"github.com/faucet-dev/faucet/pipeline"
 	"github.com/faucet-dev/faucet/server/admission"
 	"github.com/faucet-dev/faucet/server/api"
 	"github.com/faucet-dev/faucet/server/audit"
 	"github.com/faucet-dev/faucet/server/auth"
 	"github.com/faucet-dev/faucet/server/callbacks"
+	"github.com/faucet-dev/faucet/server/catalog"
 	"github.com/faucet-dev/faucet/server/cluster"
 	"github.com/faucet-dev/faucet/server/execution"
 	"github.com/faucet-dev/faucet/server/maintenance"
@@ -38,6 +40,9 @@ type services struct {
 	templates *templates.Service
 	// triggers fires the runs of the --triggers file through admission.
 	triggers *triggers.Service
+	// catalog records what finished runs read and wrote; nil with
+	// --no-catalog.
+	catalog *catalog.Recorder
 	// callbacks delivers the outbox of completion callbacks the history
 	// writes with every terminal transition, on any member.
 	callbacks *callbacks.Dispatcher
@@ -60,11 +65,24 @@ func newServices(cfg Config, store db.Store, pipes *pipelineHost, authn *auth.Au
 		Policy: policy, Secret: []byte(cfg.CallbackSecret), MaxAttempts: cfg.CallbackMaxAttempts,
 		AttemptTimeout: cfg.CallbackTimeout, MaxConcurrent: cfg.CallbackMaxConcurrent, Version: api.Version, Logger: log, Metrics: m,
 	}, store)
-	// A run finalized here has its delivery due now: deliver it without
-	// waiting for the poll.
+	var parentFinalized func(context.Context, *db.RunRecord, *pipeline.Plan)
+	if !cfg.NoCatalog {
+		s.catalog = catalog.New(catalog.Config{Store: store, Metrics: m, Log: log, Secrets: secrets})
+		parentFinalized = s.catalog.RecordSharded
+	}
 	execCfg := execution.Config{
 		MaxConcurrent: cfg.MaxConcurrentRuns, Logger: log, Metrics: m,
-		Finalized: func(context.Context, execution.Final) { s.callbacks.Wake() },
+		// A run finalized here has its delivery due now: deliver it without
+		// waiting for the poll. Recording it in the catalog only queues: the
+		// terminal write is done by then, and nothing the catalog does can
+		// fail or delay it.
+		Finalized: func(ctx context.Context, f execution.Final) {
+			s.callbacks.Wake()
+			s.catalog.Record(ctx, &f.Record, f.Plan, f.Results)
+		},
+	}
+	if s.catalog != nil {
+		execCfg.ShardLineage = s.catalog.ShardLineage
 	}
 	maintCfg := maintenance.Config{
 		Retention: maintenance.Retention{
@@ -87,7 +105,7 @@ func newServices(cfg Config, store db.Store, pipes *pipelineHost, authn *auth.Au
 		member = cluster.New(cluster.Config{
 			Poll: cfg.ClusterPoll, LeaseTTL: cfg.LeaseTTL, MaxAttempts: cfg.ClusterMaxAttempts,
 			SplitTimeout: cfg.ProbeTimeout, Listen: listen, Secrets: secrets,
-			Leader: []cluster.LeaderDuty{s.purger}, Logger: log, Metrics: m,
+			Leader: []cluster.LeaderDuty{s.purger}, ParentFinalized: parentFinalized, Logger: log, Metrics: m,
 		}, store, s.exec, pipes)
 		s.member, dispatch = member, member
 	} else {
@@ -124,6 +142,7 @@ func (s *services) membership() api.Membership {
 // their runs can be admitted and executed.
 func (s *services) start(ctx context.Context, set *triggers.Set) error {
 	bg := context.WithoutCancel(ctx)
+	s.catalog.Start()
 	for _, start := range []func(context.Context) error{s.logs.Start, s.exec.Start, s.admission.Start, s.callbacks.Start} {
 		if err := start(bg); err != nil {
 			return err
@@ -171,4 +190,8 @@ func (s *services) stop(ctx context.Context, grace time.Duration) {
 		s.purger.Stop()
 	}
 	s.logs.Stop(teardown)
+	// What the runs queued for the catalog as they ended, in what is left
+	// of the teardown: a catalog that does not answer costs its records,
+	// never the logs' flush.
+	s.catalog.Stop(teardown)
 }

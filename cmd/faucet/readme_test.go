@@ -217,6 +217,7 @@ func TestREADME(t *testing.T) {
 		`wrote pipeline\.yaml \(generate → jsonl\)`, `pipeline\.yaml: valid, 1 invocation\(s\)`, `\n5,000 records in`, `\n5 records in`,
 		`\nNAME\s+ROLES`, `\npostgres 1\.0\.0\n`, `"records_written": 1000`, `\ntoken \(admin\)\n`, `\nstatus:\s+completed\n`,
 		`\[run completed\]`, `\srun\.submit\s`, `schema version \d+ \(up to date\)`, `\{"run_id":"[0-9a-f-]+","status":"queued"`,
+		`\sjsonl\s+sink\s+1\s+1000\s+v1\s`, `\nschema, version 1 `, `generate:seed=1 -> file://\S+/\.local/share/faucet/files/submitted\.jsonl`, `: no changes against the config run `,
 	} {
 		if !regexp.MustCompile(want).Match(out) {
 			t.Errorf("the README's commands printed nothing matching %s:\n%s", want, out)

@@ -103,6 +103,41 @@ func Benchmark(b *testing.B, newURL func(t testing.TB) string) {
 		done()
 	})
 
+	b.Run("CatalogRecord", func(b *testing.B) {
+		// Batches of trivial runs' records (one source, one sink, their
+		// schema unchanged) into datasets already at their cap of volume
+		// points.
+		s := open(b, newURL(b), db.Options{InstanceID: "bench"})
+		ctx := context.Background()
+		schema := []db.SchemaColumn{{Name: "id", Type: "integer"}, {Name: "name", Type: "string"}, {Name: "amount", Type: "number"}}
+		inv := func(i int) db.CatalogInvocation {
+			return db.CatalogInvocation{RunID: fmt.Sprintf("run-%d", i), Pipeline: "p", RowID: "default", Status: db.StatusCompleted, Duration: time.Millisecond,
+				Sources: []db.CatalogObservation{{URI: "generate:seed=1", Kind: "generate", Records: 10, Schema: schema}},
+				Sinks:   []db.CatalogObservation{{URI: "file:///out.jsonl", Kind: "jsonl", Records: 10, Schema: schema}}}
+		}
+		for i := range db.StatsKept {
+			if err := s.CatalogRecord(ctx, db.CatalogBatch{Invocations: []db.CatalogInvocation{inv(-1 - i)}}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for _, size := range []int{1, 32} {
+			b.Run(fmt.Sprintf("batch%d", size), func(b *testing.B) {
+				done := measure(b)
+				for i := range b.N {
+					batch := db.CatalogBatch{}
+					for j := range size {
+						batch.Invocations = append(batch.Invocations, inv(size*i+j))
+					}
+					if err := s.CatalogRecord(ctx, batch); err != nil {
+						b.Fatal(err)
+					}
+				}
+				done()
+				b.ReportMetric(float64(b.N*size)/b.Elapsed().Seconds(), "invocations/s")
+			})
+		}
+	})
+
 	b.Run("RunGet", func(b *testing.B) {
 		s := open(b, newURL(b), db.Options{InstanceID: "bench"})
 		ctx := context.Background()

@@ -30,6 +30,9 @@ type Peek struct {
 	// DropRun deletes a run's row alone, leaving its shards behind, as a
 	// history damaged outside faucet would.
 	DropRun func(t testing.TB, url, runID string)
+	// CatalogStats counts the volume points stored for a dataset, beyond
+	// the newest few a detail read returns.
+	CatalogStats func(t testing.TB, url, datasetID string) int
 }
 
 // Exercise runs the conformance suite against the dialect newURL's databases
@@ -66,6 +69,7 @@ func Exercise(t *testing.T, newURL func(t testing.TB) string, peek Peek) {
 		{"RunLogs", exerciseRunLogs},
 		{"LocalOutputs", exerciseLocalOutputs},
 		{"Purge", func(t *testing.T, newURL func(t testing.TB) string) { exercisePurge(t, newURL, peek) }},
+		{"Catalog", func(t *testing.T, newURL func(t testing.TB) string) { exerciseCatalog(t, newURL, peek) }},
 		{"Templates", exerciseTemplates},
 		{"Triggers", exerciseTriggers},
 		{"Callbacks", exerciseCallbacks},

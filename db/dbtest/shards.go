@@ -181,6 +181,34 @@ func exerciseShards(t *testing.T, newURL func(t testing.TB) string, peek Peek) {
 		}
 	})
 
+	t.Run("CompletedShardsKeepTheirLineage", func(t *testing.T) {
+		t.Parallel()
+		s := fresh(t, newURL, "a")
+		submit(t, s, newRun("r1", db.StatusSharded, now()))
+		shard(t, s, "r1", shardSpecs("s", 4, nil)...)
+		finishAll(t, s, func(sh db.ClaimedShard) db.ShardResult {
+			switch sh.ShardID {
+			case "s-0000":
+				return db.ShardResult{Status: db.ShardCompleted, Lineage: json.RawMessage(`{"shard": 0}`)}
+			case "s-0001":
+				// A failed shard's lineage is not the run's.
+				return db.ShardResult{Status: db.ShardFailed, Error: ptr("boom"), Lineage: json.RawMessage(`{"shard": 1}`)}
+			case "s-0002":
+				return db.ShardResult{Status: db.ShardCompleted}
+			}
+			return db.ShardResult{Status: db.ShardCompleted, Lineage: json.RawMessage(`{"shard": 3}`)}
+		})
+		docs, err := s.ShardLineages(t.Context(), "r1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(docs) != 2 {
+			t.Fatalf("lineages %s, want those of shards 0 and 3", docs)
+		}
+		sameJSON(t, "shard 0", json.RawMessage(`{"shard": 0}`), docs[0])
+		sameJSON(t, "shard 3", json.RawMessage(`{"shard": 3}`), docs[1])
+	})
+
 	t.Run("ConcurrentClaimersAcrossStores", func(t *testing.T) {
 		t.Parallel()
 		ss := stores(t, newURL(t), "a", "b", "c")

@@ -76,6 +76,12 @@ var peek = dbtest.Peek{
 			t.Fatalf("drop run %s: %d rows deleted", runID, n)
 		}
 	},
+	CatalogStats: func(t testing.TB, url, datasetID string) int {
+		t.Helper()
+		var n int
+		queryRow(t, url, "SELECT count(*) FROM faucet_catalog_stats WHERE dataset_id = $1", []any{datasetID}, &n)
+		return n
+	},
 }
 
 // queryRow runs a one-row statement on a connection of its own.

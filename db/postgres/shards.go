@@ -88,8 +88,20 @@ func (d *driver) ShardRelease(ctx context.Context, p *db.ShardReleaseParams) (bo
 func (d *driver) ShardFinalize(ctx context.Context, p *db.ShardFinalizeParams) (bool, error) {
 	return one(d.q.ShardFinalize(ctx, dbsqlc.ShardFinalizeParams{
 		Status: string(p.Result.Status), RecordsWritten: p.Result.RecordsWritten, Error: p.Result.Error,
-		Now: p.Now, RunID: p.RunID, ShardID: p.ShardID, Owner: p.Owner,
+		Now: p.Now, RunID: p.RunID, ShardID: p.ShardID, Owner: p.Owner, Lineage: p.Result.Lineage,
 	}))
+}
+
+func (d *driver) ShardLineages(ctx context.Context, runID string) ([]json.RawMessage, error) {
+	rows, err := d.q.ShardLineageList(ctx, runID)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	out := make([]json.RawMessage, len(rows))
+	for i, r := range rows {
+		out[i] = r
+	}
+	return out, nil
 }
 
 func (d *driver) ShardProgress(ctx context.Context, runID string) (db.ShardProgress, error) {

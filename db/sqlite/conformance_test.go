@@ -36,6 +36,12 @@ var peek = dbtest.Peek{
 		var n int
 		queryRow(t, url, "DELETE FROM faucet_runs WHERE run_id = ? RETURNING 1", []any{runID}, &n)
 	},
+	CatalogStats: func(t testing.TB, url, datasetID string) int {
+		t.Helper()
+		var n int
+		queryRow(t, url, "SELECT count(*) FROM faucet_catalog_stats WHERE dataset_id = ?", []any{datasetID}, &n)
+		return n
+	},
 }
 
 // queryRow runs a one-row statement on a connection of its own.

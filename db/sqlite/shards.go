@@ -142,9 +142,21 @@ func (d *driver) ShardRelease(ctx context.Context, p *db.ShardReleaseParams) (bo
 func (d *driver) ShardFinalize(ctx context.Context, p *db.ShardFinalizeParams) (bool, error) {
 	arg := dbsqlc.ShardFinalizeParams{
 		Status: string(p.Result.Status), RecordsWritten: p.Result.RecordsWritten, Error: p.Result.Error,
-		Now: ptr(micros(p.Now)), RunID: p.RunID, ShardID: p.ShardID, Owner: &p.Owner,
+		Now: ptr(micros(p.Now)), RunID: p.RunID, ShardID: p.ShardID, Owner: &p.Owner, Lineage: textPtr(p.Result.Lineage),
 	}
 	return one(writeValue(ctx, d, func(ctx context.Context, q *dbsqlc.Queries) (int64, error) { return q.ShardFinalize(ctx, arg) }))
+}
+
+func (d *driver) ShardLineages(ctx context.Context, runID string) ([]json.RawMessage, error) {
+	rows, err := d.rq.ShardLineageList(ctx, runID)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	out := make([]json.RawMessage, len(rows))
+	for i, r := range rows {
+		out[i] = json.RawMessage(r)
+	}
+	return out, nil
 }
 
 func (d *driver) ShardProgress(ctx context.Context, runID string) (db.ShardProgress, error) {

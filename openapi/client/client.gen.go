@@ -95,6 +95,24 @@ func (e CallbackState) Valid() bool {
 	}
 }
 
+// Defines values for CatalogStatsPointRole.
+const (
+	CatalogStatsPointRoleSink   CatalogStatsPointRole = "sink"
+	CatalogStatsPointRoleSource CatalogStatsPointRole = "source"
+)
+
+// Valid indicates whether the value is a known member of the CatalogStatsPointRole enum.
+func (e CatalogStatsPointRole) Valid() bool {
+	switch e {
+	case CatalogStatsPointRoleSink:
+		return true
+	case CatalogStatsPointRoleSource:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ConfigFormat.
 const (
 	ConfigFormatJson ConfigFormat = "json"
@@ -134,6 +152,24 @@ func (e DLQReason) Valid() bool {
 	case Quality:
 		return true
 	case SchemaDrift:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DatasetRole.
+const (
+	DatasetRoleSink   DatasetRole = "sink"
+	DatasetRoleSource DatasetRole = "source"
+)
+
+// Valid indicates whether the value is a known member of the DatasetRole enum.
+func (e DatasetRole) Valid() bool {
+	switch e {
+	case DatasetRoleSink:
+		return true
+	case DatasetRoleSource:
 		return true
 	default:
 		return false
@@ -287,6 +323,21 @@ func (e ReadyStatusStatus) Valid() bool {
 	case ReadyStatusStatusNotReady:
 		return true
 	case ReadyStatusStatusReady:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RecordSchemaType.
+const (
+	Object RecordSchemaType = "object"
+)
+
+// Valid indicates whether the value is a known member of the RecordSchemaType enum.
+func (e RecordSchemaType) Valid() bool {
+	switch e {
+	case Object:
 		return true
 	default:
 		return false
@@ -674,6 +725,156 @@ type CallbackSpecOn string
 // CallbackState Where a callback's delivery stands. pending: not delivered yet (an attempt is in flight, or one is due at next_attempt_at); delivered: the target answered 2xx; failed: the target refused it (a 4xx other than 408, 425 and 429, a redirect, an address the server may not call) or its attempts ran out.
 type CallbackState string
 
+// CatalogDataset defines model for CatalogDataset.
+type CatalogDataset struct {
+	// CurrentSchema A record schema in JSON Schema form, {type: object, properties: {column: fragment}}, the columns in their order.
+	CurrentSchema     *RecordSchema `json:"current_schema,omitempty"`
+	CurrentSchemaHash *string       `json:"current_schema_hash,omitempty"`
+	FirstSeen         time.Time     `json:"first_seen"`
+
+	// Id 16-hex sha256 prefix of the canonical URI.
+	Id string `json:"id"`
+
+	// Kind Connector kind (csv, postgres, …).
+	Kind        string    `json:"kind"`
+	LastRecords int64     `json:"last_records"`
+	LastRunId   string    `json:"last_run_id"`
+	LastSeen    time.Time `json:"last_seen"`
+
+	// LastSuccess Last successful run that touched the dataset (freshness); the catalog records successful invocations, so it is last_seen.
+	LastSuccess time.Time `json:"last_success"`
+
+	// Pipeline Pipeline name of the most recent run.
+	Pipeline string `json:"pipeline"`
+
+	// Roles The roles runs have seen it in.
+	Roles          []DatasetRole `json:"roles"`
+	Runs           int64         `json:"runs"`
+	SchemaVersions int64         `json:"schema_versions"`
+	TotalRecords   int64         `json:"total_records"`
+
+	// Uri Canonical dataset URI, without credentials: a file:// URL of an absolute path, postgres://host:port/database/schema.table, sqlite:///path?table=main.name, …
+	Uri string `json:"uri"`
+}
+
+// CatalogDatasetDetail defines model for CatalogDatasetDetail.
+type CatalogDatasetDetail struct {
+	// CurrentSchema A record schema in JSON Schema form, {type: object, properties: {column: fragment}}, the columns in their order.
+	CurrentSchema     *RecordSchema `json:"current_schema,omitempty"`
+	CurrentSchemaHash *string       `json:"current_schema_hash,omitempty"`
+
+	// Downstream Edges out of the dataset, newest first (at most 1000).
+	Downstream []CatalogLineageEdge `json:"downstream"`
+	FirstSeen  time.Time            `json:"first_seen"`
+
+	// Id 16-hex sha256 prefix of the canonical URI.
+	Id string `json:"id"`
+
+	// Kind Connector kind (csv, postgres, …).
+	Kind        string    `json:"kind"`
+	LastRecords int64     `json:"last_records"`
+	LastRunId   string    `json:"last_run_id"`
+	LastSeen    time.Time `json:"last_seen"`
+
+	// LastSuccess Last successful run that touched the dataset (freshness); the catalog records successful invocations, so it is last_seen.
+	LastSuccess time.Time `json:"last_success"`
+
+	// Pipeline Pipeline name of the most recent run.
+	Pipeline string `json:"pipeline"`
+
+	// Roles The roles runs have seen it in.
+	Roles []DatasetRole `json:"roles"`
+	Runs  int64         `json:"runs"`
+
+	// SchemaTimeline Oldest first; the newest 200 versions.
+	SchemaTimeline []CatalogSchemaVersion `json:"schema_timeline"`
+	SchemaVersions int64                  `json:"schema_versions"`
+
+	// Stats The newest 50 volume points, newest first.
+	Stats        []CatalogStatsPoint `json:"stats"`
+	TotalRecords int64               `json:"total_records"`
+
+	// Upstream Edges into the dataset, newest first (at most 1000).
+	Upstream []CatalogLineageEdge `json:"upstream"`
+
+	// Uri Canonical dataset URI, without credentials: a file:// URL of an absolute path, postgres://host:port/database/schema.table, sqlite:///path?table=main.name, …
+	Uri string `json:"uri"`
+}
+
+// CatalogDatasetPage defines model for CatalogDatasetPage.
+type CatalogDatasetPage struct {
+	Datasets []CatalogDataset `json:"datasets"`
+
+	// NextCursor Pass as cursor to read the next page; null on the last page.
+	NextCursor *string `json:"next_cursor"`
+}
+
+// CatalogLineage defines model for CatalogLineage.
+type CatalogLineage struct {
+	Edges []CatalogLineageEdge `json:"edges"`
+
+	// Truncated true when the graph has more edges than the 5000 returned (the newest).
+	Truncated bool `json:"truncated"`
+}
+
+// CatalogLineageEdge defines model for CatalogLineageEdge.
+type CatalogLineageEdge struct {
+	DstId       string    `json:"dst_id"`
+	DstUri      string    `json:"dst_uri"`
+	FirstSeen   time.Time `json:"first_seen"`
+	LastRecords int64     `json:"last_records"`
+	LastRunId   string    `json:"last_run_id"`
+	LastSeen    time.Time `json:"last_seen"`
+
+	// Pipeline Pipeline of the most recent run that moved records along it.
+	Pipeline string `json:"pipeline"`
+
+	// Row Matrix row of that run.
+	Row    string `json:"row"`
+	Runs   int64  `json:"runs"`
+	SrcId  string `json:"src_id"`
+	SrcUri string `json:"src_uri"`
+}
+
+// CatalogSchemaVersion defines model for CatalogSchemaVersion.
+type CatalogSchemaVersion struct {
+	DatasetId  string        `json:"dataset_id"`
+	Diff       *SchemaChange `json:"diff,omitempty"`
+	RecordedAt time.Time     `json:"recorded_at"`
+	RunId      string        `json:"run_id"`
+
+	// Schema A record schema in JSON Schema form, {type: object, properties: {column: fragment}}, the columns in their order.
+	Schema     RecordSchema `json:"schema"`
+	SchemaHash string       `json:"schema_hash"`
+
+	// Version 1-based, appended only when the schema's content changes (column order aside).
+	Version int64 `json:"version"`
+}
+
+// CatalogStatsPoint defines model for CatalogStatsPoint.
+type CatalogStatsPoint struct {
+	// Bytes Bytes of records moved, when the connector counted them.
+	Bytes *int64 `json:"bytes,omitempty"`
+
+	// DurationMs How long the invocation took.
+	DurationMs int64     `json:"duration_ms"`
+	RecordedAt time.Time `json:"recorded_at"`
+	Records    int64     `json:"records"`
+
+	// Role The side the dataset was on.
+	Role CatalogStatsPointRole `json:"role"`
+
+	// RowId The run's matrix row that moved them.
+	RowId string `json:"row_id"`
+	RunId string `json:"run_id"`
+
+	// Status A run's status. pending: stored for any cluster member to claim (cluster mode only); queued: admitted to this server's queue; running: executing; sharded: split into source shards that execute on their own (cluster mode only); completed, failed, cancelled: terminal.
+	Status RunStatus `json:"status"`
+}
+
+// CatalogStatsPointRole The side the dataset was on.
+type CatalogStatsPointRole string
+
 // ChannelAssignment defines model for ChannelAssignment.
 type ChannelAssignment struct {
 	Id      string `json:"id"`
@@ -722,8 +923,44 @@ type ClusterStatus struct {
 	Instances int64 `json:"instances"`
 }
 
+// ColumnChange defines model for ColumnChange.
+type ColumnChange struct {
+	Column string          `json:"column"`
+	From   *ColumnFragment `json:"from,omitempty"`
+	To     ColumnFragment  `json:"to"`
+}
+
+// ColumnFragment defines model for ColumnFragment.
+type ColumnFragment struct {
+	// Type A JSON Schema type name, or [type, "null"] for a nullable column; absent for a column whose values have several types.
+	Type interface{} `json:"type,omitempty"`
+
+	// XDbType The database's own name of the column's type.
+	XDbType *string `json:"x-db-type,omitempty"`
+}
+
 // ConfigFormat Syntax of a pipeline config.
 type ConfigFormat string
+
+// ConfigSnapshotPrevious defines model for ConfigSnapshotPrevious.
+type ConfigSnapshotPrevious struct {
+	RecordedAt time.Time              `json:"recorded_at"`
+	RunId      string                 `json:"run_id"`
+	Snapshot   map[string]interface{} `json:"snapshot"`
+}
+
+// ConfigSnapshotRecord defines model for ConfigSnapshotRecord.
+type ConfigSnapshotRecord struct {
+	Pipeline   string                  `json:"pipeline"`
+	Previous   *ConfigSnapshotPrevious `json:"previous,omitempty"`
+	RecordedAt time.Time               `json:"recorded_at"`
+
+	// RunId The run that executed it.
+	RunId string `json:"run_id"`
+
+	// Snapshot The resolved config the run executed: settings, and each matrix row's connectors and configs, every secret replaced by a salted fingerprint (<secret:…>).
+	Snapshot map[string]interface{} `json:"snapshot"`
+}
 
 // ConnectorSummary defines model for ConnectorSummary.
 type ConnectorSummary struct {
@@ -815,6 +1052,9 @@ type DLQReplayRequest struct {
 	// Row The matrix row of config whose sink the replay writes to; the first when omitted.
 	Row *string `json:"row,omitempty"`
 }
+
+// DatasetRole The side of a pipeline a dataset is seen on.
+type DatasetRole string
 
 // DeprecateTemplateRequest defines model for DeprecateTemplateRequest.
 type DeprecateTemplateRequest struct {
@@ -1127,6 +1367,15 @@ type ReadyStatusHistory string
 // ReadyStatusStatus defines model for ReadyStatus.Status.
 type ReadyStatusStatus string
 
+// RecordSchema A record schema in JSON Schema form, {type: object, properties: {column: fragment}}, the columns in their order.
+type RecordSchema struct {
+	Properties map[string]ColumnFragment `json:"properties"`
+	Type       RecordSchemaType          `json:"type"`
+}
+
+// RecordSchemaType defines model for RecordSchema.Type.
+type RecordSchemaType string
+
 // RegisterTemplateRequest defines model for RegisterTemplateRequest.
 type RegisterTemplateRequest struct {
 	// Config The config document, stored exactly as given. It may declare params (params: {NAME: {type, required, default, secret, description}}) and refer to them as ${param.NAME}.
@@ -1209,6 +1458,21 @@ type RunRecord struct {
 
 // RunStatus A run's status. pending: stored for any cluster member to claim (cluster mode only); queued: admitted to this server's queue; running: executing; sharded: split into source shards that execute on their own (cluster mode only); completed, failed, cancelled: terminal.
 type RunStatus string
+
+// SchemaChange defines model for SchemaChange.
+type SchemaChange struct {
+	// Added New columns.
+	Added []ColumnChange `json:"added"`
+
+	// Changed Columns whose type changed any other way.
+	Changed []ColumnChange `json:"changed"`
+
+	// Removed Names of the columns that are gone.
+	Removed []string `json:"removed"`
+
+	// Widened Columns that accept every value they did: an integer became a number, or the column became nullable.
+	Widened []ColumnChange `json:"widened"`
+}
 
 // SchemasResponse defines model for SchemasResponse.
 type SchemasResponse struct {
@@ -1543,6 +1807,30 @@ type ListAuditParams struct {
 
 	// Limit Most entries to return.
 	Limit *int64 `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// ListCatalogDatasetsParams defines parameters for ListCatalogDatasets.
+type ListCatalogDatasetsParams struct {
+	// Kind Only datasets of this connector kind (csv, postgres, …), exactly.
+	Kind *string `form:"kind,omitempty" json:"kind,omitempty"`
+
+	// Q Only datasets whose URI contains this, ignoring case.
+	Q *string `form:"q,omitempty" json:"q,omitempty"`
+
+	// Limit Page size.
+	Limit *int64 `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor next_cursor of the previous page (the id of its last dataset).
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// GetCatalogLineageParams defines parameters for GetCatalogLineage.
+type GetCatalogLineageParams struct {
+	// Root Dataset id to root the graph at; omitted: the whole graph.
+	Root *string `form:"root,omitempty" json:"root,omitempty"`
+
+	// Depth Hops around root (ignored without one).
+	Depth *int64 `form:"depth,omitempty" json:"depth,omitempty"`
 }
 
 // ListLocalOutputsParams defines parameters for ListLocalOutputs.
@@ -1882,6 +2170,34 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/backfill (the `SubmitBackfill` operationId).
 	SubmitBackfill(ctx context.Context, body SubmitBackfillJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListCatalogDatasets List catalogued datasets (Data Movement Catalog)
+	//
+	// Every dataset the server's runs have read or written, accumulated run over run in the history (retention never purges it), newest activity first (last_seen, then id, descending). Pass next_cursor as cursor for the next page; a cursor that names no dataset is 400.
+	//
+	// Corresponds with GET /v1/catalog/datasets (the `ListCatalogDatasets` operationId).
+	ListCatalogDatasets(ctx context.Context, params *ListCatalogDatasetsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetCatalogDataset Get one dataset's catalog detail
+	//
+	// The dataset, its schema timeline (each version with its diff against the one before: added, widened, changed and removed columns), its newest volume points, and its upstream and downstream edges.
+	//
+	// Corresponds with GET /v1/catalog/datasets/{id} (the `GetCatalogDataset` operationId).
+	GetCatalogDataset(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetCatalogLineage Get the dataset lineage graph
+	//
+	// The source → sink edges accumulated across runs: the whole graph, or with root the edges within depth hops of that dataset in either direction (a root that names no dataset has none). At most 5000 edges, the newest; truncated says when there are more.
+	//
+	// Corresponds with GET /v1/catalog/lineage (the `GetCatalogLineage` operationId).
+	GetCatalogLineage(ctx context.Context, params *GetCatalogLineageParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetConfigSnapshot Get a pipeline's last config snapshots
+	//
+	// The resolved config the pipeline's last run executed, and the one before it, with every secret replaced by a salted fingerprint. faucet plan --diff compares a config file with it.
+	//
+	// Corresponds with GET /v1/catalog/snapshots/{pipeline} (the `GetConfigSnapshot` operationId).
+	GetConfigSnapshot(ctx context.Context, pipeline string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetCluster List the cluster's members and what they execute
 	//
@@ -2325,6 +2641,74 @@ func (c *Client) SubmitBackfillWithBody(ctx context.Context, contentType string,
 // Corresponds with POST /v1/backfill (the `SubmitBackfill` operationId).
 func (c *Client) SubmitBackfill(ctx context.Context, body SubmitBackfillJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewSubmitBackfillRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListCatalogDatasets List catalogued datasets (Data Movement Catalog)
+//
+// Every dataset the server's runs have read or written, accumulated run over run in the history (retention never purges it), newest activity first (last_seen, then id, descending). Pass next_cursor as cursor for the next page; a cursor that names no dataset is 400.
+//
+// Corresponds with GET /v1/catalog/datasets (the `ListCatalogDatasets` operationId).
+func (c *Client) ListCatalogDatasets(ctx context.Context, params *ListCatalogDatasetsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListCatalogDatasetsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetCatalogDataset Get one dataset's catalog detail
+//
+// The dataset, its schema timeline (each version with its diff against the one before: added, widened, changed and removed columns), its newest volume points, and its upstream and downstream edges.
+//
+// Corresponds with GET /v1/catalog/datasets/{id} (the `GetCatalogDataset` operationId).
+func (c *Client) GetCatalogDataset(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetCatalogDatasetRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetCatalogLineage Get the dataset lineage graph
+//
+// The source → sink edges accumulated across runs: the whole graph, or with root the edges within depth hops of that dataset in either direction (a root that names no dataset has none). At most 5000 edges, the newest; truncated says when there are more.
+//
+// Corresponds with GET /v1/catalog/lineage (the `GetCatalogLineage` operationId).
+func (c *Client) GetCatalogLineage(ctx context.Context, params *GetCatalogLineageParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetCatalogLineageRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetConfigSnapshot Get a pipeline's last config snapshots
+//
+// The resolved config the pipeline's last run executed, and the one before it, with every secret replaced by a salted fingerprint. faucet plan --diff compares a config file with it.
+//
+// Corresponds with GET /v1/catalog/snapshots/{pipeline} (the `GetConfigSnapshot` operationId).
+func (c *Client) GetConfigSnapshot(ctx context.Context, pipeline string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetConfigSnapshotRequest(c.Server, pipeline)
 	if err != nil {
 		return nil, err
 	}
@@ -3329,6 +3713,230 @@ func NewSubmitBackfillRequestWithBody(server string, contentType string, body io
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListCatalogDatasetsRequest constructs an http.Request for the ListCatalogDatasets method
+func NewListCatalogDatasetsRequest(server string, params *ListCatalogDatasetsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/catalog/datasets")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Kind != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "kind", *params.Kind, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Q != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "q", *params.Q, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetCatalogDatasetRequest constructs an http.Request for the GetCatalogDataset method
+func NewGetCatalogDatasetRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/catalog/datasets/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetCatalogLineageRequest constructs an http.Request for the GetCatalogLineage method
+func NewGetCatalogLineageRequest(server string, params *GetCatalogLineageParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/catalog/lineage")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Root != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "root", *params.Root, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Depth != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "depth", *params.Depth, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetConfigSnapshotRequest constructs an http.Request for the GetConfigSnapshot method
+func NewGetConfigSnapshotRequest(server string, pipeline string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "pipeline", pipeline, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/catalog/snapshots/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -5007,6 +5615,42 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/backfill (the `SubmitBackfill` operationId).
 	SubmitBackfillWithResponse(ctx context.Context, body SubmitBackfillJSONRequestBody, reqEditors ...RequestEditorFn) (*SubmitBackfillResponse, error)
 
+	// ListCatalogDatasetsWithResponse List catalogued datasets (Data Movement Catalog)
+	//
+	// Every dataset the server's runs have read or written, accumulated run over run in the history (retention never purges it), newest activity first (last_seen, then id, descending). Pass next_cursor as cursor for the next page; a cursor that names no dataset is 400.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/catalog/datasets (the `ListCatalogDatasets` operationId).
+	ListCatalogDatasetsWithResponse(ctx context.Context, params *ListCatalogDatasetsParams, reqEditors ...RequestEditorFn) (*ListCatalogDatasetsResponse, error)
+
+	// GetCatalogDatasetWithResponse Get one dataset's catalog detail
+	//
+	// The dataset, its schema timeline (each version with its diff against the one before: added, widened, changed and removed columns), its newest volume points, and its upstream and downstream edges.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/catalog/datasets/{id} (the `GetCatalogDataset` operationId).
+	GetCatalogDatasetWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetCatalogDatasetResponse, error)
+
+	// GetCatalogLineageWithResponse Get the dataset lineage graph
+	//
+	// The source → sink edges accumulated across runs: the whole graph, or with root the edges within depth hops of that dataset in either direction (a root that names no dataset has none). At most 5000 edges, the newest; truncated says when there are more.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/catalog/lineage (the `GetCatalogLineage` operationId).
+	GetCatalogLineageWithResponse(ctx context.Context, params *GetCatalogLineageParams, reqEditors ...RequestEditorFn) (*GetCatalogLineageResponse, error)
+
+	// GetConfigSnapshotWithResponse Get a pipeline's last config snapshots
+	//
+	// The resolved config the pipeline's last run executed, and the one before it, with every secret replaced by a salted fingerprint. faucet plan --diff compares a config file with it.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/catalog/snapshots/{pipeline} (the `GetConfigSnapshot` operationId).
+	GetConfigSnapshotWithResponse(ctx context.Context, pipeline string, reqEditors ...RequestEditorFn) (*GetConfigSnapshotResponse, error)
+
 	// GetClusterWithResponse List the cluster's members and what they execute
 	//
 	// The live members of the cluster this server belongs to (those whose heartbeat is within the lease TTL), each with its execution slots and the runs and shards it executes, as the shared history records them. Outside cluster mode, enabled is false and members is empty.
@@ -5793,6 +6437,352 @@ func (r SubmitBackfillResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r SubmitBackfillResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListCatalogDatasetsResponse401Headers the declared response headers of an HTTP 401 response for ListCatalogDatasets
+type ListCatalogDatasetsResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+type ListCatalogDatasetsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *CatalogDatasetPage
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListCatalogDatasetsResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListCatalogDatasetsResponse) GetJSON200() *CatalogDatasetPage {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListCatalogDatasetsResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListCatalogDatasetsResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListCatalogDatasetsResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListCatalogDatasetsResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ListCatalogDatasetsResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListCatalogDatasetsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListCatalogDatasetsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListCatalogDatasetsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListCatalogDatasetsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetCatalogDatasetResponse401Headers the declared response headers of an HTTP 401 response for GetCatalogDataset
+type GetCatalogDatasetResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+type GetCatalogDatasetResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *CatalogDatasetDetail
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetCatalogDatasetResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetCatalogDatasetResponse) GetJSON200() *CatalogDatasetDetail {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetCatalogDatasetResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetCatalogDatasetResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetCatalogDatasetResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GetCatalogDatasetResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetCatalogDatasetResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetCatalogDatasetResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetCatalogDatasetResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetCatalogDatasetResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetCatalogDatasetResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetCatalogDatasetResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetCatalogLineageResponse401Headers the declared response headers of an HTTP 401 response for GetCatalogLineage
+type GetCatalogLineageResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+type GetCatalogLineageResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *CatalogLineage
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetCatalogLineageResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetCatalogLineageResponse) GetJSON200() *CatalogLineage {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetCatalogLineageResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetCatalogLineageResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GetCatalogLineageResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetCatalogLineageResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetCatalogLineageResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetCatalogLineageResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetCatalogLineageResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetCatalogLineageResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetCatalogLineageResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetConfigSnapshotResponse401Headers the declared response headers of an HTTP 401 response for GetConfigSnapshot
+type GetConfigSnapshotResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+type GetConfigSnapshotResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ConfigSnapshotRecord
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetConfigSnapshotResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetConfigSnapshotResponse) GetJSON200() *ConfigSnapshotRecord {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetConfigSnapshotResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetConfigSnapshotResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetConfigSnapshotResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GetConfigSnapshotResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetConfigSnapshotResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetConfigSnapshotResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetConfigSnapshotResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetConfigSnapshotResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetConfigSnapshotResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetConfigSnapshotResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -8938,6 +9928,66 @@ func (c *ClientWithResponses) SubmitBackfillWithResponse(ctx context.Context, bo
 	return ParseSubmitBackfillResponse(rsp)
 }
 
+// ListCatalogDatasetsWithResponse List catalogued datasets (Data Movement Catalog)
+//
+// Every dataset the server's runs have read or written, accumulated run over run in the history (retention never purges it), newest activity first (last_seen, then id, descending). Pass next_cursor as cursor for the next page; a cursor that names no dataset is 400.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/catalog/datasets (the `ListCatalogDatasets` operationId).
+func (c *ClientWithResponses) ListCatalogDatasetsWithResponse(ctx context.Context, params *ListCatalogDatasetsParams, reqEditors ...RequestEditorFn) (*ListCatalogDatasetsResponse, error) {
+	rsp, err := c.ListCatalogDatasets(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListCatalogDatasetsResponse(rsp)
+}
+
+// GetCatalogDatasetWithResponse Get one dataset's catalog detail
+//
+// The dataset, its schema timeline (each version with its diff against the one before: added, widened, changed and removed columns), its newest volume points, and its upstream and downstream edges.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/catalog/datasets/{id} (the `GetCatalogDataset` operationId).
+func (c *ClientWithResponses) GetCatalogDatasetWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetCatalogDatasetResponse, error) {
+	rsp, err := c.GetCatalogDataset(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetCatalogDatasetResponse(rsp)
+}
+
+// GetCatalogLineageWithResponse Get the dataset lineage graph
+//
+// The source → sink edges accumulated across runs: the whole graph, or with root the edges within depth hops of that dataset in either direction (a root that names no dataset has none). At most 5000 edges, the newest; truncated says when there are more.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/catalog/lineage (the `GetCatalogLineage` operationId).
+func (c *ClientWithResponses) GetCatalogLineageWithResponse(ctx context.Context, params *GetCatalogLineageParams, reqEditors ...RequestEditorFn) (*GetCatalogLineageResponse, error) {
+	rsp, err := c.GetCatalogLineage(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetCatalogLineageResponse(rsp)
+}
+
+// GetConfigSnapshotWithResponse Get a pipeline's last config snapshots
+//
+// The resolved config the pipeline's last run executed, and the one before it, with every secret replaced by a salted fingerprint. faucet plan --diff compares a config file with it.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/catalog/snapshots/{pipeline} (the `GetConfigSnapshot` operationId).
+func (c *ClientWithResponses) GetConfigSnapshotWithResponse(ctx context.Context, pipeline string, reqEditors ...RequestEditorFn) (*GetConfigSnapshotResponse, error) {
+	rsp, err := c.GetConfigSnapshot(ctx, pipeline, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetConfigSnapshotResponse(rsp)
+}
+
 // GetClusterWithResponse List the cluster's members and what they execute
 //
 // The live members of the cluster this server belongs to (those whose heartbeat is within the lease TTL), each with its execution slots and the runs and shards it executes, as the shared history records them. Outside cluster mode, enabled is false and members is empty.
@@ -9922,6 +10972,316 @@ func ParseSubmitBackfillResponse(rsp *http.Response) (*SubmitBackfillResponse, e
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListCatalogDatasetsResponse parses an HTTP response from a ListCatalogDatasetsWithResponse call
+func ParseListCatalogDatasetsResponse(rsp *http.Response) (*ListCatalogDatasetsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListCatalogDatasetsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest CatalogDatasetPage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListCatalogDatasetsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetCatalogDatasetResponse parses an HTTP response from a GetCatalogDatasetWithResponse call
+func ParseGetCatalogDatasetResponse(rsp *http.Response) (*GetCatalogDatasetResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetCatalogDatasetResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest CatalogDatasetDetail
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetCatalogDatasetResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetCatalogLineageResponse parses an HTTP response from a GetCatalogLineageWithResponse call
+func ParseGetCatalogLineageResponse(rsp *http.Response) (*GetCatalogLineageResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetCatalogLineageResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest CatalogLineage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetCatalogLineageResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetConfigSnapshotResponse parses an HTTP response from a GetConfigSnapshotWithResponse call
+func ParseGetConfigSnapshotResponse(rsp *http.Response) (*GetConfigSnapshotResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetConfigSnapshotResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ConfigSnapshotRecord
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetConfigSnapshotResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil

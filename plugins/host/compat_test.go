@@ -17,62 +17,68 @@ import (
 	"github.com/faucet-dev/faucet/plugins/internal/protocol"
 )
 
-// protocol10Revision is the last commit whose SDK speaks only connector
-// protocol 1.0. A plugin built from it stands for every third-party plugin
-// built before protocol 1.1, which must keep working.
-const protocol10Revision = "cc1348f43fd380ee15ec9aeaff508420ba432bf9"
-
-var (
-	linesV10Once sync.Once
-	linesV10Bin  string
-	linesV10Err  error
+// Revisions a third-party plugin may have been built from: the last commit
+// whose SDK spoke only connector protocol 1.0, the last one speaking 1.1 at
+// most, and the last one speaking 1.2 at most. A plugin built from one
+// stands for every plugin built before the next version, which must keep
+// working.
+const (
+	protocol10Revision = "cc1348f43fd380ee15ec9aeaff508420ba432bf9"
+	protocol11Revision = "14b87e2e125fd0f676e22f696ae197aece416660"
+	protocol12Revision = "fff8c5c5eaa82e34707111cab227af615ad14241"
 )
 
-// buildLinesV10 builds the example lines plugin as it stood at
-// protocol10Revision, from that revision's SDK and protocol (taken from
-// the repository's history), into a plugin directory of its own.
-func buildLinesV10(t *testing.T) string {
+var (
+	oldLinesMu   sync.Mutex
+	oldLinesBins = map[string]string{}
+)
+
+// buildLinesAt builds the example lines plugin as it stood at revision,
+// from that revision's plugins tree (its SDK, protocol and example, taken
+// from the repository's history), into a plugin directory of its own, and
+// returns the directory.
+// Each revision is built once per test binary.
+func buildLinesAt(t *testing.T, revision string) string {
 	t.Helper()
-	linesV10Once.Do(func() {
-		root, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
-		if err != nil {
-			linesV10Err = fmt.Errorf("find the repository (this test builds a plugin from its history): %w", err)
-			return
-		}
-		// Inside the directory TestMain removes at the end.
-		src := filepath.Join(filepath.Dir(faucetBin), "lines-v10")
-		if err := os.MkdirAll(src, 0o755); err != nil {
-			linesV10Err = err
-			return
-		}
-		dir := filepath.Join(src, "plugins-dir")
-		linesV10Bin = filepath.Join(dir, "faucet-lines")
-		archive := exec.Command("sh", "-c", `git -C "$1" archive "$2" go.mod go.sum plugins/sdk plugins/internal plugins/proto plugins/examples/lines | tar -x -C "$3"`,
-			"sh", strings.TrimSpace(string(root)), protocol10Revision, src)
-		if out, err := archive.CombinedOutput(); err != nil {
-			linesV10Err = fmt.Errorf("extract revision %s (a shallow clone lacks it; fetch the history): %v\n%s", protocol10Revision, err, out)
-			return
-		}
-		build := exec.Command("go", "build", "-mod=mod", "-o", linesV10Bin, ".")
-		build.Dir = filepath.Join(src, "plugins", "examples", "lines")
-		if out, err := build.CombinedOutput(); err != nil {
-			linesV10Err = fmt.Errorf("build the protocol 1.0 lines plugin: %v\n%s", err, out)
-		}
-	})
-	if linesV10Err != nil {
-		t.Fatal(linesV10Err)
+	oldLinesMu.Lock()
+	defer oldLinesMu.Unlock()
+	if bin, ok := oldLinesBins[revision]; ok {
+		return filepath.Dir(bin)
 	}
-	return filepath.Dir(linesV10Bin)
+	root, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
+	if err != nil {
+		t.Fatalf("find the repository (this test builds a plugin from its history): %v", err)
+	}
+	// Inside the directory TestMain removes at the end.
+	src := filepath.Join(filepath.Dir(faucetBin), "lines-"+revision[:12])
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(src, "plugins-dir", "faucet-lines")
+	archive := exec.Command("sh", "-c", `git -C "$1" archive "$2" go.mod go.sum plugins | tar -x -C "$3"`,
+		"sh", strings.TrimSpace(string(root)), revision, src)
+	if out, err := archive.CombinedOutput(); err != nil {
+		t.Fatalf("extract revision %s (a shallow clone lacks it; fetch the history): %v\n%s", revision, err, out)
+	}
+	build := exec.Command("go", "build", "-mod=mod", "-o", bin, ".")
+	build.Dir = filepath.Join(src, "plugins", "examples", "lines")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the lines plugin of revision %s: %v\n%s", revision, err, out)
+	}
+	oldLinesBins[revision] = bin
+	return filepath.Dir(bin)
 }
 
 // TestProtocol10PluginKeepsWorking runs a plugin built against protocol 1.0
-// next to the built-ins, which speak 1.1: faucet negotiates 1.0 with it,
-// a 1.1 sink reads it through plain messages, and it reads a 1.1 source
-// with the calls it knows; the records arrive whole either way, while two
-// 1.1 plugins exchange theirs through shared memory.
+// next to the built-ins, which speak 1.1 and later: faucet negotiates 1.0
+// with it, a 1.1 sink reads it through plain messages, and it reads a 1.1
+// source with the calls it knows; the records arrive whole either way,
+// while two 1.1 plugins exchange theirs through shared memory.
 func TestProtocol10PluginKeepsWorking(t *testing.T) {
 	hostLog, logged := testLog(t)
-	h, err := host.New(context.Background(), host.Options{Executable: faucetBin, Builtins: builtinSpecs(), Logger: hostLog, PluginDirs: []string{buildLinesV10(t), installSelf(t, "held", heldEnv)}})
+	linesDir := buildLinesAt(t, protocol10Revision)
+	linesV10Bin := filepath.Join(linesDir, "faucet-lines")
+	h, err := host.New(context.Background(), host.Options{Executable: faucetBin, Builtins: builtinSpecs(), Logger: hostLog, PluginDirs: []string{linesDir, installSelf(t, "held", heldEnv)}})
 	if err != nil {
 		t.Fatal(err)
 	}

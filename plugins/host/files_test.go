@@ -234,9 +234,10 @@ func TestThirdPartyPluginsAndTheRoots(t *testing.T) {
 		t.Errorf("files appeared outside the root: %v", entries)
 	}
 
+	oldDir := buildLinesAt(t, protocol10Revision)
 	old, err := host.New(context.Background(), host.Options{
 		Executable: faucetBin, Builtins: builtinSpecs(), Logger: hostLog,
-		PluginDirs: []string{buildLinesV10(t)}, Files: func() *sdk.Files { return files },
+		PluginDirs: []string{oldDir}, Files: func() *sdk.Files { return files },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -245,7 +246,7 @@ func TestThirdPartyPluginsAndTheRoots(t *testing.T) {
 	if err := run(old, cfg("lines", map[string]any{"path": filepath.Join(c.root, "in.txt")}), cfg("jsonl", map[string]any{"path": "old.jsonl"})); err != nil {
 		t.Fatalf("the protocol 1.0 plugin: %v", err)
 	}
-	if !containsLine(logged.String(), "is not told the file roots", "connector=lines", "path="+linesV10Bin) {
+	if !containsLine(logged.String(), "is not told the file roots", "connector=lines", "path="+filepath.Join(oldDir, "faucet-lines")) {
 		t.Errorf("no warning names the protocol 1.0 plugin that cannot be confined:\n%s", logged.String())
 	}
 }

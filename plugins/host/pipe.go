@@ -14,7 +14,11 @@ import (
 	connectorv1 "github.com/faucet-dev/faucet/plugins/proto/faucet/connector/v1"
 )
 
-var _ pipeline.Piper = (*Host)(nil)
+var (
+	_ pipeline.Piper          = (*Host)(nil)
+	_ pipeline.SourceObserver = (*pipeSession)(nil)
+	_ pipeline.SinkObserver   = (*pipeSession)(nil)
+)
 
 // OpenPipe implements pipeline.Piper: the sink plugin reads the source
 // plugin directly, and faucet follows the acknowledgements.
@@ -49,7 +53,9 @@ func (h *Host) OpenPipe(ctx context.Context, source pipeline.ConnectorConfig, sh
 		release()
 		return nil, &ConnectorError{Connector: sc.Name, Msg: "the plugin has no address to read from"}
 	}
-	read := &connectorv1.ReadRequest{Config: source.Config, FileAccess: h.fileAccess(sc, src)}
+	// The sink passes the source's report on only when it speaks 1.2 too.
+	observe := reports(pipeline.ObservationWanted(ctx), dst.version)
+	read := &connectorv1.ReadRequest{Config: source.Config, ReportDatasets: observe && reports(true, src.version), FileAccess: h.fileAccess(sc, src)}
 	if shard != nil {
 		read.Shard = &connectorv1.Shard{Descriptor_: shard.Descriptor, EstimatedRecords: shard.EstimatedRecords, EstimatedBytes: shard.EstimatedBytes}
 	}
@@ -58,10 +64,11 @@ func (h *Host) OpenPipe(ctx context.Context, source pipeline.ConnectorConfig, sh
 	stream, err := dst.rpc.Write(sctx)
 	if err == nil {
 		err = stream.Send(&connectorv1.WriteRequest{Msg: &connectorv1.WriteRequest_Open{Open: &connectorv1.WriteOpen{
-			Config:       sink.Config,
-			FileAccess:   h.fileAccess(kc, dst),
-			RecordPolicy: recordPolicy(kc, dst, report),
-			Upstream:     &connectorv1.Upstream{Network: addr.Addr.Network(), Address: addr.Addr.String(), Read: read, ProtocolVersion: uint32(src.version)},
+			Config:         sink.Config,
+			FileAccess:     h.fileAccess(kc, dst),
+			RecordPolicy:   recordPolicy(kc, dst, report),
+			Upstream:       &connectorv1.Upstream{Network: addr.Addr.Network(), Address: addr.Addr.String(), Read: read, ProtocolVersion: uint32(src.version)},
+			ReportDatasets: observe,
 		}}})
 	}
 	if err != nil {
@@ -87,6 +94,7 @@ type pipeSession struct {
 
 	done     chan struct{}
 	records  int64
+	stats    *connectorv1.Stats
 	err      error
 	stopOnce sync.Once
 	endOnce  sync.Once
@@ -124,7 +132,7 @@ func (p *pipeSession) receive() {
 				p.acked(-n)
 			}
 		case *connectorv1.WriteResponse_Stats:
-			p.records = m.Stats.GetRecords()
+			p.records, p.stats = m.Stats.GetRecords(), m.Stats
 			reportOutputs(p.report, m.Stats)
 			return
 		case *connectorv1.WriteResponse_UpstreamFailed:
@@ -166,6 +174,35 @@ func (p *pipeSession) Abort(ctx context.Context) error {
 	})
 	_, err := p.Wait(ctx)
 	return err
+}
+
+// ObservedSource implements pipeline.SourceObserver: the source's final
+// stats as the sink passed them on.
+func (p *pipeSession) ObservedSource() (pipeline.Observation, bool) {
+	up := p.final().GetUpstream()
+	if up == nil {
+		return pipeline.Observation{}, false
+	}
+	return observation(p.source, up), len(up.GetDatasets()) > 0
+}
+
+// ObservedSink implements pipeline.SinkObserver.
+func (p *pipeSession) ObservedSink() (pipeline.Observation, bool) {
+	st := p.final()
+	if st == nil {
+		return pipeline.Observation{}, false
+	}
+	return observation(p.sink, st), len(st.GetDatasets()) > 0
+}
+
+// final is the sink's final stats once the transfer ended, nil before.
+func (p *pipeSession) final() *connectorv1.Stats {
+	select {
+	case <-p.done:
+		return p.stats
+	default:
+		return nil
+	}
 }
 
 // end releases both processes once: back to the pool, unless translate or

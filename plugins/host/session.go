@@ -19,8 +19,10 @@ import (
 )
 
 var (
-	_ pipeline.Connectors = (*Host)(nil)
-	_ pipeline.Sharder    = (*Host)(nil)
+	_ pipeline.Connectors     = (*Host)(nil)
+	_ pipeline.Sharder        = (*Host)(nil)
+	_ pipeline.SourceObserver = (*sourceSession)(nil)
+	_ pipeline.SinkObserver   = (*sinkSession)(nil)
 )
 
 // ConnectorError is a failure reported by, or about, one connector.
@@ -76,7 +78,7 @@ func (h *Host) OpenSource(ctx context.Context, cfg pipeline.ConnectorConfig, sha
 	if err != nil {
 		return nil, err
 	}
-	req := &connectorv1.ReadRequest{Config: cfg.Config, FileAccess: h.fileAccess(c, p)}
+	req := &connectorv1.ReadRequest{Config: cfg.Config, ReportDatasets: reports(pipeline.ObservationWanted(ctx), p.version), FileAccess: h.fileAccess(c, p)}
 	if shard != nil {
 		req.Shard = &connectorv1.Shard{Descriptor_: shard.Descriptor, EstimatedRecords: shard.EstimatedRecords, EstimatedBytes: shard.EstimatedBytes}
 	}
@@ -100,6 +102,8 @@ type sourceSession struct {
 	stream grpc.ServerStreamingClient[connectorv1.ReadResponse]
 	ended  bool
 	closed bool
+	// stats are the read's final stats, once it ended.
+	stats *connectorv1.Stats
 }
 
 func (s *sourceSession) Recv() (pipeline.Batch, error) {
@@ -121,11 +125,20 @@ func (s *sourceSession) Recv() (pipeline.Batch, error) {
 	case *connectorv1.ReadResponse_Batch:
 		return pipeline.Batch{Seq: m.Batch.GetSeq(), Count: int(m.Batch.GetCount()), Records: m.Batch.GetRecords()}, nil
 	case *connectorv1.ReadResponse_Stats:
-		s.ended = true
+		s.ended, s.stats = true, m.Stats
 		return pipeline.Batch{}, io.EOF
 	}
 	s.p.markBroken()
 	return pipeline.Batch{}, &ConnectorError{Connector: s.name, Msg: "unexpected message in a read"}
+}
+
+// ObservedSource implements pipeline.SourceObserver: what the source's final
+// stats reported.
+func (s *sourceSession) ObservedSource() (pipeline.Observation, bool) {
+	if s.stats == nil {
+		return pipeline.Observation{}, false
+	}
+	return observation(s.name, s.stats), len(s.stats.GetDatasets()) > 0
 }
 
 // Close cancels the read if it is still going and returns the process to
@@ -155,7 +168,8 @@ func (h *Host) OpenSink(ctx context.Context, cfg pipeline.ConnectorConfig, acked
 	stream, err := p.rpc.Write(sctx)
 	if err == nil {
 		err = stream.Send(&connectorv1.WriteRequest{Msg: &connectorv1.WriteRequest_Open{Open: &connectorv1.WriteOpen{
-			Config: cfg.Config, FileAccess: h.fileAccess(c, p), RecordPolicy: recordPolicy(c, p, report),
+			Config: cfg.Config, ReportDatasets: reports(pipeline.ObservationWanted(ctx), p.version),
+			FileAccess: h.fileAccess(c, p), RecordPolicy: recordPolicy(c, p, report),
 		}}})
 	}
 	if err != nil {
@@ -291,6 +305,20 @@ func (s *sinkSession) Commit(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	return s.stats.GetRecords(), nil
+}
+
+// ObservedSink implements pipeline.SinkObserver: what the sink's final
+// stats reported, once it committed.
+func (s *sinkSession) ObservedSink() (pipeline.Observation, bool) {
+	select {
+	case <-s.done:
+	default:
+		return pipeline.Observation{}, false
+	}
+	if s.stats == nil {
+		return pipeline.Observation{}, false
+	}
+	return observation(s.name, s.stats), len(s.stats.GetDatasets()) > 0
 }
 
 func (s *sinkSession) Abort(ctx context.Context) error {

@@ -187,20 +187,36 @@ func (s *server) Read(req *connectorv1.ReadRequest, stream grpc.ServerStreamingS
 	send := func(b *connectorv1.Batch) error {
 		return stream.Send(&connectorv1.ReadResponse{Msg: &connectorv1.ReadResponse_Batch{Batch: b}})
 	}
-	w := NewBatchWriter(func(b Batch) error {
+	var infer *sampler
+	if req.GetReportDatasets() {
+		infer = &sampler{}
+	}
+	emit := func(b Batch) error {
 		return send(&connectorv1.Batch{Seq: b.Seq, Count: uint32(b.Count), Records: b.Records})
-	})
+	}
+	var sb *sharedBatches
 	if reg := req.GetSharedRegion(); reg != nil {
-		sb := &sharedBatches{ctx: stream.Context(), reg: reg, send: send}
+		sb = &sharedBatches{ctx: stream.Context(), reg: reg, send: send}
 		defer sb.close()
-		w = NewBatchWriter(sb.emit)
+		emit = sb.emit
+	}
+	w := NewBatchWriter(func(b Batch) error {
+		infer.observe(b.Records)
+		return emit(b)
+	})
+	if sb != nil {
 		w.next, w.grow, w.growAt = sb.next, sb.grow, sharedMinBytes
 		sb.w = w
 	}
-	if err := s.read(callContext(stream.Context(), req.GetFileAccess()), src, req, w); err != nil {
+	ctx := callContext(stream.Context(), req.GetFileAccess())
+	if err := s.read(ctx, src, req, w); err != nil {
 		return err
 	}
-	return stream.Send(&connectorv1.ReadResponse{Msg: &connectorv1.ReadResponse_Stats{Stats: &connectorv1.Stats{Records: w.Records(), Bytes: w.Bytes()}}})
+	stats := &connectorv1.Stats{Records: w.Records(), Bytes: w.Bytes()}
+	if infer != nil {
+		stats.Datasets = describe(ctx, s.c, DatasetsRequest{Role: RoleSource, Config: req.GetConfig(), Shard: shardOf(req), Observed: infer.schema()})
+	}
+	return stream.Send(&connectorv1.ReadResponse{Msg: &connectorv1.ReadResponse_Stats{Stats: stats}})
 }
 
 func (s *server) Write(stream grpc.BidiStreamingServer[connectorv1.WriteRequest, connectorv1.WriteResponse]) error {
@@ -226,6 +242,10 @@ func (s *server) Write(stream grpc.BidiStreamingServer[connectorv1.WriteRequest,
 	if err != nil {
 		return toStatus(ctx, err)
 	}
+	var infer *sampler
+	if open.GetReportDatasets() {
+		infer = &sampler{}
+	}
 	var records, size int64
 	for {
 		req, err := stream.Recv()
@@ -233,7 +253,11 @@ func (s *server) Write(stream grpc.BidiStreamingServer[connectorv1.WriteRequest,
 			if err := w.Close(ctx); err != nil {
 				return toStatus(ctx, err)
 			}
-			return session{outs, rej}.finish(stream.Send, records, size)
+			stats := &connectorv1.Stats{Records: records, Bytes: size}
+			if infer != nil {
+				stats.Datasets = describe(ctx, s.c, DatasetsRequest{Role: RoleSink, Config: open.GetConfig(), Observed: infer.schema()})
+			}
+			return session{outs, rej}.finish(stream.Send, stats)
 		}
 		if err != nil {
 			// faucet went away mid-session: nothing will commit this.
@@ -243,6 +267,7 @@ func (s *server) Write(stream grpc.BidiStreamingServer[connectorv1.WriteRequest,
 		switch m := req.GetMsg().(type) {
 		case *connectorv1.WriteRequest_Batch:
 			b := Batch{Seq: m.Batch.GetSeq(), Count: int(m.Batch.GetCount()), Records: m.Batch.GetRecords()}
+			infer.observe(b.Records)
 			err := w.Write(ctx, b)
 			protocol.Release(b.Records)
 			if err == nil {
@@ -277,16 +302,16 @@ type session struct {
 }
 
 // finish sends the records refused last, then the final stats of a
-// committed session: the records it made durable (those it refused left
-// out) and the files it wrote.
-func (s session) finish(send func(*connectorv1.WriteResponse) error, records, size int64) error {
+// committed session: stats with the records it refused left out of those it
+// made durable, and the files it wrote.
+func (s session) finish(send func(*connectorv1.WriteResponse) error, stats *connectorv1.Stats) error {
 	if err := s.rej.flush(send); err != nil {
 		return err
 	}
-	rejected := s.rej.count()
-	return send(&connectorv1.WriteResponse{Msg: &connectorv1.WriteResponse_Stats{Stats: &connectorv1.Stats{
-		Records: records - rejected, Bytes: size, Outputs: s.outs.list(), Rejected: rejected,
-	}}})
+	stats.Rejected = s.rej.count()
+	stats.Records -= stats.Rejected
+	stats.Outputs = s.outs.list()
+	return send(&connectorv1.WriteResponse{Msg: &connectorv1.WriteResponse_Stats{Stats: stats}})
 }
 
 // abort discards a session whose stream broke; the context is fresh because
@@ -318,11 +343,7 @@ func toStatus(ctx context.Context, err error) error {
 // read runs one Read of src into w, flushing what w still holds, and returns
 // the outcome as the protocol's status.
 func (s *server) read(ctx context.Context, src Source, req *connectorv1.ReadRequest, w *BatchWriter) error {
-	rr := ReadRequest{Config: req.GetConfig()}
-	if sh := req.GetShard(); sh != nil {
-		rr.Shard = &Shard{Descriptor: sh.GetDescriptor_(), EstimatedRecords: sh.GetEstimatedRecords(), EstimatedBytes: sh.GetEstimatedBytes()}
-	}
-	err := src.Read(ctx, rr, w)
+	err := src.Read(ctx, ReadRequest{Config: req.GetConfig(), Shard: shardOf(req)}, w)
 	if err == nil {
 		err = w.Flush()
 	}
@@ -330,4 +351,13 @@ func (s *server) read(ctx context.Context, src Source, req *connectorv1.ReadRequ
 		return toStatus(ctx, err)
 	}
 	return nil
+}
+
+// shardOf is the shard a read request names, nil for a whole read.
+func shardOf(req *connectorv1.ReadRequest) *Shard {
+	sh := req.GetShard()
+	if sh == nil {
+		return nil
+	}
+	return &Shard{Descriptor: sh.GetDescriptor_(), EstimatedRecords: sh.GetEstimatedRecords(), EstimatedBytes: sh.GetEstimatedBytes()}
 }

@@ -89,7 +89,12 @@ func (s *server) writeFromUpstream(ctx context.Context, sess session, stream grp
 	var (
 		seq           uint64
 		records, size int64
+		infer         *sampler
+		upstream      *connectorv1.Stats
 	)
+	if open.GetReportDatasets() {
+		infer = &sampler{}
+	}
 	for {
 		if stop, abort := control(); stop || abort {
 			break
@@ -102,6 +107,7 @@ func (s *server) writeFromUpstream(ctx context.Context, sess session, stream grp
 				return status.Errorf(codes.Internal, "batch %d: %v", seq, err)
 			}
 			batch := Batch{Seq: seq, Count: int(b.GetCount()), Records: data}
+			infer.observe(data)
 			err = w.Write(ctx, batch)
 			u.done(b, data)
 			if err == nil {
@@ -118,6 +124,7 @@ func (s *server) writeFromUpstream(ctx context.Context, sess session, stream grp
 				return err
 			}
 		} else if msg.stats != nil {
+			upstream = msg.stats
 			break
 		}
 		if msg, err = u.recv(); err != nil {
@@ -137,7 +144,12 @@ func (s *server) writeFromUpstream(ctx context.Context, sess session, stream grp
 	if err := w.Close(ctx); err != nil {
 		return toStatus(ctx, err)
 	}
-	return sess.finish(stream.Send, records, size)
+	stats := &connectorv1.Stats{Records: records, Bytes: size}
+	if infer != nil {
+		stats.Datasets = describe(ctx, s.c, DatasetsRequest{Role: RoleSink, Config: open.GetConfig(), Observed: infer.schema()})
+		stats.Upstream = upstream
+	}
+	return sess.finish(stream.Send, stats)
 }
 
 // upstreamRead is a sink's read of the source plugin it reads directly,

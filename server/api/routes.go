@@ -196,6 +196,8 @@ func Register(a huma.API, d *Deps) {
 		Summary: "Show the calling principal", Tags: []string{"auth"},
 		Metadata: map[string]any{metaRole: auth.Viewer},
 	}, d.whoami)
+
+	registerCatalog(g, d)
 }
 
 // HealthStatus is the body of GET /healthz.

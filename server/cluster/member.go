@@ -64,6 +64,10 @@ type Config struct {
 	// Leader are the duties this member runs while it leads, besides the
 	// reclaim sweep.
 	Leader []LeaderDuty
+	// ParentFinalized, when set, is told of every sharded run this member
+	// finalized, with its config re-loaded here (the member that split it
+	// may be gone): the sharded runs' side of execution.Config.Finalized.
+	ParentFinalized func(ctx context.Context, rec *db.RunRecord, plan *pipeline.Plan)
 	// Clock stamps the membership row; nil means time.Now.
 	Clock func() time.Time
 	// Logger and Metrics receive what the member reports; nil discards it.

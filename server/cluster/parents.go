@@ -67,4 +67,13 @@ func (m *Member) parentFinalized(ctx context.Context, runID string) {
 		m.cfg.Metrics.RunFinished(string(rec.Status), reason, elapsed, rec.RecordsWritten)
 	}
 	m.cfg.Logger.Info("sharded run finished", "run_id", runID, "status", rec.Status, "records_written", rec.RecordsWritten)
+	if m.cfg.ParentFinalized == nil {
+		return
+	}
+	plan, err := m.reload(rec)
+	if err != nil {
+		m.cfg.Logger.Warn("re-load a sharded run's config for what follows its end; it is left out", "run_id", runID, "error", m.redactor(nil).String(err.Error()))
+		return
+	}
+	m.cfg.ParentFinalized(ctx, rec, plan)
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -75,12 +74,6 @@ func BenchmarkConsoleFirstPaint(b *testing.B) {
 	b.ReportMetric(median(warm), "rows-painted-ms")
 	b.ReportMetric(median(fcp), "first-contentful-paint-ms")
 	b.ReportMetric(median(ratio), "rows-painted/runs-answered")
-}
-
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	return s[len(s)/2]
 }
 
 // seedFinishedRuns writes n completed runs into the history at url, a

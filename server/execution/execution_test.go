@@ -163,3 +163,38 @@ func TestShutdownFinalizesAHungRunBeforeItsDeadline(t *testing.T) {
 		t.Fatalf("hung run after shutdown = %+v (error %v), want failed by the shutdown", rec, rec.Error)
 	}
 }
+
+// TestFinalizedGetsWhatTheRunExecuted: the hook that follows a run's end
+// (the catalog's) is told the plan the run executed and the engine's
+// results, for a run that completed and for one cancelled mid-run, once
+// the run has ended for everyone: a cancel made from the hook answers that
+// it already ended.
+func TestFinalizedGetsWhatTheRunExecuted(t *testing.T) {
+	t.Parallel()
+	finals := make(chan execution.Final, 2)
+	var s *st.Stack
+	s = st.Start(t, st.Options{Exec: execution.Config{Finalized: func(ctx context.Context, f execution.Final) {
+		if out, err := s.Exec.Cancel(ctx, f.Record.RunID); err != nil || out != execution.AlreadyTerminal {
+			t.Errorf("cancel of run %s from its Finalized hook: %v %v, want it already ended", f.Record.RunID, out, err)
+		}
+		finals <- f
+	}}})
+	done := s.Submit(t, "7").RunID
+	f := <-finals
+	if f.Record.RunID != done || f.Record.Status != db.StatusCompleted || f.Plan == nil || len(f.Plan.Invocations) != 1 ||
+		len(f.Results) != 1 || f.Results[0].RowID != "7" || f.Results[0].RecordsWritten != 7 {
+		t.Fatalf("final of a completed run = %+v", f)
+	}
+	if rec := st.Await(t, s.Store, done, db.StatusCompleted); rec.RecordsWritten != 7 {
+		t.Fatalf("the record the hook followed = %+v", rec)
+	}
+	hold := s.Submit(t, "hold").RunID
+	st.Await(t, s.Store, hold, db.StatusRunning)
+	if _, err := s.Exec.Cancel(context.Background(), hold); err != nil {
+		t.Fatal(err)
+	}
+	f = <-finals
+	if f.Record.RunID != hold || f.Record.Status != db.StatusCancelled || f.Plan == nil || len(f.Results) != 1 || f.Results[0].RecordsWritten != 3 {
+		t.Fatalf("final of a cancelled run = %+v", f)
+	}
+}

@@ -8,6 +8,7 @@ package execution
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -54,9 +55,14 @@ type Config struct {
 	Logger  *slog.Logger
 	Metrics *metrics.Metrics
 	// Finalized, when set, is told of every run this process finalized,
-	// after its terminal record was written: the seam for what follows a
-	// run's end (recording what it wrote, completion callbacks).
+	// after its terminal record was written and the run let go (a cancel
+	// of it answers that it ended): the seam for what follows a run's end
+	// (recording what it wrote, completion callbacks).
 	Finalized func(ctx context.Context, f Final)
+	// ShardLineage, when set, is what a shard that completed keeps of its
+	// engine results with its result (db.ShardResult.Lineage), so the run's
+	// one catalog record can be made from all its shards.
+	ShardLineage func(results []pipeline.InvocationResult) json.RawMessage
 	// SlotFreed, when set, is called each time an execution slot frees, so
 	// a cluster member claims more work.
 	SlotFreed func()
@@ -97,6 +103,12 @@ type Final struct {
 	Record db.RunRecord
 	// Reason is why it ended (Reason*).
 	Reason string
+	// Plan is what the run executed, nil for a run that never executed
+	// (cancelled while queued, a config that no longer loads); Results are
+	// the engine's results of it, nil too when its flush was cut off by the
+	// grace.
+	Plan    *pipeline.Plan
+	Results []pipeline.InvocationResult
 }
 
 // Executor executes the runs and shards this process holds.

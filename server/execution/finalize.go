@@ -19,6 +19,7 @@ func (e *Executor) Execute(t *Task, plan *pipeline.Plan) {
 	logger := t.log.Logger()
 	logger.Info("pipeline run starting", "invocations", len(plan.Invocations))
 	o := e.perform(t, plan, logger)
+	o.plan = plan
 	e.freeSlot(t)
 	switch {
 	case o.Reason == ReasonLost:
@@ -117,7 +118,7 @@ func (e *Executor) perform(t *Task, plan *pipeline.Plan, logger *slog.Logger) Ou
 		}
 		// A clean flush (or one that stopped on the cancel) ends with the
 		// trigger's status and the partial counts.
-		trigger.Records, trigger.Invocations = o.Records, o.Invocations
+		trigger.Records, trigger.Invocations, trigger.results = o.Records, o.Invocations, o.results
 	case <-grace.C:
 		logger.Warn("run did not flush within the grace period; finalizing it", "grace", e.flushGrace().String())
 		trigger.Records = t.records.Load()
@@ -132,13 +133,22 @@ func (e *Executor) perform(t *Task, plan *pipeline.Plan, logger *slog.Logger) Ou
 // with a terminal run. A claimed run's write is fenced on this instance
 // still owning it: when a peer reclaimed it meanwhile, the result is
 // discarded. Transient write failures are retried until the write lands.
-// Once written, Config.Finalized is told.
+// Once written, and the run no longer held here (so a cancel or a read of
+// it answers from the history, as for any run that ended), Config.Finalized
+// is told.
 func (e *Executor) finalize(t *Task, o Outcome) {
-	e.end(t, func() { e.writeTerminal(t, o) })
+	var final *Final
+	e.end(t, func() { final = e.writeTerminal(t, o) })
+	if final != nil && e.cfg.Finalized != nil {
+		e.cfg.Finalized(e.writes, *final)
+	}
 }
 
-// writeTerminal is finalize's write, under t's end lock.
-func (e *Executor) writeTerminal(t *Task, o Outcome) {
+// writeTerminal is finalize's write, under t's end lock. It returns what
+// Config.Finalized is told, nil when the record did not land: what follows
+// an end must not stand for one the history does not hold (recovery fails
+// that run later).
+func (e *Executor) writeTerminal(t *Task, o Outcome) *Final {
 	rec := *t.rec
 	now := e.now()
 	rec.Status = o.Status
@@ -176,15 +186,16 @@ func (e *Executor) writeTerminal(t *Task, o Outcome) {
 	case !won:
 		e.cfg.Logger.Warn("run was reclaimed by another instance while it ran here; discarding this result",
 			"run_id", rec.RunID, "status", rec.Status, "records_written", rec.RecordsWritten)
-		return
+		return nil
 	}
 	if e.cfg.Metrics != nil {
 		e.cfg.Metrics.RunFinished(string(o.Status), o.Reason, elapsed, o.Records)
 	}
 	e.cfg.Logger.Info("run finished", "run_id", rec.RunID, "status", rec.Status, "records_written", rec.RecordsWritten)
-	if e.cfg.Finalized != nil {
-		e.cfg.Finalized(e.writes, Final{Record: rec, Reason: o.Reason})
+	if err != nil {
+		return nil
 	}
+	return &Final{Record: rec, Reason: o.Reason, Plan: o.plan, Results: o.results}
 }
 
 // handBack gives a claimed run this member stopped for its shutdown back to
@@ -312,6 +323,9 @@ func (e *Executor) writeShard(t *Task, o Outcome, logger *slog.Logger) {
 		status = db.ShardCancelled
 	}
 	res := db.ShardResult{Status: status, RecordsWritten: o.Records, Error: t.redactor().Ptr(o.Err)}
+	if status == db.ShardCompleted && e.cfg.ShardLineage != nil {
+		res.Lineage = e.cfg.ShardLineage(o.results)
+	}
 	if o.Err != nil {
 		logger.Error("shard "+string(status), "records_written", o.Records, "error", *res.Error)
 	} else {

@@ -33,6 +33,10 @@ type Outcome struct {
 	Err         *string
 	Records     int64
 	Invocations []db.InvocationRecord
+	// plan and results are what the run executed and the engine's results
+	// of it, for Config.Finalized; nil for a run that never executed.
+	plan    *pipeline.Plan
+	results []pipeline.InvocationResult
 }
 
 // Failed is the outcome of a run that failed for reason with msg.
@@ -61,7 +65,7 @@ func cancelled(err error, res []pipeline.InvocationResult) bool {
 // classify turns the engine's results into an outcome. Error texts are
 // redacted here, before they reach the record or any response.
 func classify(res []pipeline.InvocationResult, err error, red *redact.Redactor) Outcome {
-	o := Outcome{Status: db.StatusCompleted, Reason: ReasonOK, Invocations: make([]db.InvocationRecord, 0, len(res))}
+	o := Outcome{Status: db.StatusCompleted, Reason: ReasonOK, Invocations: make([]db.InvocationRecord, 0, len(res)), results: res}
 	var failures []string
 	for _, inv := range res {
 		ir := db.InvocationRecord{

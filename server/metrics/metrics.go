@@ -39,6 +39,9 @@ type Metrics struct {
 	LogFollowers prometheus.Gauge
 	LogFeeds     prometheus.Gauge
 
+	// CatalogWrites counts what finished runs recorded into the catalog.
+	CatalogWrites *prometheus.CounterVec
+
 	// Completion callbacks.
 	CallbackDeliveries *prometheus.CounterVec
 	CallbackAttempt    prometheus.Histogram
@@ -64,6 +67,10 @@ func New() *Metrics {
 			Name: "faucet_log_followers",
 			Help: "Clients following a run's log stream (SSE) now.",
 		}),
+		CatalogWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "faucet_catalog_writes_total",
+			Help: "Catalog writes of finished runs, by what was written (lineage: an invocation's datasets and edges; snapshot: a run's config) and outcome (ok, failed: logged, the run untouched).",
+		}, []string{"kind", "outcome"}),
 		LogFeeds: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "faucet_log_feeds",
 			Help: "Runs executed elsewhere whose persisted log one shared poller reads for this server's followers.",
@@ -161,7 +168,7 @@ func New() *Metrics {
 		m.RunsSubmitted, m.RunsFinished, m.RunDuration, m.RecordsWritten,
 		m.IdempotencyReplays, m.QueueDepth, m.InFlight, m.HTTPDuration,
 		m.ClusterClaims, m.ClusterReclaims, m.ClusterPoisoned, m.ClusterMembers,
-		m.ShardsInFlight, m.ShardsFinished, m.ClusterShards, m.LeasesLost, m.ClusterLeader, m.LogFollowers, m.LogFeeds,
+		m.ShardsInFlight, m.ShardsFinished, m.ClusterShards, m.LeasesLost, m.ClusterLeader, m.LogFollowers, m.LogFeeds, m.CatalogWrites,
 		m.CallbackDeliveries, m.CallbackAttempt, m.CallbackLatency, m.CallbacksInFlight,
 		m.rust.requests, m.rust.duration, rustCollector{families: m.rustFamilies()},
 		collectors.NewGoCollector(),

@@ -35,7 +35,7 @@ var schemaJSON []byte
 // which `faucet schema triggers` prints.
 func Schema() json.RawMessage { return append(json.RawMessage(nil), schemaJSON...) }
 
-var fileSchema = sync.OnceValue(func() *pipeline.Schema {
+var fileSchema = sync.OnceValue(func() *pipeline.DocumentSchema {
 	s, err := pipeline.CompileSchema("triggers-v1", schemaJSON)
 	if err != nil {
 		panic(fmt.Sprintf("embedded triggers schema: %v", err))

@@ -104,6 +104,86 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/catalog/datasets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List catalogued datasets (Data Movement Catalog)
+         * @description Every dataset the server's runs have read or written, accumulated run over run in the history (retention never purges it), newest activity first (last_seen, then id, descending). Pass next_cursor as cursor for the next page; a cursor that names no dataset is 400.
+         */
+        get: operations["listCatalogDatasets"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/catalog/datasets/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get one dataset's catalog detail
+         * @description The dataset, its schema timeline (each version with its diff against the one before: added, widened, changed and removed columns), its newest volume points, and its upstream and downstream edges.
+         */
+        get: operations["getCatalogDataset"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/catalog/lineage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get the dataset lineage graph
+         * @description The source → sink edges accumulated across runs: the whole graph, or with root the edges within depth hops of that dataset in either direction (a root that names no dataset has none). At most 5000 edges, the newest; truncated says when there are more.
+         */
+        get: operations["getCatalogLineage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/catalog/snapshots/{pipeline}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a pipeline's last config snapshots
+         * @description The resolved config the pipeline's last run executed, and the one before it, with every secret replaced by a salted fingerprint. faucet plan --diff compares a config file with it.
+         */
+        get: operations["getConfigSnapshot"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/cluster": {
         parameters: {
             query?: never;
@@ -770,6 +850,150 @@ export interface components {
          * @enum {string}
          */
         CallbackState: "pending" | "delivered" | "failed";
+        CatalogDataset: {
+            /** @description Latest observed record schema; absent when none was observed. */
+            current_schema?: components["schemas"]["RecordSchema"];
+            current_schema_hash?: string;
+            /** Format: date-time */
+            first_seen: string;
+            /** @description 16-hex sha256 prefix of the canonical URI. */
+            id: string;
+            /** @description Connector kind (csv, postgres, …). */
+            kind: string;
+            /** Format: int64 */
+            last_records: number;
+            last_run_id: string;
+            /** Format: date-time */
+            last_seen: string;
+            /**
+             * Format: date-time
+             * @description Last successful run that touched the dataset (freshness); the catalog records successful invocations, so it is last_seen.
+             */
+            last_success: string;
+            /** @description Pipeline name of the most recent run. */
+            pipeline: string;
+            /** @description The roles runs have seen it in. */
+            roles: components["schemas"]["DatasetRole"][];
+            /** Format: int64 */
+            runs: number;
+            /** Format: int64 */
+            schema_versions: number;
+            /** Format: int64 */
+            total_records: number;
+            /** @description Canonical dataset URI, without credentials: a file:// URL of an absolute path, postgres://host:port/database/schema.table, sqlite:///path?table=main.name, … */
+            uri: string;
+        };
+        CatalogDatasetDetail: {
+            /** @description Latest observed record schema; absent when none was observed. */
+            current_schema?: components["schemas"]["RecordSchema"];
+            current_schema_hash?: string;
+            /** @description Edges out of the dataset, newest first (at most 1000). */
+            downstream: components["schemas"]["CatalogLineageEdge"][];
+            /** Format: date-time */
+            first_seen: string;
+            /** @description 16-hex sha256 prefix of the canonical URI. */
+            id: string;
+            /** @description Connector kind (csv, postgres, …). */
+            kind: string;
+            /** Format: int64 */
+            last_records: number;
+            last_run_id: string;
+            /** Format: date-time */
+            last_seen: string;
+            /**
+             * Format: date-time
+             * @description Last successful run that touched the dataset (freshness); the catalog records successful invocations, so it is last_seen.
+             */
+            last_success: string;
+            /** @description Pipeline name of the most recent run. */
+            pipeline: string;
+            /** @description The roles runs have seen it in. */
+            roles: components["schemas"]["DatasetRole"][];
+            /** Format: int64 */
+            runs: number;
+            /** @description Oldest first; the newest 200 versions. */
+            schema_timeline: components["schemas"]["CatalogSchemaVersion"][];
+            /** Format: int64 */
+            schema_versions: number;
+            /** @description The newest 50 volume points, newest first. */
+            stats: components["schemas"]["CatalogStatsPoint"][];
+            /** Format: int64 */
+            total_records: number;
+            /** @description Edges into the dataset, newest first (at most 1000). */
+            upstream: components["schemas"]["CatalogLineageEdge"][];
+            /** @description Canonical dataset URI, without credentials: a file:// URL of an absolute path, postgres://host:port/database/schema.table, sqlite:///path?table=main.name, … */
+            uri: string;
+        };
+        CatalogDatasetPage: {
+            datasets: components["schemas"]["CatalogDataset"][];
+            /** @description Pass as cursor to read the next page; null on the last page. */
+            next_cursor: string | null;
+        };
+        CatalogLineage: {
+            edges: components["schemas"]["CatalogLineageEdge"][];
+            /** @description true when the graph has more edges than the 5000 returned (the newest). */
+            truncated: boolean;
+        };
+        CatalogLineageEdge: {
+            dst_id: string;
+            dst_uri: string;
+            /** Format: date-time */
+            first_seen: string;
+            /** Format: int64 */
+            last_records: number;
+            last_run_id: string;
+            /** Format: date-time */
+            last_seen: string;
+            /** @description Pipeline of the most recent run that moved records along it. */
+            pipeline: string;
+            /** @description Matrix row of that run. */
+            row: string;
+            /** Format: int64 */
+            runs: number;
+            src_id: string;
+            src_uri: string;
+        };
+        CatalogSchemaVersion: {
+            dataset_id: string;
+            /** @description The change from the previous version; absent for version 1. */
+            diff?: components["schemas"]["SchemaChange"];
+            /** Format: date-time */
+            recorded_at: string;
+            run_id: string;
+            schema: components["schemas"]["RecordSchema"];
+            schema_hash: string;
+            /**
+             * Format: int64
+             * @description 1-based, appended only when the schema's content changes (column order aside).
+             */
+            version: number;
+        };
+        CatalogStatsPoint: {
+            /**
+             * Format: int64
+             * @description Bytes of records moved, when the connector counted them.
+             */
+            bytes?: number;
+            /**
+             * Format: int64
+             * @description How long the invocation took.
+             */
+            duration_ms: number;
+            /** Format: date-time */
+            recorded_at: string;
+            /** Format: int64 */
+            records: number;
+            /**
+             * @description The side the dataset was on.
+             * @enum {string}
+             */
+            role: "source" | "sink";
+            /** @description The run's matrix row that moved them. */
+            row_id: string;
+            run_id: string;
+            /** @description The run's terminal status (a run whose other rows failed is failed, though this row moved its records). */
+            status: components["schemas"]["RunStatus"];
+        };
         ChannelAssignment: {
             id: string;
             tag: string;
@@ -815,11 +1039,44 @@ export interface components {
              */
             instances: number;
         };
+        ColumnChange: {
+            column: string;
+            /** @description Absent for an added column. */
+            from?: components["schemas"]["ColumnFragment"];
+            to: components["schemas"]["ColumnFragment"];
+        };
+        ColumnFragment: {
+            /** @description A JSON Schema type name, or [type, "null"] for a nullable column; absent for a column whose values have several types. */
+            type?: unknown;
+            /** @description The database's own name of the column's type. */
+            "x-db-type"?: string;
+        };
         /**
          * @description Syntax of a pipeline config.
          * @enum {string}
          */
         ConfigFormat: "yaml" | "json";
+        ConfigSnapshotPrevious: {
+            /** Format: date-time */
+            recorded_at: string;
+            run_id: string;
+            snapshot: {
+                [key: string]: unknown;
+            };
+        };
+        ConfigSnapshotRecord: {
+            pipeline: string;
+            /** @description The snapshot before it, when there is one. */
+            previous?: components["schemas"]["ConfigSnapshotPrevious"];
+            /** Format: date-time */
+            recorded_at: string;
+            /** @description The run that executed it. */
+            run_id: string;
+            /** @description The resolved config the run executed: settings, and each matrix row's connectors and configs, every secret replaced by a salted fingerprint (<secret:…>). */
+            snapshot: {
+                [key: string]: unknown;
+            };
+        };
         ConnectorSummary: {
             description?: string;
             name: string;
@@ -899,6 +1156,11 @@ export interface components {
             /** @description The matrix row of config whose sink the replay writes to; the first when omitted. */
             row?: string;
         };
+        /**
+         * @description The side of a pipeline a dataset is seen on.
+         * @enum {string}
+         */
+        DatasetRole: "source" | "sink";
         DeprecateTemplateRequest: {
             /** @description Why it is retired; triggers that are refused name it. */
             reason?: string;
@@ -1172,6 +1434,14 @@ export interface components {
             /** @description Each enabled trigger's health; present only when the server runs with --triggers. An unhealthy trigger does not make the server unready. */
             triggers?: components["schemas"]["TriggerHealth"][];
         };
+        /** @description A record schema in JSON Schema form, {type: object, properties: {column: fragment}}, the columns in their order. */
+        RecordSchema: {
+            properties: {
+                [key: string]: components["schemas"]["ColumnFragment"];
+            };
+            /** @enum {string} */
+            type: "object";
+        };
         RegisterTemplateRequest: {
             /** @description The config document, stored exactly as given. It may declare params (params: {NAME: {type, required, default, secret, description}}) and refer to them as ${param.NAME}. */
             config: string;
@@ -1257,6 +1527,16 @@ export interface components {
          * @enum {string}
          */
         RunStatus: "pending" | "queued" | "running" | "sharded" | "completed" | "failed" | "cancelled";
+        SchemaChange: {
+            /** @description New columns. */
+            added: components["schemas"]["ColumnChange"][];
+            /** @description Columns whose type changed any other way. */
+            changed: components["schemas"]["ColumnChange"][];
+            /** @description Names of the columns that are gone. */
+            removed: string[];
+            /** @description Columns that accept every value they did: an integer became a number, or the column became nullable. */
+            widened: components["schemas"]["ColumnChange"][];
+        };
         SchemasResponse: {
             sinks: components["schemas"]["ConnectorSummary"][];
             sources: components["schemas"]["ConnectorSummary"][];
@@ -1741,6 +2021,128 @@ export interface operations {
             413: components["responses"]["Problem"];
             422: components["responses"]["Problem"];
             429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    listCatalogDatasets: {
+        parameters: {
+            query?: {
+                /** @description Only datasets of this connector kind (csv, postgres, …), exactly. */
+                kind?: string;
+                /** @description Only datasets whose URI contains this, ignoring case. */
+                q?: string;
+                /** @description Page size. */
+                limit?: number;
+                /** @description next_cursor of the previous page (the id of its last dataset). */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CatalogDatasetPage"];
+                };
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    getCatalogDataset: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Dataset id (16-hex sha256 prefix of the canonical URI). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CatalogDatasetDetail"];
+                };
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["Problem"];
+            500: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    getCatalogLineage: {
+        parameters: {
+            query?: {
+                /** @description Dataset id to root the graph at; omitted: the whole graph. */
+                root?: string;
+                /** @description Hops around root (ignored without one). */
+                depth?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CatalogLineage"];
+                };
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    getConfigSnapshot: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Pipeline name: the runs' name, which defaults to their config's. */
+                pipeline: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConfigSnapshotRecord"];
+                };
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["Problem"];
             500: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
             default: components["responses"]["Problem"];

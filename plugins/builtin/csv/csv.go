@@ -103,6 +103,12 @@ func (Connector) Shards(ctx context.Context, config json.RawMessage, count int) 
 	return files.Shards(sdk.FilesFrom(ctx), cfg.Path, count, files.QuotedLineStarts('"'))
 }
 
+// Datasets names the file (or glob) a session read or wrote, with the
+// schema its records showed.
+func (Connector) Datasets(ctx context.Context, req sdk.DatasetsRequest) ([]sdk.Dataset, error) {
+	return files.Datasets(ctx, req)
+}
+
 // Read emits one record per row.
 func (Connector) Read(ctx context.Context, req sdk.ReadRequest, w *sdk.BatchWriter) error {
 	cfg, delim, err := decodeSource(req.Config)

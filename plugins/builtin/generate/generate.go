@@ -63,6 +63,16 @@ func decode(config json.RawMessage) (Config, int64, error) {
 	return cfg, seed, nil
 }
 
+// Datasets names the generated rows by their seed: the rows of one seed are
+// one dataset, of which a count reads a prefix.
+func (Connector) Datasets(_ context.Context, req sdk.DatasetsRequest) ([]sdk.Dataset, error) {
+	_, seed, err := decode(req.Config)
+	if err != nil {
+		return nil, err
+	}
+	return []sdk.Dataset{{URI: "generate:seed=" + strconv.FormatInt(seed, 10)}}, nil
+}
+
 // Shards splits the ids into count contiguous ranges of near-equal size.
 func (Connector) Shards(_ context.Context, config json.RawMessage, count int) ([]sdk.Shard, error) {
 	cfg, _, err := decode(config)

@@ -66,6 +66,12 @@ func (Connector) Shards(ctx context.Context, config json.RawMessage, count int) 
 	return files.Shards(sdk.FilesFrom(ctx), cfg.Path, count, files.LineStarts)
 }
 
+// Datasets names the file (or glob) a session read or wrote, with the
+// schema its records showed.
+func (Connector) Datasets(ctx context.Context, req sdk.DatasetsRequest) ([]sdk.Dataset, error) {
+	return files.Datasets(ctx, req)
+}
+
 // Read emits every non-blank line of the input as a record, rejecting lines
 // that are not JSON objects with their file and line number.
 func (Connector) Read(ctx context.Context, req sdk.ReadRequest, w *sdk.BatchWriter) error {

@@ -80,6 +80,26 @@ func (lines) Read(ctx context.Context, req sdk.ReadRequest, w *sdk.BatchWriter) 
 	return sc.Err()
 }
 
+// Datasets tells faucet's catalog which file a session read or wrote. It is
+// optional (a connector without it moves data all the same): faucet calls it
+// at the end of a session when it keeps a catalog. A file read back by this
+// connector always has the same two columns, so the schema is declared
+// rather than left to what faucet inferred from the records (req.Observed).
+func (lines) Datasets(ctx context.Context, req sdk.DatasetsRequest) ([]sdk.Dataset, error) {
+	var cfg struct {
+		Path string `json:"path"`
+	}
+	if err := json.Unmarshal(req.Config, &cfg); err != nil {
+		return nil, err
+	}
+	uri, err := sdk.FileURI(ctx, cfg.Path)
+	if err != nil {
+		return nil, err
+	}
+	schema := &sdk.Schema{Columns: []sdk.Column{{Name: "n", Type: sdk.TypeInteger}, {Name: "line", Type: sdk.TypeString}}}
+	return []sdk.Dataset{{URI: uri, Schema: schema}}, nil
+}
+
 type sinkConfig struct {
 	Path  string `json:"path"`
 	Field string `json:"field"`

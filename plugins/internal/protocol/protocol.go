@@ -27,12 +27,16 @@ const (
 	// directly offers memory the two share (ReadRequest.shared_region), and
 	// the source writes its batches there instead of into the messages.
 	VersionSharedReads = 2
+	// VersionDatasets is protocol 1.2: asked to (report_datasets), a source
+	// and a sink end a call with the datasets it read or wrote and their
+	// observed schema (Stats.datasets), and a sink reading its source
+	// directly passes the source's final stats on (Stats.upstream).
+	VersionDatasets = 3
 	// VersionFileAccess is protocol 1.3: faucet serve sends every call that
 	// may open files the file roots and the server's own files to refuse
 	// (FileAccess), a sink reports the files it wrote (Stats.outputs), and
 	// a sink that rejects_records refuses single records under a record
-	// policy (Rejected) instead of failing the session. Version 3 is
-	// protocol 1.2.
+	// policy (Rejected) instead of failing the session.
 	VersionFileAccess = 4
 	// Latest is the highest version this build speaks.
 	Latest = VersionFileAccess

@@ -59,8 +59,14 @@ UPDATE faucet_shards SET
     records_written = @records_written,
     error = sqlc.narg(error)::text,
     finished_at = @now::timestamptz,
-    lease_expires_at = NULL
+    lease_expires_at = NULL,
+    lineage = sqlc.narg(lineage)::jsonb
 WHERE run_id = @run_id AND shard_id = @shard_id AND owner = @owner::text AND status = 'running';
+
+-- name: ShardLineageList :many
+SELECT lineage::jsonb FROM faucet_shards
+WHERE run_id = @run_id AND status = 'completed' AND lineage IS NOT NULL
+ORDER BY shard_id;
 
 -- name: ShardProgress :one
 SELECT

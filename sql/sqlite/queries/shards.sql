@@ -52,9 +52,15 @@ SET status = sqlc.arg(status),
     records_written = sqlc.arg(records_written),
     error = sqlc.narg(error),
     finished_at = sqlc.arg(now),
-    lease_expires_at = NULL
+    lease_expires_at = NULL,
+    lineage = sqlc.narg(lineage)
 WHERE run_id = sqlc.arg(run_id) AND shard_id = sqlc.arg(shard_id)
   AND owner = sqlc.arg(owner) AND status = 'running';
+
+-- name: ShardLineageList :many
+SELECT CAST(lineage AS TEXT) AS lineage FROM faucet_shards
+WHERE run_id = sqlc.arg(run_id) AND status = 'completed' AND lineage IS NOT NULL
+ORDER BY shard_id;
 
 -- name: ShardProgress :one
 SELECT count(*) AS total,

@@ -35,6 +35,66 @@ type FaucetCallbackDelivery struct {
 	FinishedAt     *time.Time
 }
 
+type FaucetCatalogDataset struct {
+	ID           string
+	Uri          string
+	UriFolded    string
+	Kind         string
+	AsSource     bool
+	AsSink       bool
+	FirstSeen    time.Time
+	LastSeen     time.Time
+	LastRunID    string
+	Pipeline     string
+	LastRecords  int64
+	TotalRecords int64
+	Runs         int64
+}
+
+type FaucetCatalogEdge struct {
+	SrcID       string
+	DstID       string
+	Pipeline    string
+	RowID       string
+	FirstSeen   time.Time
+	LastSeen    time.Time
+	LastRunID   string
+	Runs        int64
+	LastRecords int64
+}
+
+type FaucetCatalogSchemaVersion struct {
+	DatasetID  string
+	Version    int32
+	RecordedAt time.Time
+	RunID      string
+	Schema     []byte
+	SchemaHash string
+}
+
+type FaucetCatalogStat struct {
+	Seq        int64
+	DatasetID  string
+	RunID      string
+	RowID      string
+	Role       string
+	RecordedAt time.Time
+	Status     string
+	Records    int64
+	Bytes      *int64
+	DurationMs int64
+}
+
+type FaucetConfigSnapshot struct {
+	Pipeline           string
+	RecordedAt         time.Time
+	RunID              string
+	Body               []byte
+	PreviousRecordedAt *time.Time
+	PreviousRunID      *string
+	PreviousBody       []byte
+}
+
 type FaucetIdempotencyClaim struct {
 	Key         string
 	RunID       string
@@ -118,6 +178,7 @@ type FaucetShard struct {
 	RecordsWritten int64
 	Error          *string
 	FinishedAt     *time.Time
+	Lineage        []byte
 }
 
 type FaucetTemplate struct {

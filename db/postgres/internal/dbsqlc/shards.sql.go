@@ -187,8 +187,9 @@ UPDATE faucet_shards SET
     records_written = $2,
     error = $3::text,
     finished_at = $4::timestamptz,
-    lease_expires_at = NULL
-WHERE run_id = $5 AND shard_id = $6 AND owner = $7::text AND status = 'running'
+    lease_expires_at = NULL,
+    lineage = $5::jsonb
+WHERE run_id = $6 AND shard_id = $7 AND owner = $8::text AND status = 'running'
 `
 
 type ShardFinalizeParams struct {
@@ -196,6 +197,7 @@ type ShardFinalizeParams struct {
 	RecordsWritten int64
 	Error          *string
 	Now            time.Time
+	Lineage        []byte
 	RunID          string
 	ShardID        string
 	Owner          string
@@ -207,6 +209,7 @@ func (q *Queries) ShardFinalize(ctx context.Context, arg ShardFinalizeParams) (i
 		arg.RecordsWritten,
 		arg.Error,
 		arg.Now,
+		arg.Lineage,
 		arg.RunID,
 		arg.ShardID,
 		arg.Owner,
@@ -215,6 +218,32 @@ func (q *Queries) ShardFinalize(ctx context.Context, arg ShardFinalizeParams) (i
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const shardLineageList = `-- name: ShardLineageList :many
+SELECT lineage::jsonb FROM faucet_shards
+WHERE run_id = $1 AND status = 'completed' AND lineage IS NOT NULL
+ORDER BY shard_id
+`
+
+func (q *Queries) ShardLineageList(ctx context.Context, runID string) ([][]byte, error) {
+	rows, err := q.db.Query(ctx, shardLineageList, runID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items [][]byte
+	for rows.Next() {
+		var lineage []byte
+		if err := rows.Scan(&lineage); err != nil {
+			return nil, err
+		}
+		items = append(items, lineage)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const shardList = `-- name: ShardList :many

@@ -31,6 +31,66 @@ type FaucetCallbackDelivery struct {
 	FinishedAt     *int64
 }
 
+type FaucetCatalogDataset struct {
+	ID           string
+	Uri          string
+	UriFolded    string
+	Kind         string
+	AsSource     int64
+	AsSink       int64
+	FirstSeen    int64
+	LastSeen     int64
+	LastRunID    string
+	Pipeline     string
+	LastRecords  int64
+	TotalRecords int64
+	Runs         int64
+}
+
+type FaucetCatalogEdge struct {
+	SrcID       string
+	DstID       string
+	Pipeline    string
+	RowID       string
+	FirstSeen   int64
+	LastSeen    int64
+	LastRunID   string
+	Runs        int64
+	LastRecords int64
+}
+
+type FaucetCatalogSchemaVersion struct {
+	DatasetID  string
+	Version    int64
+	RecordedAt int64
+	RunID      string
+	Schema     string
+	SchemaHash string
+}
+
+type FaucetCatalogStat struct {
+	Seq        int64
+	DatasetID  string
+	RunID      string
+	RowID      string
+	Role       string
+	RecordedAt int64
+	Status     string
+	Records    int64
+	Bytes      *int64
+	DurationMs int64
+}
+
+type FaucetConfigSnapshot struct {
+	Pipeline           string
+	RecordedAt         int64
+	RunID              string
+	Body               string
+	PreviousRecordedAt *int64
+	PreviousRunID      *string
+	PreviousBody       *string
+}
+
 type FaucetIdempotencyClaim struct {
 	Key         string
 	RunID       string
@@ -114,6 +174,7 @@ type FaucetShard struct {
 	RecordsWritten int64
 	Error          *string
 	FinishedAt     *int64
+	Lineage        *string
 }
 
 type FaucetTemplate struct {

@@ -179,9 +179,10 @@ SET status = ?1,
     records_written = ?2,
     error = ?3,
     finished_at = ?4,
-    lease_expires_at = NULL
-WHERE run_id = ?5 AND shard_id = ?6
-  AND owner = ?7 AND status = 'running'
+    lease_expires_at = NULL,
+    lineage = ?5
+WHERE run_id = ?6 AND shard_id = ?7
+  AND owner = ?8 AND status = 'running'
 `
 
 type ShardFinalizeParams struct {
@@ -189,6 +190,7 @@ type ShardFinalizeParams struct {
 	RecordsWritten int64
 	Error          *string
 	Now            *int64
+	Lineage        *string
 	RunID          string
 	ShardID        string
 	Owner          *string
@@ -200,6 +202,7 @@ func (q *Queries) ShardFinalize(ctx context.Context, arg ShardFinalizeParams) (i
 		arg.RecordsWritten,
 		arg.Error,
 		arg.Now,
+		arg.Lineage,
 		arg.RunID,
 		arg.ShardID,
 		arg.Owner,
@@ -232,6 +235,35 @@ func (q *Queries) ShardInsert(ctx context.Context, arg ShardInsertParams) (int64
 		return 0, err
 	}
 	return result.RowsAffected()
+}
+
+const shardLineageList = `-- name: ShardLineageList :many
+SELECT CAST(lineage AS TEXT) AS lineage FROM faucet_shards
+WHERE run_id = ?1 AND status = 'completed' AND lineage IS NOT NULL
+ORDER BY shard_id
+`
+
+func (q *Queries) ShardLineageList(ctx context.Context, runID string) ([]string, error) {
+	rows, err := q.db.QueryContext(ctx, shardLineageList, runID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var lineage string
+		if err := rows.Scan(&lineage); err != nil {
+			return nil, err
+		}
+		items = append(items, lineage)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const shardList = `-- name: ShardList :many

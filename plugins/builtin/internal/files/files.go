@@ -8,6 +8,7 @@ package files
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -283,4 +284,21 @@ func Open(fs *sdk.Files, p Part) (io.ReadCloser, error) {
 		io.Reader
 		io.Closer
 	}{io.NewSectionReader(f, p.Start, end-p.Start), f}, nil
+}
+
+// Datasets describes a session of a file connector, whose source and sink
+// configs both name their file (or glob) in path: one dataset, whose
+// schema is what the session's records showed.
+func Datasets(ctx context.Context, req sdk.DatasetsRequest) ([]sdk.Dataset, error) {
+	var cfg struct {
+		Path string `json:"path"`
+	}
+	if err := json.Unmarshal(req.Config, &cfg); err != nil {
+		return nil, fmt.Errorf("decode config: %w", err)
+	}
+	uri, err := sdk.FileURI(ctx, cfg.Path)
+	if err != nil {
+		return nil, err
+	}
+	return []sdk.Dataset{{URI: uri}}, nil
 }

@@ -1,9 +1,12 @@
 package tabular
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Source is what a SQL source's config says to read; each connector embeds
@@ -81,4 +84,13 @@ func SinkSchema(connName, conn, modeDoc, keyDoc string) json.RawMessage {
   "if": {"properties": {"write_mode": {"const": "upsert"}}, "required": ["write_mode"]},
   "then": {"required": ["key"]}
 }`, connName, conn, modeDoc, keyDoc))
+}
+
+// QueryID names a query's result as a dataset: the first 12 hex digits of
+// the sha256 of its text, trimmed, so the same query is the same dataset
+// and its text (which may hold literals worth keeping private) is not in
+// the name.
+func QueryID(query string) string {
+	sum := sha256.Sum256([]byte(strings.TrimRight(strings.TrimSpace(query), "; \n\t")))
+	return "query-" + hex.EncodeToString(sum[:6])
 }

@@ -3,10 +3,12 @@
 // Version 1. A plugin announces the protocol versions it speaks in the
 // go-plugin handshake; faucet picks the highest one both sides know. Within
 // this package, versions only add: go-plugin version 1 is protocol 1.0 and
-// each later one (2 = 1.1, …) a minor version whose additions are marked
-// below; a peer that negotiated an earlier one is never asked for them. A
-// breaking change to this file gets a new package (faucet.connector.v2) and
-// a new major version, served side by side with this one.
+// each later one (2 = 1.1, 3 = 1.2, …) a minor version whose additions are
+// marked below; a peer that negotiated an earlier one is never asked for
+// them. Fields a minor version from 1.2 on adds to an existing message are
+// numbered from 20 up, clear of the numbers the message may still take for
+// itself. A breaking change to this file gets a new package (faucet.connector.v2)
+// and a new major version, served side by side with this one.
 //
 // Records never cross one per message: a Batch carries thousands of records
 // as JSON Lines bytes, cut by the sender well under the gRPC message limit.
@@ -665,6 +667,9 @@ type ReadRequest struct {
 	// shared_region, from a sink reading the source directly, is memory the
 	// source may write its batches into instead of the messages (since 1.1).
 	SharedRegion *SharedRegion `protobuf:"bytes,3,opt,name=shared_region,json=sharedRegion,proto3" json:"shared_region,omitempty"`
+	// report_datasets asks the source to end a successful read with the
+	// datasets it read in Stats.datasets (since 1.2).
+	ReportDatasets bool `protobuf:"varint,20,opt,name=report_datasets,json=reportDatasets,proto3" json:"report_datasets,omitempty"`
 	// file_access bounds the files the read may open (since 1.3).
 	FileAccess    *FileAccess `protobuf:"bytes,30,opt,name=file_access,json=fileAccess,proto3" json:"file_access,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -720,6 +725,13 @@ func (x *ReadRequest) GetSharedRegion() *SharedRegion {
 		return x.SharedRegion
 	}
 	return nil
+}
+
+func (x *ReadRequest) GetReportDatasets() bool {
+	if x != nil {
+		return x.ReportDatasets
+	}
+	return false
 }
 
 func (x *ReadRequest) GetFileAccess() *FileAccess {
@@ -1201,6 +1213,14 @@ type Stats struct {
 	// records read by a source, or made durable by a sink.
 	Records int64 `protobuf:"varint,1,opt,name=records,proto3" json:"records,omitempty"`
 	Bytes   int64 `protobuf:"varint,2,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	// datasets are what the call read or wrote, when its request asked for
+	// them (report_datasets); empty when the connector does not say (since
+	// 1.2).
+	Datasets []*Dataset `protobuf:"bytes,20,rep,name=datasets,proto3" json:"datasets,omitempty"`
+	// upstream, in a Write whose open asked for datasets and named an
+	// upstream, is the final Stats of the upstream read as the sink received
+	// it: what the source read (since 1.2).
+	Upstream *Stats `protobuf:"bytes,21,opt,name=upstream,proto3" json:"upstream,omitempty"`
 	// outputs are the files a committed write session created or replaced
 	// (since 1.3), for faucet serve's ledger of the files its runs wrote.
 	Outputs []*OutputFile `protobuf:"bytes,30,rep,name=outputs,proto3" json:"outputs,omitempty"`
@@ -1254,6 +1274,20 @@ func (x *Stats) GetBytes() int64 {
 	return 0
 }
 
+func (x *Stats) GetDatasets() []*Dataset {
+	if x != nil {
+		return x.Datasets
+	}
+	return nil
+}
+
+func (x *Stats) GetUpstream() *Stats {
+	if x != nil {
+		return x.Upstream
+	}
+	return nil
+}
+
 func (x *Stats) GetOutputs() []*OutputFile {
 	if x != nil {
 		return x.Outputs
@@ -1266,6 +1300,194 @@ func (x *Stats) GetRejected() int64 {
 		return x.Rejected
 	}
 	return 0
+}
+
+// Dataset is one thing a call read or wrote: a file, a table, a query's
+// result (since 1.2).
+type Dataset struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// kind is the connector kind ("csv", "postgres"); empty means the
+	// connector's Spec name.
+	Kind string `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	// uri names the dataset canonically, the same way on every call: no
+	// credentials (a database URL without its password), a file path made
+	// absolute. faucet's catalog identifies a dataset by it.
+	Uri string `protobuf:"bytes,2,opt,name=uri,proto3" json:"uri,omitempty"`
+	// schema is what the connector observed of the records; unset when it
+	// observed nothing (an empty read).
+	Schema        *DatasetSchema `protobuf:"bytes,3,opt,name=schema,proto3" json:"schema,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Dataset) Reset() {
+	*x = Dataset{}
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Dataset) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Dataset) ProtoMessage() {}
+
+func (x *Dataset) ProtoReflect() protoreflect.Message {
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Dataset.ProtoReflect.Descriptor instead.
+func (*Dataset) Descriptor() ([]byte, []int) {
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *Dataset) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *Dataset) GetUri() string {
+	if x != nil {
+		return x.Uri
+	}
+	return ""
+}
+
+func (x *Dataset) GetSchema() *DatasetSchema {
+	if x != nil {
+		return x.Schema
+	}
+	return nil
+}
+
+// DatasetSchema is the top-level shape of a dataset's records.
+type DatasetSchema struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Columns       []*DatasetColumn       `protobuf:"bytes,1,rep,name=columns,proto3" json:"columns,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DatasetSchema) Reset() {
+	*x = DatasetSchema{}
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DatasetSchema) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DatasetSchema) ProtoMessage() {}
+
+func (x *DatasetSchema) ProtoReflect() protoreflect.Message {
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DatasetSchema.ProtoReflect.Descriptor instead.
+func (*DatasetSchema) Descriptor() ([]byte, []int) {
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *DatasetSchema) GetColumns() []*DatasetColumn {
+	if x != nil {
+		return x.Columns
+	}
+	return nil
+}
+
+// DatasetColumn is one top-level field of the records.
+type DatasetColumn struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// type is a JSON Schema type name (string, integer, number, boolean,
+	// object, array), or empty when the values have several.
+	Type string `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
+	// nullable is set when the column may be null or missing.
+	Nullable bool `protobuf:"varint,3,opt,name=nullable,proto3" json:"nullable,omitempty"`
+	// db_type is the database's own name for the column's type ("bigint",
+	// "character varying(20)") when the dataset is a table.
+	DbType        string `protobuf:"bytes,4,opt,name=db_type,json=dbType,proto3" json:"db_type,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DatasetColumn) Reset() {
+	*x = DatasetColumn{}
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DatasetColumn) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DatasetColumn) ProtoMessage() {}
+
+func (x *DatasetColumn) ProtoReflect() protoreflect.Message {
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DatasetColumn.ProtoReflect.Descriptor instead.
+func (*DatasetColumn) Descriptor() ([]byte, []int) {
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *DatasetColumn) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *DatasetColumn) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *DatasetColumn) GetNullable() bool {
+	if x != nil {
+		return x.Nullable
+	}
+	return false
+}
+
+func (x *DatasetColumn) GetDbType() string {
+	if x != nil {
+		return x.DbType
+	}
+	return ""
 }
 
 // OutputFile is a file a write session created or replaced (since 1.3).
@@ -1282,7 +1504,7 @@ type OutputFile struct {
 
 func (x *OutputFile) Reset() {
 	*x = OutputFile{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[17]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1294,7 +1516,7 @@ func (x *OutputFile) String() string {
 func (*OutputFile) ProtoMessage() {}
 
 func (x *OutputFile) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[17]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1307,7 +1529,7 @@ func (x *OutputFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OutputFile.ProtoReflect.Descriptor instead.
 func (*OutputFile) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{17}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *OutputFile) GetPath() string {
@@ -1345,7 +1567,7 @@ type WriteRequest struct {
 
 func (x *WriteRequest) Reset() {
 	*x = WriteRequest{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[18]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1357,7 +1579,7 @@ func (x *WriteRequest) String() string {
 func (*WriteRequest) ProtoMessage() {}
 
 func (x *WriteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[18]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1370,7 +1592,7 @@ func (x *WriteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteRequest.ProtoReflect.Descriptor instead.
 func (*WriteRequest) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{18}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *WriteRequest) GetMsg() isWriteRequest_Msg {
@@ -1436,6 +1658,11 @@ type WriteOpen struct {
 	Config []byte                 `protobuf:"bytes,1,opt,name=config,proto3" json:"config,omitempty"`
 	// upstream, when set, is where the sink reads its batches from.
 	Upstream *Upstream `protobuf:"bytes,2,opt,name=upstream,proto3" json:"upstream,omitempty"`
+	// report_datasets asks the sink to end a committed write with the
+	// datasets it wrote in Stats.datasets, and, reading an upstream, the
+	// upstream's final Stats in Stats.upstream (since 1.2). faucet sets the
+	// upstream read's own report_datasets when the source speaks 1.2.
+	ReportDatasets bool `protobuf:"varint,20,opt,name=report_datasets,json=reportDatasets,proto3" json:"report_datasets,omitempty"`
 	// file_access bounds the files the session may open (since 1.3).
 	FileAccess *FileAccess `protobuf:"bytes,30,opt,name=file_access,json=fileAccess,proto3" json:"file_access,omitempty"`
 	// record_policy, when set, lets a sink that rejects_records refuse single
@@ -1451,7 +1678,7 @@ type WriteOpen struct {
 
 func (x *WriteOpen) Reset() {
 	*x = WriteOpen{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[19]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1463,7 +1690,7 @@ func (x *WriteOpen) String() string {
 func (*WriteOpen) ProtoMessage() {}
 
 func (x *WriteOpen) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[19]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1476,7 +1703,7 @@ func (x *WriteOpen) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteOpen.ProtoReflect.Descriptor instead.
 func (*WriteOpen) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{19}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *WriteOpen) GetConfig() []byte {
@@ -1491,6 +1718,13 @@ func (x *WriteOpen) GetUpstream() *Upstream {
 		return x.Upstream
 	}
 	return nil
+}
+
+func (x *WriteOpen) GetReportDatasets() bool {
+	if x != nil {
+		return x.ReportDatasets
+	}
+	return false
 }
 
 func (x *WriteOpen) GetFileAccess() *FileAccess {
@@ -1518,7 +1752,7 @@ type RecordPolicy struct {
 
 func (x *RecordPolicy) Reset() {
 	*x = RecordPolicy{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[20]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1530,7 +1764,7 @@ func (x *RecordPolicy) String() string {
 func (*RecordPolicy) ProtoMessage() {}
 
 func (x *RecordPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[20]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1543,7 +1777,7 @@ func (x *RecordPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordPolicy.ProtoReflect.Descriptor instead.
 func (*RecordPolicy) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{20}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *RecordPolicy) GetMaxAttempts() uint32 {
@@ -1570,7 +1804,7 @@ type Upstream struct {
 
 func (x *Upstream) Reset() {
 	*x = Upstream{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[21]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1582,7 +1816,7 @@ func (x *Upstream) String() string {
 func (*Upstream) ProtoMessage() {}
 
 func (x *Upstream) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[21]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1595,7 +1829,7 @@ func (x *Upstream) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Upstream.ProtoReflect.Descriptor instead.
 func (*Upstream) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{21}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Upstream) GetNetwork() string {
@@ -1634,7 +1868,7 @@ type WriteAbort struct {
 
 func (x *WriteAbort) Reset() {
 	*x = WriteAbort{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[22]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1646,7 +1880,7 @@ func (x *WriteAbort) String() string {
 func (*WriteAbort) ProtoMessage() {}
 
 func (x *WriteAbort) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[22]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1659,7 +1893,7 @@ func (x *WriteAbort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteAbort.ProtoReflect.Descriptor instead.
 func (*WriteAbort) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{22}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{25}
 }
 
 type WriteResponse struct {
@@ -1677,7 +1911,7 @@ type WriteResponse struct {
 
 func (x *WriteResponse) Reset() {
 	*x = WriteResponse{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[23]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1689,7 +1923,7 @@ func (x *WriteResponse) String() string {
 func (*WriteResponse) ProtoMessage() {}
 
 func (x *WriteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[23]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1702,7 +1936,7 @@ func (x *WriteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteResponse.ProtoReflect.Descriptor instead.
 func (*WriteResponse) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{23}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *WriteResponse) GetMsg() isWriteResponse_Msg {
@@ -1796,7 +2030,7 @@ type Rejected struct {
 
 func (x *Rejected) Reset() {
 	*x = Rejected{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[24]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1808,7 +2042,7 @@ func (x *Rejected) String() string {
 func (*Rejected) ProtoMessage() {}
 
 func (x *Rejected) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[24]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1821,7 +2055,7 @@ func (x *Rejected) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rejected.ProtoReflect.Descriptor instead.
 func (*Rejected) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{24}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Rejected) GetSeq() uint64 {
@@ -1855,7 +2089,7 @@ type RejectedRecord struct {
 
 func (x *RejectedRecord) Reset() {
 	*x = RejectedRecord{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[25]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1867,7 +2101,7 @@ func (x *RejectedRecord) String() string {
 func (*RejectedRecord) ProtoMessage() {}
 
 func (x *RejectedRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[25]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1880,7 +2114,7 @@ func (x *RejectedRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RejectedRecord.ProtoReflect.Descriptor instead.
 func (*RejectedRecord) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{25}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *RejectedRecord) GetIndex() uint32 {
@@ -1923,7 +2157,7 @@ type UpstreamFailure struct {
 
 func (x *UpstreamFailure) Reset() {
 	*x = UpstreamFailure{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[26]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1935,7 +2169,7 @@ func (x *UpstreamFailure) String() string {
 func (*UpstreamFailure) ProtoMessage() {}
 
 func (x *UpstreamFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[26]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1948,7 +2182,7 @@ func (x *UpstreamFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpstreamFailure.ProtoReflect.Descriptor instead.
 func (*UpstreamFailure) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{26}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *UpstreamFailure) GetCode() int32 {
@@ -1976,7 +2210,7 @@ type Ack struct {
 
 func (x *Ack) Reset() {
 	*x = Ack{}
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[27]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1988,7 +2222,7 @@ func (x *Ack) String() string {
 func (*Ack) ProtoMessage() {}
 
 func (x *Ack) ProtoReflect() protoreflect.Message {
-	mi := &file_faucet_connector_v1_connector_proto_msgTypes[27]
+	mi := &file_faucet_connector_v1_connector_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2001,7 +2235,7 @@ func (x *Ack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ack.ProtoReflect.Descriptor instead.
 func (*Ack) Descriptor() ([]byte, []int) {
-	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{27}
+	return file_faucet_connector_v1_connector_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Ack) GetSeq() uint64 {
@@ -2060,11 +2294,12 @@ const file_faucet_connector_v1_connector_proto_rawDesc = "" +
 	"\tCheckItem\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x0e\n" +
 	"\x02ok\x18\x02 \x01(\bR\x02ok\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessage\"\xe1\x01\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"\x8a\x02\n" +
 	"\vReadRequest\x12\x16\n" +
 	"\x06config\x18\x01 \x01(\fR\x06config\x120\n" +
 	"\x05shard\x18\x02 \x01(\v2\x1a.faucet.connector.v1.ShardR\x05shard\x12F\n" +
-	"\rshared_region\x18\x03 \x01(\v2!.faucet.connector.v1.SharedRegionR\fsharedRegion\x12@\n" +
+	"\rshared_region\x18\x03 \x01(\v2!.faucet.connector.v1.SharedRegionR\fsharedRegion\x12'\n" +
+	"\x0freport_datasets\x18\x14 \x01(\bR\x0ereportDatasets\x12@\n" +
 	"\vfile_access\x18\x1e \x01(\v2\x1f.faucet.connector.v1.FileAccessR\n" +
 	"fileAccess\"\x88\x01\n" +
 	"\fSharedRegion\x12\x10\n" +
@@ -2099,12 +2334,25 @@ const file_faucet_connector_v1_connector_proto_rawDesc = "" +
 	"\n" +
 	"SharedSlot\x12\x12\n" +
 	"\x04slot\x18\x01 \x01(\rR\x04slot\x12\x16\n" +
-	"\x06length\x18\x02 \x01(\rR\x06length\"\x8e\x01\n" +
+	"\x06length\x18\x02 \x01(\rR\x06length\"\x80\x02\n" +
 	"\x05Stats\x12\x18\n" +
 	"\arecords\x18\x01 \x01(\x03R\arecords\x12\x14\n" +
-	"\x05bytes\x18\x02 \x01(\x03R\x05bytes\x129\n" +
+	"\x05bytes\x18\x02 \x01(\x03R\x05bytes\x128\n" +
+	"\bdatasets\x18\x14 \x03(\v2\x1c.faucet.connector.v1.DatasetR\bdatasets\x126\n" +
+	"\bupstream\x18\x15 \x01(\v2\x1a.faucet.connector.v1.StatsR\bupstream\x129\n" +
 	"\aoutputs\x18\x1e \x03(\v2\x1f.faucet.connector.v1.OutputFileR\aoutputs\x12\x1a\n" +
-	"\brejected\x18\x1f \x01(\x03R\brejected\"N\n" +
+	"\brejected\x18\x1f \x01(\x03R\brejected\"k\n" +
+	"\aDataset\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x10\n" +
+	"\x03uri\x18\x02 \x01(\tR\x03uri\x12:\n" +
+	"\x06schema\x18\x03 \x01(\v2\".faucet.connector.v1.DatasetSchemaR\x06schema\"M\n" +
+	"\rDatasetSchema\x12<\n" +
+	"\acolumns\x18\x01 \x03(\v2\".faucet.connector.v1.DatasetColumnR\acolumns\"l\n" +
+	"\rDatasetColumn\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04type\x18\x02 \x01(\tR\x04type\x12\x1a\n" +
+	"\bnullable\x18\x03 \x01(\bR\bnullable\x12\x17\n" +
+	"\adb_type\x18\x04 \x01(\tR\x06dbType\"N\n" +
 	"\n" +
 	"OutputFile\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
@@ -2114,10 +2362,11 @@ const file_faucet_connector_v1_connector_proto_rawDesc = "" +
 	"\x04open\x18\x01 \x01(\v2\x1e.faucet.connector.v1.WriteOpenH\x00R\x04open\x122\n" +
 	"\x05batch\x18\x02 \x01(\v2\x1a.faucet.connector.v1.BatchH\x00R\x05batch\x127\n" +
 	"\x05abort\x18\x03 \x01(\v2\x1f.faucet.connector.v1.WriteAbortH\x00R\x05abortB\x05\n" +
-	"\x03msg\"\xe8\x01\n" +
+	"\x03msg\"\x91\x02\n" +
 	"\tWriteOpen\x12\x16\n" +
 	"\x06config\x18\x01 \x01(\fR\x06config\x129\n" +
-	"\bupstream\x18\x02 \x01(\v2\x1d.faucet.connector.v1.UpstreamR\bupstream\x12@\n" +
+	"\bupstream\x18\x02 \x01(\v2\x1d.faucet.connector.v1.UpstreamR\bupstream\x12'\n" +
+	"\x0freport_datasets\x18\x14 \x01(\bR\x0ereportDatasets\x12@\n" +
 	"\vfile_access\x18\x1e \x01(\v2\x1f.faucet.connector.v1.FileAccessR\n" +
 	"fileAccess\x12F\n" +
 	"\rrecord_policy\x18\x1f \x01(\v2!.faucet.connector.v1.RecordPolicyR\frecordPolicy\"1\n" +
@@ -2179,7 +2428,7 @@ func file_faucet_connector_v1_connector_proto_rawDescGZIP() []byte {
 }
 
 var file_faucet_connector_v1_connector_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_faucet_connector_v1_connector_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_faucet_connector_v1_connector_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
 var file_faucet_connector_v1_connector_proto_goTypes = []any{
 	(Kind)(0),               // 0: faucet.connector.v1.Kind
 	(Role)(0),               // 1: faucet.connector.v1.Role
@@ -2200,17 +2449,20 @@ var file_faucet_connector_v1_connector_proto_goTypes = []any{
 	(*Batch)(nil),           // 16: faucet.connector.v1.Batch
 	(*SharedSlot)(nil),      // 17: faucet.connector.v1.SharedSlot
 	(*Stats)(nil),           // 18: faucet.connector.v1.Stats
-	(*OutputFile)(nil),      // 19: faucet.connector.v1.OutputFile
-	(*WriteRequest)(nil),    // 20: faucet.connector.v1.WriteRequest
-	(*WriteOpen)(nil),       // 21: faucet.connector.v1.WriteOpen
-	(*RecordPolicy)(nil),    // 22: faucet.connector.v1.RecordPolicy
-	(*Upstream)(nil),        // 23: faucet.connector.v1.Upstream
-	(*WriteAbort)(nil),      // 24: faucet.connector.v1.WriteAbort
-	(*WriteResponse)(nil),   // 25: faucet.connector.v1.WriteResponse
-	(*Rejected)(nil),        // 26: faucet.connector.v1.Rejected
-	(*RejectedRecord)(nil),  // 27: faucet.connector.v1.RejectedRecord
-	(*UpstreamFailure)(nil), // 28: faucet.connector.v1.UpstreamFailure
-	(*Ack)(nil),             // 29: faucet.connector.v1.Ack
+	(*Dataset)(nil),         // 19: faucet.connector.v1.Dataset
+	(*DatasetSchema)(nil),   // 20: faucet.connector.v1.DatasetSchema
+	(*DatasetColumn)(nil),   // 21: faucet.connector.v1.DatasetColumn
+	(*OutputFile)(nil),      // 22: faucet.connector.v1.OutputFile
+	(*WriteRequest)(nil),    // 23: faucet.connector.v1.WriteRequest
+	(*WriteOpen)(nil),       // 24: faucet.connector.v1.WriteOpen
+	(*RecordPolicy)(nil),    // 25: faucet.connector.v1.RecordPolicy
+	(*Upstream)(nil),        // 26: faucet.connector.v1.Upstream
+	(*WriteAbort)(nil),      // 27: faucet.connector.v1.WriteAbort
+	(*WriteResponse)(nil),   // 28: faucet.connector.v1.WriteResponse
+	(*Rejected)(nil),        // 29: faucet.connector.v1.Rejected
+	(*RejectedRecord)(nil),  // 30: faucet.connector.v1.RejectedRecord
+	(*UpstreamFailure)(nil), // 31: faucet.connector.v1.UpstreamFailure
+	(*Ack)(nil),             // 32: faucet.connector.v1.Ack
 }
 var file_faucet_connector_v1_connector_proto_depIdxs = []int32{
 	0,  // 0: faucet.connector.v1.SpecResponse.kind:type_name -> faucet.connector.v1.Kind
@@ -2227,34 +2479,38 @@ var file_faucet_connector_v1_connector_proto_depIdxs = []int32{
 	6,  // 11: faucet.connector.v1.ShardsRequest.file_access:type_name -> faucet.connector.v1.FileAccess
 	13, // 12: faucet.connector.v1.ShardsResponse.shards:type_name -> faucet.connector.v1.Shard
 	17, // 13: faucet.connector.v1.Batch.shared:type_name -> faucet.connector.v1.SharedSlot
-	19, // 14: faucet.connector.v1.Stats.outputs:type_name -> faucet.connector.v1.OutputFile
-	21, // 15: faucet.connector.v1.WriteRequest.open:type_name -> faucet.connector.v1.WriteOpen
-	16, // 16: faucet.connector.v1.WriteRequest.batch:type_name -> faucet.connector.v1.Batch
-	24, // 17: faucet.connector.v1.WriteRequest.abort:type_name -> faucet.connector.v1.WriteAbort
-	23, // 18: faucet.connector.v1.WriteOpen.upstream:type_name -> faucet.connector.v1.Upstream
-	6,  // 19: faucet.connector.v1.WriteOpen.file_access:type_name -> faucet.connector.v1.FileAccess
-	22, // 20: faucet.connector.v1.WriteOpen.record_policy:type_name -> faucet.connector.v1.RecordPolicy
-	10, // 21: faucet.connector.v1.Upstream.read:type_name -> faucet.connector.v1.ReadRequest
-	29, // 22: faucet.connector.v1.WriteResponse.ack:type_name -> faucet.connector.v1.Ack
-	18, // 23: faucet.connector.v1.WriteResponse.stats:type_name -> faucet.connector.v1.Stats
-	28, // 24: faucet.connector.v1.WriteResponse.upstream_failed:type_name -> faucet.connector.v1.UpstreamFailure
-	26, // 25: faucet.connector.v1.WriteResponse.rejected:type_name -> faucet.connector.v1.Rejected
-	27, // 26: faucet.connector.v1.Rejected.records:type_name -> faucet.connector.v1.RejectedRecord
-	2,  // 27: faucet.connector.v1.ConnectorService.Spec:input_type -> faucet.connector.v1.SpecRequest
-	5,  // 28: faucet.connector.v1.ConnectorService.Check:input_type -> faucet.connector.v1.CheckRequest
-	10, // 29: faucet.connector.v1.ConnectorService.Read:input_type -> faucet.connector.v1.ReadRequest
-	14, // 30: faucet.connector.v1.ConnectorService.Shards:input_type -> faucet.connector.v1.ShardsRequest
-	20, // 31: faucet.connector.v1.ConnectorService.Write:input_type -> faucet.connector.v1.WriteRequest
-	3,  // 32: faucet.connector.v1.ConnectorService.Spec:output_type -> faucet.connector.v1.SpecResponse
-	8,  // 33: faucet.connector.v1.ConnectorService.Check:output_type -> faucet.connector.v1.CheckResponse
-	12, // 34: faucet.connector.v1.ConnectorService.Read:output_type -> faucet.connector.v1.ReadResponse
-	15, // 35: faucet.connector.v1.ConnectorService.Shards:output_type -> faucet.connector.v1.ShardsResponse
-	25, // 36: faucet.connector.v1.ConnectorService.Write:output_type -> faucet.connector.v1.WriteResponse
-	32, // [32:37] is the sub-list for method output_type
-	27, // [27:32] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	19, // 14: faucet.connector.v1.Stats.datasets:type_name -> faucet.connector.v1.Dataset
+	18, // 15: faucet.connector.v1.Stats.upstream:type_name -> faucet.connector.v1.Stats
+	22, // 16: faucet.connector.v1.Stats.outputs:type_name -> faucet.connector.v1.OutputFile
+	20, // 17: faucet.connector.v1.Dataset.schema:type_name -> faucet.connector.v1.DatasetSchema
+	21, // 18: faucet.connector.v1.DatasetSchema.columns:type_name -> faucet.connector.v1.DatasetColumn
+	24, // 19: faucet.connector.v1.WriteRequest.open:type_name -> faucet.connector.v1.WriteOpen
+	16, // 20: faucet.connector.v1.WriteRequest.batch:type_name -> faucet.connector.v1.Batch
+	27, // 21: faucet.connector.v1.WriteRequest.abort:type_name -> faucet.connector.v1.WriteAbort
+	26, // 22: faucet.connector.v1.WriteOpen.upstream:type_name -> faucet.connector.v1.Upstream
+	6,  // 23: faucet.connector.v1.WriteOpen.file_access:type_name -> faucet.connector.v1.FileAccess
+	25, // 24: faucet.connector.v1.WriteOpen.record_policy:type_name -> faucet.connector.v1.RecordPolicy
+	10, // 25: faucet.connector.v1.Upstream.read:type_name -> faucet.connector.v1.ReadRequest
+	32, // 26: faucet.connector.v1.WriteResponse.ack:type_name -> faucet.connector.v1.Ack
+	18, // 27: faucet.connector.v1.WriteResponse.stats:type_name -> faucet.connector.v1.Stats
+	31, // 28: faucet.connector.v1.WriteResponse.upstream_failed:type_name -> faucet.connector.v1.UpstreamFailure
+	29, // 29: faucet.connector.v1.WriteResponse.rejected:type_name -> faucet.connector.v1.Rejected
+	30, // 30: faucet.connector.v1.Rejected.records:type_name -> faucet.connector.v1.RejectedRecord
+	2,  // 31: faucet.connector.v1.ConnectorService.Spec:input_type -> faucet.connector.v1.SpecRequest
+	5,  // 32: faucet.connector.v1.ConnectorService.Check:input_type -> faucet.connector.v1.CheckRequest
+	10, // 33: faucet.connector.v1.ConnectorService.Read:input_type -> faucet.connector.v1.ReadRequest
+	14, // 34: faucet.connector.v1.ConnectorService.Shards:input_type -> faucet.connector.v1.ShardsRequest
+	23, // 35: faucet.connector.v1.ConnectorService.Write:input_type -> faucet.connector.v1.WriteRequest
+	3,  // 36: faucet.connector.v1.ConnectorService.Spec:output_type -> faucet.connector.v1.SpecResponse
+	8,  // 37: faucet.connector.v1.ConnectorService.Check:output_type -> faucet.connector.v1.CheckResponse
+	12, // 38: faucet.connector.v1.ConnectorService.Read:output_type -> faucet.connector.v1.ReadResponse
+	15, // 39: faucet.connector.v1.ConnectorService.Shards:output_type -> faucet.connector.v1.ShardsResponse
+	28, // 40: faucet.connector.v1.ConnectorService.Write:output_type -> faucet.connector.v1.WriteResponse
+	36, // [36:41] is the sub-list for method output_type
+	31, // [31:36] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_faucet_connector_v1_connector_proto_init() }
@@ -2266,12 +2522,12 @@ func file_faucet_connector_v1_connector_proto_init() {
 		(*ReadResponse_Batch)(nil),
 		(*ReadResponse_Stats)(nil),
 	}
-	file_faucet_connector_v1_connector_proto_msgTypes[18].OneofWrappers = []any{
+	file_faucet_connector_v1_connector_proto_msgTypes[21].OneofWrappers = []any{
 		(*WriteRequest_Open)(nil),
 		(*WriteRequest_Batch)(nil),
 		(*WriteRequest_Abort)(nil),
 	}
-	file_faucet_connector_v1_connector_proto_msgTypes[23].OneofWrappers = []any{
+	file_faucet_connector_v1_connector_proto_msgTypes[26].OneofWrappers = []any{
 		(*WriteResponse_Ack)(nil),
 		(*WriteResponse_Stats)(nil),
 		(*WriteResponse_UpstreamFailed)(nil),
@@ -2283,7 +2539,7 @@ func file_faucet_connector_v1_connector_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_faucet_connector_v1_connector_proto_rawDesc), len(file_faucet_connector_v1_connector_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   28,
+			NumMessages:   31,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

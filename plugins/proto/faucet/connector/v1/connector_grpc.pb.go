@@ -3,10 +3,12 @@
 // Version 1. A plugin announces the protocol versions it speaks in the
 // go-plugin handshake; faucet picks the highest one both sides know. Within
 // this package, versions only add: go-plugin version 1 is protocol 1.0 and
-// each later one (2 = 1.1, …) a minor version whose additions are marked
-// below; a peer that negotiated an earlier one is never asked for them. A
-// breaking change to this file gets a new package (faucet.connector.v2) and
-// a new major version, served side by side with this one.
+// each later one (2 = 1.1, 3 = 1.2, …) a minor version whose additions are
+// marked below; a peer that negotiated an earlier one is never asked for
+// them. Fields a minor version from 1.2 on adds to an existing message are
+// numbered from 20 up, clear of the numbers the message may still take for
+// itself. A breaking change to this file gets a new package (faucet.connector.v2)
+// and a new major version, served side by side with this one.
 //
 // Records never cross one per message: a Batch carries thousands of records
 // as JSON Lines bytes, cut by the sender well under the gRPC message limit.

@@ -1,0 +1,445 @@
+package db
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// CatalogRecord aggregates a batch before writing it: each dataset and each
+// edge once, with the counts of the batch's invocations that touched it and
+// the fields of the newest of them, so a batch of a thousand runs of one
+// pipeline costs a few statements more than one run does. An invocation
+// records one stats row per dataset and side, and an edge from every
+// source dataset to every other sink dataset; a dataset both read and
+// written is one, with both roles and the sink's count. An edge carries
+// the sink's count when the invocation had one source dataset (what the
+// sink wrote came from it) and the source side's count otherwise.
+func (s *store) CatalogRecord(ctx context.Context, b CatalogBatch) error {
+	const op = "catalog record"
+	var invs []CatalogInvocation
+	for _, inv := range b.Invocations {
+		if inv.RunID == "" || inv.RowID == "" {
+			return invalid(op, errors.New("a catalog record needs a run id and a row id"))
+		}
+		for _, o := range append(slices.Clip(inv.Sources), inv.Sinks...) {
+			if o.URI == "" {
+				return invalid(op, fmt.Errorf("run %s row %s: a dataset without a URI", inv.RunID, inv.RowID))
+			}
+		}
+		if len(inv.Sources)+len(inv.Sinks) > 0 {
+			invs = append(invs, inv)
+		}
+	}
+	for _, snap := range b.Snapshots {
+		if snap.Pipeline == "" || snap.RunID == "" {
+			return invalid(op, errors.New("a config snapshot needs a pipeline and a run id"))
+		}
+		if !json.Valid(snap.Body) || len(snap.Body) == 0 || snap.Body[0] != '{' {
+			return invalid(op, fmt.Errorf("config snapshot of run %s: its body is not a JSON object", snap.RunID))
+		}
+	}
+	invs, err := s.unrecorded(ctx, invs)
+	if err != nil {
+		return fail(ctx, op, err)
+	}
+	p := aggregate(invs, s.now())
+	p.Snapshots = latestSnapshots(b.Snapshots, s.now())
+	if len(p.Stats)+len(p.Snapshots) == 0 {
+		return nil
+	}
+	return fail(ctx, op, s.d.CatalogRecord(ctx, p))
+}
+
+// unrecorded leaves out the invocations recorded before: a write whose
+// commit was lost to its caller, and retried.
+func (s *store) unrecorded(ctx context.Context, invs []CatalogInvocation) ([]CatalogInvocation, error) {
+	if len(invs) == 0 {
+		return nil, nil
+	}
+	runs := make([]string, 0, len(invs))
+	for _, inv := range invs {
+		runs = append(runs, inv.RunID)
+	}
+	slices.Sort(runs)
+	recorded, err := s.d.CatalogRecorded(ctx, slices.Compact(runs))
+	if err != nil || len(recorded) == 0 {
+		return invs, err
+	}
+	done := map[CatalogKey]bool{}
+	for _, k := range recorded {
+		done[k] = true
+	}
+	return slices.DeleteFunc(invs, func(inv CatalogInvocation) bool { return done[CatalogKey{inv.RunID, inv.RowID}] }), nil
+}
+
+// aggregate turns a batch's invocations, taken in the order they finished,
+// into its rows.
+func aggregate(invs []CatalogInvocation, now time.Time) *CatalogRecordParams {
+	p := &CatalogRecordParams{StatsKeep: StatsKept}
+	at := func(inv CatalogInvocation) time.Time {
+		if inv.RecordedAt.IsZero() {
+			return now
+		}
+		return micro(inv.RecordedAt)
+	}
+	slices.SortStableFunc(invs, func(a, b CatalogInvocation) int { return at(a).Compare(at(b)) })
+	datasets := map[string]*CatalogDatasetWrite{}
+	edges := map[[2]string]*CatalogEdgeWrite{}
+	// The schema each dataset was last seen with in the batch, and its
+	// hash: the runs of one pipeline see the same schema, which is hashed
+	// once.
+	lastSchema := map[string][]SchemaColumn{}
+	lastHash := map[string]string{}
+	for _, inv := range invs {
+		when := at(inv)
+		seen := invocationDatasets(inv)
+		for _, d := range seen.order {
+			o := seen.byID[d]
+			w := datasets[d]
+			if w == nil {
+				w = &CatalogDatasetWrite{ID: d, URI: o.uri, URIFolded: strings.ToLower(o.uri), FirstSeen: when}
+				datasets[d] = w
+			}
+			w.AsSource, w.AsSink = w.AsSource || o.asSource, w.AsSink || o.asSink
+			if !when.After(w.FirstSeen) {
+				w.FirstSeen = when
+			}
+			if !when.Before(w.LastSeen) {
+				w.LastSeen, w.LastRunID, w.Pipeline, w.LastRecords, w.Kind = when, inv.RunID, inv.Pipeline, o.records, o.kind
+			}
+			w.TotalRecords += o.records
+			w.Runs++
+			if o.schema != nil && !slices.Equal(o.schema, lastSchema[d]) {
+				lastSchema[d] = o.schema
+				if h := schemaHash(o.schema); h != lastHash[d] {
+					lastHash[d] = h
+					p.Versions = append(p.Versions, CatalogVersionWrite{DatasetID: d, RecordedAt: when, RunID: inv.RunID, Schema: encodeSchema(o.schema), SchemaHash: h})
+				}
+			}
+		}
+		for _, st := range seen.stats {
+			st.RunID, st.RowID, st.Status, st.RecordedAt, st.DurationMS = inv.RunID, inv.RowID, inv.Status, when, inv.Duration.Milliseconds()
+			p.Stats = append(p.Stats, st)
+		}
+		for _, e := range seen.edges {
+			k := [2]string{e.SrcID, e.DstID}
+			w := edges[k]
+			if w == nil {
+				w = &CatalogEdgeWrite{SrcID: e.SrcID, DstID: e.DstID, FirstSeen: when}
+				edges[k] = w
+			}
+			if !when.After(w.FirstSeen) {
+				w.FirstSeen = when
+			}
+			if !when.Before(w.LastSeen) {
+				w.LastSeen, w.LastRunID, w.Pipeline, w.RowID, w.LastRecords = when, inv.RunID, inv.Pipeline, inv.RowID, e.LastRecords
+			}
+			w.Runs++
+		}
+	}
+	for _, w := range datasets {
+		p.Datasets = append(p.Datasets, *w)
+	}
+	slices.SortFunc(p.Datasets, func(a, b CatalogDatasetWrite) int { return strings.Compare(a.ID, b.ID) })
+	for _, w := range edges {
+		p.Edges = append(p.Edges, *w)
+	}
+	slices.SortFunc(p.Edges, func(a, b CatalogEdgeWrite) int {
+		return cmp.Or(strings.Compare(a.SrcID, b.SrcID), strings.Compare(a.DstID, b.DstID))
+	})
+	return p
+}
+
+// observedDataset is one dataset of an invocation, both sides merged.
+type observedDataset struct {
+	uri, kind        string
+	asSource, asSink bool
+	records          int64
+	schema           []SchemaColumn
+	sawSink          bool
+}
+
+// invocationRows are the rows of one invocation, before the batch's
+// aggregation: its datasets in first-seen order, a stats row per dataset
+// and side, and its edges (LastRecords holding what each carried).
+type invocationRows struct {
+	order []string
+	byID  map[string]*observedDataset
+	stats []CatalogStatWrite
+	edges []CatalogEdgeWrite
+}
+
+func invocationDatasets(inv CatalogInvocation) invocationRows {
+	r := invocationRows{byID: map[string]*observedDataset{}}
+	seenStat := map[[2]string]bool{}
+	add := func(o CatalogObservation, role string) string {
+		id := DatasetID(o.URI)
+		d := r.byID[id]
+		if d == nil {
+			d = &observedDataset{uri: o.URI}
+			r.byID[id] = d
+			r.order = append(r.order, id)
+		}
+		// A dataset on both sides takes the sink's view: what it holds now.
+		if role == RoleSink || !d.sawSink {
+			d.kind, d.records = o.Kind, o.Records
+			if o.Schema != nil {
+				d.schema = o.Schema
+			}
+		}
+		d.sawSink = d.sawSink || role == RoleSink
+		d.asSource, d.asSink = d.asSource || role == RoleSource, d.asSink || role == RoleSink
+		if k := [2]string{id, role}; !seenStat[k] {
+			seenStat[k] = true
+			r.stats = append(r.stats, CatalogStatWrite{DatasetID: id, Role: role, Records: o.Records, Bytes: o.Bytes})
+		}
+		return id
+	}
+	var srcIDs, dstIDs []string
+	for _, o := range inv.Sources {
+		srcIDs = append(srcIDs, add(o, RoleSource))
+	}
+	for _, o := range inv.Sinks {
+		dstIDs = append(dstIDs, add(o, RoleSink))
+	}
+	seenEdge := map[[2]string]bool{}
+	for i, src := range srcIDs {
+		for j, dst := range dstIDs {
+			if src == dst || seenEdge[[2]string{src, dst}] {
+				continue
+			}
+			seenEdge[[2]string{src, dst}] = true
+			records := inv.Sources[i].Records
+			if len(srcIDs) == 1 {
+				records = inv.Sinks[j].Records
+			}
+			r.edges = append(r.edges, CatalogEdgeWrite{SrcID: src, DstID: dst, LastRecords: records})
+		}
+	}
+	return r
+}
+
+// latestSnapshots keeps what a batch's snapshots leave behind: of each
+// pipeline's, the newest two, oldest first, which applied in order make
+// the newest the latest and the other the previous.
+func latestSnapshots(snaps []ConfigSnapshot, now time.Time) []ConfigSnapshot {
+	byPipeline := map[string][]ConfigSnapshot{}
+	var names []string
+	for _, snap := range snaps {
+		snap.RecordedAt = micro(snap.RecordedAt)
+		if snap.RecordedAt.IsZero() {
+			snap.RecordedAt = now
+		}
+		if byPipeline[snap.Pipeline] == nil {
+			names = append(names, snap.Pipeline)
+		}
+		byPipeline[snap.Pipeline] = append(byPipeline[snap.Pipeline], snap)
+	}
+	slices.Sort(names)
+	var out []ConfigSnapshot
+	for _, name := range names {
+		list := byPipeline[name]
+		slices.SortStableFunc(list, func(a, b ConfigSnapshot) int { return a.RecordedAt.Compare(b.RecordedAt) })
+		out = append(out, list[max(0, len(list)-2):]...)
+	}
+	return out
+}
+
+// CatalogDatasetList reads one row past the page, as RunList does, and
+// looks the cursor up only when the page below it is empty.
+func (s *store) CatalogDatasetList(ctx context.Context, f CatalogFilter) (CatalogPage, error) {
+	const op = "catalog dataset list"
+	limit := f.Limit
+	if limit <= 0 {
+		limit = DefaultCatalogLimit
+	}
+	limit = min(limit, MaxCatalogLimit)
+	var folded *string
+	if f.Q != nil {
+		q := strings.ToLower(*f.Q)
+		folded = &q
+	}
+	rows, err := s.d.CatalogDatasetList(ctx, &CatalogDatasetListParams{Kind: f.Kind, Folded: folded, Cursor: f.Cursor, Limit: limit + 1})
+	if err != nil {
+		return CatalogPage{}, fail(ctx, op, err)
+	}
+	if len(rows) == 0 && f.Cursor != "" {
+		ok, err := s.d.CatalogDatasetExists(ctx, f.Cursor)
+		if err != nil {
+			return CatalogPage{}, fail(ctx, op, err)
+		}
+		if !ok {
+			return CatalogPage{}, invalid(op, fmt.Errorf("cursor %q names no dataset: %w", f.Cursor, ErrUnknownCursor))
+		}
+	}
+	more := len(rows) > limit
+	if more {
+		rows = rows[:limit]
+	}
+	page := CatalogPage{Datasets: make([]CatalogDataset, 0, len(rows))}
+	for _, r := range rows {
+		d, err := decodeDataset(r)
+		if err != nil {
+			return CatalogPage{}, fail(ctx, op, err)
+		}
+		page.Datasets = append(page.Datasets, d)
+	}
+	if more {
+		last := page.Datasets[len(page.Datasets)-1].ID
+		page.NextCursor = &last
+	}
+	return page, nil
+}
+
+func decodeDataset(r CatalogDatasetRow) (CatalogDataset, error) {
+	d := CatalogDataset{
+		ID: r.ID, URI: r.URI, Kind: r.Kind, Roles: []string{},
+		FirstSeen: r.FirstSeen.UTC(), LastSeen: r.LastSeen.UTC(), LastRunID: r.LastRunID, Pipeline: r.Pipeline,
+		LastRecords: r.LastRecords, TotalRecords: r.TotalRecords, Runs: r.Runs,
+		SchemaVersions: r.SchemaVersion, CurrentSchemaHash: r.SchemaHash,
+	}
+	if r.AsSink {
+		d.Roles = append(d.Roles, RoleSink)
+	}
+	if r.AsSource {
+		d.Roles = append(d.Roles, RoleSource)
+	}
+	var err error
+	if d.CurrentSchema, err = decodeSchema(r.Schema); err != nil {
+		return d, fmt.Errorf("dataset %s: %w", r.ID, err)
+	}
+	return d, nil
+}
+
+// CatalogDatasetGet reads the timeline one version further back than it
+// returns, so the oldest returned version has its diff too.
+func (s *store) CatalogDatasetGet(ctx context.Context, id string) (*CatalogDatasetDetail, error) {
+	const op = "catalog dataset get"
+	row, err := s.d.CatalogDatasetGet(ctx, id)
+	if err != nil {
+		return nil, fail(ctx, op, err)
+	}
+	ds, err := decodeDataset(row)
+	if err != nil {
+		return nil, fail(ctx, op, err)
+	}
+	out := &CatalogDatasetDetail{CatalogDataset: ds}
+	versions, err := s.d.CatalogSchemaVersions(ctx, id, DetailTimeline+1)
+	if err != nil {
+		return nil, fail(ctx, op, err)
+	}
+	slices.Reverse(versions)
+	var prev []SchemaColumn
+	for i, v := range versions {
+		cols, err := decodeSchema(v.Schema)
+		if err != nil {
+			return nil, fail(ctx, op, fmt.Errorf("dataset %s version %d: %w", id, v.Version, err))
+		}
+		sv := CatalogSchemaVersion{DatasetID: id, Version: v.Version, RecordedAt: v.RecordedAt.UTC(), RunID: v.RunID, Schema: cols, SchemaHash: v.SchemaHash}
+		if i > 0 {
+			sv.Diff = diffSchemas(prev, cols)
+		}
+		prev = cols
+		if i == 0 && len(versions) > DetailTimeline {
+			continue
+		}
+		out.Timeline = append(out.Timeline, sv)
+	}
+	if out.Timeline == nil {
+		out.Timeline = []CatalogSchemaVersion{}
+	}
+	if out.Stats, err = s.d.CatalogStats(ctx, id, DetailStats); err != nil {
+		return nil, fail(ctx, op, err)
+	}
+	edges, err := s.d.CatalogEdgesTouching(ctx, []string{id}, 2*DetailEdges)
+	if err != nil {
+		return nil, fail(ctx, op, err)
+	}
+	out.Upstream, out.Downstream = []CatalogEdge{}, []CatalogEdge{}
+	for _, e := range edges {
+		if e.DstID == id && len(out.Upstream) < DetailEdges {
+			out.Upstream = append(out.Upstream, e)
+		}
+		if e.SrcID == id && len(out.Downstream) < DetailEdges {
+			out.Downstream = append(out.Downstream, e)
+		}
+	}
+	return out, nil
+}
+
+// lineageBatch bounds the datasets one level query of the walk names.
+const lineageBatch = 500
+
+// CatalogLineage walks the graph breadth-first from root, a level per
+// query: the edges touching the frontier, whose far ends not reached
+// before are the next frontier. Each dataset is expanded once, so a cycle
+// ends the walk instead of repeating it.
+func (s *store) CatalogLineage(ctx context.Context, root string, depth int) (CatalogGraph, error) {
+	const op = "catalog lineage"
+	if root == "" {
+		edges, err := s.d.CatalogEdges(ctx, MaxLineageEdges+1)
+		if err != nil {
+			return CatalogGraph{}, fail(ctx, op, err)
+		}
+		return graph(edges), nil
+	}
+	depth = max(1, min(depth, MaxLineageDepth))
+	reached := map[string]bool{root: true}
+	kept := map[[2]string]bool{}
+	var edges []CatalogEdge
+	frontier := []string{root}
+	for level := 0; level < depth && len(frontier) > 0 && len(edges) <= MaxLineageEdges; level++ {
+		var next []string
+		for chunk := range slices.Chunk(frontier, lineageBatch) {
+			found, err := s.d.CatalogEdgesTouching(ctx, chunk, MaxLineageEdges+1-len(edges))
+			if err != nil {
+				return CatalogGraph{}, fail(ctx, op, err)
+			}
+			for _, e := range found {
+				k := [2]string{e.SrcID, e.DstID}
+				if kept[k] {
+					continue
+				}
+				kept[k] = true
+				edges = append(edges, e)
+				for _, id := range k {
+					if !reached[id] {
+						reached[id] = true
+						next = append(next, id)
+					}
+				}
+			}
+			if len(edges) > MaxLineageEdges {
+				break
+			}
+		}
+		frontier = next
+	}
+	slices.SortFunc(edges, func(a, b CatalogEdge) int {
+		return cmp.Or(b.LastSeen.Compare(a.LastSeen), strings.Compare(a.SrcID, b.SrcID), strings.Compare(a.DstID, b.DstID))
+	})
+	return graph(edges), nil
+}
+
+// graph caps edges (read one past the cap) at MaxLineageEdges.
+func graph(edges []CatalogEdge) CatalogGraph {
+	g := CatalogGraph{Edges: edges}
+	if len(edges) > MaxLineageEdges {
+		g.Edges, g.Truncated = edges[:MaxLineageEdges], true
+	}
+	if g.Edges == nil {
+		g.Edges = []CatalogEdge{}
+	}
+	return g
+}
+
+func (s *store) ConfigSnapshotGet(ctx context.Context, pipeline string) (ConfigSnapshots, error) {
+	snaps, err := s.d.ConfigSnapshotGet(ctx, pipeline)
+	return failed(ctx, "config snapshot get", snaps, err)
+}

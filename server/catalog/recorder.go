@@ -1,0 +1,396 @@
+// Package catalog records, when a run finishes, what it read and wrote into
+// the history's data movement catalog (datasets, schema versions, volume,
+// lineage edges) and the redacted config it executed. Recording happens
+// after the run's terminal record is written and never changes it: a
+// catalog write that fails is logged and counted
+// (faucet_catalog_writes_total), and the run stays what it was.
+//
+// The records of runs that finish close together are written together, in
+// one transaction, so that a server finishing hundreds of small runs a
+// second pays for one catalog write per batch, not per run.
+package catalog
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/faucet-dev/faucet/db"
+	"github.com/faucet-dev/faucet/internal/redact"
+	"github.com/faucet-dev/faucet/pipeline"
+	"github.com/faucet-dev/faucet/pipeline/snapshot"
+	"github.com/faucet-dev/faucet/plugins/sdk"
+	"github.com/faucet-dev/faucet/server/metrics"
+)
+
+// Store is what the recorder writes to and reads back of a sharded run.
+type Store interface {
+	CatalogRecord(ctx context.Context, b db.CatalogBatch) error
+	ShardLineages(ctx context.Context, runID string) ([]json.RawMessage, error)
+}
+
+// Config configures a Recorder.
+type Config struct {
+	Store Store
+	// Metrics, when set, count the writes by outcome.
+	Metrics *metrics.Metrics
+	Log     *slog.Logger
+	// Secrets are masked in every URI besides each run's own (the API
+	// tokens).
+	Secrets []string
+	// Budget bounds one batch's write, retries of transient failures
+	// included; zero means DefaultBudget.
+	Budget time.Duration
+	// Queue bounds the records waiting for their write; past it a record
+	// is dropped (and counted failed) rather than held. Zero means
+	// DefaultQueue.
+	Queue int
+	// Linger bounds how long a batch waits for more records after its
+	// first while they keep coming (each within lingerGap of the last);
+	// zero means DefaultLinger.
+	Linger time.Duration
+}
+
+// Defaults of Config.
+const (
+	// DefaultBudget is how long a batch's write may take: a database that
+	// does not answer within it costs the catalog that batch, never a run.
+	DefaultBudget = 10 * time.Second
+	DefaultQueue  = 10000
+	// DefaultLinger keeps a catalog a moment behind its runs under load,
+	// and the batches of a busy server large enough that their fixed cost
+	// (a dataset, an edge, a snapshot and a stats trim each) is shared by
+	// tens of runs.
+	DefaultLinger = 50 * time.Millisecond
+)
+
+// lingerGap ends a batch when no record came for that long: a lone run, or
+// the last of a burst, is written at once.
+const lingerGap = 5 * time.Millisecond
+
+// maxBatch bounds the records one transaction writes.
+const maxBatch = 500
+
+// Recorder writes finished runs into the catalog, in the background. Call
+// Start before recording and Stop at shutdown; its methods are safe for
+// concurrent use, and a nil Recorder records nothing.
+type Recorder struct {
+	cfg   Config
+	queue chan pending
+	stop  chan struct{}
+	done  chan struct{}
+	once  sync.Once
+	// writes bounds every write; Stop ends it once its own deadline passes.
+	writes    context.Context
+	endWrites context.CancelFunc
+	// snapshots caches the encoded snapshot of each pipeline's last run:
+	// the runs of one config, a thousand a minute, encode it once.
+	snapMu    sync.Mutex
+	snapshots map[string]cachedSnapshot
+}
+
+// pending is one run's part of a batch.
+type pending struct {
+	runID       string
+	invocations []db.CatalogInvocation
+	snapshot    *db.ConfigSnapshot
+	// sharded is a sharded run whose one invocation the writer makes from
+	// its shards' kept lineage, read with the batch.
+	sharded *shardedRun
+}
+
+type cachedSnapshot struct {
+	key  string
+	body json.RawMessage
+}
+
+// New returns a Recorder; Start starts its writes.
+func New(cfg Config) *Recorder {
+	if cfg.Budget <= 0 {
+		cfg.Budget = DefaultBudget
+	}
+	if cfg.Queue <= 0 {
+		cfg.Queue = DefaultQueue
+	}
+	if cfg.Linger <= 0 {
+		cfg.Linger = DefaultLinger
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	writes, endWrites := context.WithCancel(context.Background())
+	return &Recorder{
+		cfg: cfg, queue: make(chan pending, cfg.Queue), stop: make(chan struct{}), done: make(chan struct{}),
+		writes: writes, endWrites: endWrites, snapshots: map[string]cachedSnapshot{},
+	}
+}
+
+// Start starts writing what Record queues.
+func (r *Recorder) Start() {
+	if r != nil {
+		go r.loop()
+	}
+}
+
+// Stop writes what is queued, within ctx, and stops. What it cannot write
+// in time is left out, and counted failed: once ctx ends, the write under
+// way is cancelled and the rest fail at once, so Stop returns promptly and
+// nothing writes after it.
+func (r *Recorder) Stop(ctx context.Context) {
+	if r == nil {
+		return
+	}
+	r.once.Do(func() { close(r.stop) })
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		r.cfg.Log.Warn("catalog records still queued at shutdown are left out", "queued", len(r.queue))
+		r.endWrites()
+		<-r.done
+	}
+	r.endWrites()
+}
+
+// Record queues what a run that executed plan read and wrote for its
+// batch: each invocation that succeeded, with the datasets its connectors
+// reported, and the config the run executed, under the run's name (a run
+// without one keeps no snapshot). It never blocks on the database.
+func (r *Recorder) Record(_ context.Context, run *db.RunRecord, plan *pipeline.Plan, results []pipeline.InvocationResult) {
+	if r == nil || run == nil || plan == nil {
+		return
+	}
+	p := pending{runID: run.RunID, snapshot: r.snapshot(run, plan)}
+	red := redact.New(plan.Secrets, r.cfg.Secrets)
+	for _, res := range results {
+		if res.Err != nil || res.Lineage == nil {
+			continue
+		}
+		if inv, ok := invocation(run, plan, res.RowID, res.Duration, *res.Lineage, red); ok {
+			p.invocations = append(p.invocations, inv)
+		}
+	}
+	r.enqueue(p)
+}
+
+// enqueue hands a run's records to the writer, or drops them when the
+// queue is full: a catalog that cannot keep up loses records, never holds
+// up a run.
+func (r *Recorder) enqueue(p pending) {
+	if len(p.invocations) == 0 && p.snapshot == nil && p.sharded == nil {
+		return
+	}
+	select {
+	case r.queue <- p:
+	default:
+		r.cfg.Log.Warn("catalog queue is full; the run's records are left out", "run_id", p.runID, "queue", r.cfg.Queue)
+		r.count(p, "failed")
+	}
+}
+
+// loop writes batches: a record and those that follow it closely, so a
+// lone run is written at once and a burst shares writes.
+func (r *Recorder) loop() {
+	defer close(r.done)
+	for {
+		var first pending
+		select {
+		case first = <-r.queue:
+		case <-r.stop:
+			// Drain what was queued before the stop.
+			for {
+				select {
+				case first = <-r.queue:
+					r.flush(r.collect(first))
+				default:
+					return
+				}
+			}
+		}
+		r.flush(r.collect(first))
+	}
+}
+
+// collect is a batch: first and what follows it, up to maxBatch, until
+// none comes within lingerGap or the batch has waited Linger.
+func (r *Recorder) collect(first pending) []pending {
+	batch := []pending{first}
+	deadline := time.NewTimer(r.cfg.Linger)
+	defer deadline.Stop()
+	gap := time.NewTimer(lingerGap)
+	defer gap.Stop()
+	for len(batch) < maxBatch {
+		select {
+		case p := <-r.queue:
+			batch = append(batch, p)
+			gap.Reset(lingerGap)
+		case <-gap.C:
+			return batch
+		case <-deadline.C:
+			return batch
+		}
+	}
+	return batch
+}
+
+// flush writes a batch in one transaction, retrying a transient failure
+// within the budget, and logs and counts its outcome.
+func (r *Recorder) flush(batch []pending) {
+	ctx, cancel := context.WithTimeout(r.writes, r.cfg.Budget)
+	defer cancel()
+	for i := range batch {
+		if sh := batch[i].sharded; sh != nil {
+			batch[i].invocations = r.shardedInvocations(ctx, sh)
+		}
+	}
+	var b db.CatalogBatch
+	for _, p := range batch {
+		b.Invocations = append(b.Invocations, p.invocations...)
+		if p.snapshot != nil {
+			b.Snapshots = append(b.Snapshots, *p.snapshot)
+		}
+	}
+	err := r.attempt(ctx, func(ctx context.Context) error { return r.cfg.Store.CatalogRecord(ctx, b) })
+	outcome := "ok"
+	if err != nil {
+		outcome = "failed"
+		runs := make([]string, len(batch))
+		for i, p := range batch {
+			runs[i] = p.runID
+		}
+		if errors.Is(err, context.DeadlineExceeded) {
+			r.cfg.Log.Warn("catalog write took longer than its budget; the runs are unaffected", "run_ids", runs, "budget", r.cfg.Budget.String())
+		} else {
+			r.cfg.Log.Warn("catalog write failed; the runs are unaffected", "run_ids", runs, "error", err)
+		}
+	}
+	for _, p := range batch {
+		r.count(p, outcome)
+	}
+}
+
+// attempt calls fn until it succeeds, fails for good, or the budget in
+// ctx runs out, backing off between transient failures.
+func (r *Recorder) attempt(ctx context.Context, fn func(context.Context) error) error {
+	delay := 100 * time.Millisecond
+	for {
+		err := fn(ctx)
+		if err == nil || !db.Retriable(err) || ctx.Err() != nil {
+			return err
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-t.C:
+		}
+		delay = min(2*delay, 2*time.Second)
+	}
+}
+
+// count adds a run's records to faucet_catalog_writes_total.
+func (r *Recorder) count(p pending, outcome string) {
+	if r.cfg.Metrics == nil {
+		return
+	}
+	if n := len(p.invocations); n > 0 {
+		r.cfg.Metrics.CatalogWrites.WithLabelValues("lineage", outcome).Add(float64(n))
+	}
+	if p.snapshot != nil {
+		r.cfg.Metrics.CatalogWrites.WithLabelValues("snapshot", outcome).Inc()
+	}
+}
+
+// name is the pipeline name a run is catalogued under: its own, which
+// defaults to its config's.
+func name(run *db.RunRecord, plan *pipeline.Plan) string {
+	if run.Name != nil && *run.Name != "" {
+		return *run.Name
+	}
+	return plan.Name
+}
+
+// invocation is one invocation's record; false when its connectors
+// reported no dataset.
+func invocation(run *db.RunRecord, plan *pipeline.Plan, row string, took time.Duration, l pipeline.Lineage, red *redact.Redactor) (db.CatalogInvocation, bool) {
+	inv := db.CatalogInvocation{
+		RunID: run.RunID, Pipeline: name(run, plan), RowID: row, Status: run.Status, Duration: took,
+		Sources: observations(l.Source, red), Sinks: observations(l.Sink, red),
+	}
+	if run.FinishedAt != nil {
+		inv.RecordedAt = *run.FinishedAt
+	}
+	return inv, len(inv.Sources)+len(inv.Sinks) > 0
+}
+
+// observations are one side's datasets as the catalog stores them. The
+// URIs are redacted once more, whatever the connector did: a password in
+// the URL, or any secret of the run, never reaches the catalog.
+func observations(o pipeline.Observation, red *redact.Redactor) []db.CatalogObservation {
+	var out []db.CatalogObservation
+	for _, d := range o.Datasets {
+		obs := db.CatalogObservation{URI: sdk.RedactURI(red.String(d.URI)), Kind: d.Kind, Records: o.Records}
+		if o.Bytes > 0 {
+			bytes := o.Bytes
+			obs.Bytes = &bytes
+		}
+		if d.Schema != nil {
+			obs.Schema = make([]db.SchemaColumn, len(d.Schema.Columns))
+			for i, c := range d.Schema.Columns {
+				obs.Schema[i] = db.SchemaColumn{Name: c.Name, Type: c.Type, Nullable: c.Nullable, DBType: c.DBType}
+			}
+		}
+		out = append(out, obs)
+	}
+	return out
+}
+
+// snapshot is the config snapshot of a run, nil for a run without a name.
+// A pipeline whose config and secrets are those of its last run reuses
+// that run's encoded snapshot (salt included, so the fingerprints match).
+func (r *Recorder) snapshot(run *db.RunRecord, plan *pipeline.Plan) *db.ConfigSnapshot {
+	pipelineName := name(run, plan)
+	if pipelineName == "" {
+		return nil
+	}
+	key := snapshotKey(plan)
+	r.snapMu.Lock()
+	c, ok := r.snapshots[pipelineName]
+	r.snapMu.Unlock()
+	if !ok || c.key != key {
+		c = cachedSnapshot{key: key, body: snapshot.Of(plan, pipelineName, snapshot.NewSalt()).Marshal()}
+		r.snapMu.Lock()
+		if len(r.snapshots) >= maxCachedSnapshots {
+			clear(r.snapshots)
+		}
+		r.snapshots[pipelineName] = c
+		r.snapMu.Unlock()
+	}
+	snap := &db.ConfigSnapshot{Pipeline: pipelineName, RunID: run.RunID, Body: c.body}
+	if run.FinishedAt != nil {
+		snap.RecordedAt = *run.FinishedAt
+	}
+	return snap
+}
+
+// maxCachedSnapshots bounds the snapshot cache; past it, it starts over.
+const maxCachedSnapshots = 1000
+
+// snapshotKey identifies what a snapshot of plan holds: every invocation's
+// resolved config and the settings, so a changed secret is a changed key.
+func snapshotKey(plan *pipeline.Plan) string {
+	h := sha256.New()
+	settings, _ := json.Marshal([]any{plan.Name, plan.Execution, plan.Delivery, plan.Shard, plan.Retry})
+	h.Write(settings)
+	for _, inv := range plan.Invocations {
+		for _, part := range []string{inv.RowID, inv.Source.Type, string(inv.Source.Config), inv.Sink.Type, string(inv.Sink.Config), inv.SinkWriteMode} {
+			h.Write([]byte(part))
+			h.Write([]byte{0})
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}

@@ -1,0 +1,210 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/faucet-dev/faucet/internal/testpg"
+	"github.com/faucet-dev/faucet/internal/testwait"
+	"github.com/faucet-dev/faucet/openapi/client"
+)
+
+// BenchmarkCatalogOverhead measures what recording into the catalog costs,
+// in one sitting: two servers on histories of the same kind, one recording
+// and one started with --no-catalog, take turns, the order of each pair of
+// turns alternating so that a drift of the machine's load falls on both. A
+// turn of the recording server ends once its catalog writes have landed,
+// so their CPU is in its figures; its throughput is the runs', measured to
+// the last run's end, as a client sees it (the catalog lags its runs by a
+// batch, which is not theirs to wait for).
+//
+//   - trivial: trivial runs (generate 10 rows → jsonl) from 16 clients:
+//     runs/s, and the CPU time the server and its plugin processes spent
+//     per run;
+//   - csv-1m: one 1,000,000-row CSV → JSONL run: its execution time
+//     (started_at to finished_at, which the server records to the
+//     microsecond), and the CPU time of the server and its plugins.
+//
+// Each reports both servers' medians over the turns and their ratios
+// (recording on / off). CPU time is the steadier figure on a shared
+// machine: other work there stretches the wall clock, not the CPU a run
+// needs.
+func BenchmarkCatalogOverhead(b *testing.B) {
+	for _, kind := range []string{"sqlite", "postgres"} {
+		b.Run(kind, func(b *testing.B) {
+			hist := func() string {
+				if kind == "postgres" {
+					return testpg.Database(b)
+				}
+				return ""
+			}
+			servers := [2]*server{
+				benchServer(b, hist()),
+				start(b, serverOpts{history: hist(), args: []string{"--max-queued-runs", "1000000", "--log-level", "warn", "--no-catalog"}}),
+			}
+			recorded := 0
+			b.Run("trivial", func(b *testing.B) {
+				const perTurn = 200
+				var rate, cpu [2][]float64
+				for i := range b.N * 4 {
+					for _, which := range turns(i) {
+						s := servers[which]
+						cpu0, t0 := treeCPU(s), time.Now()
+						trivialRuns(b, s, perTurn)
+						took := time.Since(t0)
+						if which == 0 {
+							recorded += perTurn
+							awaitRecorded(b, s, recorded)
+						}
+						rate[which] = append(rate[which], perTurn/took.Seconds())
+						cpu[which] = append(cpu[which], (treeCPU(s)-cpu0).Seconds()*1000/perTurn)
+					}
+				}
+				report(b, rate, "runs/s")
+				report(b, cpu, "cpu-ms/run")
+			})
+			b.Run("csv-1m", func(b *testing.B) {
+				data := csvDataset(b, servers[1], 1_000_000)
+				var secs, cpu [2][]float64
+				for i := range b.N * 3 {
+					for _, which := range turns(i) {
+						s := servers[which]
+						cpu0 := treeCPU(s)
+						secs[which] = append(secs[which], csvRunSecs(b, s, data))
+						if which == 0 {
+							recorded++
+							awaitRecorded(b, s, recorded)
+						}
+						cpu[which] = append(cpu[which], (treeCPU(s) - cpu0).Seconds())
+					}
+				}
+				report(b, secs, "s")
+				report(b, cpu, "cpu-s")
+			})
+		})
+	}
+}
+
+// report reports the medians of both servers' figures and their ratio.
+func report(b *testing.B, figures [2][]float64, unit string) {
+	on, off := median(figures[0]), median(figures[1])
+	b.ReportMetric(on, "on-"+unit)
+	b.ReportMetric(off, "off-"+unit)
+	b.ReportMetric(on/off, "on/off-"+unit)
+}
+
+// turns is the order of the two servers' turns in round i: the recording
+// one first, then the other first, and so on.
+func turns(i int) []int {
+	if i%2 == 0 {
+		return []int{0, 1}
+	}
+	return []int{1, 0}
+}
+
+// trivialRuns submits n trivial runs from 16 clients and returns once the
+// server has none left queued or running.
+func trivialRuns(b *testing.B, s *server, n int) {
+	b.Helper()
+	dir := b.TempDir()
+	c := s.admin()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cfg := generateToFile(10, filepath.Join(dir, fmt.Sprintf("out-%d.jsonl", w)))
+			for next.Add(1) <= int64(n) {
+				r, err := c.SubmitRunWithResponse(context.Background(), nil, client.SubmitRequest{Config: cfg})
+				if err != nil || r.JSON202 == nil {
+					b.Errorf("submit: %v %s", err, r.Body)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	drain(b, s)
+}
+
+// awaitRecorded waits until the server has written the catalog records of
+// n invocations (counted in faucet_catalog_writes_total).
+func awaitRecorded(b *testing.B, s *server, n int) {
+	b.Helper()
+	testwait.Until(b, time.Minute, func() error {
+		if got := s.metric("faucet_catalog_writes_total", map[string]string{"kind": "lineage", "outcome": "ok"}); got < float64(n) {
+			return fmt.Errorf("%v of %d catalog records written", got, n)
+		}
+		return nil
+	})
+}
+
+// csvDataset has s write a CSV file of rows generated rows, on a tmpfs
+// where there is one, and returns its path.
+func csvDataset(b *testing.B, s *server, rows int) string {
+	b.Helper()
+	dir, err := os.MkdirTemp("/dev/shm", "faucet-bench-")
+	if err != nil {
+		dir = b.TempDir()
+	} else {
+		b.Cleanup(func() { os.RemoveAll(dir) })
+	}
+	path := filepath.Join(dir, "data.csv")
+	cfg := fmt.Sprintf("version: 1\npipeline:\n  source: {type: generate, config: {count: %d}}\n  sink: {type: csv, config: {path: %q}}\n", rows, path)
+	rec := s.await(s.submit(client.SubmitRequest{Config: cfg}).RunId, client.RunStatusCompleted)
+	if rec.RecordsWritten != int64(rows) {
+		b.Fatalf("the dataset run wrote %d rows", rec.RecordsWritten)
+	}
+	return path
+}
+
+// csvRunSecs runs data through a CSV → JSONL run on s and returns its
+// execution time as the server recorded it.
+func csvRunSecs(b *testing.B, s *server, data string) float64 {
+	b.Helper()
+	out := filepath.Join(filepath.Dir(data), "out.jsonl")
+	rec := s.await(s.submit(client.SubmitRequest{Config: csvToJSONL(data, out)}).RunId, client.RunStatusCompleted)
+	if rec.StartedAt == nil || rec.FinishedAt == nil {
+		b.Fatalf("run %s has no start or finish", rec.RunId)
+	}
+	return rec.FinishedAt.Sub(*rec.StartedAt).Seconds()
+}
+
+// treeCPU is the CPU time the server and its live plugin processes have
+// used, to the nanosecond (the sum of their threads' schedstat).
+func treeCPU(s *server) time.Duration {
+	var total time.Duration
+	for _, pid := range append([]int{s.cmd.Process.Pid}, childPIDs(s.cmd.Process.Pid)...) {
+		tasks, _ := os.ReadDir(filepath.Join("/proc", strconv.Itoa(pid), "task"))
+		for _, t := range tasks {
+			stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "task", t.Name(), "schedstat"))
+			if err != nil {
+				continue
+			}
+			if f := strings.Fields(string(stat)); len(f) > 0 {
+				ns, _ := strconv.ParseInt(f[0], 10, 64)
+				total += time.Duration(ns)
+			}
+		}
+	}
+	return total
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}

@@ -1,0 +1,148 @@
+-- name: CatalogRecorded :many
+-- The invocations of these runs recorded already.
+SELECT DISTINCT run_id, row_id FROM faucet_catalog_stats WHERE run_id = ANY (@run_ids::text[]);
+
+-- name: CatalogDatasetUpsert :exec
+-- The batch's datasets, each once, as the Store aggregated them. Counters
+-- add up, and the fields of the latest run are taken from whichever
+-- write is newer, so concurrent recorders converge whatever their order.
+-- The rows come in id order, which is the order their locks are taken in.
+INSERT INTO faucet_catalog_datasets AS d (id, uri, uri_folded, kind, as_source, as_sink, first_seen, last_seen,
+    last_run_id, pipeline, last_records, total_records, runs)
+SELECT unnest(@ids::text[]), unnest(@uris::text[]), unnest(@folded::text[]), unnest(@kinds::text[]),
+    unnest(@as_source::boolean[]), unnest(@as_sink::boolean[]), unnest(@first_seen::timestamptz[]), unnest(@last_seen::timestamptz[]),
+    unnest(@last_run_ids::text[]), unnest(@pipelines::text[]), unnest(@last_records::bigint[]), unnest(@total_records::bigint[]), unnest(@runs::bigint[])
+ORDER BY 1
+ON CONFLICT (id) DO UPDATE SET
+    as_source = d.as_source OR excluded.as_source,
+    as_sink = d.as_sink OR excluded.as_sink,
+    first_seen = LEAST(d.first_seen, excluded.first_seen),
+    last_seen = GREATEST(d.last_seen, excluded.last_seen),
+    kind = CASE WHEN excluded.last_seen >= d.last_seen THEN excluded.kind ELSE d.kind END,
+    last_run_id = CASE WHEN excluded.last_seen >= d.last_seen THEN excluded.last_run_id ELSE d.last_run_id END,
+    pipeline = CASE WHEN excluded.last_seen >= d.last_seen THEN excluded.pipeline ELSE d.pipeline END,
+    last_records = CASE WHEN excluded.last_seen >= d.last_seen THEN excluded.last_records ELSE d.last_records END,
+    total_records = d.total_records + excluded.total_records,
+    runs = d.runs + excluded.runs;
+
+-- name: CatalogStatInsert :exec
+-- A row recorded already is kept as it is. bytes -1 is unknown.
+INSERT INTO faucet_catalog_stats (dataset_id, run_id, row_id, role, recorded_at, status, records, bytes, duration_ms)
+SELECT unnest(@dataset_ids::text[]), unnest(@run_ids::text[]), unnest(@row_ids::text[]), unnest(@roles::text[]),
+    unnest(@recorded_at::timestamptz[]), unnest(@statuses::text[]), unnest(@records::bigint[]),
+    NULLIF(unnest(@bytes::bigint[]), -1), unnest(@duration_ms::bigint[])
+ON CONFLICT (run_id, row_id, dataset_id, role) DO NOTHING;
+
+-- name: CatalogStatPrune :execrows
+-- Keeps a dataset's newest keep rows, in the order they were recorded.
+DELETE FROM faucet_catalog_stats
+WHERE dataset_id = @dataset_id::text AND seq <= (
+    SELECT s.seq FROM faucet_catalog_stats s
+    WHERE s.dataset_id = @dataset_id::text
+    ORDER BY s.seq DESC
+    OFFSET @keep LIMIT 1
+);
+
+-- name: CatalogSchemaVersionAppend :execrows
+-- The dataset's row is locked by its upsert earlier in the transaction, so
+-- concurrent recorders of one dataset append one after the other.
+INSERT INTO faucet_catalog_schema_versions (dataset_id, version, recorded_at, run_id, schema, schema_hash)
+SELECT @dataset_id::text,
+    COALESCE((SELECT max(m.version) FROM faucet_catalog_schema_versions m WHERE m.dataset_id = @dataset_id::text), 0) + 1,
+    @recorded_at, @run_id, @schema, @schema_hash::text
+WHERE COALESCE((SELECT n.schema_hash FROM faucet_catalog_schema_versions n
+    WHERE n.dataset_id = @dataset_id::text ORDER BY n.version DESC LIMIT 1), '') <> @schema_hash::text;
+
+-- name: CatalogEdgeUpsert :exec
+INSERT INTO faucet_catalog_edges AS e (src_id, dst_id, pipeline, row_id, first_seen, last_seen, last_run_id, runs, last_records)
+SELECT unnest(@src_ids::text[]), unnest(@dst_ids::text[]), unnest(@pipelines::text[]), unnest(@row_ids::text[]),
+    unnest(@first_seen::timestamptz[]), unnest(@last_seen::timestamptz[]), unnest(@last_run_ids::text[]),
+    unnest(@runs::bigint[]), unnest(@last_records::bigint[])
+ORDER BY 1, 2
+ON CONFLICT (src_id, dst_id) DO UPDATE SET
+    first_seen = LEAST(e.first_seen, excluded.first_seen),
+    last_seen = GREATEST(e.last_seen, excluded.last_seen),
+    pipeline = CASE WHEN excluded.last_seen >= e.last_seen THEN excluded.pipeline ELSE e.pipeline END,
+    row_id = CASE WHEN excluded.last_seen >= e.last_seen THEN excluded.row_id ELSE e.row_id END,
+    last_run_id = CASE WHEN excluded.last_seen >= e.last_seen THEN excluded.last_run_id ELSE e.last_run_id END,
+    last_records = CASE WHEN excluded.last_seen >= e.last_seen THEN excluded.last_records ELSE e.last_records END,
+    runs = e.runs + excluded.runs;
+
+-- name: CatalogDatasetList :many
+SELECT d.id, d.uri, d.kind, d.as_source, d.as_sink, d.first_seen, d.last_seen, d.last_run_id, d.pipeline,
+    d.last_records, d.total_records, d.runs,
+    COALESCE(v.version, 0)::integer AS schema_versions, v.schema, COALESCE(v.schema_hash, '')::text AS schema_hash
+FROM faucet_catalog_datasets d
+LEFT JOIN LATERAL (
+    SELECT n.version, n.schema, n.schema_hash FROM faucet_catalog_schema_versions n
+    WHERE n.dataset_id = d.id ORDER BY n.version DESC LIMIT 1
+) v ON true
+WHERE (sqlc.narg(kind)::text IS NULL OR d.kind = sqlc.narg(kind)::text)
+  AND (sqlc.narg(folded)::text IS NULL OR strpos(d.uri_folded, sqlc.narg(folded)::text) > 0)
+  AND (sqlc.narg(cursor)::text IS NULL OR (d.last_seen, d.id) < (
+      SELECT c.last_seen, c.id FROM faucet_catalog_datasets c WHERE c.id = sqlc.narg(cursor)::text))
+ORDER BY d.last_seen DESC, d.id DESC
+LIMIT @page_limit;
+
+-- name: CatalogDatasetGet :one
+SELECT d.id, d.uri, d.kind, d.as_source, d.as_sink, d.first_seen, d.last_seen, d.last_run_id, d.pipeline,
+    d.last_records, d.total_records, d.runs,
+    COALESCE(v.version, 0)::integer AS schema_versions, v.schema, COALESCE(v.schema_hash, '')::text AS schema_hash
+FROM faucet_catalog_datasets d
+LEFT JOIN LATERAL (
+    SELECT n.version, n.schema, n.schema_hash FROM faucet_catalog_schema_versions n
+    WHERE n.dataset_id = d.id ORDER BY n.version DESC LIMIT 1
+) v ON true
+WHERE d.id = @id;
+
+-- name: CatalogDatasetExists :one
+SELECT EXISTS (SELECT 1 FROM faucet_catalog_datasets WHERE id = @id);
+
+-- name: CatalogSchemaVersionList :many
+-- The newest versions, newest first.
+SELECT * FROM faucet_catalog_schema_versions
+WHERE dataset_id = @dataset_id
+ORDER BY version DESC
+LIMIT @page_limit;
+
+-- name: CatalogStatList :many
+SELECT recorded_at, run_id, row_id, role, status, records, bytes, duration_ms FROM faucet_catalog_stats
+WHERE dataset_id = @dataset_id
+ORDER BY seq DESC
+LIMIT @page_limit;
+
+-- name: CatalogEdgeList :many
+SELECT sqlc.embed(e), s.uri AS src_uri, d.uri AS dst_uri
+FROM faucet_catalog_edges e
+JOIN faucet_catalog_datasets s ON s.id = e.src_id
+JOIN faucet_catalog_datasets d ON d.id = e.dst_id
+ORDER BY e.last_seen DESC, e.src_id, e.dst_id
+LIMIT @page_limit;
+
+-- name: CatalogEdgeListTouching :many
+-- The edges from or to any of the given datasets: one level of the lineage
+-- walk.
+SELECT sqlc.embed(e), s.uri AS src_uri, d.uri AS dst_uri
+FROM faucet_catalog_edges e
+JOIN faucet_catalog_datasets s ON s.id = e.src_id
+JOIN faucet_catalog_datasets d ON d.id = e.dst_id
+WHERE e.src_id = ANY (@ids::text[]) OR e.dst_id = ANY (@ids::text[])
+ORDER BY e.last_seen DESC, e.src_id, e.dst_id
+LIMIT @page_limit;
+
+-- name: ConfigSnapshotUpsert :exec
+-- The new snapshot becomes the latest and the latest the previous, unless
+-- it is older than the latest (a slow recorder) or the same run's again.
+INSERT INTO faucet_config_snapshots AS c (pipeline, recorded_at, run_id, body)
+VALUES (@pipeline, @recorded_at, @run_id, @body)
+ON CONFLICT (pipeline) DO UPDATE SET
+    previous_recorded_at = c.recorded_at,
+    previous_run_id = c.run_id,
+    previous_body = c.body,
+    recorded_at = excluded.recorded_at,
+    run_id = excluded.run_id,
+    body = excluded.body
+WHERE c.recorded_at <= excluded.recorded_at AND c.run_id <> excluded.run_id;
+
+-- name: ConfigSnapshotGet :one
+SELECT * FROM faucet_config_snapshots WHERE pipeline = @pipeline;

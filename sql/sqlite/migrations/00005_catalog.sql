@@ -1,0 +1,111 @@
+-- The data movement catalog: every dataset a run read or wrote, its schema
+-- timeline, its per-run volume, the lineage edges between datasets, and the
+-- last config snapshots of each pipeline. It accumulates across runs and is
+-- never purged by retention: deleting a run keeps what it recorded, so no
+-- column here refers to faucet_runs.
+--
+-- Each fact is stored once: a dataset's current schema is its newest
+-- version's, an edge's URIs are its datasets', a version's diff is computed
+-- from it and the version before when read. Timestamps are INTEGER
+-- microseconds, JSON documents TEXT, as in the rest of the schema.
+
+-- +goose Up
+CREATE TABLE faucet_catalog_datasets (
+    -- id is the first 16 hex digits of the sha256 of uri.
+    id            TEXT    NOT NULL PRIMARY KEY,
+    uri           TEXT    NOT NULL,
+    -- uri_folded is uri case-folded by faucet (SQLite's lower() folds ASCII
+    -- only), for the case-insensitive search.
+    uri_folded    TEXT    NOT NULL,
+    kind          TEXT    NOT NULL,
+    as_source     INTEGER NOT NULL DEFAULT 0 CHECK (as_source IN (0, 1)),
+    as_sink       INTEGER NOT NULL DEFAULT 0 CHECK (as_sink IN (0, 1)),
+    first_seen    INTEGER NOT NULL,
+    last_seen     INTEGER NOT NULL,
+    last_run_id   TEXT    NOT NULL,
+    pipeline      TEXT    NOT NULL,
+    last_records  INTEGER NOT NULL,
+    total_records INTEGER NOT NULL,
+    runs          INTEGER NOT NULL
+) STRICT;
+
+-- The listing, newest activity first, walked from its keyset cursor down
+-- until a page of rows passed the kind and uri filters: one statement with
+-- optional filters cannot choose an index per filter.
+CREATE INDEX faucet_catalog_datasets_seen_idx ON faucet_catalog_datasets (last_seen, id);
+
+-- One row per schema a dataset was seen with, appended only when its hash
+-- differs from the newest row's.
+CREATE TABLE faucet_catalog_schema_versions (
+    dataset_id  TEXT    NOT NULL REFERENCES faucet_catalog_datasets (id),
+    version     INTEGER NOT NULL CHECK (version >= 1),
+    recorded_at INTEGER NOT NULL,
+    run_id      TEXT    NOT NULL,
+    -- schema is the JSON array of columns {name, type, nullable, db_type}.
+    schema      TEXT    NOT NULL CHECK (json_type(schema) = 'array'),
+    schema_hash TEXT    NOT NULL,
+    PRIMARY KEY (dataset_id, version)
+) STRICT, WITHOUT ROWID;
+
+-- One row per source → sink pair of datasets, upserted by every run that
+-- moved records along it.
+CREATE TABLE faucet_catalog_edges (
+    src_id       TEXT    NOT NULL REFERENCES faucet_catalog_datasets (id),
+    dst_id       TEXT    NOT NULL REFERENCES faucet_catalog_datasets (id),
+    pipeline     TEXT    NOT NULL,
+    row_id       TEXT    NOT NULL,
+    first_seen   INTEGER NOT NULL,
+    last_seen    INTEGER NOT NULL,
+    last_run_id  TEXT    NOT NULL,
+    runs         INTEGER NOT NULL,
+    last_records INTEGER NOT NULL,
+    PRIMARY KEY (src_id, dst_id)
+) STRICT, WITHOUT ROWID;
+
+CREATE INDEX faucet_catalog_edges_dst_idx ON faucet_catalog_edges (dst_id, src_id);
+CREATE INDEX faucet_catalog_edges_seen_idx ON faucet_catalog_edges (last_seen, src_id, dst_id);
+
+-- Per-run volume points of a dataset, the newest 500 recorded kept. The
+-- unique key keeps an invocation's row from being recorded twice.
+CREATE TABLE faucet_catalog_stats (
+    seq         INTEGER NOT NULL PRIMARY KEY,
+    dataset_id  TEXT    NOT NULL REFERENCES faucet_catalog_datasets (id),
+    run_id      TEXT    NOT NULL,
+    row_id      TEXT    NOT NULL,
+    role        TEXT    NOT NULL CHECK (role IN ('source', 'sink')),
+    recorded_at INTEGER NOT NULL,
+    status      TEXT    NOT NULL,
+    records     INTEGER NOT NULL,
+    bytes       INTEGER,
+    duration_ms INTEGER NOT NULL,
+    UNIQUE (run_id, row_id, dataset_id, role)
+) STRICT;
+
+-- A detail read's newest points and the cap's trim, both in recording
+-- order (the unique key, run first, finds what a run recorded). Every index
+-- is paid for by each row a run records and each the cap drops.
+CREATE INDEX faucet_catalog_stats_seq_idx ON faucet_catalog_stats (dataset_id, seq);
+
+-- The redacted, resolved config of a pipeline's last run, and of the run
+-- before it, for faucet plan --diff.
+CREATE TABLE faucet_config_snapshots (
+    pipeline             TEXT    NOT NULL PRIMARY KEY,
+    recorded_at          INTEGER NOT NULL,
+    run_id               TEXT    NOT NULL,
+    body                 TEXT    NOT NULL CHECK (json_type(body) = 'object'),
+    previous_recorded_at INTEGER,
+    previous_run_id      TEXT,
+    previous_body        TEXT CHECK (previous_body IS NULL OR json_type(previous_body) = 'object')
+) STRICT;
+
+-- What a completed shard read and wrote, kept with its result for the one
+-- catalog record of its run, which whoever finalizes the run writes.
+ALTER TABLE faucet_shards ADD COLUMN lineage TEXT CHECK (lineage IS NULL OR json_type(lineage) = 'object');
+
+-- +goose Down
+ALTER TABLE faucet_shards DROP COLUMN lineage;
+DROP TABLE faucet_config_snapshots;
+DROP TABLE faucet_catalog_stats;
+DROP TABLE faucet_catalog_edges;
+DROP TABLE faucet_catalog_schema_versions;
+DROP TABLE faucet_catalog_datasets;
