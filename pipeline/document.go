@@ -51,8 +51,8 @@ func (d *Document) Place(problems []*ConfigError) {
 // pipeline.source.config.table, matrix[2].id.
 func PathString(elems ...any) string { return path(elems).String() }
 
-// DocumentSchema is a compiled JSON Schema that documents other than
-// pipeline configs are checked against (a server's triggers file), so their problems
+// DocumentSchema is a compiled JSON Schema that documents other than pipeline
+// configs are checked against (a server's triggers file), so their problems
 // read like a config's: each at its path, line and column, an unknown key
 // with the key it was probably meant to be.
 type DocumentSchema struct {

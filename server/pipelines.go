@@ -52,7 +52,7 @@ func newPipelineHost(ctx context.Context, cfg Config, defaults []byte, log *slog
 	if err != nil {
 		return nil, fmt.Errorf("start connector host: %w", err)
 	}
-	p := &pipelineHost{host: h, observe: !cfg.NoCatalog, files: files, env: env}
+	p := &pipelineHost{host: h, files: files, env: env, observe: !cfg.NoCatalog}
 	p.setDefaults(defaults)
 	return p, nil
 }

@@ -38,11 +38,11 @@ type services struct {
 	// templates is the template registry, whose triggered runs admission
 	// admits.
 	templates *templates.Service
+	// triggers fires the runs of the --triggers file through admission.
+	triggers *triggers.Service
 	// catalog records what finished runs read and wrote; nil with
 	// --no-catalog.
 	catalog *catalog.Recorder
-	// triggers fires the runs of the --triggers file through admission.
-	triggers *triggers.Service
 	// callbacks delivers the outbox of completion callbacks the history
 	// writes with every terminal transition, on any member.
 	callbacks *callbacks.Dispatcher
