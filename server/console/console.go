@@ -33,8 +33,8 @@ var dist embed.FS
 // never inline, so a server string that slipped into the page as markup
 // could not run; styles come from the server or carry the nonce (the editor
 // adds its own as <style> elements and tags them with it); the console talks
-// to its own origin only. Styles set through the CSSOM (by the editor) are
-// not markup and need no exception.
+// to its own origin only. Styles set through the CSSOM (by the editor, the
+// graph and the charts) are not markup and need no exception.
 const ContentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self' 'nonce-%s'; img-src 'self' data:; " +
 	"font-src 'self'; connect-src 'self'; manifest-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 

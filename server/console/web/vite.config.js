@@ -30,7 +30,8 @@ export default defineConfig({
     // The shell's CSP allows no inline script, and every supported browser
     // has module preloading.
     modulePreload: { polyfill: false },
-    // The editor is its own chunk, loaded by the pages that use it.
+    // The editor, the graph and the chart libraries are their own chunks,
+    // loaded by the pages that use them.
     chunkSizeWarningLimit: 800,
     // The build's timing report varies from run to run and says nothing
     // about the output.

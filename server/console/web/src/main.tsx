@@ -17,6 +17,9 @@ const pages: { pattern: string; page: (p: PageProps) => preact.JSX.Element | nul
   { pattern: "/submit", page: lazyPage(() => import("./pages/submit"), "the editor") },
   { pattern: "/connectors", page: lazyPage(() => import("./pages/connectors"), "connectors") },
   { pattern: "/connectors/:kind/:name", page: lazyPage(() => import("./pages/connectors"), "connectors") },
+  { pattern: "/datasets", page: lazyPage(() => import("./pages/datasets"), "datasets") },
+  { pattern: "/datasets/:id", page: lazyPage(() => import("./pages/dataset"), "dataset") },
+  { pattern: "/lineage", page: lazyPage(() => import("./pages/lineage"), "lineage") },
   { pattern: "/templates", page: lazyPage(() => import("./pages/templates"), "templates") },
   { pattern: "/templates/:id", page: lazyPage(() => import("./pages/template"), "template") },
   { pattern: "/cluster", page: lazyPage(() => import("./pages/cluster"), "cluster") },
@@ -26,6 +29,8 @@ const nav: [string, string][] = [
   ["/runs", "Runs"],
   ["/submit", "Submit"],
   ["/connectors", "Connectors"],
+  ["/datasets", "Datasets"],
+  ["/lineage", "Lineage"],
   ["/templates", "Templates"],
   ["/cluster", "Cluster"],
 ];

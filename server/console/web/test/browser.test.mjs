@@ -3,8 +3,8 @@
 // FAUCET_SHOTS and FAUCET_WORK). One browser, one page, the steps in order,
 // as a person would take them: sign in, submit a pipeline and watch it
 // finish, read its logs, cancel a long run, look at the connectors and the
-// cluster, and launch a template. Each page
-// is screenshotted (and the picture checked for a real render) and checked
+// cluster, browse a dataset and its lineage, and launch a template. Each
+// page is screenshotted (and the picture checked for a real render) and checked
 // by axe-core; throughout, no CSP violation, uncaught error, foreign request
 // or token in a URL may happen.
 import assert from "node:assert/strict";
@@ -393,6 +393,62 @@ test("connectors: a connector's config schema as a form that writes a config", a
   await page.locator(".cm-content").filter({ hasText: "count: 42" }).waitFor();
 });
 
+test("datasets: search, a dataset's schema timeline and volume chart, and the lineage graph", async () => {
+  // The catalog records a run after it finished, in the background: wait
+  // until the first run's sink is in it.
+  const hello = join(work, "hello.jsonl");
+  for (;;) {
+    const found = await api("GET", `/v1/catalog/datasets?q=${encodeURIComponent(hello)}`);
+    if (found.datasets.length > 0) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  await page.getByRole("navigation", { name: "Console" }).getByRole("link", { name: "Datasets" }).click();
+  await page.getByRole("heading", { level: 1, name: "Datasets" }).waitFor();
+  await page.getByLabel("URI contains").fill("hello.jsonl");
+  await page.getByRole("button", { name: "Search" }).click();
+  await page.waitForURL(/q=hello.jsonl/);
+  const link = page.getByRole("table", { name: "Datasets" }).getByRole("link", { name: /hello\.jsonl/ });
+  await link.first().waitFor();
+  await check("datasets");
+  await link.first().click();
+  await page.waitForURL(/\/datasets\/[^/]+$/);
+  const datasetPath = new URL(page.url()).pathname;
+  await page.getByRole("heading", { name: "Schema timeline" }).waitFor();
+  await page.locator(".timeline li").first().waitFor();
+  await page.locator(".chart canvas").waitFor();
+  // Its upstream is the generate source of the submitted runs.
+  await page.getByRole("heading", { name: "Upstream" }).locator("..").getByRole("link", { name: /generate/ }).first().waitFor();
+  await check("dataset");
+
+  await page.getByRole("link", { name: "Show in the lineage graph" }).click();
+  await page.waitForURL(/\/lineage\?root=/);
+  const canvas = page.locator(".lineage-canvas");
+  await canvas.locator("canvas").first().waitFor();
+  const zoom = () => canvas.evaluate((el) => el.cy.zoom());
+  const pan = () => canvas.evaluate((el) => el.cy.pan());
+  const z0 = await zoom();
+  await page.getByRole("button", { name: "Zoom in" }).click();
+  assert.ok((await zoom()) > z0, "zoom in zooms");
+  const p0 = await pan();
+  const box = await canvas.boundingBox();
+  await page.mouse.move(box.x + 10, box.y + 10);
+  await page.mouse.down();
+  await page.mouse.move(box.x + 90, box.y + 60, { steps: 8 });
+  await page.mouse.up();
+  const p1 = await pan();
+  assert.ok(p1.x !== p0.x || p1.y !== p0.y, "dragging the background pans");
+  await page.getByRole("button", { name: "Fit" }).click();
+  await check("lineage");
+  // Clicking a dataset opens it.
+  const at = await canvas.evaluate((el) => {
+    const n = el.cy.nodes().filter((x) => String(x.data("uri")).includes("hello.jsonl"))[0];
+    const p = n.renderedPosition();
+    return { x: p.x, y: p.y };
+  });
+  await page.mouse.click(box.x + at.x, box.y + at.y);
+  await page.waitForURL((u) => u.pathname === datasetPath);
+});
+
 test("templates: register, launch, trigger with params, and roll back", async () => {
   const id = `browser-tpl-${Date.now()}`;
   await page.getByRole("navigation", { name: "Console" }).getByRole("link", { name: "Templates" }).click();
@@ -520,5 +576,6 @@ test("throughout: no CSP violation, uncaught error, foreign request or token in 
   // The only refusals: the probe before a token and the wrong token (401),
   // and the doctor's answer to the config with a problem (400).
   assert.deepEqual(refused, ["401 GET /v1/whoami", "401 GET /v1/whoami", "400 POST /v1/doctor"], "refused requests");
-  assert.ok(audited.length >= 8, `axe-core checked ${audited.length} pages`);
+  assert.ok(audited.length >= 11, `axe-core checked ${audited.length} pages`);
+  for (const name of ["datasets", "dataset", "lineage"]) assert.ok(audited.includes(name), `axe-core never checked the ${name} page`);
 });

@@ -112,27 +112,46 @@ export function Runs({ query }: PageProps) {
           {runs.data.runs.length === 0 && (
             <p class="empty">{cursor || key ? "No run matches these filters." : "No runs yet: submit one."}</p>
           )}
-          <nav class="pager" aria-label="Pages of runs">
-            <PageLink href={cursor ? href(filters) : undefined}>Newest</PageLink>
-            <PageLink href={cursor ? href(filters, from[from.length - 1], from.slice(0, -1)) : undefined}>← Newer</PageLink>
-            <PageLink
-              href={
-                runs.data.next_cursor && runs.data.runs.length > 0
-                  ? href(filters, runs.data.next_cursor, cursor ? [...from, cursor] : from)
-                  : undefined
-              }
-            >
-              Older →
-            </PageLink>
-          </nav>
+          <CursorPager
+            label="Pages of runs"
+            names={["Newest", "← Newer", "Older →"]}
+            cursor={cursor}
+            from={from}
+            next={runs.data.runs.length > 0 ? runs.data.next_cursor : null}
+            href={(c, f) => href(filters, c, f)}
+          />
         </>
       )}
     </section>
   );
 }
 
+/**
+ * The pager of a keyset-paged list: its first page, the page before this
+ * one (from holds the cursors that led here, oldest first) and the next
+ * (next is the server's next_cursor, null on the last page). href makes a
+ * page's address from its cursor and the cursors before it.
+ */
+export function CursorPager(props: {
+  label: string;
+  names: [string, string, string];
+  cursor: string;
+  from: string[];
+  next: string | null | undefined;
+  href: (cursor?: string, from?: string[]) => string;
+}) {
+  const { cursor, from, next, href, names } = props;
+  return (
+    <nav class="pager" aria-label={props.label}>
+      <PageLink href={cursor ? href() : undefined}>{names[0]}</PageLink>
+      <PageLink href={cursor ? href(from[from.length - 1], from.slice(0, -1)) : undefined}>{names[1]}</PageLink>
+      <PageLink href={next ? href(next, cursor ? [...from, cursor] : from) : undefined}>{names[2]}</PageLink>
+    </nav>
+  );
+}
+
 /** A pager link, or its disabled look when there is no such page. */
-export function PageLink({ href, children }: { href: string | undefined; children: string }) {
+function PageLink({ href, children }: { href: string | undefined; children: string }) {
   if (href === undefined) {
     return (
       <span class="button disabled" aria-disabled="true">
