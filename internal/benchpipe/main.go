@@ -128,6 +128,7 @@ func run(args []string) error {
 	pg := fs.String("pg", "", "a PostgreSQL URL: also measure the Postgres pipelines")
 	psql := fs.String("psql", "psql", "the psql of the Postgres references")
 	bigRows := fs.Int64("big-rows", 10_000_000, "rows of the larger dataset the plugins' memory is measured on again (0: skip)")
+	only := fs.String("only", "", "measure only this section: shards (the shard speedups; needs -pg)")
 	outDir := fs.String("out", "", "directory the pipelines write their output files to (default: a temporary one); a tmpfs keeps the disk's writeback out of the figures")
 	fs.Parse(args)
 	if *faucet == "" || *data == "" {
@@ -194,6 +195,16 @@ func run(args []string) error {
 			prepare:   b.checkpoint,
 			db:        true,
 		})
+	}
+	switch *only {
+	case "":
+	case "shards":
+		if *pg == "" {
+			return fmt.Errorf("run: -only shards needs -pg")
+		}
+		return b.measureShards(ctx)
+	default:
+		return fmt.Errorf("run: unknown -only section %q", *only)
 	}
 	if err := b.checkPlain(ctx, cases[0], out, plainOut); err != nil {
 		return err

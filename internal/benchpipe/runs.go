@@ -15,11 +15,12 @@ import (
 	"golang.org/x/text/message"
 )
 
-// runFigures are one `faucet run`, as a user runs it: the command's wall
-// time and its process tree's CPU time, peak summed PSS and each process's
-// peak RSS.
+// runFigures are one `faucet run`, as a user runs it (or one run of a
+// `faucet serve`): the command's wall time and its process tree's CPU time,
+// peak summed PSS and each process's peak RSS.
 type runFigures struct {
-	seconds, cpu float64
+	// db is the database server's CPU time meanwhile, when measured.
+	seconds, cpu, db float64
 	peakPSS      int64
 	peaks        map[string]int64
 }
@@ -127,10 +128,17 @@ func (b *bench) measureMemory(ctx context.Context, big string, bigRows int64) er
 	return nil
 }
 
-// measureShards runs CSV → Postgres and Postgres → Postgres with `faucet
-// run`, whole and split into 2 shards, interleaved, and prints the
-// speedup.
+// measureShards runs CSV → Postgres and Postgres → Postgres whole and
+// split into 2 shards, with `faucet run` (--shards 2) and through one
+// `faucet serve` outside a cluster (shard: {count: 2}), the four
+// interleaved, and prints each way's speedup with the CPU time of faucet's
+// process tree and of the database server.
 func (b *bench) measureShards(ctx context.Context) error {
+	srv, err := b.startServe(ctx)
+	if err != nil {
+		return err
+	}
+	defer srv.stop()
 	cases := []struct {
 		name, source string
 		prepare      func(context.Context) error
@@ -139,33 +147,55 @@ func (b *bench) measureShards(ctx context.Context) error {
 		{"csv → postgres", fmt.Sprintf("{type: csv, config: {path: %q}}", b.data), b.prepareCSVTable, "bench_csv"},
 		{"postgres → postgres", fmt.Sprintf("{type: postgres, config: {url: %q, table: bench_src}}", b.pg), b.prepareCopyTable, "bench_copy"},
 	}
+	type way struct {
+		name   string
+		served bool
+	}
+	ways := []way{{"faucet run", false}, {"faucet serve", true}}
 	for _, c := range cases {
-		config := fmt.Sprintf("version: 1\nname: shards\npipeline:\n  source: %s\n  sink: {type: postgres, config: {url: %q, table: %s}}\n", c.source, b.pg, c.table)
-		var whole, split []runFigures
+		pipeline := fmt.Sprintf("pipeline:\n  source: %s\n  sink: {type: postgres, config: {url: %q, table: %s}}\n", c.source, b.pg, c.table)
+		whole, split := map[string][]runFigures{}, map[string][]runFigures{}
 		for range b.repeat {
-			for _, shards := range []int{0, 2} {
-				if err := c.prepare(ctx); err != nil {
-					return err
-				}
-				var args []string
-				if shards > 0 {
-					args = []string{"--shards", fmt.Sprint(shards)}
-				}
-				f, err := b.faucetRun(ctx, "shards", config, b.rows, args...)
-				if err != nil {
-					return err
-				}
-				if shards > 0 {
-					split = append(split, f)
-				} else {
-					whole = append(whole, f)
+			for _, w := range ways {
+				for _, shards := range []int{0, 2} {
+					if err := c.prepare(ctx); err != nil {
+						return err
+					}
+					var f runFigures
+					var err error
+					if w.served {
+						config := "version: 1\nname: shards\n"
+						if shards > 0 {
+							config += fmt.Sprintf("shard: {count: %d}\n", shards)
+						}
+						f, err = b.serveRun(ctx, srv, config+pipeline, b.rows)
+					} else {
+						var args []string
+						if shards > 0 {
+							args = []string{"--shards", fmt.Sprint(shards)}
+						}
+						base := b.db.children()
+						db0 := b.db.cpu(base)
+						f, err = b.faucetRun(ctx, "shards", "version: 1\nname: shards\n"+pipeline, b.rows, args...)
+						f.db = b.db.cpu(base) - db0
+					}
+					if err != nil {
+						return err
+					}
+					if shards > 0 {
+						split[w.name] = append(split[w.name], f)
+					} else {
+						whole[w.name] = append(whole[w.name], f)
+					}
 				}
 			}
 		}
-		w, s := medianRun(whole), medianRun(split)
-		speedup := w.seconds / s.seconds
-		fmt.Printf("faucet run %s, %d rows (median of %d): whole %.0fk rows/s, CPU %.2f s; 2 shards %.0fk rows/s, CPU %.2f s; speedup %.2f× (≥ 1.6 %s)\n",
-			c.name, b.rows, b.repeat, float64(b.rows)/w.seconds/1000, w.cpu, float64(b.rows)/s.seconds/1000, s.cpu, speedup, verdict(speedup >= 1.6))
+		for _, w := range ways {
+			wm, sm := medianRun(whole[w.name]), medianRun(split[w.name])
+			speedup := wm.seconds / sm.seconds
+			fmt.Printf("%s %s, %d rows (median of %d): whole %.0fk rows/s, CPU faucet %.2f s + postgres %.2f s; 2 shards %.0fk rows/s, CPU faucet %.2f s + postgres %.2f s; speedup %.2f× (≥ 1.6 %s)\n",
+				w.name, c.name, b.rows, b.repeat, float64(b.rows)/wm.seconds/1000, wm.cpu, wm.db, float64(b.rows)/sm.seconds/1000, sm.cpu, sm.db, speedup, verdict(speedup >= 1.6))
+		}
 	}
 	return nil
 }
