@@ -193,6 +193,19 @@ func (s *treeSampler) cpuSeconds() float64 {
 	return float64(ticks) / ticksPerSecond
 }
 
+// cpuBy returns the CPU time each kind of process used since the sampler
+// started, by label (summed over the processes that share one), in
+// seconds.
+func (s *treeSampler) cpuBy() map[string]float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]float64{}
+	for pid, c := range s.cpu {
+		out[s.labels[pid]] += float64(c-s.cpu0[pid]) / ticksPerSecond
+	}
+	return out
+}
+
 // peaks returns each process's peak resident size by label (the largest
 // when several processes share one).
 func (s *treeSampler) peaks() map[string]int64 {

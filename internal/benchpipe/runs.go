@@ -2,11 +2,13 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -23,6 +25,8 @@ type runFigures struct {
 	seconds, cpu, db float64
 	peakPSS      int64
 	peaks        map[string]int64
+	// cpuBy is the CPU time of each kind of process of the tree.
+	cpuBy map[string]float64
 }
 
 // faucetRun runs `faucet run` on a pipeline config (YAML text) and checks
@@ -54,7 +58,7 @@ func (b *bench) faucetRun(ctx context.Context, name, config string, rows int64, 
 		// The tree's reaped processes, whose last moments no sample saw.
 		cpu = u
 	}
-	return runFigures{seconds: elapsed, cpu: cpu, peakPSS: s.peakPSS, peaks: s.peaks()}, nil
+	return runFigures{seconds: elapsed, cpu: cpu, peakPSS: s.peakPSS, peaks: s.peaks(), cpuBy: s.cpuBy()}, nil
 }
 
 func mib(n int64) float64 { return float64(n) / (1 << 20) }
@@ -195,7 +199,23 @@ func (b *bench) measureShards(ctx context.Context) error {
 			speedup := wm.seconds / sm.seconds
 			fmt.Printf("%s %s, %d rows (median of %d): whole %.0fk rows/s, CPU faucet %.2f s + postgres %.2f s; 2 shards %.0fk rows/s, CPU faucet %.2f s + postgres %.2f s; speedup %.2f× (≥ 1.6 %s)\n",
 				w.name, c.name, b.rows, b.repeat, float64(b.rows)/wm.seconds/1000, wm.cpu, wm.db, float64(b.rows)/sm.seconds/1000, sm.cpu, sm.db, speedup, verdict(speedup >= 1.6))
+			fmt.Printf("  cores busy (CPU s / wall s): whole %.2f, 2 shards %.2f, of %d; CPU by process (s), whole: %s; 2 shards: %s\n",
+				(wm.cpu+wm.db)/wm.seconds, (sm.cpu+sm.db)/sm.seconds, runtime.NumCPU(), cpuText(wm.cpuBy), cpuText(sm.cpuBy))
 		}
 	}
 	return nil
+}
+
+// cpuText lists the CPU time by process, largest first.
+func cpuText(by map[string]float64) string {
+	var names []string
+	for n := range by {
+		names = append(names, n)
+	}
+	slices.SortFunc(names, func(a, b string) int { return cmp.Compare(by[b], by[a]) })
+	var parts []string
+	for _, n := range names {
+		parts = append(parts, fmt.Sprintf("%s %.2f", n, by[n]))
+	}
+	return strings.Join(parts, ", ")
 }

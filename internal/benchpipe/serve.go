@@ -119,7 +119,7 @@ func (b *bench) serveRun(ctx context.Context, s *served, config string, rows int
 		return runFigures{}, fmt.Errorf("served run %s ended %s with %d records (want completed with %d), error %v:\n%s",
 			id, run.Status, run.RecordsWritten, rows, deref(run.Error), s.log)
 	}
-	return runFigures{seconds: run.FinishedAt.Sub(run.SubmittedAt).Seconds(), cpu: cpu.cpuSeconds(), db: b.db.cpu(base) - db0}, nil
+	return runFigures{seconds: run.FinishedAt.Sub(run.SubmittedAt).Seconds(), cpu: cpu.cpuSeconds(), cpuBy: cpu.cpuBy(), db: b.db.cpu(base) - db0}, nil
 }
 
 // call sends one API request and decodes its JSON answer into out.
