@@ -25,7 +25,7 @@ type Pipelines interface {
 	// Probe runs every connector's Check probe of plan.
 	Probe(ctx context.Context, plan *pipeline.Plan) (DoctorReport, error)
 	// Shardable reports whether the source connector can be split into
-	// shards (cluster Mode B).
+	// shards.
 	Shardable(source pipeline.ConnectorConfig) bool
 	// WriteMode is the write mode a sink config resolves to (its write_mode,
 	// else the default its connector's schema declares), "" when the sink
