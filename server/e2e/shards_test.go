@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,10 +29,10 @@ const shardRows = 20_000
 
 // startLocal starts a server outside a cluster with short leases and polls,
 // so a crashed server's shards are reclaimed in seconds.
-func startLocal(t *testing.T, hist, dataDir string) *server {
+func startLocal(t *testing.T, hist, dataDir string, args ...string) *server {
 	t.Helper()
 	return start(t, serverOpts{history: hist, dataDir: dataDir, bin: fastBin,
-		args: []string{"--lease-ttl-secs", clusterLease, "--cluster-poll-secs", clusterPoll}})
+		args: append([]string{"--lease-ttl-secs", clusterLease, "--cluster-poll-secs", clusterPoll}, args...)})
 }
 
 // pgRows reads a query's rows, each as its columns' text joined by "|".
@@ -152,6 +153,12 @@ func TestServeShardsARunOnOneServer(t *testing.T) {
 			t.Fatalf("Postgres → Postgres wrote %d records, want %d", rec.RecordsWritten, shardRows)
 		}
 		sameRows(t, "Postgres → Postgres", pgRows(t, data, "SELECT * FROM pg_dst ORDER BY id"), pgRows(t, data, "SELECT * FROM src ORDER BY id"))
+		// The catalog records the run once, from its shards, as in a cluster.
+		pg, _ := url.Parse(data)
+		d := awaitDataset(t, s, "postgres://"+pg.Host+pg.Path+"/public.pg_dst", 1)
+		if d.TotalRecords != shardRows || len(d.Stats) != 1 || d.Stats[0].RunId != id || len(d.Upstream) != 1 || d.Upstream[0].LastRecords != shardRows {
+			t.Errorf("the sharded run's catalog record: %d records, stats %+v, upstream %+v", d.TotalRecords, d.Stats, d.Upstream)
+		}
 
 		// A shard that fails fails the run, with the cluster's error text.
 		id = s.submit(client.SubmitRequest{Config: sharded(pgSource, "half_dst")}).RunId
@@ -176,10 +183,13 @@ func TestServeShardsARunOnOneServer(t *testing.T) {
 
 func TestServeCancelStopsEveryShard(t *testing.T) {
 	eachHistory(t, func(t *testing.T, h history) {
-		s := startLocal(t, h.url(t), "")
+		rcv := newReceiver(t)
+		rcv.up()
+		s := startLocal(t, h.url(t), "", "--callback-allow-host", "127.0.0.1", "--callback-secret", callbackSecret)
 		// Far more rows than the test waits for: the shards run until
 		// cancelled.
-		id := s.submit(client.SubmitRequest{Config: shardedGenerate(2_000_000_000, 2, "{type: stdout, config: {}}")}).RunId
+		spec := client.CallbackSpec{Url: rcv.url("/hook")}
+		id := s.submit(client.SubmitRequest{Config: shardedGenerate(2_000_000_000, 2, "{type: stdout, config: {}}"), Callback: &spec}).RunId
 		s.awaitMetric("faucet_cluster_shards_in_flight", nil, "2", func(v float64) bool { return v == 2 })
 		// The run's live count is its shards' sum: wait until they wrote.
 		testwait.Until(t, time.Minute, func() error {
@@ -196,6 +206,12 @@ func TestServeCancelStopsEveryShard(t *testing.T) {
 			t.Fatalf("cancelled run = %+v: the shards it stopped wrote nothing", rec)
 		}
 		s.awaitMetric("faucet_cluster_shards_in_flight", nil, "0", func(v float64) bool { return v == 0 })
+		// The run calls back once, with its status; its shards do not.
+		checkSent(t, rcv.await(s, id), delivery(t, s, id), id, client.RunStatusCancelled)
+		awaitDelivery(t, s, id, func(d client.CallbackDelivery) bool { return d.State == client.CallbackStateDelivered })
+		if n := len(rcv.of(id)); n != 1 {
+			t.Fatalf("the cancelled sharded run called back %d times, want once", n)
+		}
 	})
 }
 
