@@ -21,10 +21,11 @@ import (
 // `faucet serve`): the command's wall time and its process tree's CPU time,
 // peak summed PSS and each process's peak RSS.
 type runFigures struct {
+	seconds, cpu float64
 	// db is the database server's CPU time meanwhile, when measured.
-	seconds, cpu, db float64
-	peakPSS      int64
-	peaks        map[string]int64
+	db      float64
+	peakPSS int64
+	peaks   map[string]int64
 	// cpuBy is the CPU time of each kind of process of the tree.
 	cpuBy map[string]float64
 }
