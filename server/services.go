@@ -70,10 +70,12 @@ func newServices(cfg Config, store db.Store, pipes *pipelineHost, authn *auth.Au
 	if !cfg.NoCatalog {
 		s.catalog = catalog.New(catalog.Config{Store: store, Metrics: m, Log: log, Secrets: secrets})
 	}
-	// A sharded run finalized here has its delivery due now too, and its
-	// one catalog record is made from its shards'.
+	// A sharded run finalized here with a callback has its delivery due now
+	// too, and its one catalog record is made from its shards'.
 	parentFinalized := func(ctx context.Context, rec *db.RunRecord, plan *pipeline.Plan) {
-		s.callbacks.Wake()
+		if len(rec.Callback) > 0 {
+			s.callbacks.Wake()
+		}
 		if s.catalog != nil {
 			s.catalog.RecordSharded(ctx, rec, plan)
 		}
