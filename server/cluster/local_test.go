@@ -12,6 +12,7 @@ import (
 
 	"github.com/faucet-dev/faucet/db"
 	"github.com/faucet-dev/faucet/internal/testwait"
+	"github.com/faucet-dev/faucet/server/admission"
 	"github.com/faucet-dev/faucet/server/cluster"
 	"github.com/faucet-dev/faucet/server/execution"
 	st "github.com/faucet-dev/faucet/server/servicetest"
@@ -179,6 +180,30 @@ func TestLocalShutdownHandsShardsToTheNextStart(t *testing.T) {
 	for _, sh := range shards {
 		if sh.Attempt != 1 || sh.Owner == nil || *sh.Owner != next.Store.InstanceID() {
 			t.Fatalf("shard %+v was not resumed by the next start", sh)
+		}
+	}
+}
+
+// TestLocalTimeoutEndsEachShard: timeout_secs bounds each shard from its
+// start, as in a cluster; shards that run past it fail, and so does the run.
+func TestLocalTimeoutEndsEachShard(t *testing.T) {
+	t.Parallel()
+	s := local(t, 2, "")
+	res, err := s.Admission.Submit(context.Background(), admission.Request{Config: "split:2:hold", ConfigFormat: "yaml", TimeoutSecs: st.Ptr[int64](1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := st.Await(t, s.Store, res.RunID, db.StatusFailed)
+	if rec.Error == nil || *rec.Error != "2/2 shard(s) failed" || rec.RecordsWritten != 6 {
+		t.Fatalf("timed-out run = %+v (error %v)", rec, rec.Error)
+	}
+	shards, err := s.Store.ShardList(context.Background(), res.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sh := range shards {
+		if sh.Status != db.ShardFailed || sh.Error == nil || !strings.Contains(*sh.Error, "timeout_secs (1s)") {
+			t.Fatalf("shard %+v did not fail on the timeout", sh)
 		}
 	}
 }
