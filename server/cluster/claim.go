@@ -179,10 +179,10 @@ func (m *Member) cancelRequested(ctx context.Context, runs []db.RunRecord) map[s
 // slot: it re-loads the stored config with this member's environment and
 // defaults (unless this member accepted the run and still has its plan),
 // then either splits the run into shards (Mode B, waking the members for
-// them) or executes it whole. A
-// run claimed with a cancel request (its earlier owner died before it
-// stopped the run) is finalized cancelled without executing again; its
-// records written stay those its earlier owner last reported.
+// them) or executes it whole. A run claimed with a cancel request (its
+// earlier owner died before it stopped the run) is finalized cancelled
+// without executing again; its records written stay those its earlier
+// owner last reported.
 func (m *Member) executeClaimed(rec db.RunRecord, cancelRequested bool) {
 	t := m.exec.Adopt(rec, m.redactor(nil))
 	if t == nil {

@@ -89,5 +89,3 @@ func (m *Member) heartbeat(ctx context.Context, reported map[string]int64) (map[
 	}
 	return current, nil
 }
-
-//END
