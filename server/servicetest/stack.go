@@ -182,6 +182,9 @@ func Start(t testing.TB, o Options) *Stack {
 		s.Exec = execution.New(o.Exec, s.Store, o.Engine, s.Logs)
 		lc := o.Local
 		lc.Metrics = s.Metrics
+		if lc.LeaseTTL == 0 {
+			lc.LeaseTTL = o.Store.LeaseTTL
+		}
 		if lc.Logger == nil {
 			lc.Logger = o.Exec.Logger
 		}
