@@ -89,9 +89,13 @@ func treeCPU(root int) float64 {
 	return float64(ticks) / ticksPerSecond
 }
 
-// label names a process of faucet's tree: its connector, or its command.
+// label names a process of faucet's tree: its connector, or its command;
+// "" once it is gone.
 func label(pid int) string {
 	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if len(data) == 0 {
+		return ""
+	}
 	args := strings.Split(strings.TrimRight(string(data), "\x00"), "\x00")
 	for i := 0; i+2 < len(args); i++ {
 		if args[i] == "connector" && args[i+1] == "serve" {
@@ -159,9 +163,12 @@ func (s *treeSampler) sample() {
 		if s.pss {
 			p = kib(fmt.Sprintf("/proc/%d/smaps_rollup", pid), "Pss")
 		}
+		// Labelled again at every sample: a plugin sampled between its fork
+		// and its exec still carries its parent's command line.
+		l := label(pid)
 		s.mu.Lock()
-		if _, ok := s.labels[pid]; !ok {
-			s.labels[pid] = label(pid)
+		if l != "" {
+			s.labels[pid] = l
 		}
 		s.cpu[pid] = max(s.cpu[pid], c)
 		s.hwm[pid] = max(s.hwm[pid], hwm)
