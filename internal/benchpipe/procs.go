@@ -164,10 +164,14 @@ func (s *treeSampler) sample() {
 			p = kib(fmt.Sprintf("/proc/%d/smaps_rollup", pid), "Pss")
 		}
 		// Labelled again at every sample: a plugin sampled between its fork
-		// and its exec still carries its parent's command line.
+		// and its exec still carries its parent's command line, and the
+		// peak it reached then was its parent's.
 		l := label(pid)
 		s.mu.Lock()
-		if l != "" {
+		if old, seen := s.labels[pid]; l != "" && l != old {
+			if seen {
+				s.hwm[pid] = 0
+			}
 			s.labels[pid] = l
 		}
 		s.cpu[pid] = max(s.cpu[pid], c)
