@@ -114,7 +114,7 @@ resilience:
 		}
 		letter := sum.Sample[0]
 		if letter.ErrorMessage == nil || !strings.Contains(*letter.ErrorMessage, "duplicate key value violates unique constraint") ||
-			deref(letter.RunId) != id || deref(letter.Connector) != "postgres" || letter.Attempt == nil || *letter.Attempt != 2 {
+			deref(letter.RunId) != id || deref(letter.Connector) != "postgres" || letter.Attempt == nil || *letter.Attempt != 1 {
 			t.Fatalf("a letter: %+v", letter)
 		}
 		last, _ := viewer.InspectDLQWithResponse(ctx, client.DLQInspectRequest{Location: dead, Limit: ptr(int64(4)), Offset: ptr(int64(8))})

@@ -76,6 +76,12 @@ type isolation struct {
 	// limit is the current window's size bound (see windowBytes); 0 is
 	// windowBytes.
 	limit int
+	// check holds back and judges duplicate keys (see unique.go);
+	// keysTable is set once its table exists.
+	check     keyCheck
+	keysTable bool
+	// gathered holds the lines of a piece of a refused window.
+	gathered []byte
 }
 
 // bound is the size a window may grow to.
@@ -126,6 +132,28 @@ func (s *isolation) add(ref recordRef, raw, line []byte) {
 }
 
 func (s *isolation) lines() int { return len(s.refs) }
+
+// line is the window's line i, newline included.
+func (s *isolation) line(i int) []byte { return s.encoded[s.starts[i]:s.starts[i+1]] }
+
+// record is the window's record i as received.
+func (s *isolation) record(i int) []byte { return s.raw[s.rawStarts[i]:s.rawStarts[i+1]] }
+
+// gather returns the lines listed, in order: a slice of the window when
+// they follow one another.
+func (s *isolation) gather(lines []int) []byte {
+	if len(lines) == 0 {
+		return nil
+	}
+	if first, last := lines[0], lines[len(lines)-1]; last-first == len(lines)-1 {
+		return s.encoded[s.starts[first]:s.starts[last+1]]
+	}
+	s.gathered = s.gathered[:0]
+	for _, i := range lines {
+		s.gathered = append(s.gathered, s.line(i)...)
+	}
+	return s.gathered
+}
 
 // columnType is what the checks know of a column.
 type columnType struct {
@@ -187,6 +215,7 @@ func (w *writer) writeIsolated(ctx context.Context, b sdk.Batch) error {
 			return fmt.Errorf("copy into %s: %w", w.cfg.Table, classify(err))
 		}
 		w.iso.reset()
+		w.iso.check.window(which)
 		w.stream = startCopy(ctx, w.conn.PgConn(), fmt.Sprintf("COPY %s (%s) FROM STDIN", w.name, columns), columns)
 	}
 	buf, err := w.stream.buffer()
@@ -207,7 +236,14 @@ func (w *writer) writeIsolated(ctx context.Context, b sdk.Batch) error {
 			sdk.Reject(ctx, b.Seq, index, recs[k], 1, err)
 			continue
 		}
-		w.iso.add(recordRef{b.Seq, index}, recs[k], buf[start:])
+		line := buf[start:]
+		held := w.iso.check.repeats(w.iso.lines(), line, w.iso.line)
+		w.iso.add(recordRef{b.Seq, index}, recs[k], line)
+		if held >= 0 {
+			// A duplicate of an accepted record: not sent (see unique.go).
+			buf = buf[:start]
+			continue
+		}
 		rows++
 	}
 	// A batch the server refused while queued is in the window: ending it
@@ -249,6 +285,7 @@ func (w *writer) endWindow(ctx context.Context) error {
 		if _, err := w.tx.Exec(ctx, "RELEASE SAVEPOINT faucet_window"); err != nil {
 			return fmt.Errorf("copy into %s: %w", w.cfg.Table, classify(err))
 		}
+		w.rejectHeld(ctx)
 		w.iso.judged(false)
 		w.iso.reset()
 		return nil
@@ -262,19 +299,31 @@ func (w *writer) endWindow(ctx context.Context) error {
 	}
 	iso := w.iso
 	copySQL := fmt.Sprintf("COPY %s (%s) FROM STDIN", w.name, s.columns)
-	known := true
-	err := sdk.IsolateFunc(ctx, iso.lines(),
+	// The window's own COPY is its first try, its verdict in, unless its
+	// keys are judged first: lines are then left out.
+	known := !iso.check.keyed()
+	pending := make([]int, iso.lines())
+	for i := range pending {
+		pending[i] = i
+	}
+	if !known {
+		var err error
+		if pending, err = w.refuseDuplicates(ctx); err != nil {
+			return err
+		}
+	}
+	err := sdk.IsolateFunc(ctx, len(pending),
 		func(ctx context.Context, first, n int) error {
 			if known {
-				// The window's own COPY: its verdict is in.
 				known = false
 				return refused
 			}
-			return w.copyPart(ctx, copySQL, iso.encoded[iso.starts[first]:iso.starts[first+n]])
+			return w.copyPart(ctx, copySQL, iso.gather(pending[first:first+n]))
 		},
 		func(i, attempts int, err error) {
-			ref := iso.refs[i]
-			sdk.Reject(ctx, ref.seq, ref.index, iso.raw[iso.rawStarts[i]:iso.rawStarts[i+1]], attempts, err)
+			line := pending[i]
+			ref := iso.refs[line]
+			sdk.Reject(ctx, ref.seq, ref.index, iso.record(line), attempts, err)
 		})
 	if err != nil {
 		return w.copyFailed(err)
