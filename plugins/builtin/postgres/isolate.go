@@ -255,9 +255,13 @@ func (w *writer) writeIsolated(ctx context.Context, b sdk.Batch) error {
 }
 
 // encodeChecked appends one record's COPY line, or refuses a value its
-// column cannot hold.
+// column cannot hold. The offsets of the line's fields are left in
+// w.iso.check.starts, as fieldStarts finds them.
 func (w *writer) encodeChecked(dst []byte, vals [][]byte, which []int) ([]byte, error) {
 	names := w.index.Names()
+	line := len(dst)
+	starts := w.iso.check.starts[:0]
+	defer func() { w.iso.check.starts = starts }()
 	for j, c := range which {
 		if err := checkValue(vals[c], w.types[c], &w.iso.text); err != nil {
 			return dst, fmt.Errorf("column %s: %w", names[c], err)
@@ -265,12 +269,15 @@ func (w *writer) encodeChecked(dst []byte, vals [][]byte, which []int) ([]byte, 
 		if j > 0 {
 			dst = append(dst, '\t')
 		}
+		starts = append(starts, len(dst)-line)
 		var err error
 		if dst, err = w.appendValue(dst, vals[c], c); err != nil {
 			return dst, fmt.Errorf("column %s: %w", names[c], err)
 		}
 	}
-	return append(dst, '\n'), nil
+	dst = append(dst, '\n')
+	starts = append(starts, len(dst)-line)
+	return dst, nil
 }
 
 // endWindow ends the window's COPY and, when the server refused it,

@@ -147,12 +147,14 @@ func dup(seq uint64, index int, constraint string) refusal {
 
 // TestDuplicatesWithinABatch: of the records of a batch sharing a key the
 // first is written and the later ones refused, as they come, the table's
-// COPY stream kept; a key spelled otherwise ("07" for 7) is found by the
-// server and judged the same way.
+// COPY stream kept: keys in ascending order and out of it, and a key
+// spelled otherwise ("09" for 9), which the server finds, judged the same
+// way.
 func TestDuplicatesWithinABatch(t *testing.T) {
 	url := testpg.Database(t)
 	exec(t, url, "CREATE TABLE dup_batch (id bigint PRIMARY KEY, v text)")
-	refused := writeRefusing(t, cfg(`{"url": %q, "table": "dup_batch"}`, url),
+	config := cfg(`{"url": %q, "table": "dup_batch"}`, url)
+	refused := writeRefusing(t, config,
 		batchOf(1, `{"id":1,"v":"a"}`, `{"id":2,"v":"b"}`, `{"id":1,"v":"c"}`, `{"id":3,"v":"d"}`, `{"id":2,"v":"e"}`, `{"id":1,"v":"f"}`),
 		batchOf(2, `{"id":4,"v":"g"}`, `{"id":"04","v":"h"}`, `{"id":5,"v":"i"}`, `{"id":"005","v":"j"}`, `{"id":5,"v":"k"}`))
 	wantRefused(t, refused, dup(1, 2, "dup_batch_pkey"), dup(1, 4, "dup_batch_pkey"), dup(1, 5, "dup_batch_pkey"),
@@ -160,8 +162,11 @@ func TestDuplicatesWithinABatch(t *testing.T) {
 	if !strings.Contains(refused[0].err, "Key (id)=(1) already exists") || refused[0].record != `{"id":1,"v":"c"}` {
 		t.Errorf("the first refusal: %+v", refused[0])
 	}
+	refused = writeRefusing(t, config,
+		batchOf(1, `{"id":10,"v":"l"}`, `{"id":8,"v":"m"}`, `{"id":9,"v":"n"}`, `{"id":8,"v":"o"}`, `{"id":"09","v":"p"}`, `{"id":11,"v":"q"}`))
+	wantRefused(t, refused, dup(1, 3, "dup_batch_pkey"), dup(1, 4, "dup_batch_pkey"))
 	got := rowsOf(t, url, "SELECT concat_ws(' ', id, v) FROM dup_batch ORDER BY id")
-	if want := []string{"1 a", "2 b", "3 d", "4 g", "5 i"}; !slices.Equal(got, want) {
+	if want := []string{"1 a", "2 b", "3 d", "4 g", "5 i", "8 m", "9 n", "10 l", "11 q"}; !slices.Equal(got, want) {
 		t.Errorf("the table holds %v, want %v", got, want)
 	}
 }

@@ -33,7 +33,7 @@ func mustRead(t *testing.T, config string) []string {
 func cfg(format string, args ...any) string { return fmt.Sprintf(format, args...) }
 
 // exec runs SQL on the test database.
-func exec(t *testing.T, url string, stmts ...string) {
+func exec(t testing.TB, url string, stmts ...string) {
 	t.Helper()
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, url)

@@ -51,6 +51,8 @@ const keysLine = "faucet_line"
 type uniqueKey struct {
 	name string // the index's, which the server names as the constraint
 	cols []int  // its columns, by position in the table
+	// integer is set for a key of one integer column.
+	integer bool
 }
 
 // readUniqueKeys lists the table's unique keys, the primary key first.
@@ -77,6 +79,8 @@ func (w *writer) readUniqueKeys(ctx context.Context) ([]uniqueKey, error) {
 		for _, n := range names {
 			k.cols = append(k.cols, position[n])
 		}
+		_, k.integer = integerTypes[w.types[k.cols[0]].oid]
+		k.integer = k.integer && len(k.cols) == 1
 		return k, nil
 	})
 	if err != nil {
@@ -91,11 +95,15 @@ type keyCheck struct {
 	// fields[k] are key k's columns as field numbers of the window's COPY
 	// lines; nil when the window does not list all of them.
 	fields [][]int
-	// seen[k] maps the hash of an accepted line's key k to that line.
-	seen []map[uint64]int
+	anyKey bool
+	// seen[k] holds the accepted lines by the hash of their key k, or
+	// ordered[k] in order (see orderedKey).
+	seen    []keySet
+	ordered []orderedKey
 	// held are the lines held back from the COPY, and by which key.
 	held []heldLine
 	hash maphash.Hash
+	seed maphash.Seed
 	// starts and other are scratch space for lines' field offsets.
 	starts, other []int
 }
@@ -104,13 +112,18 @@ type heldLine struct{ line, key int }
 
 // window starts a window whose lines list the table's columns which.
 func (c *keyCheck) window(which []int) {
-	c.fields = c.fields[:0]
-	c.held = c.held[:0]
+	c.fields, c.held, c.anyKey = c.fields[:0], c.held[:0], false
+	if len(c.seen) == 0 {
+		c.seed = maphash.MakeSeed()
+		c.hash.SetSeed(c.seed)
+	}
 	for len(c.seen) < len(c.keys) {
-		c.seen = append(c.seen, map[uint64]int{})
+		c.seen, c.ordered = append(c.seen, keySet{}), append(c.ordered, orderedKey{})
 	}
 	for k, key := range c.keys {
-		clear(c.seen[k])
+		c.seen[k].reset()
+		o := &c.ordered[k]
+		o.on, o.vals, o.lines = key.integer, o.vals[:0], o.lines[:0]
 		var fields []int
 		for _, col := range key.cols {
 			f := slices.Index(which, col)
@@ -121,18 +134,12 @@ func (c *keyCheck) window(which []int) {
 			fields = append(fields, f)
 		}
 		c.fields = append(c.fields, fields)
+		c.anyKey = c.anyKey || fields != nil
 	}
 }
 
 // keyed reports whether the window lists some key's every column.
-func (c *keyCheck) keyed() bool {
-	for _, f := range c.fields {
-		if f != nil {
-			return true
-		}
-	}
-	return false
-}
+func (c *keyCheck) keyed() bool { return c.anyKey }
 
 // fieldStarts appends the offset of each field of a COPY line (ending in a
 // newline) and its length: field f is line[s[f]:s[f+1]-1]. A tab in a
@@ -149,59 +156,106 @@ func fieldStarts(dst []int, line []byte) []int {
 
 func field(line []byte, starts []int, f int) []byte { return line[starts[f] : starts[f+1]-1] }
 
-// repeats judges line n of the window, before it is sent: the key it
-// repeats of an accepted line (the line is then held back), or -1, and the
-// line's keys are then recorded as accepted. lineAt returns an earlier
-// line.
+// repeats judges line n of the window, before it is sent, c.starts
+// holding its field offsets: the key it repeats of an accepted line (the
+// line is then held back), or -1, and the line's keys are then recorded as
+// accepted. lineAt returns an earlier line.
 func (c *keyCheck) repeats(n int, line []byte, lineAt func(int) []byte) int {
 	if !c.keyed() {
 		return -1
 	}
-	c.starts = fieldStarts(c.starts[:0], line)
-	var hashes [8]uint64
-	sums := hashes[:0]
+	var sumsAt, valsAt [8]uint64
+	sums, vals := sumsAt[:0], valsAt[:0]
 	for k, fields := range c.fields {
-		sum, ok := c.keyHash(line, fields)
-		sums = append(sums, sum)
-		if !ok {
+		sums, vals = append(sums, 0), append(vals, 0)
+		if fields == nil || c.null(line, c.starts, fields) {
 			continue
 		}
-		if j, seen := c.seen[k][sum]; seen && c.sameKey(line, lineAt(j), fields) {
-			c.held = append(c.held, heldLine{line: n, key: k})
-			return k
+		if o := &c.ordered[k]; o.on {
+			v, ok := parseDecimal(field(line, c.starts, fields[0]))
+			if ok && (len(o.vals) == 0 || v > o.vals[len(o.vals)-1]) {
+				vals[k] = 1
+				continue
+			}
+			if _, found := slices.BinarySearch(o.vals, v); ok && found {
+				c.held = append(c.held, heldLine{line: n, key: k})
+				return k
+			}
+			c.unorder(k, lineAt)
+		}
+		sums[k] = c.keyHash(line, c.starts, fields)
+		set := &c.seen[k]
+		for i := set.first(sums[k]); set.hashes[i] != 0; i = set.next(i) {
+			if set.hashes[i] == sums[k] && c.sameKey(line, lineAt(int(set.lines[i])), fields) {
+				c.held = append(c.held, heldLine{line: n, key: k})
+				return k
+			}
 		}
 	}
-	for k, fields := range c.fields {
-		if fields == nil {
-			continue
-		}
-		if _, seen := c.seen[k][sums[k]]; !seen {
-			c.seen[k][sums[k]] = n
+	for k := range sums {
+		switch {
+		case vals[k] != 0:
+			v, _ := parseDecimal(field(line, c.starts, c.fields[k][0]))
+			c.ordered[k].vals = append(c.ordered[k].vals, v)
+			c.ordered[k].lines = append(c.ordered[k].lines, int32(n))
+		case sums[k] != 0:
+			c.seen[k].add(sums[k], n)
 		}
 	}
 	return -1
 }
 
-// keyHash hashes a line's key fields (c.starts holds its offsets); ok is
-// false when the window does not list the key or a value of it is null,
-// which no unique index compares.
-func (c *keyCheck) keyHash(line []byte, fields []int) (sum uint64, ok bool) {
-	if fields == nil {
-		return 0, false
+// orderedKey is how a window judges a key of one integer column while
+// its values come in ascending order, as generated ids do: the accepted
+// values, and their lines, in order, a repeat found by binary search
+// without the hashing and the random reads of keySet. The first value out
+// of order (or not plain digits) moves them into the key's set.
+type orderedKey struct {
+	on    bool
+	vals  []int64
+	lines []int32
+}
+
+// unorder moves key k's accepted lines from its ordered list into its set.
+func (c *keyCheck) unorder(k int, lineAt func(int) []byte) {
+	o := &c.ordered[k]
+	o.on = false
+	for _, n := range o.lines {
+		line := lineAt(int(n))
+		c.other = fieldStarts(c.other[:0], line)
+		c.seen[k].add(c.keyHash(line, c.other, c.fields[k]), int(n))
 	}
-	c.hash.Reset()
+	o.vals, o.lines = o.vals[:0], o.lines[:0]
+}
+
+// null reports whether a value of a key is null, which no unique index
+// compares.
+func (c *keyCheck) null(line []byte, starts, fields []int) bool {
 	for _, f := range fields {
-		v := field(line, c.starts, f)
-		if bytes.Equal(v, nullField) {
-			return 0, false
+		if bytes.Equal(field(line, starts, f), nullField) {
+			return true
 		}
-		c.hash.Write(v)
-		c.hash.WriteByte(0)
 	}
-	return c.hash.Sum64(), true
+	return false
 }
 
 var nullField = []byte(`\N`)
+
+// keyHash hashes a line's key fields, never to 0.
+func (c *keyCheck) keyHash(line []byte, starts, fields []int) uint64 {
+	var sum uint64
+	if len(fields) == 1 {
+		sum = maphash.Bytes(c.seed, field(line, starts, fields[0]))
+	} else {
+		c.hash.Reset()
+		for _, f := range fields {
+			c.hash.Write(field(line, starts, f))
+			c.hash.WriteByte(0)
+		}
+		sum = c.hash.Sum64()
+	}
+	return max(sum, 1)
+}
 
 // sameKey reports whether an earlier line spells the key fields as line
 // does (c.starts holds line's offsets): a hash collision is not a
@@ -214,6 +268,48 @@ func (c *keyCheck) sameKey(line, earlier []byte, fields []int) bool {
 		}
 	}
 	return true
+}
+
+// keySet holds lines by the hash of a key, by open addressing: the one
+// lookup every line of a window costs is cheaper than a map's.
+type keySet struct {
+	hashes []uint64 // 0 is a free slot
+	lines  []int32
+	n      int
+}
+
+// reset empties the set, keeping its room.
+func (s *keySet) reset() {
+	if len(s.hashes) == 0 {
+		s.hashes, s.lines = make([]uint64, 1<<12), make([]int32, 1<<12)
+	}
+	clear(s.hashes)
+	s.n = 0
+}
+
+// first is the slot a lookup of hash h starts at; next the one after i.
+// A lookup ends at a free slot.
+func (s *keySet) first(h uint64) int { return int(h) & (len(s.hashes) - 1) }
+func (s *keySet) next(i int) int     { return (i + 1) & (len(s.hashes) - 1) }
+
+// add records line under hash h (not 0), keeping at least half the slots
+// free.
+func (s *keySet) add(h uint64, line int) {
+	if 2*(s.n+1) > len(s.hashes) {
+		old, lines := s.hashes, s.lines
+		s.hashes, s.lines, s.n = make([]uint64, 2*len(old)), make([]int32, 2*len(old)), 0
+		for i, h := range old {
+			if h != 0 {
+				s.add(h, int(lines[i]))
+			}
+		}
+	}
+	i := s.first(h)
+	for s.hashes[i] != 0 {
+		i = s.next(i)
+	}
+	s.hashes[i], s.lines[i] = h, int32(line)
+	s.n++
 }
 
 // duplicate is the refusal of a record whose key k the table already
