@@ -274,3 +274,33 @@ func TestUpsertWithARecordPolicy(t *testing.T) {
 		t.Errorf("the table holds %v, want %v", got, want)
 	}
 }
+
+// TestKeySet: a lookup walks every line recorded under a hash, colliding
+// hashes and growth included, and a reset set holds none.
+func TestKeySet(t *testing.T) {
+	var s keySet
+	s.reset()
+	for line := range 10000 {
+		s.add(uint64(line%7+1), line)
+	}
+	for h := uint64(1); h <= 8; h++ {
+		var lines []int
+		for i := s.first(h); s.hashes[i] != 0; i = s.next(i) {
+			if s.hashes[i] == h {
+				lines = append(lines, int(s.lines[i]))
+			}
+		}
+		slices.Sort(lines)
+		var want []int
+		for line := int(h - 1); h <= 7 && line < 10000; line += 7 {
+			want = append(want, line)
+		}
+		if !slices.Equal(lines, want) {
+			t.Fatalf("hash %d: %d lines, want %d", h, len(lines), len(want))
+		}
+	}
+	s.reset()
+	if i := s.first(3); s.hashes[i] != 0 {
+		t.Error("a reset set holds a line")
+	}
+}
