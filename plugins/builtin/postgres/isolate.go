@@ -26,9 +26,10 @@ import (
 //     text longer than its column, a null for a NOT NULL column) is found as
 //     the batch is encoded, before the server sees it, and refused at once:
 //     the same value fails every try, so it is tried once.
-//   - What only the server judges (a unique, check or foreign key
-//     constraint, a value the checks above let through) shows when a COPY
-//     ends. Appends and overwrites stream their batches through a COPY under
+//   - A duplicate key is judged in input order without the bisecting
+//     below, as unique.go says.
+//   - What only the server judges (a check or foreign key constraint, a
+//     value the checks above let through) shows when a COPY ends. Appends and overwrites stream their batches through a COPY under
 //     a savepoint, a window of up to windowBytes; the writer keeps the
 //     window's records until the server's verdict. A window the server
 //     refuses is rolled back to its savepoint and written again through
