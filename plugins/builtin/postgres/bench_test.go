@@ -86,20 +86,7 @@ func BenchmarkSinkIsolating(b *testing.B) {
 					b.Fatal(err)
 				}
 				exec(b, url, "TRUNCATE "+table, "ALTER TABLE "+table+" ADD PRIMARY KEY (id)")
-				refused := 0
-				ctx := sdk.WithRecordPolicy(context.Background(), sdk.RecordPolicy{MaxAttempts: 2}, func(uint64, int, []byte, int, error) { refused++ })
-				w, err := Connector{}.Open(ctx, json.RawMessage(config))
-				if err != nil {
-					b.Fatal(err)
-				}
-				for _, batch := range batches {
-					if err := w.Write(ctx, batch); err != nil {
-						b.Fatal(err)
-					}
-				}
-				if err := w.Close(ctx); err != nil {
-					b.Fatal(err)
-				}
+				refused := len(writeRefusing(b, config, batches...))
 				if refused != benchRows/1000 {
 					b.Fatalf("refused %d records, want %d", refused, benchRows/1000)
 				}

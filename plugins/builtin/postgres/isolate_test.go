@@ -84,7 +84,7 @@ type refusal struct {
 
 // writeRefusing writes batches in one session with a record policy of two
 // attempts and returns what it refused.
-func writeRefusing(t *testing.T, config string, batches ...sdk.Batch) []refusal {
+func writeRefusing(t testing.TB, config string, batches ...sdk.Batch) []refusal {
 	t.Helper()
 	var refused []refusal
 	ctx := sdk.WithRecordPolicy(context.Background(), sdk.RecordPolicy{MaxAttempts: 2}, func(seq uint64, index int, record []byte, attempts int, err error) {
@@ -108,13 +108,7 @@ func writeRefusing(t *testing.T, config string, batches ...sdk.Batch) []refusal 
 // rowsOf returns a query's rows, each a single text column.
 func rowsOf(t *testing.T, url, query string) []string {
 	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	rows, err := conn.Query(ctx, query)
+	rows, err := testConn(t, url).Query(context.Background(), query)
 	if err != nil {
 		t.Fatal(err)
 	}
