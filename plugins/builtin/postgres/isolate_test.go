@@ -298,3 +298,48 @@ func TestKeySet(t *testing.T) {
 		t.Error("a reset set holds a line")
 	}
 }
+
+// TestDuplicatesHeldUntilTheWindowIsThrough: the connection of a session
+// with duplicates held back is killed mid-COPY; the session fails,
+// commits nothing and refuses no record (a held record is refused only
+// once its window is through), and a retry writes each key once.
+func TestDuplicatesHeldUntilTheWindowIsThrough(t *testing.T) {
+	url := testpg.Database(t)
+	exec(t, url, "CREATE TABLE dup_killed (id bigint PRIMARY KEY, first_name text, country text, amount numeric, created_at timestamptz, active boolean, attributes jsonb)")
+	recs := generated(3, 1, 3000)
+	for i := 500; i < len(recs); i += 1000 {
+		recs[i] = strings.Replace(recs[i], fmt.Sprintf(`{"id":%d,`, i+1), fmt.Sprintf(`{"id":%d,`, i), 1)
+	}
+	config := cfg(`{"url": %q, "table": "dup_killed"}`, url)
+	var refused []refusal
+	ctx := sdk.WithRecordPolicy(context.Background(), sdk.RecordPolicy{MaxAttempts: 2}, func(seq uint64, index int, record []byte, attempts int, err error) {
+		refused = append(refused, refusal{seq, index, string(record), attempts, err.Error()})
+	})
+	w, err := Connector{}.Open(ctx, json.RawMessage(config))
+	if err != nil {
+		t.Fatal(err)
+	}
+	batches := batchesOf(1000, recs)
+	for _, b := range batches[:2] {
+		if err := w.Write(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testpg.KillCopy(t, url)
+	err = w.Write(ctx, batches[2])
+	if err == nil {
+		err = w.Close(ctx)
+	} else {
+		_ = w.Abort(ctx)
+	}
+	if err == nil || !sdk.IsTransient(err) {
+		t.Fatalf("a killed connection: %v, want a transient error", err)
+	}
+	if n := len(rowsOf(t, url, "SELECT id::text FROM dup_killed")); n != 0 || len(refused) != 0 {
+		t.Fatalf("a failed session committed %d rows and refused %+v", n, refused)
+	}
+	wantRefused(t, writeRefusing(t, config, batches...), dup(1, 500, "dup_killed_pkey"), dup(2, 500, "dup_killed_pkey"), dup(3, 500, "dup_killed_pkey"))
+	if n := len(rowsOf(t, url, "SELECT id::text FROM dup_killed")); n != len(recs)-3 {
+		t.Fatalf("the retry wrote %d rows, want %d", n, len(recs)-3)
+	}
+}
