@@ -29,16 +29,18 @@ import (
 //   - A duplicate key is judged in input order without the bisecting
 //     below, as unique.go says.
 //   - What only the server judges (a check or foreign key constraint, a
-//     value the checks above let through) shows when a COPY ends. Appends and overwrites stream their batches through a COPY under
-//     a savepoint, a window of up to windowBytes; the writer keeps the
+//     value the checks above let through) shows when a COPY ends. Appends
+//     and overwrites stream their batches through a COPY under a
+//     savepoint, a window of up to windowBytes; the writer keeps the
 //     window's records until the server's verdict. A window the server
-//     refuses is rolled back to its savepoint and written again through
-//     sdk.IsolateFunc, split at the line the server names (in halves when it
-//     names none), each piece a COPY under a savepoint of its own, the lone
-//     refused record retried up to the policy's attempts. Every
-//     acknowledged record of the window is written again but the refused
-//     ones; nothing unacknowledged is in a window; and a failure that is not
-//     a record's fails the session, rolling everything back.
+//     refuses is rolled back to its savepoint, its duplicate keys refused
+//     (unique.go), and the rest written again through sdk.IsolateFunc,
+//     split at the line the server names (in halves when it names none),
+//     each piece a COPY under a savepoint of its own, the lone refused
+//     record retried up to the policy's attempts. Every acknowledged
+//     record of the window is written again but the refused ones; nothing
+//     unacknowledged is in a window; and a failure that is not a record's
+//     fails the session, rolling everything back.
 //   - An upsert writes each batch on its own already: sdk.Isolate splits a
 //     batch its INSERT refuses, each piece under a savepoint.
 //

@@ -24,8 +24,9 @@ import (
 //
 //   - As a window is encoded, a record whose key (on some unique index of
 //     plain columns) is spelled exactly as an accepted record's of the same
-//     window is held back from the COPY: the same input text is the same
-//     value to the server, so it would be refused. Held records are refused
+//     window (or, for one integer column, has the same value) is held back
+//     from the COPY: the same input text is the same value to the server,
+//     so it would be refused. Held records are refused
 //     once the window's COPY is through; when the window is refused, they
 //     are judged with the rest of it, as the record they repeat may be the
 //     one the table refused.
