@@ -7,7 +7,8 @@
 # plugin processes and in one process; then `faucet run` as a user runs it:
 # the peak PSS of its process tree, the plugins' peak RSS on a 10M-row
 # input (BENCH_BIG_ROWS, 0 skips it) and the speedup of --shards 2.
-# BENCH_ROWS overrides the row count, BENCH_REPEAT the runs per figure.
+# BENCH_ROWS overrides the row count, BENCH_REPEAT the runs per figure;
+# BENCH_ONLY=dead-letters measures only CSV → Postgres with dead letters.
 # The machine's load is printed before and after: the figures are only as
 # good as the machine is quiet. Other pipelines are added as cases in
 # internal/benchpipe.
@@ -33,6 +34,6 @@ go build -o "$work/benchpipe" ./internal/benchpipe
 "$work/benchpipe" gen -rows "$rows" -out "$work/data.csv"
 echo "pipeline benchmark: $rows rows, $(du -h "$work/data.csv" | cut -f1) of CSV, output to $(df --output=fstype "$out" | tail -1), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 "$work/benchpipe" run -faucet "$work/faucet" -data "$work/data.csv" -rows "$rows" -out "$out" \
-	-repeat "${BENCH_REPEAT:-5}" -big-rows "${BENCH_BIG_ROWS:-10000000}" \
+	-repeat "${BENCH_REPEAT:-5}" -big-rows "${BENCH_BIG_ROWS:-10000000}" ${BENCH_ONLY:+-only "$BENCH_ONLY"} \
 	${TEST_DATABASE_URL:+-pg "$TEST_DATABASE_URL" -psql "$psql"}
 echo "load afterwards $(cut -d' ' -f1-3 /proc/loadavg)"
