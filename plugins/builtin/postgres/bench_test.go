@@ -44,50 +44,62 @@ func BenchmarkSink(b *testing.B) {
 	b.ReportMetric(float64(benchRows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 }
 
-// BenchmarkSinkIsolating writes the dataset as BenchmarkSink does, in a
-// session with a record policy (the pipeline dead-letters refused records)
-// and 0.1 % of the records holding a value their column cannot take: the
-// checks and the windows the clean path does without.
+// BenchmarkSinkIsolating writes the dataset as BenchmarkSink does, into
+// a table with a primary key, in a session with a record policy (the
+// pipeline dead-letters refused records) and 0.1 % of the records refused:
+// holding a value their column cannot take, repeating the previous
+// record's key, or repeating a key the table holds. It measures the checks
+// and the windows the clean path does without.
 func BenchmarkSinkIsolating(b *testing.B) {
 	url := testpg.Database(b)
 	clean := benchBatches()
-	batches := make([]sdk.Batch, len(clean))
-	n := 0
-	for i := range clean {
-		var spoiled []byte
-		for rec := range clean[i].All() {
-			if n++; n%1000 == 500 {
-				rec = bytes.Replace(bytes.Replace(rec, []byte(`"active":true`), []byte(`"active":"maybe"`), 1), []byte(`"active":false`), []byte(`"active":"never"`), 1)
-			}
-			spoiled = append(append(spoiled, rec...), '\n')
-		}
-		batches[i] = sdk.Batch{Seq: clean[i].Seq, Count: clean[i].Count, Records: spoiled}
+	spoils := []struct {
+		name  string
+		spoil func(rec []byte, n int) []byte
+	}{
+		{"bad values", func(rec []byte, _ int) []byte {
+			return bytes.Replace(bytes.Replace(rec, []byte(`"active":true`), []byte(`"active":"maybe"`), 1), []byte(`"active":false`), []byte(`"active":"never"`), 1)
+		}},
+		{"duplicate keys", func(rec []byte, n int) []byte {
+			return bytes.Replace(rec, fmt.Appendf(nil, `{"id":%d,`, n), fmt.Appendf(nil, `{"id":%d,`, n-1), 1)
+		}},
+		// The table holds these records' keys already: a window is
+		// refused at the first of them and its keys judged by the server.
+		{"keys in the table", nil},
 	}
-	for i := 0; b.Loop(); i++ {
-		// The table gets its types from a clean batch.
-		table := fmt.Sprintf("iso%d", i)
-		if err := tabulartest.Write(b, Connector{}, fmt.Sprintf(`{"url": %q, "table": %q}`, url, table), false, clean[:1]...); err != nil {
-			b.Fatal(err)
-		}
-		refused := 0
-		ctx := sdk.WithRecordPolicy(context.Background(), sdk.RecordPolicy{MaxAttempts: 2}, func(uint64, int, []byte, int, error) { refused++ })
-		w, err := Connector{}.Open(ctx, json.RawMessage(fmt.Sprintf(`{"url": %q, "table": %q}`, url, table)))
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, batch := range batches {
-			if err := w.Write(ctx, batch); err != nil {
-				b.Fatal(err)
+	for k, sp := range spoils {
+		b.Run(sp.name, func(b *testing.B) {
+			batches := make([]sdk.Batch, len(clean))
+			n := 0
+			for i := range clean {
+				var spoiled []byte
+				for rec := range clean[i].All() {
+					if n++; n%1000 == 500 && sp.spoil != nil {
+						rec = sp.spoil(rec, n)
+					}
+					spoiled = append(append(spoiled, rec...), '\n')
+				}
+				batches[i] = sdk.Batch{Seq: clean[i].Seq, Count: clean[i].Count, Records: spoiled}
 			}
-		}
-		if err := w.Close(ctx); err != nil {
-			b.Fatal(err)
-		}
-		if refused != benchRows/1000 {
-			b.Fatalf("refused %d records, want %d", refused, benchRows/1000)
-		}
+			for i := 0; b.Loop(); i++ {
+				// The table gets its types from a clean batch.
+				table := fmt.Sprintf("iso%d_%d", k, i)
+				config := fmt.Sprintf(`{"url": %q, "table": %q}`, url, table)
+				if err := tabulartest.Write(b, Connector{}, config, false, clean[:1]...); err != nil {
+					b.Fatal(err)
+				}
+				exec(b, url, "TRUNCATE "+table, "ALTER TABLE "+table+" ADD PRIMARY KEY (id)")
+				if sp.spoil == nil {
+					exec(b, url, fmt.Sprintf("INSERT INTO %s (id) SELECT g FROM generate_series(500, %d, 1000) g", table, benchRows))
+				}
+				refused := len(writeRefusing(b, config, batches...))
+				if refused != benchRows/1000 {
+					b.Fatalf("refused %d records, want %d", refused, benchRows/1000)
+				}
+			}
+			b.ReportMetric(float64(benchRows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+		})
 	}
-	b.ReportMetric(float64(benchRows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 }
 
 // BenchmarkSource streams the dataset out of a table.

@@ -26,18 +26,21 @@ import (
 //     text longer than its column, a null for a NOT NULL column) is found as
 //     the batch is encoded, before the server sees it, and refused at once:
 //     the same value fails every try, so it is tried once.
-//   - What only the server judges (a unique, check or foreign key
-//     constraint, a value the checks above let through) shows when a COPY
-//     ends. Appends and overwrites stream their batches through a COPY under
-//     a savepoint, a window of up to windowBytes; the writer keeps the
+//   - A duplicate key is judged in input order without the bisecting
+//     below, as unique.go says.
+//   - What only the server judges (a check or foreign key constraint, a
+//     value the checks above let through) shows when a COPY ends. Appends
+//     and overwrites stream their batches through a COPY under a
+//     savepoint, a window of up to windowBytes; the writer keeps the
 //     window's records until the server's verdict. A window the server
-//     refuses is rolled back to its savepoint and written again through
-//     sdk.IsolateFunc, split at the line the server names (in halves when it
-//     names none), each piece a COPY under a savepoint of its own, the lone
-//     refused record retried up to the policy's attempts. Every
-//     acknowledged record of the window is written again but the refused
-//     ones; nothing unacknowledged is in a window; and a failure that is not
-//     a record's fails the session, rolling everything back.
+//     refuses is rolled back to its savepoint, its duplicate keys refused
+//     (unique.go), and the rest written again through sdk.IsolateFunc,
+//     split at the line the server names (in halves when it names none),
+//     each piece a COPY under a savepoint of its own, the lone refused
+//     record retried up to the policy's attempts. Every acknowledged
+//     record of the window is written again but the refused ones; nothing
+//     unacknowledged is in a window; and a failure that is not a record's
+//     fails the session, rolling everything back.
 //   - An upsert writes each batch on its own already: sdk.Isolate splits a
 //     batch its INSERT refuses, each piece under a savepoint.
 //
@@ -76,6 +79,12 @@ type isolation struct {
 	// limit is the current window's size bound (see windowBytes); 0 is
 	// windowBytes.
 	limit int
+	// check holds back and judges duplicate keys (see unique.go);
+	// keysTable is set once its table exists.
+	check     keyCheck
+	keysTable bool
+	// gathered holds the lines of a piece of a refused window.
+	gathered []byte
 }
 
 // bound is the size a window may grow to.
@@ -126,6 +135,28 @@ func (s *isolation) add(ref recordRef, raw, line []byte) {
 }
 
 func (s *isolation) lines() int { return len(s.refs) }
+
+// line is the window's line i, newline included.
+func (s *isolation) line(i int) []byte { return s.encoded[s.starts[i]:s.starts[i+1]] }
+
+// record is the window's record i as received.
+func (s *isolation) record(i int) []byte { return s.raw[s.rawStarts[i]:s.rawStarts[i+1]] }
+
+// gather returns the lines listed, in order: a slice of the window when
+// they follow one another.
+func (s *isolation) gather(lines []int) []byte {
+	if len(lines) == 0 {
+		return nil
+	}
+	if first, last := lines[0], lines[len(lines)-1]; last-first == len(lines)-1 {
+		return s.encoded[s.starts[first]:s.starts[last+1]]
+	}
+	s.gathered = s.gathered[:0]
+	for _, i := range lines {
+		s.gathered = append(s.gathered, s.line(i)...)
+	}
+	return s.gathered
+}
 
 // columnType is what the checks know of a column.
 type columnType struct {
@@ -187,6 +218,7 @@ func (w *writer) writeIsolated(ctx context.Context, b sdk.Batch) error {
 			return fmt.Errorf("copy into %s: %w", w.cfg.Table, classify(err))
 		}
 		w.iso.reset()
+		w.iso.check.window(which)
 		w.stream = startCopy(ctx, w.conn.PgConn(), fmt.Sprintf("COPY %s (%s) FROM STDIN", w.name, columns), columns)
 	}
 	buf, err := w.stream.buffer()
@@ -207,7 +239,14 @@ func (w *writer) writeIsolated(ctx context.Context, b sdk.Batch) error {
 			sdk.Reject(ctx, b.Seq, index, recs[k], 1, err)
 			continue
 		}
-		w.iso.add(recordRef{b.Seq, index}, recs[k], buf[start:])
+		line := buf[start:]
+		held := w.iso.check.repeats(w.iso.lines(), line, w.iso.line)
+		w.iso.add(recordRef{b.Seq, index}, recs[k], line)
+		if held >= 0 {
+			// A duplicate of an accepted record: not sent (see unique.go).
+			buf = buf[:start]
+			continue
+		}
 		rows++
 	}
 	// A batch the server refused while queued is in the window: ending it
@@ -219,9 +258,13 @@ func (w *writer) writeIsolated(ctx context.Context, b sdk.Batch) error {
 }
 
 // encodeChecked appends one record's COPY line, or refuses a value its
-// column cannot hold.
+// column cannot hold. The offsets of the line's fields are left in
+// w.iso.check.starts, as fieldStarts finds them.
 func (w *writer) encodeChecked(dst []byte, vals [][]byte, which []int) ([]byte, error) {
 	names := w.index.Names()
+	line := len(dst)
+	starts := w.iso.check.starts[:0]
+	defer func() { w.iso.check.starts = starts }()
 	for j, c := range which {
 		if err := checkValue(vals[c], w.types[c], &w.iso.text); err != nil {
 			return dst, fmt.Errorf("column %s: %w", names[c], err)
@@ -229,12 +272,15 @@ func (w *writer) encodeChecked(dst []byte, vals [][]byte, which []int) ([]byte, 
 		if j > 0 {
 			dst = append(dst, '\t')
 		}
+		starts = append(starts, len(dst)-line)
 		var err error
 		if dst, err = w.appendValue(dst, vals[c], c); err != nil {
 			return dst, fmt.Errorf("column %s: %w", names[c], err)
 		}
 	}
-	return append(dst, '\n'), nil
+	dst = append(dst, '\n')
+	starts = append(starts, len(dst)-line)
+	return dst, nil
 }
 
 // endWindow ends the window's COPY and, when the server refused it,
@@ -249,6 +295,7 @@ func (w *writer) endWindow(ctx context.Context) error {
 		if _, err := w.tx.Exec(ctx, "RELEASE SAVEPOINT faucet_window"); err != nil {
 			return fmt.Errorf("copy into %s: %w", w.cfg.Table, classify(err))
 		}
+		w.rejectHeld(ctx)
 		w.iso.judged(false)
 		w.iso.reset()
 		return nil
@@ -262,19 +309,31 @@ func (w *writer) endWindow(ctx context.Context) error {
 	}
 	iso := w.iso
 	copySQL := fmt.Sprintf("COPY %s (%s) FROM STDIN", w.name, s.columns)
-	known := true
-	err := sdk.IsolateFunc(ctx, iso.lines(),
+	// The window's own COPY is its first try, its verdict in, unless its
+	// keys are judged first: lines are then left out.
+	known := !iso.check.keyed()
+	pending := make([]int, iso.lines())
+	for i := range pending {
+		pending[i] = i
+	}
+	if !known {
+		var err error
+		if pending, err = w.refuseDuplicates(ctx); err != nil {
+			return err
+		}
+	}
+	err := sdk.IsolateFunc(ctx, len(pending),
 		func(ctx context.Context, first, n int) error {
 			if known {
-				// The window's own COPY: its verdict is in.
 				known = false
 				return refused
 			}
-			return w.copyPart(ctx, copySQL, iso.encoded[iso.starts[first]:iso.starts[first+n]])
+			return w.copyPart(ctx, copySQL, iso.gather(pending[first:first+n]))
 		},
 		func(i, attempts int, err error) {
-			ref := iso.refs[i]
-			sdk.Reject(ctx, ref.seq, ref.index, iso.raw[iso.rawStarts[i]:iso.rawStarts[i+1]], attempts, err)
+			line := pending[i]
+			ref := iso.refs[line]
+			sdk.Reject(ctx, ref.seq, ref.index, iso.record(line), attempts, err)
 		})
 	if err != nil {
 		return w.copyFailed(err)

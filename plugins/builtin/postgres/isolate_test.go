@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/faucet-dev/faucet/internal/testpg"
+	"github.com/faucet-dev/faucet/plugins/sdk"
 )
 
 // TestCheckValueAgreesWithTheServer: what checkValue refuses the server
@@ -68,5 +70,276 @@ func TestCheckValueAgreesWithTheServer(t *testing.T) {
 	}
 	if err := checkValue([]byte("null"), columnType{oid: pgtype.TextOID, notNull: true}, &scratch); err == nil {
 		t.Error("a null for a NOT NULL column passed")
+	}
+}
+
+// refusal is a record a session refused.
+type refusal struct {
+	seq      uint64
+	index    int
+	record   string
+	attempts int
+	err      string
+}
+
+// writeRefusing writes batches in one session with a record policy of two
+// attempts and returns what it refused.
+func writeRefusing(t testing.TB, config string, batches ...sdk.Batch) []refusal {
+	t.Helper()
+	var refused []refusal
+	ctx := sdk.WithRecordPolicy(context.Background(), sdk.RecordPolicy{MaxAttempts: 2}, func(seq uint64, index int, record []byte, attempts int, err error) {
+		refused = append(refused, refusal{seq, index, string(record), attempts, err.Error()})
+	})
+	w, err := Connector{}.Open(ctx, json.RawMessage(config))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range batches {
+		if err := w.Write(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return refused
+}
+
+// rowsOf returns a query's rows, each a single text column.
+func rowsOf(t *testing.T, url, query string) []string {
+	t.Helper()
+	rows, err := testConn(t, url).Query(context.Background(), query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// wantRefused checks the refused records by batch and position, each
+// tried once for a duplicate key naming constraint (or as told by err and
+// attempts).
+func wantRefused(t *testing.T, got []refusal, want ...refusal) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("refused %+v, want %+v", got, want)
+	}
+	for i, w := range want {
+		g := got[i]
+		if g.seq != w.seq || g.index != w.index || g.attempts != w.attempts || !strings.Contains(g.err, w.err) {
+			t.Errorf("refusal %d = %+v, want %+v", i, g, w)
+		}
+	}
+}
+
+func dup(seq uint64, index int, constraint string) refusal {
+	return refusal{seq: seq, index: index, attempts: 1, err: `duplicate key value violates unique constraint "` + constraint + `"`}
+}
+
+// TestDuplicatesWithinABatch: of the records of a batch sharing a key the
+// first is written and the later ones refused, as they come, the table's
+// COPY stream kept: keys in ascending order and out of it, and a key
+// spelled otherwise ("09" for 9), which the server finds, judged the same
+// way.
+func TestDuplicatesWithinABatch(t *testing.T) {
+	url := testpg.Database(t)
+	exec(t, url, "CREATE TABLE dup_batch (id bigint PRIMARY KEY, v text)")
+	config := cfg(`{"url": %q, "table": "dup_batch"}`, url)
+	refused := writeRefusing(t, config,
+		batchOf(1, `{"id":1,"v":"a"}`, `{"id":2,"v":"b"}`, `{"id":1,"v":"c"}`, `{"id":3,"v":"d"}`, `{"id":2,"v":"e"}`, `{"id":1,"v":"f"}`),
+		batchOf(2, `{"id":4,"v":"g"}`, `{"id":"04","v":"h"}`, `{"id":5,"v":"i"}`, `{"id":"005","v":"j"}`, `{"id":5,"v":"k"}`))
+	wantRefused(t, refused, dup(1, 2, "dup_batch_pkey"), dup(1, 4, "dup_batch_pkey"), dup(1, 5, "dup_batch_pkey"),
+		dup(2, 1, "dup_batch_pkey"), dup(2, 3, "dup_batch_pkey"), dup(2, 4, "dup_batch_pkey"))
+	if !strings.Contains(refused[0].err, "Key (id)=(1) already exists") || refused[0].record != `{"id":1,"v":"c"}` {
+		t.Errorf("the first refusal: %+v", refused[0])
+	}
+	refused = writeRefusing(t, config,
+		batchOf(1, `{"id":10,"v":"l"}`, `{"id":8,"v":"m"}`, `{"id":9,"v":"n"}`, `{"id":8,"v":"o"}`, `{"id":"09","v":"p"}`, `{"id":11,"v":"q"}`))
+	wantRefused(t, refused, dup(1, 3, "dup_batch_pkey"), dup(1, 4, "dup_batch_pkey"))
+	got := rowsOf(t, url, "SELECT concat_ws(' ', id, v) FROM dup_batch ORDER BY id")
+	if want := []string{"1 a", "2 b", "3 d", "4 g", "5 i", "8 m", "9 n", "10 l", "11 q"}; !slices.Equal(got, want) {
+		t.Errorf("the table holds %v, want %v", got, want)
+	}
+}
+
+// TestDuplicatesOfRowsInTheTable: a record whose key the table already
+// holds (from before the session, or an earlier window of it) is refused
+// and the row stays as it was; the other records of its window are
+// written once.
+func TestDuplicatesOfRowsInTheTable(t *testing.T) {
+	url := testpg.Database(t)
+	exec(t, url, "CREATE TABLE dup_table (id bigint PRIMARY KEY, v text)", "INSERT INTO dup_table VALUES (1, 'old'), (2, 'old')")
+	refused := writeRefusing(t, cfg(`{"url": %q, "table": "dup_table"}`, url),
+		batchOf(1, `{"id":3,"v":"new"}`, `{"id":1,"v":"new"}`, `{"id":4,"v":"new"}`, `{"id":1,"v":"again"}`, `{"id":"4","v":"again"}`, `{"id":2,"v":"new"}`),
+		batchOf(2, `{"id":5,"v":"new"}`))
+	wantRefused(t, refused, dup(1, 1, "dup_table_pkey"), dup(1, 3, "dup_table_pkey"), dup(1, 4, "dup_table_pkey"), dup(1, 5, "dup_table_pkey"))
+	got := rowsOf(t, url, "SELECT concat_ws(' ', id, v) FROM dup_table ORDER BY id")
+	if want := []string{"1 old", "2 old", "3 new", "4 new", "5 new"}; !slices.Equal(got, want) {
+		t.Errorf("the table holds %v, want %v", got, want)
+	}
+}
+
+// TestDuplicatesOfACompositeKey: a key of two columns is a duplicate only
+// when both match, a null in it never is one.
+func TestDuplicatesOfACompositeKey(t *testing.T) {
+	url := testpg.Database(t)
+	exec(t, url, "CREATE TABLE dup_pair (a int, b text, v text, UNIQUE (a, b))", "INSERT INTO dup_pair VALUES (2, 'y', 'old')")
+	refused := writeRefusing(t, cfg(`{"url": %q, "table": "dup_pair"}`, url),
+		batchOf(1, `{"a":1,"b":"x","v":"1"}`, `{"a":1,"b":"y","v":"2"}`, `{"a":1,"b":"x","v":"3"}`, `{"a":2,"b":"x","v":"4"}`,
+			`{"a":1,"b":null,"v":"5"}`, `{"a":1,"b":null,"v":"6"}`, `{"a":2,"b":"y","v":"7"}`))
+	wantRefused(t, refused, dup(1, 2, "dup_pair_a_b_key"), dup(1, 6, "dup_pair_a_b_key"))
+	if !strings.Contains(refused[0].err, "Key (a, b)=(1, x) already exists") {
+		t.Errorf("the first refusal: %+v", refused[0])
+	}
+	got := rowsOf(t, url, "SELECT concat_ws(' ', a, coalesce(b, '-'), v) FROM dup_pair ORDER BY v")
+	if want := []string{"1 x 1", "1 y 2", "2 x 4", "1 - 5", "1 - 6", "2 y old"}; !slices.Equal(got, want) {
+		t.Errorf("the table holds %v, want %v", got, want)
+	}
+}
+
+// TestDuplicatesOfASecondUniqueKey: a record may repeat the key of a
+// second unique constraint, which its refusal names; and in input order, a
+// record repeating the key of one the table refused is written, as the
+// refused one never was.
+func TestDuplicatesOfASecondUniqueKey(t *testing.T) {
+	url := testpg.Database(t)
+	exec(t, url, "CREATE TABLE dup_two (id bigint PRIMARY KEY, email text CONSTRAINT dup_two_email UNIQUE)",
+		"INSERT INTO dup_two VALUES (10, 'old@x')")
+	for _, split := range []bool{false, true} {
+		exec(t, url, "DELETE FROM dup_two WHERE id <> 10")
+		recs := []string{`{"id":1,"email":"a@x"}`, `{"id":2,"email":"b@x"}`, `{"id":3,"email":"a@x"}`,
+			`{"id":10,"email":"c@x"}`, `{"id":11,"email":"c@x"}`, `{"id":12,"email":"c@x"}`, `{"id":13,"email":"old@x"}`}
+		batches := []sdk.Batch{batchOf(1, recs...)}
+		want := []refusal{dup(1, 2, "dup_two_email"), dup(1, 3, "dup_two_pkey"), dup(1, 5, "dup_two_email"), dup(1, 6, "dup_two_email")}
+		if split {
+			// Without a row of the table refused, the window's own checks
+			// judge it.
+			batches = []sdk.Batch{batchOf(1, recs[:3]...)}
+			want = want[:1]
+		}
+		wantRefused(t, writeRefusing(t, cfg(`{"url": %q, "table": "dup_two"}`, url), batches...), want...)
+		got := rowsOf(t, url, "SELECT concat_ws(' ', id, email) FROM dup_two ORDER BY id")
+		wantRows := []string{"1 a@x", "2 b@x", "10 old@x", "11 c@x"}
+		if split {
+			wantRows = []string{"1 a@x", "2 b@x", "10 old@x"}
+		}
+		if !slices.Equal(got, wantRows) {
+			t.Errorf("split %v: the table holds %v, want %v", split, got, wantRows)
+		}
+	}
+}
+
+// TestDuplicateAndOtherRefusalsInOneWindow: a duplicate, a value its
+// column cannot hold and a check constraint only the server judges, in one
+// window: each is refused as its kind is (the check violation tried as
+// often as the policy says), the rest written once.
+func TestDuplicateAndOtherRefusalsInOneWindow(t *testing.T) {
+	url := testpg.Database(t)
+	exec(t, url, "CREATE TABLE dup_mix (id bigint PRIMARY KEY, amount numeric CHECK (amount >= 0))", "INSERT INTO dup_mix VALUES (100, 1)")
+	refused := writeRefusing(t, cfg(`{"url": %q, "table": "dup_mix"}`, url),
+		batchOf(1, `{"id":1,"amount":1}`, `{"id":2,"amount":"n/a"}`, `{"id":1,"amount":2}`, `{"id":3,"amount":-1}`,
+			`{"id":100,"amount":3}`, `{"id":4,"amount":4}`),
+		batchOf(2, `{"id":5,"amount":5}`, `{"id":5,"amount":6}`))
+	wantRefused(t, refused,
+		refusal{seq: 1, index: 1, attempts: 1, err: `invalid input syntax for type numeric: "n/a"`},
+		dup(1, 2, "dup_mix_pkey"), dup(1, 4, "dup_mix_pkey"), dup(2, 1, "dup_mix_pkey"),
+		refusal{seq: 1, index: 3, attempts: 2, err: "violates check constraint"})
+	got := rowsOf(t, url, "SELECT concat_ws(' ', id, amount) FROM dup_mix ORDER BY id")
+	if want := []string{"1 1", "4 4", "5 5", "100 1"}; !slices.Equal(got, want) {
+		t.Errorf("the table holds %v, want %v", got, want)
+	}
+}
+
+// TestUpsertWithARecordPolicy: an upsert still lets the last record of a
+// key win, refusing none for it, and refuses a record repeating another
+// unique key.
+func TestUpsertWithARecordPolicy(t *testing.T) {
+	url := testpg.Database(t)
+	exec(t, url, "CREATE TABLE dup_upsert (id bigint PRIMARY KEY, email text UNIQUE, v text)", "INSERT INTO dup_upsert VALUES (1, 'a@x', 'old')")
+	refused := writeRefusing(t, cfg(`{"url": %q, "table": "dup_upsert", "write_mode": "upsert", "key": ["id"]}`, url),
+		batchOf(1, `{"id":1,"email":"a@x","v":"first"}`, `{"id":2,"email":"b@x","v":"x"}`, `{"id":1,"email":"a@x","v":"last"}`,
+			`{"id":3,"email":"b@x","v":"y"}`))
+	wantRefused(t, refused, refusal{seq: 1, index: 3, attempts: 2, err: `duplicate key value violates unique constraint "dup_upsert_email_key"`})
+	got := rowsOf(t, url, "SELECT concat_ws(' ', id, email, v) FROM dup_upsert ORDER BY id")
+	if want := []string{"1 a@x last", "2 b@x x"}; !slices.Equal(got, want) {
+		t.Errorf("the table holds %v, want %v", got, want)
+	}
+}
+
+// TestKeySet: a lookup walks every line recorded under a hash, colliding
+// hashes and growth included, and a reset set holds none.
+func TestKeySet(t *testing.T) {
+	var s keySet
+	s.reset()
+	for line := range 10000 {
+		s.add(uint64(line%7+1), line)
+	}
+	for h := uint64(1); h <= 8; h++ {
+		var lines []int
+		for i := s.first(h); s.hashes[i] != 0; i = s.next(i) {
+			if s.hashes[i] == h {
+				lines = append(lines, int(s.lines[i]))
+			}
+		}
+		slices.Sort(lines)
+		var want []int
+		for line := int(h - 1); h <= 7 && line < 10000; line += 7 {
+			want = append(want, line)
+		}
+		if !slices.Equal(lines, want) {
+			t.Fatalf("hash %d: %d lines, want %d", h, len(lines), len(want))
+		}
+	}
+	s.reset()
+	if i := s.first(3); s.hashes[i] != 0 {
+		t.Error("a reset set holds a line")
+	}
+}
+
+// TestDuplicatesHeldUntilTheWindowIsThrough: the connection of a session
+// with duplicates held back is killed mid-COPY; the session fails,
+// commits nothing and refuses no record (a held record is refused only
+// once its window is through), and a retry writes each key once.
+func TestDuplicatesHeldUntilTheWindowIsThrough(t *testing.T) {
+	url := testpg.Database(t)
+	exec(t, url, "CREATE TABLE dup_killed (id bigint PRIMARY KEY, first_name text, country text, amount numeric, created_at timestamptz, active boolean, attributes jsonb)")
+	recs := generated(3, 1, 3000)
+	for i := 500; i < len(recs); i += 1000 {
+		recs[i] = strings.Replace(recs[i], fmt.Sprintf(`{"id":%d,`, i+1), fmt.Sprintf(`{"id":%d,`, i), 1)
+	}
+	config := cfg(`{"url": %q, "table": "dup_killed"}`, url)
+	var refused []refusal
+	ctx := sdk.WithRecordPolicy(context.Background(), sdk.RecordPolicy{MaxAttempts: 2}, func(seq uint64, index int, record []byte, attempts int, err error) {
+		refused = append(refused, refusal{seq, index, string(record), attempts, err.Error()})
+	})
+	w, err := Connector{}.Open(ctx, json.RawMessage(config))
+	if err != nil {
+		t.Fatal(err)
+	}
+	batches := batchesOf(1000, recs)
+	for _, b := range batches[:2] {
+		if err := w.Write(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testpg.KillCopy(t, url)
+	err = w.Write(ctx, batches[2])
+	if err == nil {
+		err = w.Close(ctx)
+	} else {
+		_ = w.Abort(ctx)
+	}
+	if err == nil || !sdk.IsTransient(err) {
+		t.Fatalf("a killed connection: %v, want a transient error", err)
+	}
+	if n := len(rowsOf(t, url, "SELECT id::text FROM dup_killed")); n != 0 || len(refused) != 0 {
+		t.Fatalf("a failed session committed %d rows and refused %+v", n, refused)
+	}
+	wantRefused(t, writeRefusing(t, config, batches...), dup(1, 500, "dup_killed_pkey"), dup(2, 500, "dup_killed_pkey"), dup(3, 500, "dup_killed_pkey"))
+	if n := len(rowsOf(t, url, "SELECT id::text FROM dup_killed")); n != len(recs)-3 {
+		t.Fatalf("the retry wrote %d rows, want %d", n, len(recs)-3)
 	}
 }

@@ -32,17 +32,23 @@ func mustRead(t *testing.T, config string) []string {
 
 func cfg(format string, args ...any) string { return fmt.Sprintf(format, args...) }
 
-// exec runs SQL on the test database.
-func exec(t *testing.T, url string, stmts ...string) {
+// testConn connects to the test database until the test ends.
+func testConn(t testing.TB, url string) *pgx.Conn {
 	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, url)
+	conn, err := pgx.Connect(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close(ctx)
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
+
+// exec runs SQL on the test database.
+func exec(t testing.TB, url string, stmts ...string) {
+	t.Helper()
+	conn := testConn(t, url)
 	for _, s := range stmts {
-		if _, err := conn.Exec(ctx, s); err != nil {
+		if _, err := conn.Exec(context.Background(), s); err != nil {
 			t.Fatalf("%s: %v", s, err)
 		}
 	}

@@ -146,7 +146,17 @@ func (w *writer) begin(ctx context.Context) error {
 		}
 	}
 	w.types = types
-	return w.use(ctx, names, isJSON)
+	if err := w.use(ctx, names, isJSON); err != nil {
+		return err
+	}
+	if w.iso != nil && w.cfg.WriteMode != "upsert" {
+		keys, err := w.readUniqueKeys(ctx)
+		if err != nil {
+			return err
+		}
+		w.iso.check.keys = keys
+	}
+	return nil
 }
 
 // checkUnique makes sure ON CONFLICT (key) has a unique index to act on,
