@@ -72,12 +72,16 @@ func newServices(cfg Config, store db.Store, pipes *pipelineHost, authn *auth.Au
 	}
 	execCfg := execution.Config{
 		MaxConcurrent: cfg.MaxConcurrentRuns, Logger: log, Metrics: m,
-		// A run finalized here has its delivery due now: deliver it without
-		// waiting for the poll. Recording it in the catalog only queues: the
-		// terminal write is done by then, and nothing the catalog does can
-		// fail or delay it.
+		// A run finalized here with a callback has its delivery due now:
+		// deliver it without waiting for the poll. A run without one has no
+		// delivery row, and waking the dispatcher for it would cost a claim
+		// statement per run for nothing. Recording it in the catalog only
+		// queues: the terminal write is done by then, and nothing the
+		// catalog does can fail or delay it.
 		Finalized: func(ctx context.Context, f execution.Final) {
-			s.callbacks.Wake()
+			if len(f.Record.Callback) > 0 {
+				s.callbacks.Wake()
+			}
 			s.catalog.Record(ctx, &f.Record, f.Plan, f.Results)
 		},
 	}
