@@ -64,9 +64,11 @@ const (
 	DefaultQueue  = 10000
 	// DefaultLinger keeps a catalog a moment behind its runs under load,
 	// and the batches of a busy server large enough that their fixed cost
-	// (a dataset, an edge, a snapshot and a stats trim each) is shared by
-	// tens of runs.
-	DefaultLinger = 50 * time.Millisecond
+	// (an upsert of each dataset and edge, a schema check, a stats trim per
+	// dataset, a snapshot) is shared by a few hundred runs, not the few
+	// tens a 50 ms batch of trivial runs held. A lone run, or the last of
+	// a burst, is written at once all the same (lingerGap).
+	DefaultLinger = 250 * time.Millisecond
 )
 
 // lingerGap ends a batch when no record came for that long: a lone run, or
