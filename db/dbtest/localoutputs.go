@@ -146,13 +146,15 @@ func exerciseLocalOutputs(t *testing.T, newURL func(t testing.TB) string) {
 		ss := stores(t, url, "a", "b")
 		a, b := ss[0], ss[1]
 		// A run's terminal write records its sinks' files with it: a new
-		// path gets an entry, a path with a live entry moves it on.
+		// path gets an entry, a path with a live entry moves it on, and a
+		// path the run wrote twice is one entry, as the second write left it.
 		prev := record(t, a, db.LocalOutputWrite{Path: "/srv/out/kept.jsonl", SizeBytes: 1, RunID: "earlier"})
 		submit(t, a, newRun("r1", db.StatusRunning, now()))
 		done := newRun("r1", db.StatusCompleted, now())
 		if !runFinish(t, a, db.RunFinal{Record: done, Owned: true, Outputs: []db.LocalOutputWrite{
-			{Path: "/srv/out/new.jsonl", SizeBytes: 10, RunID: "r1", FileID: "1:2"},
+			{Path: "/srv/out/new.jsonl", SizeBytes: 5, RunID: "r1", FileID: "1:1"},
 			{Path: "/srv/out/kept.jsonl", SizeBytes: 20, RunID: "r1", Existed: true},
+			{Path: "/srv/out/new.jsonl", SizeBytes: 10, RunID: "r1", FileID: "1:2", Existed: true},
 		}}) {
 			t.Fatal("the owner's terminal write did not land")
 		}
@@ -166,7 +168,7 @@ func exerciseLocalOutputs(t *testing.T, newURL func(t testing.TB) string) {
 		for _, o := range page.Outputs {
 			switch o.Path {
 			case "/srv/out/new.jsonl":
-				if o.FirstRunID != "r1" || o.SizeBytes != 10 || o.FileID != "1:2" || o.FirstWrittenAt.IsZero() {
+				if o.FirstRunID != "r1" || o.SizeBytes != 10 || o.FileID != "1:2" || o.ExistedBefore || o.FirstWrittenAt.IsZero() {
 					t.Errorf("new entry = %+v", o)
 				}
 			case "/srv/out/kept.jsonl":

@@ -48,58 +48,40 @@ func (d *driver) RunStart(ctx context.Context, p *db.RunStartParams) (bool, erro
 	}))
 }
 
-// RunFinish writes the run and its lines in one statement, then applies the
-// log cap in a second: the cap is a retention bound, not part of the
-// terminal write, which stays one round trip.
-// RunFinish writes the terminal record with its lines in one statement;
-// with ledger entries to write as well, that statement and theirs share a
-// transaction.
+// RunFinish writes the run, its lines and its ledger entries in one
+// statement, then applies the log cap in a second: the cap is a retention
+// bound, not part of the terminal write, which stays one round trip.
 func (d *driver) RunFinish(ctx context.Context, p *db.RunFinishParams) (bool, error) {
-	if len(p.Outputs) == 0 {
-		return d.runFinish(ctx, d.q, p)
-	}
-	var won bool
-	err := d.inTx(ctx, func(q *dbsqlc.Queries) error {
-		var err error
-		if won, err = d.runFinish(ctx, q, p); err != nil {
-			return err
-		}
-		for i := range p.Outputs {
-			if _, err := q.LocalOutputUpsert(ctx, localOutputArg(&p.Outputs[i])); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	return won, err
-}
-
-func (d *driver) runFinish(ctx context.Context, q *dbsqlc.Queries, p *db.RunFinishParams) (bool, error) {
 	r := &p.Run
 	seqs, tss, levels, texts := lineColumns(p.Lines)
+	o := outputColumns(p.Outputs)
 	var n int64
 	var err error
 	if p.Fenced {
-		n, err = q.RunFinishOwned(ctx, dbsqlc.RunFinishOwnedParams{
+		n, err = d.q.RunFinishOwned(ctx, dbsqlc.RunFinishOwnedParams{
 			Status: string(r.Status), StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, RecordsWritten: r.RecordsWritten,
 			Error: r.Error, Invocations: r.Invocations, RunID: r.RunID, Owner: p.Owner,
 			Seqs: seqs, Tss: tss, Levels: levels, Lines: texts,
+			OutputIds: o.ids, OutputPaths: o.paths, OutputSizes: o.sizes, OutputRunIds: o.runIDs,
+			OutputFirstAt: o.firstAt, OutputLastAt: o.lastAt, OutputExisted: o.existed, OutputFileIds: o.fileIDs,
 		})
 	} else {
-		n, err = q.RunFinish(ctx, dbsqlc.RunFinishParams{
+		n, err = d.q.RunFinish(ctx, dbsqlc.RunFinishParams{
 			RunID: r.RunID, Name: r.Name, Labels: r.Labels, Status: string(r.Status),
 			SubmittedAt: r.SubmittedAt, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, IdempotencyKey: r.IdempotencyKey,
 			Owner: p.Owner, Attempt: int32(r.Attempt), RecordsWritten: r.RecordsWritten, Error: r.Error,
 			Submission: r.Submission, Invocations: r.Invocations,
 			TemplateID: r.TemplateID, TemplateVersion: int32Ptr(r.TemplateVersion),
 			Seqs: seqs, Tss: tss, Levels: levels, Lines: texts,
+			OutputIds: o.ids, OutputPaths: o.paths, OutputSizes: o.sizes, OutputRunIds: o.runIDs,
+			OutputFirstAt: o.firstAt, OutputLastAt: o.lastAt, OutputExisted: o.existed, OutputFileIds: o.fileIDs,
 		})
 	}
 	if err != nil {
 		return false, interpretError(err)
 	}
 	if p.Trim != nil {
-		if err := q.RunLogTrim(ctx, trimParams(r.RunID, p.Trim)); err != nil {
+		if err := d.q.RunLogTrim(ctx, trimParams(r.RunID, p.Trim)); err != nil {
 			return n == 1, interpretError(err)
 		}
 	}
