@@ -91,14 +91,7 @@ func (m *Member) deliverCancels(ctx context.Context) error {
 	for _, id := range runs {
 		m.exec.CancelRun(id)
 	}
-	sharded, err := m.store.ShardPendingCancellations(ctx)
-	if err != nil {
-		return err
-	}
-	for _, id := range sharded {
-		m.exec.CancelShards(id)
-	}
-	return nil
+	return m.deliverShardCancels(ctx)
 }
 
 // claimWork claims as much work as this member has free slots for: shards

@@ -184,7 +184,8 @@ func (l *Local) claimShards(ctx context.Context) error {
 // keep renews the leases of the shards executing here every third of the
 // lease, stopping any whose lease lapsed and was reclaimed meanwhile, and
 // sweeps every poll: the shards whose lease lapsed (a crashed server's) are
-// requeued, and the runs whose shards all ended are finalized.
+// requeued, the cancels the shards executing here missed are delivered, and
+// the runs whose shards all ended are finalized.
 func (l *Local) keep(ctx context.Context) {
 	renew := time.NewTicker(l.cfg.LeaseTTL / 3)
 	defer renew.Stop()
@@ -194,6 +195,9 @@ func (l *Local) keep(ctx context.Context) {
 	sweeps := &storeTrouble{log: l.cfg.Logger, duty: "shard sweep"}
 	sweep := func() {
 		requeued, err := l.reclaimShards(ctx)
+		if err == nil {
+			err = l.deliverShardCancels(ctx)
+		}
 		if err == nil {
 			err = l.finalizeEnded(ctx)
 		}

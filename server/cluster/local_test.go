@@ -142,6 +142,27 @@ func TestLocalCancelStopsEveryShard(t *testing.T) {
 	}
 }
 
+// TestLocalDeliversTheCancelsItMissed: a cancel request in the history that
+// did not reach the shard executing here (it was claimed and not yet held
+// when Cancel looked) stops it at the next sweep.
+func TestLocalDeliversTheCancelsItMissed(t *testing.T) {
+	t.Parallel()
+	s := local(t, 1, "")
+	res := s.Submit(t, "split:2:hold")
+	testwait.Until(t, 30*time.Second, func() error {
+		if n := testutil.ToFloat64(s.Metrics.ShardsInFlight); n != 1 {
+			return fmt.Errorf("%v shards run, want 1", n)
+		}
+		return nil
+	})
+	// The request Cancel would write, without Cancel's stop of the shards
+	// it finds held.
+	if ok, err := s.Store.RunRequestCancel(context.Background(), res.RunID); err != nil || !ok {
+		t.Fatalf("request cancel = %v, %v", ok, err)
+	}
+	st.Await(t, s.Store, res.RunID, db.StatusCancelled)
+}
+
 // TestLocalShutdownHandsShardsToTheNextStart: a server that stops gives its
 // running shards back, and the next server on the history resumes the run,
 // each shard on a later attempt.

@@ -159,6 +159,21 @@ func (c *core) stopLost(held []*execution.Task, runs []string, shards []db.Shard
 	}
 }
 
+// deliverShardCancels stops the shards executing here whose run carries a
+// cancel request. Cancel stops the shards it finds held at once; this sweep
+// reaches the ones it missed: executing on a peer, or claimed here and not
+// yet held when the cancel came.
+func (c *core) deliverShardCancels(ctx context.Context) error {
+	sharded, err := c.store.ShardPendingCancellations(ctx)
+	if err != nil {
+		return err
+	}
+	for _, id := range sharded {
+		c.exec.CancelShards(id)
+	}
+	return nil
+}
+
 // reclaimShards requeues (or fails as poison) the shards whose worker
 // stopped renewing their lease, and reports how many it requeued.
 func (c *core) reclaimShards(ctx context.Context) (int, error) {
