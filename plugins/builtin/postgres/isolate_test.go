@@ -129,7 +129,8 @@ func wantRefused(t *testing.T, got []refusal, want ...refusal) {
 	}
 	for i, w := range want {
 		g := got[i]
-		if g.seq != w.seq || g.index != w.index || g.attempts != w.attempts || !strings.Contains(g.err, w.err) {
+		if g.seq != w.seq || g.index != w.index || g.attempts != w.attempts || !strings.Contains(g.err, w.err) ||
+			w.record != "" && g.record != w.record {
 			t.Errorf("refusal %d = %+v, want %+v", i, g, w)
 		}
 	}
@@ -249,6 +250,27 @@ func TestDuplicateAndOtherRefusalsInOneWindow(t *testing.T) {
 		refusal{seq: 1, index: 3, attempts: 2, err: "violates check constraint"})
 	got := rowsOf(t, url, "SELECT concat_ws(' ', id, amount) FROM dup_mix ORDER BY id")
 	if want := []string{"1 1", "4 4", "5 5", "100 1"}; !slices.Equal(got, want) {
+		t.Errorf("the table holds %v, want %v", got, want)
+	}
+}
+
+// TestRefusedRecordsAsReceived: the refused records of a window spanning
+// batches are letters of the records as they came, whichever batch they
+// came in, and the lines around a held duplicate are written once.
+func TestRefusedRecordsAsReceived(t *testing.T) {
+	url := testpg.Database(t)
+	exec(t, url, "CREATE TABLE as_received (id bigint PRIMARY KEY, amount numeric CHECK (amount >= 0))")
+	refused := writeRefusing(t, cfg(`{"url": %q, "table": "as_received"}`, url),
+		batchOf(1, `{"id":1,"amount":1}`, `{"id":2,"amount":2}`),
+		batchOf(2, `{"id":3,"amount":3}`, `{ "id": 4,  "amount": -4 }`, `{"id":5,"amount":5}`),
+		batchOf(3, `{"id":6,"amount":6}`, `{"id": 3, "amount": 33}`, `{"id":7,"amount":7}`, `{"id":8,"amount":"x"}`, `{"id":9,"amount":-9}`))
+	wantRefused(t, refused,
+		refusal{seq: 3, index: 3, attempts: 1, err: `invalid input syntax for type numeric`, record: `{"id":8,"amount":"x"}`},
+		refusal{seq: 3, index: 1, attempts: 1, err: "duplicate key value", record: `{"id": 3, "amount": 33}`},
+		refusal{seq: 2, index: 1, attempts: 2, err: "violates check constraint", record: `{ "id": 4,  "amount": -4 }`},
+		refusal{seq: 3, index: 4, attempts: 2, err: "violates check constraint", record: `{"id":9,"amount":-9}`})
+	got := rowsOf(t, url, "SELECT concat_ws(' ', id, amount) FROM as_received ORDER BY id")
+	if want := []string{"1 1", "2 2", "3 3", "5 5", "6 6", "7 7"}; !slices.Equal(got, want) {
 		t.Errorf("the table holds %v, want %v", got, want)
 	}
 }
