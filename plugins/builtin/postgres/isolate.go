@@ -217,7 +217,9 @@ func (w *writer) writeIsolated(ctx context.Context, b sdk.Batch) error {
 		}
 	}
 	columns := tabular.QuoteList(listed)
-	if w.stream != nil && w.stream.columns != columns {
+	// A full window ends here, not as the batch that filled it is sent:
+	// the server takes in that batch while this one is parsed.
+	if w.stream != nil && (w.stream.columns != columns || w.iso.full()) {
 		if err := w.endWindow(ctx); err != nil {
 			return err
 		}
@@ -270,9 +272,9 @@ func (w *writer) writeIsolated(ctx context.Context, b sdk.Batch) error {
 		sends[len(sends)-1].rows++
 	}
 	sends[len(sends)-1].to = len(iso.encoded)
-	// A batch the server refused while queued is in the window: ending it
+	// Each part sent takes a buffer, the first the one taken above. A
+	// batch the server refused while queued is in the window: ending it
 	// writes the batch through isolation.
-	// Each part sent takes a buffer, the first the one taken above.
 	for i, part := range sends {
 		if i > 0 {
 			if _, err := w.stream.buffer(); err != nil {
@@ -282,9 +284,6 @@ func (w *writer) writeIsolated(ctx context.Context, b sdk.Batch) error {
 		if err := w.stream.send(b.Seq, part.rows, iso.encoded[part.from:part.to]); err != nil {
 			return w.endWindow(ctx)
 		}
-	}
-	if iso.full() {
-		return w.endWindow(ctx)
 	}
 	return nil
 }

@@ -275,6 +275,57 @@ func TestRefusedRecordsAsReceived(t *testing.T) {
 	}
 }
 
+// TestRefusalsAcrossWindows: a session longer than its windows, a record
+// the server refuses in several of them, writes every other record once:
+// the first refusal shrinks the windows, so the later ones end full.
+func TestRefusalsAcrossWindows(t *testing.T) {
+	url := testpg.Database(t)
+	exec(t, url, "CREATE TABLE across (id bigint PRIMARY KEY, amount numeric CHECK (amount >= 0), v text)")
+	const rows = 60_000
+	bad := map[int]bool{100: true, 25_000: true, 41_000: true, 59_999: true}
+	pad := strings.Repeat("x", 60)
+	var batches []sdk.Batch
+	w := sdk.NewBatchWriter(func(b sdk.Batch) error {
+		b.Records = slices.Clone(b.Records)
+		batches = append(batches, b)
+		return nil
+	})
+	for id := 1; id <= rows; id++ {
+		amount := id
+		if bad[id] {
+			amount = -1
+		}
+		if err := w.AppendFunc(func(dst []byte) ([]byte, error) { return fmt.Appendf(dst, `{"id":%d,"amount":%d,"v":"%s"}`, id, amount, pad), nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	refused := writeRefusing(t, cfg(`{"url": %q, "table": "across"}`, url), batches...)
+	var got []int
+	for _, r := range refused {
+		var rec struct{ ID int }
+		if err := json.Unmarshal([]byte(r.record), &rec); err != nil || r.attempts != 2 || !strings.Contains(r.err, "violates check constraint") {
+			t.Errorf("refused %+v", r)
+		}
+		got = append(got, rec.ID)
+	}
+	slices.Sort(got)
+	if want := []int{100, 25_000, 41_000, 59_999}; !slices.Equal(got, want) {
+		t.Errorf("refused ids %v, want %v", got, want)
+	}
+	sum := 0
+	for id := 1; id <= rows; id++ {
+		if !bad[id] {
+			sum += id
+		}
+	}
+	if got := rowsOf(t, url, "SELECT concat_ws(' ', count(*), sum(id), count(DISTINCT id)) FROM across"); got[0] != fmt.Sprintf("%d %d %d", rows-len(bad), sum, rows-len(bad)) {
+		t.Errorf("the table holds (count, sum, distinct) %s, want %d %d", got[0], rows-len(bad), sum)
+	}
+}
+
 // TestUpsertWithARecordPolicy: an upsert still lets the last record of a
 // key win, refusing none for it, and refuses a record repeating another
 // unique key.
