@@ -133,7 +133,7 @@ func BenchmarkSinkPolicy(b *testing.B) {
 			var cpu time.Duration
 			for i := 0; b.Loop(); i++ {
 				table := fmt.Sprintf("policy%t_%d", policy, i)
-				exec(b, url, "CREATE TABLE "+table+" (id bigint PRIMARY KEY, first_name text, country text, amount numeric, created_at timestamptz, active boolean, attributes jsonb)")
+				exec(b, url, "DROP TABLE IF EXISTS "+table, "CREATE TABLE "+table+" (id bigint PRIMARY KEY, first_name text, country text, amount numeric, created_at timestamptz, active boolean, attributes jsonb)")
 				config := fmt.Sprintf(`{"url": %q, "table": %q}`, url, table)
 				before := processCPU(b)
 				if policy {

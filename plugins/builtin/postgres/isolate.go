@@ -289,12 +289,13 @@ func (w *writer) writeIsolated(ctx context.Context, b sdk.Batch) error {
 }
 
 // encodeChecked appends one record's COPY line, or refuses a value its
-// column cannot hold. The offsets of the line's fields are left in
-// w.iso.check.starts, as fieldStarts finds them.
+// column cannot hold. When the window's keys are judged, the offsets of
+// the line's fields are left in w.iso.check.starts, as fieldStarts finds
+// them.
 func (w *writer) encodeChecked(dst []byte, vals [][]byte, which []int) ([]byte, error) {
 	names := w.index.Names()
 	line := len(dst)
-	starts := w.iso.check.starts[:0]
+	keyed, starts := w.iso.check.keyed(), w.iso.check.starts[:0]
 	for j, c := range which {
 		if err := checkValue(vals[c], w.types[c], &w.iso.text); err != nil {
 			return dst, fmt.Errorf("column %s: %w", names[c], err)
@@ -302,14 +303,18 @@ func (w *writer) encodeChecked(dst []byte, vals [][]byte, which []int) ([]byte, 
 		if j > 0 {
 			dst = append(dst, '\t')
 		}
-		starts = append(starts, len(dst)-line)
+		if keyed {
+			starts = append(starts, len(dst)-line)
+		}
 		var err error
 		if dst, err = w.appendValue(dst, vals[c], c); err != nil {
 			return dst, fmt.Errorf("column %s: %w", names[c], err)
 		}
 	}
 	dst = append(dst, '\n')
-	w.iso.check.starts = append(starts, len(dst)-line)
+	if keyed {
+		w.iso.check.starts = append(starts, len(dst)-line)
+	}
 	return dst, nil
 }
 
