@@ -442,6 +442,8 @@ type RunFinishParams struct {
 	Lines  []RunLogLine
 	// Trim, when set, applies the per-run log cap after the lines.
 	Trim *LogTrim
+	// Outputs are upserted into the ledger in the same transaction.
+	Outputs []LocalOutputUpsertParams
 }
 
 // LogTrim keeps the lines among the newest Keep seqs of the block

@@ -3,21 +3,32 @@ package db
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/google/uuid"
 )
 
 func (s *store) LocalOutputRecord(ctx context.Context, w LocalOutputWrite) (LocalOutput, error) {
 	const op = "local output record"
+	p, err := s.localOutput(w, s.now())
+	if err != nil {
+		return LocalOutput{}, invalid(op, err)
+	}
+	out, err := s.d.LocalOutputUpsert(ctx, &p)
+	return failed(ctx, op, out, err)
+}
+
+// localOutput is the upsert of one ledger write, stamped now unless it
+// carries its own time; LocalOutputRecord and RunFinish write it alike.
+func (s *store) localOutput(w LocalOutputWrite, now time.Time) (LocalOutputUpsertParams, error) {
 	if w.Path == "" || w.RunID == "" {
-		return LocalOutput{}, invalid(op, errors.New("a local output needs a path and a run"))
+		return LocalOutputUpsertParams{}, errors.New("a local output needs a path and a run")
 	}
 	if w.At.IsZero() {
-		w.At = s.now()
+		w.At = now
 	}
 	w.At = micro(w.At)
-	out, err := s.d.LocalOutputUpsert(ctx, &LocalOutputUpsertParams{ID: uuid.Must(uuid.NewV7()).String(), LocalOutputWrite: w})
-	return failed(ctx, op, out, err)
+	return LocalOutputUpsertParams{ID: uuid.Must(uuid.NewV7()).String(), LocalOutputWrite: w}, nil
 }
 
 func (s *store) LocalOutputGet(ctx context.Context, id string) (*LocalOutput, error) {

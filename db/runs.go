@@ -64,6 +64,13 @@ func (s *store) RunFinish(ctx context.Context, f RunFinal) (bool, error) {
 	if len(f.Lines) > 0 {
 		p.Trim = logTrim(f.Cap, now)
 	}
+	for _, w := range f.Outputs {
+		out, err := s.localOutput(w, now)
+		if err != nil {
+			return false, invalid(op, err)
+		}
+		p.Outputs = append(p.Outputs, out)
+	}
 	ok, err := s.d.RunFinish(ctx, p)
 	return failed(ctx, op, ok, err)
 }

@@ -121,6 +121,11 @@ type RunFinal struct {
 	Lines []RunLogLine
 	// Cap bounds the run's persisted lines as in RunLogAppend.
 	Cap LogCap
+	// Outputs are files the run's sinks wrote that are not in the ledger
+	// yet: they are recorded in the terminal write's own transaction (as
+	// LocalOutputRecord would, one by one), whether or not the fence lets
+	// the record land, since the files exist either way.
+	Outputs []LocalOutputWrite
 }
 
 // ClaimOutcome is the result kind of an idempotency-key claim.

@@ -90,7 +90,7 @@ func (p *pipelineHost) Execute(ctx context.Context, runID string, plan *pipeline
 	// The dead-letter file of a run is confined like its sinks' files.
 	opts := pipeline.ExecuteOptions{Connectors: p.host, Logger: log, RunID: runID, Files: p.files.Files(), Observe: p.observe}
 	if p.ledger != nil {
-		opts.Output = func(_ string, f pipeline.OutputFile) { p.ledger.Record(ctx, runID, f, log) }
+		opts.Output = func(_ string, f pipeline.OutputFile) { p.ledger.Hold(runID, f, log) }
 	}
 	if progress != nil {
 		opts.Progress = func(pr pipeline.Progress) { progress(pr.Records) }

@@ -17,6 +17,7 @@ import (
 	"github.com/faucet-dev/faucet/server/execution"
 	"github.com/faucet-dev/faucet/server/maintenance"
 	"github.com/faucet-dev/faucet/server/metrics"
+	"github.com/faucet-dev/faucet/server/outputs"
 	"github.com/faucet-dev/faucet/server/runlog"
 	"github.com/faucet-dev/faucet/server/templates"
 	"github.com/faucet-dev/faucet/server/triggers"
@@ -43,6 +44,9 @@ type services struct {
 	// catalog records what finished runs read and wrote; nil with
 	// --no-catalog.
 	catalog *catalog.Recorder
+	// ledger holds the entries of files runs wrote until their terminal
+	// writes carry them; what it still holds at shutdown is written then.
+	ledger *outputs.Ledger
 	// callbacks delivers the outbox of completion callbacks the history
 	// writes with every terminal transition, on any member.
 	callbacks *callbacks.Dispatcher
@@ -72,17 +76,25 @@ func newServices(cfg Config, store db.Store, pipes *pipelineHost, authn *auth.Au
 	}
 	execCfg := execution.Config{
 		MaxConcurrent: cfg.MaxConcurrentRuns, Logger: log, Metrics: m,
-		// A run finalized here has its delivery due now: deliver it without
-		// waiting for the poll. Recording it in the catalog only queues: the
-		// terminal write is done by then, and nothing the catalog does can
-		// fail or delay it.
+		// A run finalized here with a callback has its delivery due now:
+		// deliver it without waiting for the poll. A run without one has no
+		// delivery row, and waking the dispatcher for it would cost a claim
+		// statement per run for nothing. Recording it in the catalog only
+		// queues: the terminal write is done by then, and nothing the
+		// catalog does can fail or delay it.
 		Finalized: func(ctx context.Context, f execution.Final) {
-			s.callbacks.Wake()
+			if len(f.Record.Callback) > 0 {
+				s.callbacks.Wake()
+			}
 			s.catalog.Record(ctx, &f.Record, f.Plan, f.Results)
 		},
 	}
 	if s.catalog != nil {
 		execCfg.ShardLineage = s.catalog.ShardLineage
+	}
+	if pipes.ledger != nil {
+		s.ledger = pipes.ledger
+		execCfg.Ledger = pipes.ledger
 	}
 	maintCfg := maintenance.Config{
 		Retention: maintenance.Retention{
@@ -178,6 +190,9 @@ func (s *services) stop(ctx context.Context, grace time.Duration) {
 		s.log.Warn("shutdown", "error", err)
 	}
 	cancel()
+	if s.ledger != nil {
+		s.ledger.Close()
+	}
 	// The runs' ends are in the outbox: what is not delivered yet is given
 	// back, due, for a peer or the next start.
 	s.callbacks.Stop()

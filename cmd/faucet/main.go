@@ -28,7 +28,12 @@ var (
 
 func main() { os.Exit(run()) }
 
+// startProfile starts a CPU profile and returns its stop; only a binary
+// built with the faucet_cpuprofile tag profiles (cpuprofile.go).
+var startProfile = func() func() { return func() {} }
+
 func run() int {
+	defer startProfile()()
 	ctx, stop := withSignals(context.Background())
 	defer stop()
 	err := newRootCmd().ExecuteContext(ctx)

@@ -140,6 +140,70 @@ func exerciseLocalOutputs(t *testing.T, newURL func(t testing.TB) string) {
 		equalIDs(t, "pages", newest(0, 1, 2, 3, 4, 5, 6), paged)
 	})
 
+	t.Run("TerminalWriteCarriesEntries", func(t *testing.T) {
+		t.Parallel()
+		url := newURL(t)
+		ss := stores(t, url, "a", "b")
+		a, b := ss[0], ss[1]
+		// A run's terminal write records its sinks' files with it: a new
+		// path gets an entry, a path with a live entry moves it on, and a
+		// path the run wrote twice is one entry, as the second write left it.
+		prev := record(t, a, db.LocalOutputWrite{Path: "/srv/out/kept.jsonl", SizeBytes: 1, RunID: "earlier"})
+		submit(t, a, newRun("r1", db.StatusRunning, now()))
+		done := newRun("r1", db.StatusCompleted, now())
+		if !runFinish(t, a, db.RunFinal{Record: done, Owned: true, Outputs: []db.LocalOutputWrite{
+			{Path: "/srv/out/new.jsonl", SizeBytes: 5, RunID: "r1", FileID: "1:1"},
+			{Path: "/srv/out/kept.jsonl", SizeBytes: 20, RunID: "r1", Existed: true},
+			{Path: "/srv/out/new.jsonl", SizeBytes: 10, RunID: "r1", FileID: "1:2", Existed: true},
+		}}) {
+			t.Fatal("the owner's terminal write did not land")
+		}
+		page, err := a.LocalOutputList(t.Context(), db.LocalOutputFilter{RunID: ptr("r1")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Outputs) != 2 {
+			t.Fatalf("entries of r1 = %+v, want 2", page.Outputs)
+		}
+		for _, o := range page.Outputs {
+			switch o.Path {
+			case "/srv/out/new.jsonl":
+				if o.FirstRunID != "r1" || o.SizeBytes != 10 || o.FileID != "1:2" || o.ExistedBefore || o.FirstWrittenAt.IsZero() {
+					t.Errorf("new entry = %+v", o)
+				}
+			case "/srv/out/kept.jsonl":
+				if o.ID != prev.ID || o.FirstRunID != "earlier" || o.RunID != "r1" || o.SizeBytes != 20 {
+					t.Errorf("moved entry = %+v, want %s moved on to r1", o, prev.ID)
+				}
+			default:
+				t.Errorf("unexpected entry %+v", o)
+			}
+		}
+		// A fenced write that does not land (b does not own r2) still
+		// records the files: its sinks wrote them all the same.
+		submit(t, a, newRun("r2", db.StatusRunning, now()))
+		if runFinish(t, b, db.RunFinal{Record: newRun("r2", db.StatusFailed, now()), Owned: true, Outputs: []db.LocalOutputWrite{
+			{Path: "/srv/out/lost.jsonl", SizeBytes: 3, RunID: "r2"},
+		}}) {
+			t.Fatal("a terminal write fenced on another owner landed")
+		}
+		page, err = a.LocalOutputList(t.Context(), db.LocalOutputFilter{RunID: ptr("r2")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Outputs) != 1 || page.Outputs[0].Path != "/srv/out/lost.jsonl" {
+			t.Fatalf("entries of the fenced-out r2 = %+v", page.Outputs)
+		}
+		// An entry without a path is refused with the whole write.
+		submit(t, a, newRun("r3", db.StatusRunning, now()))
+		if _, err := a.RunFinish(t.Context(), db.RunFinal{Record: newRun("r3", db.StatusCompleted, now()), Owned: true, Outputs: []db.LocalOutputWrite{{RunID: "r3"}}}); err == nil {
+			t.Fatal("a terminal write with an entry without a path was accepted")
+		}
+		if st, err := a.RunGet(t.Context(), "r3"); err != nil || st.Status != db.StatusRunning {
+			t.Fatalf("r3 after the refused write = %+v, %v; want it still running", st, err)
+		}
+	})
+
 	t.Run("ConcurrentWritesOfOnePath", func(t *testing.T) {
 		t.Parallel()
 		url := newURL(t)

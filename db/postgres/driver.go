@@ -82,6 +82,34 @@ func runRows(rows []dbsqlc.FaucetRun) []db.RunRow {
 
 // lineColumns splits log lines into the parallel arrays the statements
 // unnest.
+// outputs are ledger writes as the columns of a terminal write's one
+// statement: one row per path, since a statement's upsert may not touch a
+// row twice. Two writes of one path are the first's entry and existence
+// moved on to the last's size, file and time, as the two upserts in turn
+// would leave it.
+type outputs struct {
+	ids, paths, runIDs, fileIDs []string
+	sizes                       []int64
+	firstAt, lastAt             []time.Time
+	existed                     []bool
+}
+
+func outputColumns(ws []db.LocalOutputUpsertParams) outputs {
+	var o outputs
+	at := map[string]int{}
+	for _, w := range ws {
+		if i, ok := at[w.Path]; ok {
+			o.sizes[i], o.runIDs[i], o.fileIDs[i], o.lastAt[i] = w.SizeBytes, w.RunID, w.FileID, w.At
+			continue
+		}
+		at[w.Path] = len(o.ids)
+		o.ids, o.paths, o.runIDs, o.fileIDs = append(o.ids, w.ID), append(o.paths, w.Path), append(o.runIDs, w.RunID), append(o.fileIDs, w.FileID)
+		o.sizes, o.existed = append(o.sizes, w.SizeBytes), append(o.existed, w.Existed)
+		o.firstAt, o.lastAt = append(o.firstAt, w.At), append(o.lastAt, w.At)
+	}
+	return o
+}
+
 func lineColumns(lines []db.RunLogLine) (seqs []int64, tss []time.Time, levels, texts []string) {
 	n := len(lines)
 	seqs, tss, levels, texts = make([]int64, n), make([]time.Time, n), make([]string, n), make([]string, n)

@@ -9,11 +9,15 @@ import (
 )
 
 func (d *driver) LocalOutputUpsert(ctx context.Context, p *db.LocalOutputUpsertParams) (db.LocalOutput, error) {
-	row, err := d.q.LocalOutputUpsert(ctx, dbsqlc.LocalOutputUpsertParams{
+	row, err := d.q.LocalOutputUpsert(ctx, localOutputArg(p))
+	return localOutput(row), interpretError(err)
+}
+
+func localOutputArg(p *db.LocalOutputUpsertParams) dbsqlc.LocalOutputUpsertParams {
+	return dbsqlc.LocalOutputUpsertParams{
 		ID: p.ID, Path: p.Path, SizeBytes: p.SizeBytes, RunID: p.RunID, WrittenAt: p.At,
 		ExistedBefore: p.Existed, FileID: nonEmpty(p.FileID),
-	})
-	return localOutput(row), interpretError(err)
+	}
 }
 
 func (d *driver) LocalOutputGet(ctx context.Context, id string) (db.LocalOutput, error) {

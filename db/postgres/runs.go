@@ -48,12 +48,13 @@ func (d *driver) RunStart(ctx context.Context, p *db.RunStartParams) (bool, erro
 	}))
 }
 
-// RunFinish writes the run and its lines in one statement, then applies the
-// log cap in a second: the cap is a retention bound, not part of the
-// terminal write, which stays one round trip.
+// RunFinish writes the run, its lines and its ledger entries in one
+// statement, then applies the log cap in a second: the cap is a retention
+// bound, not part of the terminal write, which stays one round trip.
 func (d *driver) RunFinish(ctx context.Context, p *db.RunFinishParams) (bool, error) {
 	r := &p.Run
 	seqs, tss, levels, texts := lineColumns(p.Lines)
+	o := outputColumns(p.Outputs)
 	var n int64
 	var err error
 	if p.Fenced {
@@ -61,6 +62,8 @@ func (d *driver) RunFinish(ctx context.Context, p *db.RunFinishParams) (bool, er
 			Status: string(r.Status), StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, RecordsWritten: r.RecordsWritten,
 			Error: r.Error, Invocations: r.Invocations, RunID: r.RunID, Owner: p.Owner,
 			Seqs: seqs, Tss: tss, Levels: levels, Lines: texts,
+			OutputIds: o.ids, OutputPaths: o.paths, OutputSizes: o.sizes, OutputRunIds: o.runIDs,
+			OutputFirstAt: o.firstAt, OutputLastAt: o.lastAt, OutputExisted: o.existed, OutputFileIds: o.fileIDs,
 		})
 	} else {
 		n, err = d.q.RunFinish(ctx, dbsqlc.RunFinishParams{
@@ -70,6 +73,8 @@ func (d *driver) RunFinish(ctx context.Context, p *db.RunFinishParams) (bool, er
 			Submission: r.Submission, Invocations: r.Invocations,
 			TemplateID: r.TemplateID, TemplateVersion: int32Ptr(r.TemplateVersion),
 			Seqs: seqs, Tss: tss, Levels: levels, Lines: texts,
+			OutputIds: o.ids, OutputPaths: o.paths, OutputSizes: o.sizes, OutputRunIds: o.runIDs,
+			OutputFirstAt: o.firstAt, OutputLastAt: o.lastAt, OutputExisted: o.existed, OutputFileIds: o.fileIDs,
 		})
 	}
 	if err != nil {

@@ -9,14 +9,18 @@ import (
 )
 
 func (d *driver) LocalOutputUpsert(ctx context.Context, p *db.LocalOutputUpsertParams) (db.LocalOutput, error) {
-	arg := dbsqlc.LocalOutputUpsertParams{
-		ID: p.ID, Path: p.Path, SizeBytes: p.SizeBytes, RunID: p.RunID, WrittenAt: micros(p.At),
-		ExistedBefore: boolInt(p.Existed), FileID: nonEmpty(p.FileID),
-	}
+	arg := localOutputArg(p)
 	row, err := writeValue(ctx, d, func(ctx context.Context, q *dbsqlc.Queries) (dbsqlc.FaucetLocalOutput, error) {
 		return q.LocalOutputUpsert(ctx, arg)
 	})
 	return localOutput(row), err
+}
+
+func localOutputArg(p *db.LocalOutputUpsertParams) dbsqlc.LocalOutputUpsertParams {
+	return dbsqlc.LocalOutputUpsertParams{
+		ID: p.ID, Path: p.Path, SizeBytes: p.SizeBytes, RunID: p.RunID, WrittenAt: micros(p.At),
+		ExistedBefore: boolInt(p.Existed), FileID: nonEmpty(p.FileID),
+	}
 }
 
 func (d *driver) LocalOutputGet(ctx context.Context, id string) (db.LocalOutput, error) {

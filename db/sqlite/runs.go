@@ -96,10 +96,20 @@ func (d *driver) RunFinish(ctx context.Context, p *db.RunFinishParams) (bool, er
 	var won bool
 	err := d.write(ctx, func(ctx context.Context, q *dbsqlc.Queries) error {
 		var err error
-		if won, err = finish(ctx, q); err != nil || lines == "" {
+		if won, err = finish(ctx, q); err != nil {
 			return err
 		}
-		return appendLines(ctx, q, r.RunID, lines, p.Trim)
+		if lines != "" {
+			if err := appendLines(ctx, q, r.RunID, lines, p.Trim); err != nil {
+				return err
+			}
+		}
+		for i := range p.Outputs {
+			if _, err := q.LocalOutputUpsert(ctx, localOutputArg(&p.Outputs[i])); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	return won, err
 }

@@ -64,9 +64,11 @@ const (
 	DefaultQueue  = 10000
 	// DefaultLinger keeps a catalog a moment behind its runs under load,
 	// and the batches of a busy server large enough that their fixed cost
-	// (a dataset, an edge, a snapshot and a stats trim each) is shared by
-	// tens of runs.
-	DefaultLinger = 50 * time.Millisecond
+	// (an upsert of each dataset and edge, a schema check, a stats trim per
+	// dataset, a snapshot) is shared by a few hundred runs, not the few
+	// tens a 50 ms batch of trivial runs held. A lone run, or the last of
+	// a burst, is written at once all the same (lingerGap).
+	DefaultLinger = 250 * time.Millisecond
 )
 
 // lingerGap ends a batch when no record came for that long: a lone run, or
@@ -88,10 +90,12 @@ type Recorder struct {
 	// writes bounds every write; Stop ends it once its own deadline passes.
 	writes    context.Context
 	endWrites context.CancelFunc
-	// snapshots caches the encoded snapshot of each pipeline's last run:
-	// the runs of one config, a thousand a minute, encode it once.
+	// snapshots caches encoded snapshots by pipeline and content
+	// (snapshotKey): the runs of one config, a thousand a minute, encode it
+	// once, and so do the runs of a few configs that share a name and take
+	// turns (one pipeline writing a file per client, say).
 	snapMu    sync.Mutex
-	snapshots map[string]cachedSnapshot
+	snapshots map[string]json.RawMessage
 }
 
 // pending is one run's part of a batch.
@@ -102,11 +106,6 @@ type pending struct {
 	// sharded is a sharded run whose one invocation the writer makes from
 	// its shards' kept lineage, read with the batch.
 	sharded *shardedRun
-}
-
-type cachedSnapshot struct {
-	key  string
-	body json.RawMessage
 }
 
 // New returns a Recorder; Start starts its writes.
@@ -126,7 +125,7 @@ func New(cfg Config) *Recorder {
 	writes, endWrites := context.WithCancel(context.Background())
 	return &Recorder{
 		cfg: cfg, queue: make(chan pending, cfg.Queue), stop: make(chan struct{}), done: make(chan struct{}),
-		writes: writes, endWrites: endWrites, snapshots: map[string]cachedSnapshot{},
+		writes: writes, endWrites: endWrites, snapshots: map[string]json.RawMessage{},
 	}
 }
 
@@ -350,27 +349,28 @@ func observations(o pipeline.Observation, red *redact.Redactor) []db.CatalogObse
 }
 
 // snapshot is the config snapshot of a run, nil for a run without a name.
-// A pipeline whose config and secrets are those of its last run reuses
-// that run's encoded snapshot (salt included, so the fingerprints match).
+// A run whose pipeline, config and secrets are those of an earlier run
+// reuses that run's encoded snapshot (salt included, so the fingerprints
+// match).
 func (r *Recorder) snapshot(run *db.RunRecord, plan *pipeline.Plan) *db.ConfigSnapshot {
 	pipelineName := name(run, plan)
 	if pipelineName == "" {
 		return nil
 	}
-	key := snapshotKey(plan)
+	key := pipelineName + "\x00" + snapshotKey(plan)
 	r.snapMu.Lock()
-	c, ok := r.snapshots[pipelineName]
+	body, ok := r.snapshots[key]
 	r.snapMu.Unlock()
-	if !ok || c.key != key {
-		c = cachedSnapshot{key: key, body: snapshot.Of(plan, pipelineName, snapshot.NewSalt()).Marshal()}
+	if !ok {
+		body = snapshot.Of(plan, pipelineName, snapshot.NewSalt()).Marshal()
 		r.snapMu.Lock()
 		if len(r.snapshots) >= maxCachedSnapshots {
 			clear(r.snapshots)
 		}
-		r.snapshots[pipelineName] = c
+		r.snapshots[key] = body
 		r.snapMu.Unlock()
 	}
-	snap := &db.ConfigSnapshot{Pipeline: pipelineName, RunID: run.RunID, Body: c.body}
+	snap := &db.ConfigSnapshot{Pipeline: pipelineName, RunID: run.RunID, Body: body}
 	if run.FinishedAt != nil {
 		snap.RecordedAt = *run.FinishedAt
 	}

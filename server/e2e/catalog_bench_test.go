@@ -49,7 +49,7 @@ func BenchmarkCatalogOverhead(b *testing.B) {
 			}
 			servers := [2]*server{
 				benchServer(b, hist()),
-				start(b, serverOpts{history: hist(), args: []string{"--max-queued-runs", "1000000", "--log-level", "warn", "--no-catalog"}}),
+				benchServer(b, hist(), "--no-catalog"),
 			}
 			recorded := 0
 			b.Run("trivial", func(b *testing.B) {
@@ -115,7 +115,7 @@ func turns(i int) []int {
 // server has none left queued or running.
 func trivialRuns(b *testing.B, s *server, n int) {
 	b.Helper()
-	dir := b.TempDir()
+	dir := outputDir(b)
 	c := s.admin()
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -149,16 +149,11 @@ func awaitRecorded(b *testing.B, s *server, n int) {
 	})
 }
 
-// csvDataset has s write a CSV file of rows generated rows, on a tmpfs
-// where there is one, and returns its path.
+// csvDataset has s write a CSV file of rows generated rows (in outputDir)
+// and returns its path.
 func csvDataset(b *testing.B, s *server, rows int) string {
 	b.Helper()
-	dir, err := os.MkdirTemp("/dev/shm", "faucet-bench-")
-	if err != nil {
-		dir = b.TempDir()
-	} else {
-		b.Cleanup(func() { os.RemoveAll(dir) })
-	}
+	dir := outputDir(b)
 	path := filepath.Join(dir, "data.csv")
 	cfg := fmt.Sprintf("version: 1\npipeline:\n  source: {type: generate, config: {count: %d}}\n  sink: {type: csv, config: {path: %q}}\n", rows, path)
 	rec := s.await(s.submit(client.SubmitRequest{Config: cfg}).RunId, client.RunStatusCompleted)

@@ -18,7 +18,7 @@ import (
 
 // benchMember starts one cluster member for a benchmark.
 func benchMember(b *testing.B, hist string, args ...string) *member {
-	all := append([]string{"--cluster", "--max-queued-runs", "1000000", "--log-level", "warn"}, args...)
+	all := append(append([]string{"--cluster", "--max-queued-runs", "1000000", "--log-level", "warn"}, benchRoots()...), args...)
 	s := start(b, serverOpts{history: hist, args: all, bin: fastBin})
 	rs := s.ready()
 	if rs.Cluster.Instance == nil {
@@ -39,7 +39,7 @@ func BenchmarkClusterTrivialRuns(b *testing.B) {
 			for i := range members {
 				members[i] = benchMember(b, hist)
 			}
-			dir := b.TempDir()
+			dir := outputDir(b)
 			servers := make([]*server, n)
 			for i, m := range members {
 				servers[i] = m.server
@@ -220,7 +220,7 @@ func BenchmarkClusterSubmitToStart(b *testing.B) {
 	for _, mode := range []string{"idle", "busy-member"} {
 		b.Run(mode, func(b *testing.B) {
 			hist := testpg.Database(b)
-			dir := b.TempDir()
+			dir := outputDir(b)
 			var entry *member
 			members := make([]*member, 0, 3)
 			if mode == "busy-member" {

@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -34,6 +35,11 @@ var (
 	// processes do together, and the race build would make them crawl.
 	fastBin   string
 	pluginDir string
+	// profileDir, from BENCH_CPUPROFILE, is where every server started
+	// writes its CPU profile (pprof) when it exits: the binaries are built
+	// with the faucet_cpuprofile tag (cmd/faucet/cpuprofile.go).
+	profileDir = os.Getenv("BENCH_CPUPROFILE")
+	profiles   atomic.Int64
 )
 
 func TestMain(m *testing.M) {
@@ -59,6 +65,9 @@ func TestMain(m *testing.M) {
 			args := []string{"build"}
 			if raceEnabled && b[1] != fastBin {
 				args = append(args, "-race")
+			}
+			if profileDir != "" {
+				args = append(args, "-tags", "faucet_cpuprofile")
 			}
 			cmd := exec.Command("go", append(args, b...)...)
 			cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
@@ -156,6 +165,16 @@ func start(t testing.TB, o serverOpts) *server {
 		args = append(args, "--file-root", os.TempDir())
 	}
 	args = append(args, o.args...)
+	var profileEnv []string
+	if profileDir != "" {
+		// The server's and its plugins' profiles, in a directory of their own.
+		dir := filepath.Join(profileDir, fmt.Sprintf("%s-%d", strings.NewReplacer("/", "_", "=", "-").Replace(t.Name()), profiles.Add(1)))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		profileEnv = []string{"FAUCET_DEBUG_CPUPROFILE=" + dir}
+		args = append(args, "--plugin-env", "FAUCET_DEBUG_CPUPROFILE")
+	}
 	bin := o.bin
 	if bin == "" {
 		bin = faucetBin
@@ -167,7 +186,7 @@ func start(t testing.TB, o serverOpts) *server {
 			env = append(env, kv)
 		}
 	}
-	cmd.Env = append(env, o.env...)
+	cmd.Env = append(append(env, profileEnv...), o.env...)
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -222,10 +241,20 @@ func (s *server) stop() {
 	}
 }
 
+// apiHTTP is the HTTP client of every API client: it keeps as many idle
+// connections per server as the benchmarks have clients (16), where
+// http.DefaultClient keeps 2 and so would open a connection for most of
+// their requests, a cost no real client with keep-alive pays.
+var apiHTTP = func() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 64
+	return &http.Client{Transport: t}
+}()
+
 // client returns an API client sending token (none when empty).
 func (s *server) client(token string) *client.ClientWithResponses {
 	s.t.Helper()
-	c, err := client.NewClientWithResponses(s.url, client.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
+	c, err := client.NewClientWithResponses(s.url, client.WithHTTPClient(apiHTTP), client.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
 		if token != "" {
 			r.Header.Set("Authorization", "Bearer "+token)
 		}

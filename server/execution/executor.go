@@ -66,6 +66,19 @@ type Config struct {
 	// SlotFreed, when set, is called each time an execution slot frees, so
 	// a cluster member claims more work.
 	SlotFreed func()
+	// Ledger, when set, holds the ledger entries of the files each run's
+	// sinks wrote, for its terminal write to record in its own transaction.
+	Ledger Ledger
+}
+
+// Ledger holds the local-outputs ledger's entries of the runs executing
+// here (server/outputs).
+type Ledger interface {
+	// Take hands over the entries of runID not written yet.
+	Take(runID string) []db.LocalOutputWrite
+	// Write writes entries on their own: those of a write that did not
+	// land, or of an end that carries none.
+	Write(ctx context.Context, ws []db.LocalOutputWrite)
 }
 
 // DefaultMaxConcurrent is the default number of runs executing at once: runs

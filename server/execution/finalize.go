@@ -171,11 +171,15 @@ func (e *Executor) writeTerminal(t *Task, o Outcome) *Final {
 	} else {
 		lr.Append(slog.LevelInfo, "run "+string(o.Status))
 	}
+	var outputs []db.LocalOutputWrite
+	if e.cfg.Ledger != nil {
+		outputs = e.cfg.Ledger.Take(rec.RunID)
+	}
 	won := true
 	err := lr.FlushWith(func(lines []db.RunLogLine, limit db.LogCap) error {
 		return e.retry(func(ctx context.Context) error {
 			var err error
-			won, err = e.store.RunFinish(ctx, db.RunFinal{Record: &rec, Owned: t.owned, Lines: lines, Cap: limit})
+			won, err = e.store.RunFinish(ctx, db.RunFinal{Record: &rec, Owned: t.owned, Lines: lines, Cap: limit, Outputs: outputs})
 			return err
 		})
 	})
@@ -183,6 +187,9 @@ func (e *Executor) writeTerminal(t *Task, o Outcome) *Final {
 	switch {
 	case err != nil:
 		e.cfg.Logger.Error("write terminal run record", "run_id", rec.RunID, "status", rec.Status, "error", err)
+		if len(outputs) > 0 {
+			e.cfg.Ledger.Write(e.writes, outputs)
+		}
 	case !won:
 		e.cfg.Logger.Warn("run was reclaimed by another instance while it ran here; discarding this result",
 			"run_id", rec.RunID, "status", rec.Status, "records_written", rec.RecordsWritten)
@@ -343,6 +350,11 @@ func (e *Executor) writeShard(t *Task, o Outcome, logger *slog.Logger) {
 		})
 	})
 	t.log.Finish()
+	if e.cfg.Ledger != nil {
+		// A shard's result carries no ledger entries: what its sinks wrote
+		// is written now, before the run can end.
+		e.cfg.Ledger.Write(e.writes, e.cfg.Ledger.Take(t.runID))
+	}
 	switch {
 	case err != nil:
 		e.cfg.Logger.Error("write shard result", "run_id", t.runID, "shard", t.shard.ShardID, "error", err)

@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"sync"
+	"time"
 
 	"github.com/faucet-dev/faucet/db"
 	"github.com/faucet-dev/faucet/pipeline"
@@ -35,30 +37,133 @@ type Ledger struct {
 	// files is the server's file access, which a deletion goes through.
 	files func() *sdk.Files
 	log   *slog.Logger
+
+	mu   sync.Mutex
+	held map[string]*heldRun
+	// writes tracks the writes of what was held too long, for Close.
+	writes sync.WaitGroup
 }
+
+// heldRun is what one run's sinks wrote that no write has recorded yet.
+type heldRun struct {
+	entries []heldEntry
+	timer   *time.Timer
+}
+
+type heldEntry struct {
+	w   db.LocalOutputWrite
+	log *slog.Logger
+}
+
+// HoldFor bounds how long Hold keeps an entry for its run's terminal write
+// to carry: a run's finalize follows its sinks' commits within
+// milliseconds, and what waits longer (a long run's earlier invocations, a
+// run lost to a peer, a shard, a run cut off by its flush grace) is written
+// on its own, as Record would have.
+const HoldFor = 500 * time.Millisecond
 
 // New returns the ledger over store; files is the server's file access.
 func New(store db.LocalOutputStore, files func() *sdk.Files, log *slog.Logger) *Ledger {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Ledger{store: store, files: files, log: log}
+	return &Ledger{store: store, files: files, log: log, held: map[string]*heldRun{}}
 }
 
-// Record notes that runID's sink wrote f. The file's identity is taken as
-// it is now, so a later deletion can tell it from a file put there since. A
-// failure is logged to log (the run's) and the server's log: the file is
-// written either way.
-func (l *Ledger) Record(ctx context.Context, runID string, f pipeline.OutputFile, log *slog.Logger) {
+// Hold notes that runID's sink wrote f. The file's identity is taken as it
+// is now, so a later deletion can tell it from a file put there since. The
+// entry is left to the run's terminal write (Take), which records it in its
+// own transaction instead of a write of its own; held longer than HoldFor,
+// it is written on its own. A failure of that write is logged to log (the
+// run's) and the server's log: the file is written either way.
+func (l *Ledger) Hold(runID string, f pipeline.OutputFile, log *slog.Logger) {
+	e := heldEntry{w: l.entry(runID, f), log: log}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	h := l.held[runID]
+	if h == nil {
+		h = &heldRun{}
+		l.held[runID] = h
+		h.timer = time.AfterFunc(HoldFor, func() { l.release(runID, h) })
+	}
+	h.entries = append(h.entries, e)
+}
+
+// Take hands over what runID's sinks wrote that is held, for the run's
+// terminal write to carry (db.RunFinal.Outputs); nothing held is nil.
+func (l *Ledger) Take(runID string) []db.LocalOutputWrite {
+	l.mu.Lock()
+	h := l.held[runID]
+	if h == nil {
+		l.mu.Unlock()
+		return nil
+	}
+	delete(l.held, runID)
+	l.mu.Unlock()
+	h.timer.Stop()
+	ws := make([]db.LocalOutputWrite, len(h.entries))
+	for i, e := range h.entries {
+		ws[i] = e.w
+	}
+	return ws
+}
+
+// Write records entries on their own: what Take handed over to a write
+// that did not land, or to a run end that writes none (a shard's).
+func (l *Ledger) Write(ctx context.Context, ws []db.LocalOutputWrite) {
+	for _, w := range ws {
+		l.record(context.WithoutCancel(ctx), heldEntry{w: w})
+	}
+}
+
+// Close writes what is still held and waits for the writes of what was
+// held too long; call it before the store closes.
+func (l *Ledger) Close() {
+	l.mu.Lock()
+	held := l.held
+	l.held = map[string]*heldRun{}
+	l.mu.Unlock()
+	for _, h := range held {
+		h.timer.Stop()
+		for _, e := range h.entries {
+			l.record(context.Background(), e)
+		}
+	}
+	l.writes.Wait()
+}
+
+// release writes h's entries on their own once HoldFor has passed without
+// a Take.
+func (l *Ledger) release(runID string, h *heldRun) {
+	l.mu.Lock()
+	if l.held[runID] != h {
+		l.mu.Unlock()
+		return
+	}
+	delete(l.held, runID)
+	l.writes.Add(1)
+	l.mu.Unlock()
+	defer l.writes.Done()
+	for _, e := range h.entries {
+		l.record(context.Background(), e)
+	}
+}
+
+// entry is the ledger write of f, with the file's identity as it is now.
+func (l *Ledger) entry(runID string, f pipeline.OutputFile) db.LocalOutputWrite {
 	w := db.LocalOutputWrite{Path: f.Path, SizeBytes: f.Size, RunID: runID, Existed: f.Existed}
 	if fi, err := l.files().Stat(f.Path); err == nil {
 		w.FileID = identity(fi)
 		w.SizeBytes = fi.Size()
 	}
-	if _, err := l.store.LocalOutputRecord(context.WithoutCancel(ctx), w); err != nil {
-		l.log.Error("record a written file in the ledger", "run_id", runID, "path", f.Path, "error", err)
-		if log != nil {
-			log.Warn("the file this run wrote is not in the ledger of written files", "path", f.Path, "error", err)
+	return w
+}
+
+func (l *Ledger) record(ctx context.Context, e heldEntry) {
+	if _, err := l.store.LocalOutputRecord(ctx, e.w); err != nil {
+		l.log.Error("record a written file in the ledger", "run_id", e.w.RunID, "path", e.w.Path, "error", err)
+		if e.log != nil {
+			e.log.Warn("the file this run wrote is not in the ledger of written files", "path", e.w.Path, "error", err)
 		}
 	}
 }

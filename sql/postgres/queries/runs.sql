@@ -63,8 +63,10 @@ WHERE sqlc.narg(audit_id)::text IS NOT NULL;
 
 -- name: RunFinish :one
 -- Writes a run's terminal columns, inserting the whole run when the store
--- lacks it, together with its log lines, in one statement; the submission
--- of a stored run is never rewritten. Returns 1.
+-- lacks it, together with its log lines and the ledger entries of the files
+-- it wrote (one per path: a later write of a path moves its live entry on,
+-- as LocalOutputUpsert does), in one statement; the submission of a stored
+-- run is never rewritten. Returns 1.
 WITH run AS (
     INSERT INTO faucet_runs AS f (
         run_id, name, labels, status, submitted_at, started_at, finished_at, idempotency_key,
@@ -89,14 +91,28 @@ WITH run AS (
     INSERT INTO faucet_run_logs (run_id, seq, ts, level, line)
     SELECT @run_id, unnest(@seqs::bigint[]), unnest(@tss::timestamptz[]), unnest(@levels::text[]), unnest(@lines::text[])
     ON CONFLICT (run_id, seq) DO NOTHING
+), outputs AS (
+    INSERT INTO faucet_local_outputs AS o (id, path, size_bytes, run_id, first_run_id, first_written_at, last_written_at, existed_before, file_id)
+    SELECT w.id, w.path, w.size_bytes, w.run_id, w.run_id, w.first_written_at, w.last_written_at, w.existed_before, NULLIF(w.file_id, '')
+    FROM (
+        SELECT unnest(@output_ids::text[]) AS id, unnest(@output_paths::text[]) AS path,
+               unnest(@output_sizes::bigint[]) AS size_bytes, unnest(@output_run_ids::text[]) AS run_id,
+               unnest(@output_first_at::timestamptz[]) AS first_written_at, unnest(@output_last_at::timestamptz[]) AS last_written_at,
+               unnest(@output_existed::boolean[]) AS existed_before, unnest(@output_file_ids::text[]) AS file_id
+    ) AS w
+    ON CONFLICT (path) WHERE deleted_at IS NULL DO UPDATE SET
+        size_bytes = excluded.size_bytes,
+        run_id = excluded.run_id,
+        last_written_at = excluded.last_written_at,
+        file_id = excluded.file_id
 )
 SELECT count(*) FROM run;
 
 -- name: RunFinishOwned :one
 -- Writes a run's terminal columns only while the caller owns it and it is
 -- not terminal (the first finalizer wins, a reclaimed run is not
--- overwritten), and stores its log lines either way, in one statement.
--- Returns 1 when the run was written.
+-- overwritten), and stores its log lines and ledger entries (as RunFinish)
+-- either way, in one statement. Returns 1 when the run was written.
 WITH run AS (
     UPDATE faucet_runs f SET
         status = @status,
@@ -112,6 +128,20 @@ WITH run AS (
     INSERT INTO faucet_run_logs (run_id, seq, ts, level, line)
     SELECT @run_id, unnest(@seqs::bigint[]), unnest(@tss::timestamptz[]), unnest(@levels::text[]), unnest(@lines::text[])
     ON CONFLICT (run_id, seq) DO NOTHING
+), outputs AS (
+    INSERT INTO faucet_local_outputs AS o (id, path, size_bytes, run_id, first_run_id, first_written_at, last_written_at, existed_before, file_id)
+    SELECT w.id, w.path, w.size_bytes, w.run_id, w.run_id, w.first_written_at, w.last_written_at, w.existed_before, NULLIF(w.file_id, '')
+    FROM (
+        SELECT unnest(@output_ids::text[]) AS id, unnest(@output_paths::text[]) AS path,
+               unnest(@output_sizes::bigint[]) AS size_bytes, unnest(@output_run_ids::text[]) AS run_id,
+               unnest(@output_first_at::timestamptz[]) AS first_written_at, unnest(@output_last_at::timestamptz[]) AS last_written_at,
+               unnest(@output_existed::boolean[]) AS existed_before, unnest(@output_file_ids::text[]) AS file_id
+    ) AS w
+    ON CONFLICT (path) WHERE deleted_at IS NULL DO UPDATE SET
+        size_bytes = excluded.size_bytes,
+        run_id = excluded.run_id,
+        last_written_at = excluded.last_written_at,
+        file_id = excluded.file_id
 )
 SELECT count(*) FROM run;
 

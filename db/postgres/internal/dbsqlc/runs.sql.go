@@ -249,6 +249,20 @@ WITH run AS (
     INSERT INTO faucet_run_logs (run_id, seq, ts, level, line)
     SELECT $1, unnest($17::bigint[]), unnest($18::timestamptz[]), unnest($19::text[]), unnest($20::text[])
     ON CONFLICT (run_id, seq) DO NOTHING
+), outputs AS (
+    INSERT INTO faucet_local_outputs AS o (id, path, size_bytes, run_id, first_run_id, first_written_at, last_written_at, existed_before, file_id)
+    SELECT w.id, w.path, w.size_bytes, w.run_id, w.run_id, w.first_written_at, w.last_written_at, w.existed_before, NULLIF(w.file_id, '')
+    FROM (
+        SELECT unnest($21::text[]) AS id, unnest($22::text[]) AS path,
+               unnest($23::bigint[]) AS size_bytes, unnest($24::text[]) AS run_id,
+               unnest($25::timestamptz[]) AS first_written_at, unnest($26::timestamptz[]) AS last_written_at,
+               unnest($27::boolean[]) AS existed_before, unnest($28::text[]) AS file_id
+    ) AS w
+    ON CONFLICT (path) WHERE deleted_at IS NULL DO UPDATE SET
+        size_bytes = excluded.size_bytes,
+        run_id = excluded.run_id,
+        last_written_at = excluded.last_written_at,
+        file_id = excluded.file_id
 )
 SELECT count(*) FROM run
 `
@@ -274,11 +288,21 @@ type RunFinishParams struct {
 	Tss             []time.Time
 	Levels          []string
 	Lines           []string
+	OutputIds       []string
+	OutputPaths     []string
+	OutputSizes     []int64
+	OutputRunIds    []string
+	OutputFirstAt   []time.Time
+	OutputLastAt    []time.Time
+	OutputExisted   []bool
+	OutputFileIds   []string
 }
 
 // Writes a run's terminal columns, inserting the whole run when the store
-// lacks it, together with its log lines, in one statement; the submission
-// of a stored run is never rewritten. Returns 1.
+// lacks it, together with its log lines and the ledger entries of the files
+// it wrote (one per path: a later write of a path moves its live entry on,
+// as LocalOutputUpsert does), in one statement; the submission of a stored
+// run is never rewritten. Returns 1.
 func (q *Queries) RunFinish(ctx context.Context, arg RunFinishParams) (int64, error) {
 	row := q.db.QueryRow(ctx, runFinish,
 		arg.RunID,
@@ -301,6 +325,14 @@ func (q *Queries) RunFinish(ctx context.Context, arg RunFinishParams) (int64, er
 		arg.Tss,
 		arg.Levels,
 		arg.Lines,
+		arg.OutputIds,
+		arg.OutputPaths,
+		arg.OutputSizes,
+		arg.OutputRunIds,
+		arg.OutputFirstAt,
+		arg.OutputLastAt,
+		arg.OutputExisted,
+		arg.OutputFileIds,
 	)
 	var count int64
 	err := row.Scan(&count)
@@ -323,6 +355,20 @@ WITH run AS (
     INSERT INTO faucet_run_logs (run_id, seq, ts, level, line)
     SELECT $7, unnest($9::bigint[]), unnest($10::timestamptz[]), unnest($11::text[]), unnest($12::text[])
     ON CONFLICT (run_id, seq) DO NOTHING
+), outputs AS (
+    INSERT INTO faucet_local_outputs AS o (id, path, size_bytes, run_id, first_run_id, first_written_at, last_written_at, existed_before, file_id)
+    SELECT w.id, w.path, w.size_bytes, w.run_id, w.run_id, w.first_written_at, w.last_written_at, w.existed_before, NULLIF(w.file_id, '')
+    FROM (
+        SELECT unnest($13::text[]) AS id, unnest($14::text[]) AS path,
+               unnest($15::bigint[]) AS size_bytes, unnest($16::text[]) AS run_id,
+               unnest($17::timestamptz[]) AS first_written_at, unnest($18::timestamptz[]) AS last_written_at,
+               unnest($19::boolean[]) AS existed_before, unnest($20::text[]) AS file_id
+    ) AS w
+    ON CONFLICT (path) WHERE deleted_at IS NULL DO UPDATE SET
+        size_bytes = excluded.size_bytes,
+        run_id = excluded.run_id,
+        last_written_at = excluded.last_written_at,
+        file_id = excluded.file_id
 )
 SELECT count(*) FROM run
 `
@@ -340,12 +386,20 @@ type RunFinishOwnedParams struct {
 	Tss            []time.Time
 	Levels         []string
 	Lines          []string
+	OutputIds      []string
+	OutputPaths    []string
+	OutputSizes    []int64
+	OutputRunIds   []string
+	OutputFirstAt  []time.Time
+	OutputLastAt   []time.Time
+	OutputExisted  []bool
+	OutputFileIds  []string
 }
 
 // Writes a run's terminal columns only while the caller owns it and it is
 // not terminal (the first finalizer wins, a reclaimed run is not
-// overwritten), and stores its log lines either way, in one statement.
-// Returns 1 when the run was written.
+// overwritten), and stores its log lines and ledger entries (as RunFinish)
+// either way, in one statement. Returns 1 when the run was written.
 func (q *Queries) RunFinishOwned(ctx context.Context, arg RunFinishOwnedParams) (int64, error) {
 	row := q.db.QueryRow(ctx, runFinishOwned,
 		arg.Status,
@@ -360,6 +414,14 @@ func (q *Queries) RunFinishOwned(ctx context.Context, arg RunFinishOwnedParams) 
 		arg.Tss,
 		arg.Levels,
 		arg.Lines,
+		arg.OutputIds,
+		arg.OutputPaths,
+		arg.OutputSizes,
+		arg.OutputRunIds,
+		arg.OutputFirstAt,
+		arg.OutputLastAt,
+		arg.OutputExisted,
+		arg.OutputFileIds,
 	)
 	var count int64
 	err := row.Scan(&count)
