@@ -295,7 +295,9 @@ func TestRefusalsAcrossWindows(t *testing.T) {
 		if bad[id] {
 			amount = -1
 		}
-		if err := w.AppendFunc(func(dst []byte) ([]byte, error) { return fmt.Appendf(dst, `{"id":%d,"amount":%d,"v":"%s"}`, id, amount, pad), nil }); err != nil {
+		if err := w.AppendFunc(func(dst []byte) ([]byte, error) {
+			return fmt.Appendf(dst, `{"id":%d,"amount":%d,"v":"%s"}`, id, amount, pad), nil
+		}); err != nil {
 			t.Fatal(err)
 		}
 	}
