@@ -10,9 +10,10 @@ import (
 // the wire values of the /v1 API.
 type RunStatus string
 
-// Every status a run can be in. Pending and Sharded exist only in cluster mode:
-// Pending runs wait in the shared database for any instance to claim them, and
-// a Sharded run executes as independently claimed source shards.
+// Every status a run can be in. Pending exists only in cluster mode: Pending
+// runs wait in the shared database for any instance to claim them. A Sharded
+// run executes as independently claimed source shards, across a cluster or
+// on one server.
 const (
 	StatusPending   RunStatus = "pending"
 	StatusQueued    RunStatus = "queued"

@@ -6,9 +6,11 @@
 # CSV→Postgres and Postgres→JSONL (against psql's \copy), each through
 # plugin processes and in one process; then `faucet run` as a user runs it:
 # the peak PSS of its process tree, the plugins' peak RSS on a 10M-row
-# input (BENCH_BIG_ROWS, 0 skips it) and the speedup of --shards 2.
+# input (BENCH_BIG_ROWS, 0 skips it), and the speedup of 2 shards, through
+# `faucet run --shards 2` and through one `faucet serve` outside a cluster.
 # BENCH_ROWS overrides the row count, BENCH_REPEAT the runs per figure;
-# BENCH_ONLY=dead-letters measures only CSV → Postgres with dead letters.
+# BENCH_ONLY=dead-letters measures only CSV → Postgres with dead letters,
+# BENCH_ONLY=shards only the shard speedups.
 # The machine's load is printed before and after: the figures are only as
 # good as the machine is quiet. Other pipelines are added as cases in
 # internal/benchpipe.

@@ -32,9 +32,11 @@ type services struct {
 	exec      *execution.Executor
 	admission *admission.Service
 	// member is the cluster membership, nil outside a cluster; leases
-	// keeps this server's own leases outside one.
+	// keeps this server's own leases outside one, and shards executes its
+	// sharded runs there.
 	member *cluster.Member
 	leases *maintenance.Leases
+	shards *cluster.Local
 	purger *maintenance.Purger
 	// templates is the template registry, whose triggered runs admission
 	// admits.
@@ -69,10 +71,18 @@ func newServices(cfg Config, store db.Store, pipes *pipelineHost, authn *auth.Au
 		Policy: policy, Secret: []byte(cfg.CallbackSecret), MaxAttempts: cfg.CallbackMaxAttempts,
 		AttemptTimeout: cfg.CallbackTimeout, MaxConcurrent: cfg.CallbackMaxConcurrent, Version: api.Version, Logger: log, Metrics: m,
 	}, store)
-	var parentFinalized func(context.Context, *db.RunRecord, *pipeline.Plan)
 	if !cfg.NoCatalog {
 		s.catalog = catalog.New(catalog.Config{Store: store, Metrics: m, Log: log, Secrets: secrets})
-		parentFinalized = s.catalog.RecordSharded
+	}
+	// A sharded run finalized here with a callback has its delivery due now
+	// too, and its one catalog record is made from its shards'.
+	parentFinalized := func(ctx context.Context, rec *db.RunRecord, plan *pipeline.Plan) {
+		if len(rec.Callback) > 0 {
+			s.callbacks.Wake()
+		}
+		if s.catalog != nil {
+			s.catalog.RecordSharded(ctx, rec, plan)
+		}
 	}
 	execCfg := execution.Config{
 		MaxConcurrent: cfg.MaxConcurrentRuns, Logger: log, Metrics: m,
@@ -121,7 +131,17 @@ func newServices(cfg Config, store db.Store, pipes *pipelineHost, authn *auth.Au
 		}, store, s.exec, pipes)
 		s.member, dispatch = member, member
 	} else {
+		// The executor offers each run to the shards' executor as it
+		// starts, which splits those that asked for shards and executes
+		// their shards in the executor's own slots.
+		var shards *cluster.Local
+		execCfg.Split = func(t *execution.Task, plan *pipeline.Plan) bool { return shards.Split(t, plan) }
 		s.exec = execution.New(execCfg, store, pipes, s.logs)
+		shards = cluster.NewLocal(cluster.Config{
+			Poll: cfg.ClusterPoll, LeaseTTL: cfg.LeaseTTL, MaxAttempts: cfg.ClusterMaxAttempts, SplitTimeout: cfg.ProbeTimeout,
+			Secrets: secrets, ParentFinalized: parentFinalized, Logger: log, Metrics: m,
+		}, store, s.exec, pipes)
+		s.shards = shards
 		s.leases = maintenance.NewLeases(maintCfg, store)
 		dispatch = s.exec
 	}
@@ -164,7 +184,9 @@ func (s *services) start(ctx context.Context, set *triggers.Set) error {
 	if s.member != nil {
 		err = s.member.Start(bg)
 	} else if err = s.leases.Start(bg); err == nil {
-		err = s.purger.Start(bg)
+		if err = s.purger.Start(bg); err == nil {
+			err = s.shards.Start(bg)
+		}
 	}
 	if err != nil {
 		return err
@@ -184,6 +206,8 @@ func (s *services) stop(ctx context.Context, grace time.Duration) {
 	s.admission.Stop()
 	if s.member != nil {
 		s.member.StopClaiming()
+	} else {
+		s.shards.StopClaiming()
 	}
 	runCtx, cancel := context.WithTimeout(ctx, grace)
 	if err := s.exec.Stop(runCtx); err != nil {
@@ -201,6 +225,7 @@ func (s *services) stop(ctx context.Context, grace time.Duration) {
 	if s.member != nil {
 		s.member.Stop(teardown)
 	} else {
+		s.shards.Stop(teardown)
 		s.leases.Stop()
 		s.purger.Stop()
 	}

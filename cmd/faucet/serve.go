@@ -116,7 +116,7 @@ variable set to the empty string counts as unset.`,
 	f.StringVar(&logLevel, "log-level", "info", "server log level: debug, info, warn or error")
 	f.BoolVar(&cfg.NoCatalog, "no-catalog", false, "record neither the datasets runs read and write nor their config snapshots (the catalog keeps what it has)")
 	f.BoolVar(&cfg.Cluster, "cluster", false, "join the cluster of servers sharing --history (postgres://…, or a sqlite:PATH file on one host)")
-	f.Float64Var(&pollSecs, "cluster-poll-secs", server.DefaultClusterPoll.Seconds(), "how often a cluster member looks for runs to claim when nothing wakes it")
+	f.Float64Var(&pollSecs, "cluster-poll-secs", server.DefaultClusterPoll.Seconds(), "how often a cluster member looks for runs to claim when nothing wakes it (outside a cluster: how often a server reclaims and finalizes its sharded runs' shards)")
 	f.IntVar(&cfg.ClusterMaxAttempts, "cluster-max-attempts", server.DefaultClusterMaxAttempts, "takeovers a run or shard gets after its owner's lease lapses (a shutdown hand-back counts as one); a run that keeps killing its owner executes this many times plus one (4 by default), and the lapse of its last execution fails it as poison")
 	f.IntVar(&cfg.MaxConnections, "max-connections", httpguard.DefaultMaxConnections, "HTTP connections open at once; more are answered 503")
 	f.IntVar(&cfg.MaxConnectionsPerClient, "max-connections-per-client", httpguard.DefaultMaxConnectionsPerClient, "HTTP connections open at once from one client address; more are answered 503")

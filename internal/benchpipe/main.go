@@ -128,14 +128,14 @@ func run(args []string) error {
 	pg := fs.String("pg", "", "a PostgreSQL URL: also measure the Postgres pipelines")
 	psql := fs.String("psql", "psql", "the psql of the Postgres references")
 	bigRows := fs.Int64("big-rows", 10_000_000, "rows of the larger dataset the plugins' memory is measured on again (0: skip)")
-	only := fs.String("only", "", "measure only this group of figures: dead-letters (needs -pg)")
+	only := fs.String("only", "", "measure only this group of figures: dead-letters or shards (both need -pg)")
 	outDir := fs.String("out", "", "directory the pipelines write their output files to (default: a temporary one); a tmpfs keeps the disk's writeback out of the figures")
 	fs.Parse(args)
 	if *faucet == "" || *data == "" {
 		return fmt.Errorf("run: -faucet and -data are required")
 	}
-	if *only != "" && (*only != "dead-letters" || *pg == "") {
-		return fmt.Errorf("run: -only takes dead-letters, with -pg")
+	if *only != "" && ((*only != "dead-letters" && *only != "shards") || *pg == "") {
+		return fmt.Errorf("run: -only takes dead-letters or shards, with -pg")
 	}
 	ctx := context.Background()
 	tmp, err := os.MkdirTemp("", "benchpipe")
@@ -174,8 +174,11 @@ func run(args []string) error {
 		if err := b.setupPostgres(ctx); err != nil {
 			return err
 		}
-		if *only == "dead-letters" {
+		switch *only {
+		case "dead-letters":
 			return b.measureDeadLetters(ctx)
+		case "shards":
+			return b.measureShards(ctx)
 		}
 		cases = append(cases, pipelineCase{
 			name:      "Postgres → Postgres",

@@ -89,9 +89,13 @@ func treeCPU(root int) float64 {
 	return float64(ticks) / ticksPerSecond
 }
 
-// label names a process of faucet's tree: its connector, or its command.
+// label names a process of faucet's tree: its connector, or its command;
+// "" once it is gone.
 func label(pid int) string {
 	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if len(data) == 0 {
+		return ""
+	}
 	args := strings.Split(strings.TrimRight(string(data), "\x00"), "\x00")
 	for i := 0; i+2 < len(args); i++ {
 		if args[i] == "connector" && args[i+1] == "serve" {
@@ -159,9 +163,16 @@ func (s *treeSampler) sample() {
 		if s.pss {
 			p = kib(fmt.Sprintf("/proc/%d/smaps_rollup", pid), "Pss")
 		}
+		// Labelled again at every sample: a plugin sampled between its fork
+		// and its exec still carries its parent's command line, and the
+		// peak it reached then was its parent's.
+		l := label(pid)
 		s.mu.Lock()
-		if _, ok := s.labels[pid]; !ok {
-			s.labels[pid] = label(pid)
+		if old, seen := s.labels[pid]; l != "" && l != old {
+			if seen {
+				s.hwm[pid] = 0
+			}
+			s.labels[pid] = l
 		}
 		s.cpu[pid] = max(s.cpu[pid], c)
 		s.hwm[pid] = max(s.hwm[pid], hwm)
@@ -191,6 +202,19 @@ func (s *treeSampler) cpuSeconds() float64 {
 		ticks += c - s.cpu0[pid]
 	}
 	return float64(ticks) / ticksPerSecond
+}
+
+// cpuBy returns the CPU time each kind of process used since the sampler
+// started, by label (summed over the processes that share one), in
+// seconds.
+func (s *treeSampler) cpuBy() map[string]float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]float64{}
+	for pid, c := range s.cpu {
+		out[s.labels[pid]] += float64(c-s.cpu0[pid]) / ticksPerSecond
+	}
+	return out
 }
 
 // peaks returns each process's peak resident size by label (the largest

@@ -2,11 +2,13 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -15,13 +17,17 @@ import (
 	"golang.org/x/text/message"
 )
 
-// runFigures are one `faucet run`, as a user runs it: the command's wall
-// time and its process tree's CPU time, peak summed PSS and each process's
-// peak RSS.
+// runFigures are one `faucet run`, as a user runs it (or one run of a
+// `faucet serve`): the command's wall time and its process tree's CPU time,
+// peak summed PSS and each process's peak RSS.
 type runFigures struct {
 	seconds, cpu float64
-	peakPSS      int64
-	peaks        map[string]int64
+	// db is the database server's CPU time meanwhile, when measured.
+	db      float64
+	peakPSS int64
+	peaks   map[string]int64
+	// cpuBy is the CPU time of each kind of process of the tree.
+	cpuBy map[string]float64
 }
 
 // faucetRun runs `faucet run` on a pipeline config (YAML text) and checks
@@ -53,7 +59,7 @@ func (b *bench) faucetRun(ctx context.Context, name, config string, rows int64, 
 		// The tree's reaped processes, whose last moments no sample saw.
 		cpu = u
 	}
-	return runFigures{seconds: elapsed, cpu: cpu, peakPSS: s.peakPSS, peaks: s.peaks()}, nil
+	return runFigures{seconds: elapsed, cpu: cpu, peakPSS: s.peakPSS, peaks: s.peaks(), cpuBy: s.cpuBy()}, nil
 }
 
 func mib(n int64) float64 { return float64(n) / (1 << 20) }
@@ -127,10 +133,17 @@ func (b *bench) measureMemory(ctx context.Context, big string, bigRows int64) er
 	return nil
 }
 
-// measureShards runs CSV → Postgres and Postgres → Postgres with `faucet
-// run`, whole and split into 2 shards, interleaved, and prints the
-// speedup.
+// measureShards runs CSV → Postgres and Postgres → Postgres whole and
+// split into 2 shards, with `faucet run` (--shards 2) and through one
+// `faucet serve` outside a cluster (shard: {count: 2}), the four
+// interleaved, and prints each way's speedup with the CPU time of faucet's
+// process tree and of the database server.
 func (b *bench) measureShards(ctx context.Context) error {
+	srv, err := b.startServe(ctx)
+	if err != nil {
+		return err
+	}
+	defer srv.stop()
 	cases := []struct {
 		name, source string
 		prepare      func(context.Context) error
@@ -139,33 +152,71 @@ func (b *bench) measureShards(ctx context.Context) error {
 		{"csv → postgres", fmt.Sprintf("{type: csv, config: {path: %q}}", b.data), b.prepareCSVTable, "bench_csv"},
 		{"postgres → postgres", fmt.Sprintf("{type: postgres, config: {url: %q, table: bench_src}}", b.pg), b.prepareCopyTable, "bench_copy"},
 	}
+	type way struct {
+		name   string
+		served bool
+	}
+	ways := []way{{"faucet run", false}, {"faucet serve", true}}
 	for _, c := range cases {
-		config := fmt.Sprintf("version: 1\nname: shards\npipeline:\n  source: %s\n  sink: {type: postgres, config: {url: %q, table: %s}}\n", c.source, b.pg, c.table)
-		var whole, split []runFigures
+		pipeline := fmt.Sprintf("pipeline:\n  source: %s\n  sink: {type: postgres, config: {url: %q, table: %s}}\n", c.source, b.pg, c.table)
+		whole, split := map[string][]runFigures{}, map[string][]runFigures{}
 		for range b.repeat {
-			for _, shards := range []int{0, 2} {
-				if err := c.prepare(ctx); err != nil {
-					return err
-				}
-				var args []string
-				if shards > 0 {
-					args = []string{"--shards", fmt.Sprint(shards)}
-				}
-				f, err := b.faucetRun(ctx, "shards", config, b.rows, args...)
-				if err != nil {
-					return err
-				}
-				if shards > 0 {
-					split = append(split, f)
-				} else {
-					whole = append(whole, f)
+			for _, w := range ways {
+				for _, shards := range []int{0, 2} {
+					if err := c.prepare(ctx); err != nil {
+						return err
+					}
+					var f runFigures
+					var err error
+					if w.served {
+						config := "version: 1\nname: shards\n"
+						if shards > 0 {
+							config += fmt.Sprintf("shard: {count: %d}\n", shards)
+						}
+						f, err = b.serveRun(ctx, srv, config+pipeline, b.rows)
+					} else {
+						var args []string
+						if shards > 0 {
+							args = []string{"--shards", fmt.Sprint(shards)}
+						}
+						base := b.db.children()
+						db0 := b.db.cpu(base)
+						f, err = b.faucetRun(ctx, "shards", "version: 1\nname: shards\n"+pipeline, b.rows, args...)
+						f.db = b.db.cpu(base) - db0
+					}
+					if err != nil {
+						return err
+					}
+					if shards > 0 {
+						split[w.name] = append(split[w.name], f)
+					} else {
+						whole[w.name] = append(whole[w.name], f)
+					}
 				}
 			}
 		}
-		w, s := medianRun(whole), medianRun(split)
-		speedup := w.seconds / s.seconds
-		fmt.Printf("faucet run %s, %d rows (median of %d): whole %.0fk rows/s, CPU %.2f s; 2 shards %.0fk rows/s, CPU %.2f s; speedup %.2f× (≥ 1.6 %s)\n",
-			c.name, b.rows, b.repeat, float64(b.rows)/w.seconds/1000, w.cpu, float64(b.rows)/s.seconds/1000, s.cpu, speedup, verdict(speedup >= 1.6))
+		for _, w := range ways {
+			wm, sm := medianRun(whole[w.name]), medianRun(split[w.name])
+			speedup := wm.seconds / sm.seconds
+			fmt.Printf("%s %s, %d rows (median of %d): whole %.0fk rows/s, CPU faucet %.2f s + postgres %.2f s; 2 shards %.0fk rows/s, CPU faucet %.2f s + postgres %.2f s; speedup %.2f× (≥ 1.6 %s)\n",
+				w.name, c.name, b.rows, b.repeat, float64(b.rows)/wm.seconds/1000, wm.cpu, wm.db, float64(b.rows)/sm.seconds/1000, sm.cpu, sm.db, speedup, verdict(speedup >= 1.6))
+			fmt.Printf("  cores busy (CPU s / wall s): whole %.2f, 2 shards %.2f, of %d; CPU by process (s), whole: %s; 2 shards: %s\n",
+				(wm.cpu+wm.db)/wm.seconds, (sm.cpu+sm.db)/sm.seconds, runtime.NumCPU(), cpuText(wm.cpuBy), cpuText(sm.cpuBy))
+		}
 	}
 	return nil
+}
+
+// cpuText lists the CPU time by process, largest first.
+func cpuText(by map[string]float64) string {
+	var names []string
+	for n := range by {
+		names = append(names, n)
+	}
+	slices.SortFunc(names, func(a, b string) int { return cmp.Compare(by[b], by[a]) })
+	var parts []string
+	for _, n := range names {
+		parts = append(parts, fmt.Sprintf("%s %.2f", n, by[n]))
+	}
+	return strings.Join(parts, ", ")
 }

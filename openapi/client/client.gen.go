@@ -657,7 +657,7 @@ type BackfillUnit struct {
 	Replayed bool    `json:"replayed"`
 	RunId    *string `json:"run_id,omitempty"`
 
-	// RunStatus A run's status. pending: stored for any cluster member to claim (cluster mode only); queued: admitted to this server's queue; running: executing; sharded: split into source shards that execute on their own (cluster mode only); completed, failed, cancelled: terminal.
+	// RunStatus A run's status. pending: stored for any cluster member to claim (cluster mode only); queued: admitted to this server's queue; running: executing; sharded: split into source shards that execute in parallel, on this server or across a cluster's members; completed, failed, cancelled: terminal.
 	RunStatus *RunStatus `json:"run_status,omitempty"`
 
 	// Start Start of the unit (inclusive), RFC 3339 in timezone.
@@ -868,7 +868,7 @@ type CatalogStatsPoint struct {
 	RowId string `json:"row_id"`
 	RunId string `json:"run_id"`
 
-	// Status A run's status. pending: stored for any cluster member to claim (cluster mode only); queued: admitted to this server's queue; running: executing; sharded: split into source shards that execute on their own (cluster mode only); completed, failed, cancelled: terminal.
+	// Status A run's status. pending: stored for any cluster member to claim (cluster mode only); queued: admitted to this server's queue; running: executing; sharded: split into source shards that execute in parallel, on this server or across a cluster's members; completed, failed, cancelled: terminal.
 	Status RunStatus `json:"status"`
 }
 
@@ -1444,7 +1444,7 @@ type RunRecord struct {
 	RunId     string     `json:"run_id"`
 	StartedAt *time.Time `json:"started_at"`
 
-	// Status A run's status. pending: stored for any cluster member to claim (cluster mode only); queued: admitted to this server's queue; running: executing; sharded: split into source shards that execute on their own (cluster mode only); completed, failed, cancelled: terminal.
+	// Status A run's status. pending: stored for any cluster member to claim (cluster mode only); queued: admitted to this server's queue; running: executing; sharded: split into source shards that execute in parallel, on this server or across a cluster's members; completed, failed, cancelled: terminal.
 	Status      RunStatus `json:"status"`
 	SubmittedAt time.Time `json:"submitted_at"`
 
@@ -1456,7 +1456,7 @@ type RunRecord struct {
 	TimeoutSecs     *int64 `json:"timeout_secs,omitempty"`
 }
 
-// RunStatus A run's status. pending: stored for any cluster member to claim (cluster mode only); queued: admitted to this server's queue; running: executing; sharded: split into source shards that execute on their own (cluster mode only); completed, failed, cancelled: terminal.
+// RunStatus A run's status. pending: stored for any cluster member to claim (cluster mode only); queued: admitted to this server's queue; running: executing; sharded: split into source shards that execute in parallel, on this server or across a cluster's members; completed, failed, cancelled: terminal.
 type RunStatus string
 
 // SchemaChange defines model for SchemaChange.
@@ -1506,11 +1506,11 @@ type ShardRecord struct {
 	// SizeEstimate The source's estimate of the shard's size, when it gave one.
 	SizeEstimate *int64 `json:"size_estimate"`
 
-	// Status A shard's status. pending: waiting for a member to claim it; running: executing; completed, failed, cancelled (its run was cancelled before it started): terminal.
+	// Status A shard's status. pending: waiting for a member (or, outside a cluster, a slot) to claim it; running: executing; completed, failed, cancelled (its run was cancelled before it started): terminal.
 	Status ShardStatus `json:"status"`
 }
 
-// ShardStatus A shard's status. pending: waiting for a member to claim it; running: executing; completed, failed, cancelled (its run was cancelled before it started): terminal.
+// ShardStatus A shard's status. pending: waiting for a member (or, outside a cluster, a slot) to claim it; running: executing; completed, failed, cancelled (its run was cancelled before it started): terminal.
 type ShardStatus string
 
 // SubmitRequest defines model for SubmitRequest.
@@ -1553,7 +1553,7 @@ type SubmitResponse struct {
 	// RunId The run's id (a time-ordered UUIDv7).
 	RunId string `json:"run_id"`
 
-	// Status A run's status. pending: stored for any cluster member to claim (cluster mode only); queued: admitted to this server's queue; running: executing; sharded: split into source shards that execute on their own (cluster mode only); completed, failed, cancelled: terminal.
+	// Status A run's status. pending: stored for any cluster member to claim (cluster mode only); queued: admitted to this server's queue; running: executing; sharded: split into source shards that execute in parallel, on this server or across a cluster's members; completed, failed, cancelled: terminal.
 	Status      RunStatus `json:"status"`
 	SubmittedAt time.Time `json:"submitted_at"`
 
@@ -1745,7 +1745,7 @@ type TriggeredRun struct {
 	Replayed bool   `json:"replayed"`
 	RunId    string `json:"run_id"`
 
-	// Status A run's status. pending: stored for any cluster member to claim (cluster mode only); queued: admitted to this server's queue; running: executing; sharded: split into source shards that execute on their own (cluster mode only); completed, failed, cancelled: terminal.
+	// Status A run's status. pending: stored for any cluster member to claim (cluster mode only); queued: admitted to this server's queue; running: executing; sharded: split into source shards that execute in parallel, on this server or across a cluster's members; completed, failed, cancelled: terminal.
 	Status          RunStatus `json:"status"`
 	SubmittedAt     time.Time `json:"submitted_at"`
 	TemplateId      string    `json:"template_id"`
@@ -2370,7 +2370,7 @@ type ClientInterface interface {
 
 	// ListRunShards List a sharded run's shards
 	//
-	// Each source shard of a run that was split into shards (shard: {count: N} in cluster mode), ordered by shard id, with its state and the member executing it. Empty for a run that was not sharded.
+	// Each source shard of a run that was split into shards (shard: {count: N}), ordered by shard id, with its state and the member (or, outside a cluster, the server) executing it. Empty for a run that was not sharded.
 	//
 	// Corresponds with GET /v1/runs/{id}/shards (the `ListRunShards` operationId).
 	ListRunShards(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3100,7 +3100,7 @@ func (c *Client) FollowRunLogs(ctx context.Context, id string, params *FollowRun
 
 // ListRunShards List a sharded run's shards
 //
-// Each source shard of a run that was split into shards (shard: {count: N} in cluster mode), ordered by shard id, with its state and the member executing it. Empty for a run that was not sharded.
+// Each source shard of a run that was split into shards (shard: {count: N}), ordered by shard id, with its state and the member (or, outside a cluster, the server) executing it. Empty for a run that was not sharded.
 //
 // Corresponds with GET /v1/runs/{id}/shards (the `ListRunShards` operationId).
 func (c *Client) ListRunShards(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5844,7 +5844,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListRunShardsWithResponse List a sharded run's shards
 	//
-	// Each source shard of a run that was split into shards (shard: {count: N} in cluster mode), ordered by shard id, with its state and the member executing it. Empty for a run that was not sharded.
+	// Each source shard of a run that was split into shards (shard: {count: N}), ordered by shard id, with its state and the member (or, outside a cluster, the server) executing it. Empty for a run that was not sharded.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -10307,7 +10307,7 @@ func (c *ClientWithResponses) FollowRunLogsWithResponse(ctx context.Context, id 
 
 // ListRunShardsWithResponse List a sharded run's shards
 //
-// Each source shard of a run that was split into shards (shard: {count: N} in cluster mode), ordered by shard id, with its state and the member executing it. Empty for a run that was not sharded.
+// Each source shard of a run that was split into shards (shard: {count: N}), ordered by shard id, with its state and the member (or, outside a cluster, the server) executing it. Empty for a run that was not sharded.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -381,9 +381,10 @@ func (s *Service) record(runID string, req Request, plan *pipeline.Plan, report 
 	if rec.Labels == nil {
 		rec.Labels = map[string]string{}
 	}
-	if s.cfg.Cluster {
-		// Raw, as submitted: the claiming member interpolates it with its own
-		// environment, so no resolved secret is ever stored.
+	if shards, _ := ShardCount(s.pipes, plan); s.cfg.Cluster || shards > 0 {
+		// Raw, as submitted: the claiming member (or, for a sharded run, the
+		// executor of each shard) interpolates it with its own environment,
+		// so no resolved secret is ever stored.
 		rec.ConfigBody = &req.Config
 	}
 	return rec

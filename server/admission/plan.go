@@ -25,7 +25,7 @@ type Pipelines interface {
 	// Probe runs every connector's Check probe of plan.
 	Probe(ctx context.Context, plan *pipeline.Plan) (DoctorReport, error)
 	// Shardable reports whether the source connector can be split into
-	// shards (cluster Mode B).
+	// shards.
 	Shardable(source pipeline.ConnectorConfig) bool
 	// WriteMode is the write mode a sink config resolves to (its write_mode,
 	// else the default its connector's schema declares), "" when the sink
@@ -71,17 +71,15 @@ func loadMasked(p Pipelines, req Request, now time.Time) (*pipeline.Plan, error)
 	return plan, err
 }
 
-// ShardCount is how many shards a plan's run is split into in cluster Mode
-// B: 0 when it executes whole, and then why not when it asked for shards.
-// Submit and the claiming member decide alike from the same config.
-func ShardCount(p Pipelines, plan *pipeline.Plan, cluster bool) (count int, whole string) {
+// ShardCount is how many shards a plan's run is split into: 0 when it
+// executes whole, and then why not when it asked for shards. Submit, the
+// claiming member of a cluster and a server outside one decide alike from
+// the same config.
+func ShardCount(p Pipelines, plan *pipeline.Plan) (count int, whole string) {
 	if plan.Shard == nil || plan.Shard.Count < 2 {
 		return 0, ""
 	}
 	n := plan.Shard.Count
-	if !cluster {
-		return 0, fmt.Sprintf("shard: {count: %d} takes effect in cluster mode only (faucet serve --cluster); the run executes whole", n)
-	}
 	if len(plan.Invocations) != 1 {
 		return 0, fmt.Sprintf("shard: {count: %d} splits a single pipeline, and this config has %d matrix rows; the run executes whole", n, len(plan.Invocations))
 	}
@@ -98,17 +96,18 @@ func ShardCount(p Pipelines, plan *pipeline.Plan, cluster bool) (count int, whol
 // warnings are the remarks a submission gets: a shard request that is not
 // honoured, and the duplicate writes at-least-once execution can cause. A
 // clustered run is re-executed when its owner's lease lapses (a crash, or an
-// owner too slow to renew) and a shard when its worker's does; a sink that
-// appends then receives some records twice. A keyed sink (write_mode
-// upsert) absorbs the repeat, and so does one that overwrites its target,
-// unless the run is sharded.
+// owner too slow to renew) and a shard when its worker's does, in a cluster
+// or, after a restart, on a server outside one; a sink that appends then
+// receives some records twice. A keyed sink (write_mode upsert) absorbs the
+// repeat, and so does one that overwrites its target, unless the run is
+// sharded. A whole run outside a cluster is never re-executed.
 func warnings(p Pipelines, plan *pipeline.Plan, cluster bool) []string {
 	var out []string
-	shards, whole := ShardCount(p, plan, cluster)
+	shards, whole := ShardCount(p, plan)
 	if whole != "" {
 		out = append(out, whole)
 	}
-	if !cluster {
+	if !cluster && shards == 0 {
 		return out
 	}
 	var risky []string

@@ -36,8 +36,10 @@ func TestSubmitWarnings(t *testing.T) {
 		want    []string
 	}{
 		{"local run", false, "", &pipeline.Plan{Invocations: []pipeline.Invocation{{}}}, nil},
-		{"shard outside a cluster", false, "", &pipeline.Plan{Shard: &pipeline.Shard{Count: 4}, Invocations: []pipeline.Invocation{{Source: pipeline.ConnectorConfig{Type: "split"}}}},
-			[]string{"cluster mode only"}},
+		{"shard outside a cluster", false, "", &pipeline.Plan{Shard: &pipeline.Shard{Count: 4}, Invocations: []pipeline.Invocation{{Source: pipeline.ConnectorConfig{Type: "split"}, Sink: pipeline.ConnectorConfig{Type: "csv"}}}},
+			[]string{"sharded execution (4 shards) is at-least-once"}},
+		{"unshardable source outside a cluster", false, "", &pipeline.Plan{Shard: &pipeline.Shard{Count: 4}, Invocations: []pipeline.Invocation{{Source: pipeline.ConnectorConfig{Type: "stdin"}}}},
+			[]string{"source connector stdin cannot be sharded"}},
 		{"clustered run into an appending sink", true, "", &pipeline.Plan{Invocations: []pipeline.Invocation{{Sink: pipeline.ConnectorConfig{Type: "jsonl"}}}},
 			[]string{"clustered execution is at-least-once", "jsonl (write_mode append)"}},
 		{"sharded run", true, "", &pipeline.Plan{Shard: &pipeline.Shard{Count: 4}, Invocations: []pipeline.Invocation{{Source: pipeline.ConnectorConfig{Type: "split"}, Sink: pipeline.ConnectorConfig{Type: "csv"}}}},

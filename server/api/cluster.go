@@ -27,8 +27,9 @@ func registerCluster(g groups, d *Deps) {
 	huma.Register(g.v1, huma.Operation{
 		OperationID: "listRunShards", Method: http.MethodGet, Path: "/runs/{id}/shards",
 		Summary: "List a sharded run's shards", Tags: []string{"cluster"},
-		Description: "Each source shard of a run that was split into shards (shard: {count: N} in cluster mode), " +
-			"ordered by shard id, with its state and the member executing it. Empty for a run that was not sharded.",
+		Description: "Each source shard of a run that was split into shards (shard: {count: N}), " +
+			"ordered by shard id, with its state and the member (or, outside a cluster, the server) executing it. " +
+			"Empty for a run that was not sharded.",
 		Errors:   []int{404, 503},
 		Metadata: map[string]any{metaRole: auth.Viewer},
 	}, d.listRunShards)

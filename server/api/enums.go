@@ -18,7 +18,7 @@ func (RunStatus) Schema(r huma.Registry) *huma.Schema {
 	return enumComponent(r, "RunStatus",
 		"A run's status. pending: stored for any cluster member to claim (cluster mode only); queued: "+
 			"admitted to this server's queue; running: executing; sharded: split into source shards that "+
-			"execute on their own (cluster mode only); completed, failed, cancelled: terminal.",
+			"execute in parallel, on this server or across a cluster's members; completed, failed, cancelled: terminal.",
 		db.StatusPending, db.StatusQueued, db.StatusRunning, db.StatusSharded,
 		db.StatusCompleted, db.StatusFailed, db.StatusCancelled)
 }
@@ -29,7 +29,7 @@ type ShardStatus string
 // Schema makes ShardStatus the ShardStatus component.
 func (ShardStatus) Schema(r huma.Registry) *huma.Schema {
 	return enumComponent(r, "ShardStatus",
-		"A shard's status. pending: waiting for a member to claim it; running: executing; completed, failed, "+
+		"A shard's status. pending: waiting for a member (or, outside a cluster, a slot) to claim it; running: executing; completed, failed, "+
 			"cancelled (its run was cancelled before it started): terminal.",
 		db.ShardPending, db.ShardRunning, db.ShardCompleted, db.ShardFailed, db.ShardCancelled)
 }

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -179,10 +178,11 @@ func (m *Member) cancelRequested(ctx context.Context, runs []db.RunRecord) map[s
 // executeClaimed executes a run claimed from the cluster, which holds a
 // slot: it re-loads the stored config with this member's environment and
 // defaults (unless this member accepted the run and still has its plan),
-// then either splits the run into shards (Mode B) or executes it whole. A
-// run claimed with a cancel request (its earlier owner died before it
-// stopped the run) is finalized cancelled without executing again; its
-// records written stay those its earlier owner last reported.
+// then either splits the run into shards (Mode B, waking the members for
+// them) or executes it whole. A run claimed with a cancel request (its
+// earlier owner died before it stopped the run) is finalized cancelled
+// without executing again; its records written stay those its earlier
+// owner last reported.
 func (m *Member) executeClaimed(rec db.RunRecord, cancelRequested bool) {
 	t := m.exec.Adopt(rec, m.redactor(nil))
 	if t == nil {
@@ -204,105 +204,26 @@ func (m *Member) executeClaimed(rec db.RunRecord, cancelRequested bool) {
 	}
 	red := m.redactor(plan)
 	t.SetRedactor(red)
-	if shards, whole := admission.ShardCount(m.pipes, plan, true); shards > 0 {
+	if shards, whole := admission.ShardCount(m.pipes, plan); shards > 0 {
 		split, err := m.split(t, plan, shards)
 		switch {
 		case err != nil:
 			m.exec.Finalize(t, execution.Failed(execution.ReasonError, "split the run into shards: "+red.String(err.Error())))
 			return
 		case split:
+			m.shardsSeen.Store(true)
+			m.kick()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			if err := m.store.Wake(ctx, db.WakeWork); err != nil {
+				m.cfg.Logger.Debug("wake the members for new shards; they find them at their next poll", "run_id", t.RunID(), "error", err)
+			}
 			return
 		}
 	} else if whole != "" {
 		t.Log().Append(slog.LevelWarn, whole)
 	}
 	m.exec.Execute(t, plan)
-}
-
-// split is the coordinator step of Mode B: enumerate the source's shards
-// and turn the run into a sharded run with those shards, in one fenced
-// write. It reports false when the source yields fewer than two shards (the
-// run then executes whole). Enumeration is deterministic and the insert
-// idempotent, so a member that re-splits a run whose coordinator died
-// converges on the same shards.
-func (m *Member) split(t *execution.Task, plan *pipeline.Plan, count int) (bool, error) {
-	runID := t.RunID()
-	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.SplitTimeout)
-	defer cancel()
-	shards, err := m.pipes.Shards(ctx, plan.Invocations[0].Source, count)
-	if err != nil {
-		return false, err
-	}
-	if len(shards) < 2 {
-		t.Log().Append(slog.LevelInfo, fmt.Sprintf("the source yields %d shard(s); the run executes whole", len(shards)))
-		return false, nil
-	}
-	rows := make([]db.ShardInsert, len(shards))
-	for i, sh := range shards {
-		rows[i] = db.ShardInsert{ShardID: fmt.Sprintf(pipeline.ShardIDFormat, i), Descriptor: sh.Descriptor}
-		switch {
-		case sh.EstimatedRecords > 0:
-			rows[i].SizeEstimate = &sh.EstimatedRecords
-		case sh.EstimatedBytes > 0:
-			rows[i].SizeEstimate = &sh.EstimatedBytes
-		}
-	}
-	var ok bool
-	err = m.exec.Retry(func(ctx context.Context) error {
-		var err error
-		ok, err = m.store.RunShard(ctx, runID, rows)
-		return err
-	})
-	if err != nil {
-		return false, err
-	}
-	if !ok {
-		m.cfg.Logger.Warn("run was reclaimed by another instance before it was split; leaving it to that instance", "run_id", runID)
-		m.exec.Forget(t)
-		return true, nil
-	}
-	t.Log().Append(slog.LevelInfo, fmt.Sprintf("run split into %d shards; any cluster member executes them", len(rows)))
-	m.exec.Forget(t)
-	m.cfg.Logger.Info("run split into shards", "run_id", runID, "shards", len(rows))
-	// A run cancelled while it was being split got its shards cancelled.
-	m.finishParent(runID)
-	m.shardsSeen.Store(true)
-	m.kick()
-	if err := m.store.Wake(ctx, db.WakeWork); err != nil {
-		m.cfg.Logger.Debug("wake the members for new shards; they find them at their next poll", "run_id", runID, "error", err)
-	}
-	return true, nil
-}
-
-// executeShard executes one claimed shard, which holds a slot: the run's
-// config re-loaded, its source narrowed to the shard. The shard's result is
-// written fenced on this member still owning it, and the last shard to end
-// finalizes the run.
-func (m *Member) executeShard(cs db.ClaimedShard) {
-	defer m.finishParent(cs.RunID)
-	t, err := m.exec.AdoptShard(cs, m.redactor(nil))
-	if err != nil {
-		m.exec.ReturnSlots(1)
-		m.cfg.Logger.Error("execute shard; it is failed once its lease lapses", "run_id", cs.RunID, "shard", cs.ShardID, "error", err)
-		return
-	}
-	if t == nil {
-		return
-	}
-	logger := t.Log().Logger().With("shard", cs.ShardID)
-	logger.Info("shard claimed", "instance", m.store.InstanceID(), "attempt", cs.Attempt)
-	plan, err := m.reload(&cs.Run)
-	if err != nil {
-		m.exec.FinalizeShard(t, execution.Failed(execution.ReasonError, "re-load the run's config: "+m.redactor(nil).String(err.Error())))
-		return
-	}
-	t.SetRedactor(m.redactor(plan))
-	if len(plan.Invocations) != 1 {
-		m.exec.FinalizeShard(t, execution.Failed(execution.ReasonError, fmt.Sprintf("the run's config now has %d invocations; a shard runs a single pipeline", len(plan.Invocations))))
-		return
-	}
-	plan.Invocations[0].SourceShard = &pipeline.SourceShard{Descriptor: json.RawMessage(cs.Descriptor)}
-	m.exec.ExecuteShard(t, plan)
 }
 
 // planCacheSize bounds the plans kept for runs this member accepted: enough

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/faucet-dev/faucet/db"
-	"github.com/faucet-dev/faucet/server/execution"
 )
 
 // heartbeatLoop heartbeats every HeartbeatEvery, and after a failed
@@ -89,29 +88,4 @@ func (m *Member) heartbeat(ctx context.Context, reported map[string]int64) (map[
 		m.cfg.Metrics.ClusterMembers.Set(float64(len(members)))
 	}
 	return current, nil
-}
-
-// stopLost stops the held work the renewal did not renew: its lease lapsed
-// before this heartbeat (a late heartbeat on a loaded machine, a pause) and
-// a peer requeued it, so another member may be executing it now, or it was
-// cancelled meanwhile. Executing it on would duplicate that member's writes
-// and never end.
-func (m *Member) stopLost(held []*execution.Task, runs []string, shards []db.ShardKey) {
-	ownedRuns := make(map[string]bool, len(runs))
-	for _, id := range runs {
-		ownedRuns[id] = true
-	}
-	ownedShards := make(map[db.ShardKey]bool, len(shards))
-	for _, k := range shards {
-		ownedShards[k] = true
-	}
-	for _, t := range held {
-		owned := ownedRuns[t.RunID()]
-		if id := t.ShardID(); id != "" {
-			owned = ownedShards[db.ShardKey{RunID: t.RunID(), ShardID: id}]
-		}
-		if !owned {
-			t.Lose()
-		}
-	}
 }

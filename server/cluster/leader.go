@@ -120,32 +120,23 @@ func (m *Member) sweep(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	shards, err := m.store.ShardRequeueLapsed(ctx, m.cfg.MaxAttempts)
-	if err != nil {
-		return err
-	}
-	if runs.Requeued+runs.Poisoned+shards.Requeued+shards.Poisoned > 0 {
-		m.cfg.Logger.Warn("reclaimed work whose owner stopped renewing its lease",
-			"runs_requeued", runs.Requeued, "runs_poisoned", runs.Poisoned,
-			"shards_requeued", shards.Requeued, "shards_poisoned", shards.Poisoned)
+	if runs.Requeued+runs.Poisoned > 0 {
+		m.cfg.Logger.Warn("reclaimed runs whose owner stopped renewing its lease",
+			"runs_requeued", runs.Requeued, "runs_poisoned", runs.Poisoned)
 	}
 	if m.cfg.Metrics != nil {
 		m.cfg.Metrics.Reclaimed("run", runs.Requeued, runs.Poisoned)
-		m.cfg.Metrics.Reclaimed("shard", shards.Requeued, shards.Poisoned)
 	}
-	if runs.Requeued+shards.Requeued > 0 {
-		m.shardsSeen.Store(shards.Requeued > 0 || m.shardsSeen.Load())
+	shards, err := m.reclaimShards(ctx)
+	if err != nil {
+		return err
+	}
+	if runs.Requeued+shards > 0 {
+		m.shardsSeen.Store(shards > 0 || m.shardsSeen.Load())
 		m.kick()
 		if err := m.store.Wake(ctx, db.WakeWork); err != nil {
 			m.cfg.Logger.Debug("wake the members for requeued work; they find it at their next poll", "error", err)
 		}
 	}
-	parents, err := m.store.ShardFinalizeCompletedParents(ctx)
-	if err != nil {
-		return err
-	}
-	for _, id := range parents {
-		m.parentFinalized(ctx, id)
-	}
-	return nil
+	return m.finalizeEnded(ctx)
 }

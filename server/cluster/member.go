@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/faucet-dev/faucet/db"
-	"github.com/faucet-dev/faucet/internal/redact"
 	"github.com/faucet-dev/faucet/pipeline"
 	"github.com/faucet-dev/faucet/server/admission"
 	"github.com/faucet-dev/faucet/server/execution"
@@ -112,10 +111,7 @@ func (c Config) withDefaults() Config {
 
 // Member is this process's membership of the cluster.
 type Member struct {
-	cfg   Config
-	store db.Store
-	exec  *execution.Executor
-	pipes Pipelines
+	core
 
 	// wake asks the claim loop to look for work now; cancels to deliver
 	// the cancel requests made on peers; elect to attempt the election.
@@ -143,7 +139,7 @@ type Member struct {
 func New(cfg Config, store db.Store, exec *execution.Executor, pipes Pipelines) *Member {
 	cfg = cfg.withDefaults()
 	m := &Member{
-		cfg: cfg, store: store, exec: exec, pipes: pipes,
+		core: core{cfg: cfg, store: store, exec: exec, pipes: pipes},
 		wake: make(chan struct{}, 1), cancels: make(chan struct{}, 1), elect: make(chan struct{}, 1),
 		started: cfg.Clock().UTC(),
 	}
@@ -283,24 +279,4 @@ func (t *storeTrouble) report(err error) {
 		t.failing = false
 		t.log.Info("cluster duty recovered", "duty", t.duty)
 	}
-}
-
-// redactor masks the member's own secrets, until a run's plan is known.
-func (m *Member) redactor(plan *pipeline.Plan) *redact.Redactor {
-	if plan == nil {
-		return redact.New(m.cfg.Secrets)
-	}
-	return redact.New(plan.Secrets, m.cfg.Secrets)
-}
-
-// reload loads a claimed run's stored config the way Submit loaded it.
-func (m *Member) reload(rec *db.RunRecord) (*pipeline.Plan, error) {
-	if rec.ConfigBody == nil {
-		return nil, errors.New("the run record carries no config (was it submitted by a server outside the cluster?)")
-	}
-	format := "yaml"
-	if rec.ConfigFormat != nil && *rec.ConfigFormat != "" {
-		format = *rec.ConfigFormat
-	}
-	return admission.LoadPlan(m.pipes, *rec.ConfigBody, format, rec.Concurrency, admission.RunClock(rec))
 }

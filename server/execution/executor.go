@@ -66,6 +66,11 @@ type Config struct {
 	// SlotFreed, when set, is called each time an execution slot frees, so
 	// a cluster member claims more work.
 	SlotFreed func()
+	// Split, when set, is offered each local run once it holds its slot
+	// and started, before it executes: it reports true when it took the
+	// run over (split it into shards and let it go with Forget, or ended
+	// it with Finalize), false to have the run execute whole.
+	Split func(t *Task, plan *pipeline.Plan) bool
 	// Ledger, when set, holds the ledger entries of the files each run's
 	// sinks wrote, for its terminal write to record in its own transaction.
 	Ledger Ledger
@@ -285,6 +290,27 @@ func (e *Executor) TakeSlots(n int) int {
 		}
 	}
 	return took
+}
+
+// AwaitSlot waits for a free execution slot and takes it, in turn with the
+// local runs queued for one (the slots are handed out first come, first
+// served), so shards queued behind runs, and runs behind shards, each wait
+// a bounded time. It reports false, holding nothing, when ctx ends or Stop
+// begins first. The caller gives the slot back with ReturnSlots or adopts
+// a shard into it (AdoptShard).
+func (e *Executor) AwaitSlot(ctx context.Context) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-e.shutdown:
+		return false
+	case e.slots <- struct{}{}:
+	}
+	if ctx.Err() != nil || e.Closing() {
+		<-e.slots
+		return false
+	}
+	return true
 }
 
 // ReturnSlots gives back n slots TakeSlots took and nothing used.
@@ -518,7 +544,25 @@ func (e *Executor) queue(t *Task, plan *pipeline.Plan, dequeued func()) {
 	started := e.now()
 	t.start(started)
 	e.announceStart(t, started)
+	if e.cfg.Split != nil && e.cfg.Split(t, plan) {
+		return
+	}
 	e.Execute(t, plan)
+}
+
+// WriteStart writes a local run's start now rather than after StartDelay:
+// a run about to be split into shards must be running in the history
+// first (db RunShard). The write is fenced on the run still being queued,
+// so it never undoes a later state.
+func (e *Executor) WriteStart(t *Task) error {
+	at, ok := t.running()
+	if !ok {
+		return fmt.Errorf("write the start of run %s: it is not executing", t.runID)
+	}
+	return e.retry(func(ctx context.Context) error {
+		_, err := e.store.RunStart(ctx, t.runID, at)
+		return err
+	})
 }
 
 // releaseUnusedSlot gives back a slot t took but never used.

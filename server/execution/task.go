@@ -82,6 +82,16 @@ func (t *Task) redactor() *redact.Redactor { return t.red.Load() }
 // requestCancel asks the task to stop as cancelled.
 func (t *Task) requestCancel() { t.cancelOnce.Do(func() { close(t.cancel) }) }
 
+// CancelRequested reports whether a cancel of the task was requested.
+func (t *Task) CancelRequested() bool {
+	select {
+	case <-t.cancel:
+		return true
+	default:
+		return false
+	}
+}
+
 // Lose tells the task that this member no longer owns it (a peer took it
 // over after its lease lapsed): it stops, and writes no result.
 func (t *Task) Lose() { t.lostOnce.Do(func() { close(t.lost) }) }

@@ -15,6 +15,7 @@ import (
 	"github.com/faucet-dev/faucet/db"
 	_ "github.com/faucet-dev/faucet/db/sqlite" // the histories are SQLite files
 	"github.com/faucet-dev/faucet/internal/testwait"
+	"github.com/faucet-dev/faucet/pipeline"
 	"github.com/faucet-dev/faucet/server/admission"
 	"github.com/faucet-dev/faucet/server/audit"
 	"github.com/faucet-dev/faucet/server/cluster"
@@ -122,8 +123,10 @@ type Stack struct {
 	Logs      *runlog.Hub
 	Exec      *execution.Executor
 	Admission *admission.Service
-	// Member is the cluster membership; nil for a local stack.
+	// Member is the cluster membership; nil for a local stack, which has
+	// Shards, the executor of its sharded runs, instead.
 	Member *cluster.Member
+	Shards *cluster.Local
 	// Metrics are the stack's instruments.
 	Metrics *metrics.Metrics
 
@@ -141,6 +144,8 @@ type Options struct {
 	History string
 	// Cluster makes the stack a cluster member with this config.
 	Cluster *cluster.Config
+	// Local configures a local stack's executor of sharded runs.
+	Local cluster.Config
 }
 
 // Start starts a stack and stops it when t ends.
@@ -172,8 +177,19 @@ func Start(t testing.TB, o Options) *Stack {
 		s.Member, dispatch = member, member
 		o.Admission.Cluster = true
 	} else {
+		var shards *cluster.Local
+		o.Exec.Split = func(t *execution.Task, plan *pipeline.Plan) bool { return shards.Split(t, plan) }
 		s.Exec = execution.New(o.Exec, s.Store, o.Engine, s.Logs)
-		dispatch = s.Exec
+		lc := o.Local
+		lc.Metrics = s.Metrics
+		if lc.LeaseTTL == 0 {
+			lc.LeaseTTL = o.Store.LeaseTTL
+		}
+		if lc.Logger == nil {
+			lc.Logger = o.Exec.Logger
+		}
+		shards = cluster.NewLocal(lc, s.Store, s.Exec, o.Engine)
+		s.Shards, dispatch = shards, s.Exec
 	}
 	s.Admission = admission.New(o.Admission, s.Store, o.Engine, dispatch, rec)
 	ctx := context.Background()
@@ -186,6 +202,8 @@ func Start(t testing.TB, o Options) *Stack {
 		if err := s.Member.Start(ctx); err != nil {
 			t.Fatal(err)
 		}
+	} else if err := s.Shards.Start(ctx); err != nil {
+		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Stop(10 * time.Second) })
 	return s
@@ -199,12 +217,16 @@ func (s *Stack) Stop(grace time.Duration) error {
 		s.Admission.Stop()
 		if s.Member != nil {
 			s.Member.StopClaiming()
+		} else {
+			s.Shards.StopClaiming()
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), grace)
 		defer cancel()
 		err = s.Exec.Stop(ctx)
 		if s.Member != nil {
 			s.Member.Stop(ctx)
+		} else {
+			s.Shards.Stop(ctx)
 		}
 		s.Logs.Stop(ctx)
 	})

@@ -463,7 +463,7 @@ export interface paths {
         };
         /**
          * List a sharded run's shards
-         * @description Each source shard of a run that was split into shards (shard: {count: N} in cluster mode), ordered by shard id, with its state and the member executing it. Empty for a run that was not sharded.
+         * @description Each source shard of a run that was split into shards (shard: {count: N}), ordered by shard id, with its state and the member (or, outside a cluster, the server) executing it. Empty for a run that was not sharded.
          */
         get: operations["listRunShards"];
         put?: never;
@@ -1523,7 +1523,7 @@ export interface components {
             timeout_secs?: number;
         };
         /**
-         * @description A run's status. pending: stored for any cluster member to claim (cluster mode only); queued: admitted to this server's queue; running: executing; sharded: split into source shards that execute on their own (cluster mode only); completed, failed, cancelled: terminal.
+         * @description A run's status. pending: stored for any cluster member to claim (cluster mode only); queued: admitted to this server's queue; running: executing; sharded: split into source shards that execute in parallel, on this server or across a cluster's members; completed, failed, cancelled: terminal.
          * @enum {string}
          */
         RunStatus: "pending" | "queued" | "running" | "sharded" | "completed" | "failed" | "cancelled";
@@ -1570,7 +1570,7 @@ export interface components {
             status: components["schemas"]["ShardStatus"];
         };
         /**
-         * @description A shard's status. pending: waiting for a member to claim it; running: executing; completed, failed, cancelled (its run was cancelled before it started): terminal.
+         * @description A shard's status. pending: waiting for a member (or, outside a cluster, a slot) to claim it; running: executing; completed, failed, cancelled (its run was cancelled before it started): terminal.
          * @enum {string}
          */
         ShardStatus: "pending" | "running" | "completed" | "failed" | "cancelled";

@@ -91,22 +91,21 @@ func (Connector) Shards(ctx context.Context, config json.RawMessage, count int) 
 		return nil, err
 	}
 	from := cfg.relation()
+	var fractions []float64
+	for i := 1; i < count; i++ {
+		fractions = append(fractions, float64(i)/float64(count))
+	}
+	// The counts and the boundaries come from one scan of the source (the
+	// ordered-set aggregate skips NULL keys), not one scan each.
 	var keyed, nulls int64
-	if err := conn.QueryRow(ctx, fmt.Sprintf("SELECT count(%s), count(*) - count(%s) FROM %s", key, key, from)).Scan(&keyed, &nulls); err != nil {
-		return nil, fmt.Errorf("count rows: %w", classify(err))
+	var texts []string
+	if err := conn.QueryRow(ctx, fmt.Sprintf("SELECT count(%[1]s), count(*) - count(%[1]s), (percentile_disc($1::float8[]) WITHIN GROUP (ORDER BY %[1]s))::text[] FROM %[2]s", key, from),
+		fractions).Scan(&keyed, &nulls, &texts); err != nil {
+		return nil, fmt.Errorf("find shard boundaries: %w", classify(err))
 	}
 	var bounds []json.RawMessage
 	var estimates []int64
 	if count > 1 && keyed > 1 {
-		fractions := make([]float64, 0, count-1)
-		for i := 1; i < count; i++ {
-			fractions = append(fractions, float64(i)/float64(count))
-		}
-		var texts []string
-		q := fmt.Sprintf("SELECT (percentile_disc($1::float8[]) WITHIN GROUP (ORDER BY %s))::text[] FROM %s WHERE %s IS NOT NULL", key, from, key)
-		if err := conn.QueryRow(ctx, q, fractions).Scan(&texts); err != nil {
-			return nil, fmt.Errorf("find shard boundaries: %w", classify(err))
-		}
 		prev := int64(0)
 		for i, t := range texts {
 			b, _ := json.Marshal(t)
