@@ -61,15 +61,15 @@ const (
 
 // isolation is the state of a session that isolates refused records.
 type isolation struct {
-	// encoded holds the window's COPY lines; starts[i] is where line i
-	// begins, with the end last.
+	// encoded holds the window's COPY lines, encoded in place and sent to
+	// the server from there; starts[i] is where line i begins, with the
+	// end last.
 	encoded []byte
 	starts  []int
-	// raw holds the window's records as received, rawStarts likewise, and
-	// refs where each came from.
-	raw       []byte
-	rawStarts []int
-	refs      []recordRef
+	// raw holds the window's batches as received, one after another, and
+	// refs where each line's record came from and where it is in raw.
+	raw  []byte
+	refs []recordRef
 	// text is a string value's while it is checked; kept, recs and present
 	// are a batch's.
 	text    []byte
@@ -83,9 +83,15 @@ type isolation struct {
 	// keysTable is set once its table exists.
 	check     keyCheck
 	keysTable bool
-	// gathered holds the lines of a piece of a refused window.
+	// gathered holds the lines of a piece of a refused window; sends the
+	// parts of a batch's lines that go to the server.
 	gathered []byte
+	sends    []sendPart
 }
+
+// sendPart is a run of a batch's lines in the window sent as one: encoded
+// bytes [from, to), rows lines.
+type sendPart struct{ from, to, rows int }
 
 // bound is the size a window may grow to.
 func (s *isolation) bound() int {
@@ -104,33 +110,36 @@ func (s *isolation) judged(refused bool) {
 	}
 }
 
-// recordRef is a record's batch and position there.
+// recordRef is a record's batch and position there, and where its text
+// is in the window's raw: raw[start:end].
 type recordRef struct {
-	seq   uint64
-	index int
+	seq        uint64
+	index      int
+	start, end int
 }
 
 // reset empties the window. The first one allocates what a full window
-// holds, so a window never grows by copying itself.
+// holds, so a window seldom grows by copying itself.
 func (s *isolation) reset() {
 	if cap(s.encoded) == 0 {
 		s.encoded, s.raw = make([]byte, 0, windowBytes+1<<20), make([]byte, 0, 2*windowBytes)
-		s.starts, s.rawStarts = make([]int, 0, windowBytes/64), make([]int, 0, windowBytes/64)
+		s.starts = make([]int, 0, windowBytes/64)
 		s.refs = make([]recordRef, 0, windowBytes/64)
 	}
 	s.encoded, s.raw = s.encoded[:0], s.raw[:0]
-	s.starts, s.rawStarts, s.refs = append(s.starts[:0], 0), append(s.rawStarts[:0], 0), s.refs[:0]
+	s.starts, s.refs = append(s.starts[:0], 0), s.refs[:0]
 }
 
-// add keeps one record and its COPY line in the window.
-func (s *isolation) add(ref recordRef, raw, line []byte) {
-	if len(s.starts) == 0 {
-		s.reset()
-	}
-	s.encoded = append(s.encoded, line...)
+// full reports whether the window holds what a window may: encoded lines
+// to its bound, or records as received to twice that.
+func (s *isolation) full() bool {
+	return len(s.encoded) >= s.bound() || len(s.raw) >= 2*s.bound()
+}
+
+// add keeps the line just encoded at the end of s.encoded in the window,
+// with its record's place.
+func (s *isolation) add(ref recordRef) {
 	s.starts = append(s.starts, len(s.encoded))
-	s.raw = append(s.raw, bytes.TrimRight(raw, "\n")...)
-	s.rawStarts = append(s.rawStarts, len(s.raw))
 	s.refs = append(s.refs, ref)
 }
 
@@ -140,7 +149,7 @@ func (s *isolation) lines() int { return len(s.refs) }
 func (s *isolation) line(i int) []byte { return s.encoded[s.starts[i]:s.starts[i+1]] }
 
 // record is the window's record i as received.
-func (s *isolation) record(i int) []byte { return s.raw[s.rawStarts[i]:s.rawStarts[i+1]] }
+func (s *isolation) record(i int) []byte { return s.raw[s.refs[i].start:s.refs[i].end] }
 
 // gather returns the lines listed, in order: a slice of the window when
 // they follow one another.
@@ -208,7 +217,9 @@ func (w *writer) writeIsolated(ctx context.Context, b sdk.Batch) error {
 		}
 	}
 	columns := tabular.QuoteList(listed)
-	if w.stream != nil && w.stream.columns != columns {
+	// A full window ends here, not as the batch that filled it is sent:
+	// the server takes in that batch while this one is parsed.
+	if w.stream != nil && (w.stream.columns != columns || w.iso.full()) {
 		if err := w.endWindow(ctx); err != nil {
 			return err
 		}
@@ -221,8 +232,10 @@ func (w *writer) writeIsolated(ctx context.Context, b sdk.Batch) error {
 		w.iso.check.window(which)
 		w.stream = startCopy(ctx, w.conn.PgConn(), fmt.Sprintf("COPY %s (%s) FROM STDIN", w.name, columns), columns)
 	}
-	buf, err := w.stream.buffer()
-	if err != nil {
+	// The stream's buffers are not used: the lines are encoded into the
+	// window and sent from there. Taking one is waiting for the stream to
+	// have read all but the last batch sent.
+	if _, err := w.stream.buffer(); err != nil {
 		// The server ended the window's COPY early: its verdict is in.
 		// Once the window is isolated, this batch starts the next one.
 		if err := w.endWindow(ctx); err != nil {
@@ -230,41 +243,59 @@ func (w *writer) writeIsolated(ctx context.Context, b sdk.Batch) error {
 		}
 		return w.writeIsolated(ctx, b)
 	}
-	rows := 0
+	iso := w.iso
+	base := len(iso.raw)
+	iso.raw = append(iso.raw, b.Records...)
+	sends := append(iso.sends[:0], sendPart{from: len(iso.encoded)})
+	defer func() { iso.sends = sends[:0] }()
 	for k, index := range kept {
-		start := len(buf)
-		buf, err = w.encodeChecked(buf, w.rows[k*ncols:(k+1)*ncols], which)
+		start := len(iso.encoded)
+		var err error
+		iso.encoded, err = w.encodeChecked(iso.encoded, w.rows[k*ncols:(k+1)*ncols], which)
 		if err != nil {
-			buf = buf[:start]
+			iso.encoded = iso.encoded[:start]
 			sdk.Reject(ctx, b.Seq, index, recs[k], 1, err)
 			continue
 		}
-		line := buf[start:]
-		held := w.iso.check.repeats(w.iso.lines(), line, w.iso.line)
-		w.iso.add(recordRef{b.Seq, index}, recs[k], line)
+		held := iso.check.repeats(iso.lines(), iso.encoded[start:], iso.line)
+		// recs[k] is b.Records from its start on (as Batch.All slices
+		// it), so the capacities tell where it is in the window's copy.
+		from := base + cap(b.Records) - cap(recs[k])
+		iso.add(recordRef{seq: b.Seq, index: index, start: from, end: from + len(recs[k])})
 		if held >= 0 {
-			// A duplicate of an accepted record: not sent (see unique.go).
-			buf = buf[:start]
+			// A duplicate of an accepted record: kept, not sent (see
+			// unique.go).
+			sends[len(sends)-1].to = start
+			sends = append(sends, sendPart{from: len(iso.encoded)})
 			continue
 		}
-		rows++
+		sends[len(sends)-1].rows++
 	}
-	// A batch the server refused while queued is in the window: ending it
+	sends[len(sends)-1].to = len(iso.encoded)
+	// Each part sent takes a buffer, the first the one taken above. A
+	// batch the server refused while queued is in the window: ending it
 	// writes the batch through isolation.
-	if err := w.stream.send(b.Seq, rows, buf); err != nil || len(w.iso.encoded) >= w.iso.bound() {
-		return w.endWindow(ctx)
+	for i, part := range sends {
+		if i > 0 {
+			if _, err := w.stream.buffer(); err != nil {
+				return w.endWindow(ctx)
+			}
+		}
+		if err := w.stream.send(b.Seq, part.rows, iso.encoded[part.from:part.to]); err != nil {
+			return w.endWindow(ctx)
+		}
 	}
 	return nil
 }
 
 // encodeChecked appends one record's COPY line, or refuses a value its
-// column cannot hold. The offsets of the line's fields are left in
-// w.iso.check.starts, as fieldStarts finds them.
+// column cannot hold. When the window's keys are judged, the offsets of
+// the line's fields are left in w.iso.check.starts, as fieldStarts finds
+// them.
 func (w *writer) encodeChecked(dst []byte, vals [][]byte, which []int) ([]byte, error) {
 	names := w.index.Names()
 	line := len(dst)
-	starts := w.iso.check.starts[:0]
-	defer func() { w.iso.check.starts = starts }()
+	keyed, starts := w.iso.check.keyed(), w.iso.check.starts[:0]
 	for j, c := range which {
 		if err := checkValue(vals[c], w.types[c], &w.iso.text); err != nil {
 			return dst, fmt.Errorf("column %s: %w", names[c], err)
@@ -272,14 +303,18 @@ func (w *writer) encodeChecked(dst []byte, vals [][]byte, which []int) ([]byte, 
 		if j > 0 {
 			dst = append(dst, '\t')
 		}
-		starts = append(starts, len(dst)-line)
+		if keyed {
+			starts = append(starts, len(dst)-line)
+		}
 		var err error
 		if dst, err = w.appendValue(dst, vals[c], c); err != nil {
 			return dst, fmt.Errorf("column %s: %w", names[c], err)
 		}
 	}
 	dst = append(dst, '\n')
-	starts = append(starts, len(dst)-line)
+	if keyed {
+		w.iso.check.starts = append(starts, len(dst)-line)
+	}
 	return dst, nil
 }
 
@@ -428,8 +463,9 @@ func recordError(err error) *sdk.RecordError {
 // checkValue refuses a raw JSON value its column certainly cannot hold, in
 // the server's words. It errs on the side of letting a value through: what
 // it lets pass the server judges, at the cost of a window's isolation. buf
-// is scratch space for a string's text. The common value (plain digits, a
-// string without escapes) is checked without a copy.
+// is scratch space for a string's text. It runs for every value of a
+// session with a record policy, so the common value (plain digits, a
+// string without escapes) is checked in place, in one pass.
 func checkValue(raw []byte, t columnType, buf *[]byte) error {
 	if len(raw) == 0 || raw[0] == 'n' {
 		if t.notNull {
@@ -437,80 +473,109 @@ func checkValue(raw []byte, t columnType, buf *[]byte) error {
 		}
 		return nil
 	}
-	text := func() ([]byte, error) {
-		if raw[0] != '"' {
-			return raw, nil // a number or a boolean, as written
-		}
+	v, quoted, escaped := raw, raw[0] == '"', false
+	if quoted {
 		if len(raw) >= 2 && bytes.IndexByte(raw, '\\') < 0 {
-			return raw[1 : len(raw)-1], nil
+			v = raw[1 : len(raw)-1]
+		} else {
+			escaped = true
+		}
+	}
+	// text is the value's text, unquoted.
+	text := func() ([]byte, error) {
+		if !escaped {
+			return v, nil
 		}
 		s, err := tabular.AppendUnquoted((*buf)[:0], raw)
 		*buf = s
 		return s, err
 	}
-	var check func([]byte) error
+	var err error
 	switch t.oid {
 	case pgtype.Int2OID, pgtype.Int4OID, pgtype.Int8OID:
-		check = func(v []byte) error { return checkInteger(v, t.oid) }
+		if v, err = text(); err == nil {
+			err = checkInteger(v, t.oid)
+		}
 	case pgtype.NumericOID, pgtype.Float4OID, pgtype.Float8OID:
-		check = func(v []byte) error { return checkNumber(v, t.oid) }
+		if v, err = text(); err == nil {
+			err = checkNumber(v, t.oid)
+		}
 	case pgtype.BoolOID:
-		check = checkBool
+		if v, err = text(); err == nil {
+			err = checkBool(v)
+		}
 	case pgtype.UUIDOID:
-		check = checkUUID
+		if v, err = text(); err == nil {
+			err = checkUUID(v)
+		}
 	case pgtype.VarcharOID, pgtype.BPCharOID:
-		if t.typmod > 4 && raw[0] == '"' {
-			check = func(v []byte) error {
-				if n := int(t.typmod) - 4; utf8.RuneCount(bytes.TrimRight(v, " ")) > n {
-					name := map[uint32]string{pgtype.VarcharOID: "character varying", pgtype.BPCharOID: "character"}[t.oid]
-					return fmt.Errorf("value too long for type %s(%d)", name, n)
-				}
-				return nil
+		if t.typmod > 4 && quoted {
+			if v, err = text(); err == nil {
+				err = checkLength(v, t)
 			}
 		}
 	}
-	if check != nil {
-		v, err := text()
-		if err != nil {
-			return err
-		}
-		if err := check(v); err != nil {
-			return err
-		}
+	if err != nil {
+		return err
 	}
-	// No text column takes a NUL character.
-	if raw[0] == '"' && bytes.Contains(raw, []byte(`\u0000`)) {
+	// No text column takes a NUL character, which JSON can only escape.
+	if escaped && bytes.Contains(raw, []byte(`\u0000`)) {
 		return errors.New(`invalid byte sequence for encoding "UTF8": 0x00`)
 	}
 	return nil
 }
 
-var integerTypes = map[uint32]struct {
-	name     string
-	min, max int64
-}{
-	pgtype.Int2OID: {"smallint", -1 << 15, 1<<15 - 1},
-	pgtype.Int4OID: {"integer", -1 << 31, 1<<31 - 1},
-	pgtype.Int8OID: {"bigint", -1 << 63, 1<<63 - 1},
+// checkLength refuses text longer than its character column's length.
+func checkLength(v []byte, t columnType) error {
+	n := int(t.typmod) - 4
+	if len(v) <= n {
+		return nil // no more runes than bytes
+	}
+	if utf8.RuneCount(bytes.TrimRight(v, " ")) > n {
+		name := map[uint32]string{pgtype.VarcharOID: "character varying", pgtype.BPCharOID: "character"}[t.oid]
+		return fmt.Errorf("value too long for type %s(%d)", name, n)
+	}
+	return nil
+}
+
+// isInteger reports whether oid is an integer type's.
+func isInteger(oid uint32) bool {
+	return oid == pgtype.Int2OID || oid == pgtype.Int4OID || oid == pgtype.Int8OID
+}
+
+// integerRange is an integer type's name and range.
+func integerRange(oid uint32) (name string, lo, hi int64) {
+	switch oid {
+	case pgtype.Int2OID:
+		return "smallint", -1 << 15, 1<<15 - 1
+	case pgtype.Int4OID:
+		return "integer", -1 << 31, 1<<31 - 1
+	}
+	return "bigint", -1 << 63, 1<<63 - 1
 }
 
 // checkInteger refuses what no integer input is: plain digits out of the
 // type's range, or text with a character no integer literal has (a base
 // prefix, hex digits and _ are left to the server, whose versions differ).
 func checkInteger(s []byte, oid uint32) error {
-	it := integerTypes[oid]
-	v := bytes.TrimSpace(s)
-	if n, ok := parseDecimal(v); ok {
-		if n < it.min || n > it.max {
-			return fmt.Errorf("value %q is out of range for type %s", s, it.name)
+	name, lo, hi := integerRange(oid)
+	n, ok := parseDecimal(s)
+	v := s
+	if !ok {
+		v = bytes.TrimSpace(s)
+		n, ok = parseDecimal(v)
+	}
+	if ok {
+		if n < lo || n > hi {
+			return fmt.Errorf("value %q is out of range for type %s", s, name)
 		}
 		return nil
 	}
 	if len(v) == 0 || len(bytes.Trim(v, "+-0123456789_xXoObBaAcCdDeEfF")) > 0 {
-		return fmt.Errorf("invalid input syntax for type %s: %q", it.name, s)
+		return fmt.Errorf("invalid input syntax for type %s: %q", name, s)
 	}
 	if len(bytes.Trim(v, "+-0123456789")) == 0 {
-		return fmt.Errorf("value %q is out of range for type %s", s, it.name)
+		return fmt.Errorf("value %q is out of range for type %s", s, name)
 	}
 	return nil
 }
@@ -547,6 +612,9 @@ func parseDecimal(v []byte) (int64, bool) {
 // checkNumber refuses text with a character no numeric literal has (NaN
 // and Infinity spelled in any case are numbers).
 func checkNumber(s []byte, oid uint32) error {
+	if plainNumber(s) {
+		return nil
+	}
 	v := bytes.TrimSpace(s)
 	if plainNumber(v) {
 		return nil
@@ -588,11 +656,11 @@ var boolWords = map[string]bool{
 }
 
 func checkBool(s []byte) error {
-	v := bytes.TrimSpace(s)
-	switch string(v) { // no allocation: the compiler compares in place
+	switch string(s) { // no allocation: the compiler compares in place
 	case "true", "false", "t", "f", "1", "0":
 		return nil
 	}
+	v := bytes.TrimSpace(s)
 	if len(v) > 5 || !boolWords[strings.ToLower(string(v))] {
 		return fmt.Errorf("invalid input syntax for type boolean: %q", s)
 	}

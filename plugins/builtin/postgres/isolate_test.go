@@ -129,7 +129,8 @@ func wantRefused(t *testing.T, got []refusal, want ...refusal) {
 	}
 	for i, w := range want {
 		g := got[i]
-		if g.seq != w.seq || g.index != w.index || g.attempts != w.attempts || !strings.Contains(g.err, w.err) {
+		if g.seq != w.seq || g.index != w.index || g.attempts != w.attempts || !strings.Contains(g.err, w.err) ||
+			w.record != "" && g.record != w.record {
 			t.Errorf("refusal %d = %+v, want %+v", i, g, w)
 		}
 	}
@@ -250,6 +251,80 @@ func TestDuplicateAndOtherRefusalsInOneWindow(t *testing.T) {
 	got := rowsOf(t, url, "SELECT concat_ws(' ', id, amount) FROM dup_mix ORDER BY id")
 	if want := []string{"1 1", "4 4", "5 5", "100 1"}; !slices.Equal(got, want) {
 		t.Errorf("the table holds %v, want %v", got, want)
+	}
+}
+
+// TestRefusedRecordsAsReceived: the refused records of a window spanning
+// batches are letters of the records as they came, whichever batch they
+// came in, and the lines around a held duplicate are written once.
+func TestRefusedRecordsAsReceived(t *testing.T) {
+	url := testpg.Database(t)
+	exec(t, url, "CREATE TABLE as_received (id bigint PRIMARY KEY, amount numeric CHECK (amount >= 0))")
+	refused := writeRefusing(t, cfg(`{"url": %q, "table": "as_received"}`, url),
+		batchOf(1, `{"id":1,"amount":1}`, `{"id":2,"amount":2}`),
+		batchOf(2, `{"id":3,"amount":3}`, `{ "id": 4,  "amount": -4 }`, `{"id":5,"amount":5}`),
+		batchOf(3, `{"id":6,"amount":6}`, `{"id": 3, "amount": 33}`, `{"id":7,"amount":7}`, `{"id":8,"amount":"x"}`, `{"id":9,"amount":-9}`))
+	wantRefused(t, refused,
+		refusal{seq: 3, index: 3, attempts: 1, err: `invalid input syntax for type numeric`, record: `{"id":8,"amount":"x"}`},
+		refusal{seq: 3, index: 1, attempts: 1, err: "duplicate key value", record: `{"id": 3, "amount": 33}`},
+		refusal{seq: 2, index: 1, attempts: 2, err: "violates check constraint", record: `{ "id": 4,  "amount": -4 }`},
+		refusal{seq: 3, index: 4, attempts: 2, err: "violates check constraint", record: `{"id":9,"amount":-9}`})
+	got := rowsOf(t, url, "SELECT concat_ws(' ', id, amount) FROM as_received ORDER BY id")
+	if want := []string{"1 1", "2 2", "3 3", "5 5", "6 6", "7 7"}; !slices.Equal(got, want) {
+		t.Errorf("the table holds %v, want %v", got, want)
+	}
+}
+
+// TestRefusalsAcrossWindows: a session longer than its windows, a record
+// the server refuses in several of them, writes every other record once:
+// the first refusal shrinks the windows, so the later ones end full.
+func TestRefusalsAcrossWindows(t *testing.T) {
+	url := testpg.Database(t)
+	exec(t, url, "CREATE TABLE across (id bigint PRIMARY KEY, amount numeric CHECK (amount >= 0), v text)")
+	const rows = 60_000
+	bad := map[int]bool{100: true, 25_000: true, 41_000: true, 59_999: true}
+	pad := strings.Repeat("x", 60)
+	var batches []sdk.Batch
+	w := sdk.NewBatchWriter(func(b sdk.Batch) error {
+		b.Records = slices.Clone(b.Records)
+		batches = append(batches, b)
+		return nil
+	})
+	for id := 1; id <= rows; id++ {
+		amount := id
+		if bad[id] {
+			amount = -1
+		}
+		if err := w.AppendFunc(func(dst []byte) ([]byte, error) {
+			return fmt.Appendf(dst, `{"id":%d,"amount":%d,"v":"%s"}`, id, amount, pad), nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	refused := writeRefusing(t, cfg(`{"url": %q, "table": "across"}`, url), batches...)
+	var got []int
+	for _, r := range refused {
+		var rec struct{ ID int }
+		if err := json.Unmarshal([]byte(r.record), &rec); err != nil || r.attempts != 2 || !strings.Contains(r.err, "violates check constraint") {
+			t.Errorf("refused %+v", r)
+		}
+		got = append(got, rec.ID)
+	}
+	slices.Sort(got)
+	if want := []int{100, 25_000, 41_000, 59_999}; !slices.Equal(got, want) {
+		t.Errorf("refused ids %v, want %v", got, want)
+	}
+	sum := 0
+	for id := 1; id <= rows; id++ {
+		if !bad[id] {
+			sum += id
+		}
+	}
+	if got := rowsOf(t, url, "SELECT concat_ws(' ', count(*), sum(id), count(DISTINCT id)) FROM across"); got[0] != fmt.Sprintf("%d %d %d", rows-len(bad), sum, rows-len(bad)) {
+		t.Errorf("the table holds (count, sum, distinct) %s, want %d %d", got[0], rows-len(bad), sum)
 	}
 }
 

@@ -80,8 +80,7 @@ func (w *writer) readUniqueKeys(ctx context.Context) ([]uniqueKey, error) {
 		for _, n := range names {
 			k.cols = append(k.cols, position[n])
 		}
-		_, k.integer = integerTypes[w.types[k.cols[0]].oid]
-		k.integer = k.integer && len(k.cols) == 1
+		k.integer = len(k.cols) == 1 && isInteger(w.types[k.cols[0]].oid)
 		return k, nil
 	})
 	if err != nil {
