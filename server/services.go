@@ -77,9 +77,7 @@ func newServices(cfg Config, store db.Store, pipes *pipelineHost, authn *auth.Au
 	// A sharded run finalized here with a callback has its delivery due now
 	// too, and its one catalog record is made from its shards'.
 	parentFinalized := func(ctx context.Context, rec *db.RunRecord, plan *pipeline.Plan) {
-		if len(rec.Callback) > 0 {
-			s.callbacks.Wake()
-		}
+		s.callbacks.Finalized(rec)
 		if s.catalog != nil {
 			s.catalog.RecordSharded(ctx, rec, plan)
 		}
@@ -87,15 +85,11 @@ func newServices(cfg Config, store db.Store, pipes *pipelineHost, authn *auth.Au
 	execCfg := execution.Config{
 		MaxConcurrent: cfg.MaxConcurrentRuns, Logger: log, Metrics: m,
 		// A run finalized here with a callback has its delivery due now:
-		// deliver it without waiting for the poll. A run without one has no
-		// delivery row, and waking the dispatcher for it would cost a claim
-		// statement per run for nothing. Recording it in the catalog only
-		// queues: the terminal write is done by then, and nothing the
-		// catalog does can fail or delay it.
+		// deliver it without waiting for the poll. Recording it in the
+		// catalog only queues: the terminal write is done by then, and
+		// nothing the catalog does can fail or delay it.
 		Finalized: func(ctx context.Context, f execution.Final) {
-			if len(f.Record.Callback) > 0 {
-				s.callbacks.Wake()
-			}
+			s.callbacks.Finalized(&f.Record)
 			s.catalog.Record(ctx, &f.Record, f.Plan, f.Results)
 		},
 	}

@@ -125,7 +125,7 @@ func benchDeliveries(b *testing.B, gap time.Duration) {
 							b.Error(err)
 							return
 						}
-						d.Wake()
+						d.Finalized(rec)
 						time.Sleep(gap)
 					}
 				})

@@ -178,9 +178,15 @@ func (d *Dispatcher) Stop() {
 	d.wg.Wait()
 }
 
-// Wake makes the dispatcher look for due deliveries now: a run just became
-// terminal here.
-func (d *Dispatcher) Wake() { signal(d.wake) }
+// Finalized tells the dispatcher that rec just became terminal here: with a
+// callback its delivery is due, and the dispatcher looks for it now rather
+// than at its next poll. A run without one has no delivery row, and a wake
+// for it would cost a claim statement for nothing.
+func (d *Dispatcher) Finalized(rec *db.RunRecord) {
+	if len(rec.Callback) > 0 {
+		signal(d.wake)
+	}
+}
 
 func signal(ch chan struct{}) {
 	select {
