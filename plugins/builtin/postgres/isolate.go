@@ -87,6 +87,11 @@ type isolation struct {
 	// parts of a batch's lines that go to the server.
 	gathered []byte
 	sends    []sendPart
+	// early holds a batch encoded while the window before it ends.
+	early earlyLines
+	// release is set while the last window's savepoint, its COPY taken,
+	// waits to be released by the next window's query (or the commit).
+	release bool
 }
 
 // sendPart is a run of a batch's lines in the window sent as one: encoded
@@ -218,19 +223,19 @@ func (w *writer) writeIsolated(ctx context.Context, b sdk.Batch) error {
 	}
 	columns := tabular.QuoteList(listed)
 	// A full window ends here, not as the batch that filled it is sent:
-	// the server takes in that batch while this one is parsed.
+	// the server takes in that batch while this one is parsed, and
+	// encoded, so that the next window's first lines are ready the moment
+	// the server has judged the full one.
+	var early *earlyLines
 	if w.stream != nil && (w.stream.columns != columns || w.iso.full()) {
+		early = w.encodeEarly(kept, recs, which)
 		if err := w.endWindow(ctx); err != nil {
 			return err
 		}
+		early.reject(ctx, b.Seq)
 	}
 	if w.stream == nil {
-		if _, err := w.tx.Exec(ctx, "SAVEPOINT faucet_window"); err != nil {
-			return fmt.Errorf("copy into %s: %w", w.cfg.Table, classify(err))
-		}
-		w.iso.reset()
-		w.iso.check.window(which)
-		w.stream = startCopy(ctx, w.conn.PgConn(), fmt.Sprintf("COPY %s (%s) FROM STDIN", w.name, columns), columns)
+		w.startWindow(ctx, which, columns)
 	}
 	// The stream's buffers are not used: the lines are encoded into the
 	// window and sent from there. Taking one is waiting for the stream to
@@ -248,28 +253,44 @@ func (w *writer) writeIsolated(ctx context.Context, b sdk.Batch) error {
 	iso.raw = append(iso.raw, b.Records...)
 	sends := append(iso.sends[:0], sendPart{from: len(iso.encoded)})
 	defer func() { iso.sends = sends[:0] }()
-	for k, index := range kept {
-		start := len(iso.encoded)
-		var err error
-		iso.encoded, err = w.encodeChecked(iso.encoded, w.rows[k*ncols:(k+1)*ncols], which)
-		if err != nil {
-			iso.encoded = iso.encoded[:start]
-			sdk.Reject(ctx, b.Seq, index, recs[k], 1, err)
-			continue
-		}
+	// place keeps the line of kept record k just appended from start on in
+	// the window, and sends it unless it repeats an accepted key.
+	place := func(k, start int) {
 		held := iso.check.repeats(iso.lines(), iso.encoded[start:], iso.line)
 		// recs[k] is b.Records from its start on (as Batch.All slices
 		// it), so the capacities tell where it is in the window's copy.
 		from := base + cap(b.Records) - cap(recs[k])
-		iso.add(recordRef{seq: b.Seq, index: index, start: from, end: from + len(recs[k])})
+		iso.add(recordRef{seq: b.Seq, index: kept[k], start: from, end: from + len(recs[k])})
 		if held >= 0 {
 			// A duplicate of an accepted record: kept, not sent (see
 			// unique.go).
 			sends[len(sends)-1].to = start
 			sends = append(sends, sendPart{from: len(iso.encoded)})
-			continue
+			return
 		}
 		sends[len(sends)-1].rows++
+	}
+	if early != nil {
+		for _, l := range early.lines {
+			start := len(iso.encoded)
+			iso.encoded = append(iso.encoded, early.encoded[l.from:l.to]...)
+			if iso.check.keyed() {
+				iso.check.starts = fieldStarts(iso.check.starts[:0], iso.encoded[start:])
+			}
+			place(l.k, start)
+		}
+	} else {
+		for k, index := range kept {
+			start := len(iso.encoded)
+			var err error
+			iso.encoded, err = w.encodeChecked(iso.encoded, w.rows[k*ncols:(k+1)*ncols], which)
+			if err != nil {
+				iso.encoded = iso.encoded[:start]
+				sdk.Reject(ctx, b.Seq, index, recs[k], 1, err)
+				continue
+			}
+			place(k, start)
+		}
 	}
 	sends[len(sends)-1].to = len(iso.encoded)
 	// Each part sent takes a buffer, the first the one taken above. A
@@ -286,6 +307,67 @@ func (w *writer) writeIsolated(ctx context.Context, b sdk.Batch) error {
 		}
 	}
 	return nil
+}
+
+// startWindow begins a window: its savepoint and its COPY, in one query
+// behind the release of the last window's savepoint, so that the server
+// waits on no round trip between two windows. pgconn sends the COPY's
+// lines without waiting for the server to take them; should a statement
+// before the COPY fail, the server drops them, and the stream's error is
+// that failure.
+func (w *writer) startWindow(ctx context.Context, which []int, columns string) {
+	w.iso.reset()
+	w.iso.check.window(which)
+	sql := fmt.Sprintf("SAVEPOINT faucet_window; COPY %s (%s) FROM STDIN", w.name, columns)
+	if w.iso.release {
+		sql = "RELEASE SAVEPOINT faucet_window; " + sql
+		w.iso.release = false
+	}
+	w.stream = startCopy(ctx, w.conn.PgConn(), sql, columns)
+}
+
+// earlyLines are a batch's lines encoded before the window they go in
+// has started, and the records refused meanwhile, reported once the
+// window before is judged so that refusals keep their order.
+type earlyLines struct {
+	encoded []byte
+	lines   []earlyLine
+	refused []earlyRefusal
+}
+
+// earlyLine is kept record k's line: encoded[from:to].
+type earlyLine struct{ k, from, to int }
+
+type earlyRefusal struct {
+	index  int
+	record []byte
+	err    error
+}
+
+// encodeEarly encodes a batch's kept records for the next window.
+func (w *writer) encodeEarly(kept []int, recs [][]byte, which []int) *earlyLines {
+	e := &w.iso.early
+	e.encoded, e.lines, e.refused = e.encoded[:0], e.lines[:0], e.refused[:0]
+	ncols := len(w.index.Names())
+	for k, index := range kept {
+		start := len(e.encoded)
+		var err error
+		e.encoded, err = w.encodeChecked(e.encoded, w.rows[k*ncols:(k+1)*ncols], which)
+		if err != nil {
+			e.encoded = e.encoded[:start]
+			e.refused = append(e.refused, earlyRefusal{index: index, record: recs[k], err: err})
+			continue
+		}
+		e.lines = append(e.lines, earlyLine{k: k, from: start, to: len(e.encoded)})
+	}
+	return e
+}
+
+// reject reports the records refused as the batch was encoded early.
+func (e *earlyLines) reject(ctx context.Context, seq uint64) {
+	for _, r := range e.refused {
+		sdk.Reject(ctx, seq, r.index, r.record, 1, r.err)
+	}
 }
 
 // encodeChecked appends one record's COPY line, or refuses a value its
@@ -320,16 +402,15 @@ func (w *writer) encodeChecked(dst []byte, vals [][]byte, which []int) ([]byte, 
 
 // endWindow ends the window's COPY and, when the server refused it,
 // isolates what it refused; the window is then written but the refused
-// records, and its savepoint released.
+// records. Its savepoint is released by the next window's query, or
+// with the commit.
 func (w *writer) endWindow(ctx context.Context) error {
 	s := w.stream
 	w.stream = nil
 	close(s.queue)
 	<-s.done
 	if s.err == nil {
-		if _, err := w.tx.Exec(ctx, "RELEASE SAVEPOINT faucet_window"); err != nil {
-			return fmt.Errorf("copy into %s: %w", w.cfg.Table, classify(err))
-		}
+		w.iso.release = true
 		w.rejectHeld(ctx)
 		w.iso.judged(false)
 		w.iso.reset()
@@ -373,9 +454,7 @@ func (w *writer) endWindow(ctx context.Context) error {
 	if err != nil {
 		return w.copyFailed(err)
 	}
-	if _, err := w.tx.Exec(ctx, "RELEASE SAVEPOINT faucet_window"); err != nil {
-		return fmt.Errorf("copy into %s: %w", w.cfg.Table, classify(err))
-	}
+	iso.release = true
 	iso.judged(true)
 	iso.reset()
 	return nil
