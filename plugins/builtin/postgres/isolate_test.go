@@ -47,12 +47,17 @@ func TestCheckValueAgreesWithTheServer(t *testing.T) {
 		{"uuid", "{a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11}", false}, {"uuid", "A0EEBC999C0B4EF8BB6D6BB9BD380A11", false},
 		{"uuid", "xyz", true}, {"uuid", "a0eebc99", true},
 		{"varchar(3)", "abc", false}, {"varchar(3)", "abc   ", false}, {"varchar(3)", "abcd", true}, {"varchar(3)", "äöü", false},
-		{"text", "a\u0000b", true}, {"text", "anything", false},
+		{"text", "a\u0000b", true}, {"text", "anything", false}, {"text", `a\u0000b`, false},
+		{"varchar(3)", "\u0000", true},
 	}
 	var scratch []byte
 	for _, c := range cases {
 		raw, _ := json.Marshal(c.value)
 		err := checkValue(raw, types[c.typ], &scratch)
+		if err == nil && raw[0] == '"' {
+			// A NUL character is refused as the string is encoded.
+			_, err = appendString(nil, raw)
+		}
 		if (err != nil) != c.refused {
 			t.Errorf("%s %s: checkValue says %v", c.typ, raw, err)
 		}
