@@ -66,10 +66,12 @@ type isolation struct {
 	// end last.
 	encoded []byte
 	starts  []int
-	// raw holds the window's batches as received, one after another, and
-	// refs where each line's record came from and where it is in raw.
-	raw  []byte
-	refs []recordRef
+	// batches holds the window's batches as received (sdk.Batch.Keep:
+	// lent, not copied, where the SDK can), keptBytes their size, and
+	// refs where each line's record came from and where it is in batches.
+	batches   []*sdk.Kept
+	keptBytes int
+	refs      []recordRef
 	// text is a string value's while it is checked; kept, recs and present
 	// are a batch's.
 	text    []byte
@@ -116,29 +118,33 @@ func (s *isolation) judged(refused bool) {
 }
 
 // recordRef is a record's batch and position there, and where its text
-// is in the window's raw: raw[start:end].
+// is in the window's batches: batches[batch].Records()[start:end].
 type recordRef struct {
-	seq        uint64
-	index      int
-	start, end int
+	seq                      uint64
+	index, batch, start, end int32
 }
 
-// reset empties the window. The first one allocates what a full window
-// holds, so a window seldom grows by copying itself.
+// reset empties the window, releasing the batches it kept, in order. The
+// first one allocates what a full window holds, so a window seldom grows
+// by copying itself.
 func (s *isolation) reset() {
 	if cap(s.encoded) == 0 {
-		s.encoded, s.raw = make([]byte, 0, windowBytes+1<<20), make([]byte, 0, 2*windowBytes)
+		s.encoded = make([]byte, 0, windowBytes+1<<20)
 		s.starts = make([]int, 0, windowBytes/64)
 		s.refs = make([]recordRef, 0, windowBytes/64)
 	}
-	s.encoded, s.raw = s.encoded[:0], s.raw[:0]
+	for _, k := range s.batches {
+		k.Release()
+	}
+	clear(s.batches)
+	s.encoded, s.batches, s.keptBytes = s.encoded[:0], s.batches[:0], 0
 	s.starts, s.refs = append(s.starts[:0], 0), s.refs[:0]
 }
 
 // full reports whether the window holds what a window may: encoded lines
 // to its bound, or records as received to twice that.
 func (s *isolation) full() bool {
-	return len(s.encoded) >= s.bound() || len(s.raw) >= 2*s.bound()
+	return len(s.encoded) >= s.bound() || s.keptBytes >= 2*s.bound()
 }
 
 // add keeps the line just encoded at the end of s.encoded in the window,
@@ -154,7 +160,10 @@ func (s *isolation) lines() int { return len(s.refs) }
 func (s *isolation) line(i int) []byte { return s.encoded[s.starts[i]:s.starts[i+1]] }
 
 // record is the window's record i as received.
-func (s *isolation) record(i int) []byte { return s.raw[s.refs[i].start:s.refs[i].end] }
+func (s *isolation) record(i int) []byte {
+	r := s.refs[i]
+	return s.batches[r.batch].Records()[r.start:r.end]
+}
 
 // gather returns the lines listed, in order: a slice of the window when
 // they follow one another.
@@ -249,8 +258,8 @@ func (w *writer) writeIsolated(ctx context.Context, b sdk.Batch) error {
 		return w.writeIsolated(ctx, b)
 	}
 	iso := w.iso
-	base := len(iso.raw)
-	iso.raw = append(iso.raw, b.Records...)
+	iso.batches, iso.keptBytes = append(iso.batches, b.Keep()), iso.keptBytes+len(b.Records)
+	batch := int32(len(iso.batches) - 1)
 	sends := append(iso.sends[:0], sendPart{from: len(iso.encoded)})
 	defer func() { iso.sends = sends[:0] }()
 	// place keeps the line of kept record k just appended from start on in
@@ -258,9 +267,9 @@ func (w *writer) writeIsolated(ctx context.Context, b sdk.Batch) error {
 	place := func(k, start int) {
 		held := iso.check.repeats(iso.lines(), iso.encoded[start:], iso.line)
 		// recs[k] is b.Records from its start on (as Batch.All slices
-		// it), so the capacities tell where it is in the window's copy.
-		from := base + cap(b.Records) - cap(recs[k])
-		iso.add(recordRef{seq: b.Seq, index: kept[k], start: from, end: from + len(recs[k])})
+		// it), so the capacities tell where it is in the batch.
+		from := cap(b.Records) - cap(recs[k])
+		iso.add(recordRef{seq: b.Seq, index: int32(kept[k]), batch: batch, start: int32(from), end: int32(from + len(recs[k]))})
 		if held >= 0 {
 			// A duplicate of an accepted record: kept, not sent (see
 			// unique.go).
@@ -449,7 +458,7 @@ func (w *writer) endWindow(ctx context.Context) error {
 		func(i, attempts int, err error) {
 			line := pending[i]
 			ref := iso.refs[line]
-			sdk.Reject(ctx, ref.seq, ref.index, iso.record(line), attempts, err)
+			sdk.Reject(ctx, ref.seq, int(ref.index), iso.record(line), attempts, err)
 		})
 	if err != nil {
 		return w.copyFailed(err)

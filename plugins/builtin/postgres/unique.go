@@ -334,7 +334,7 @@ func (w *writer) rejectHeld(ctx context.Context) {
 	iso := w.iso
 	for _, h := range iso.check.held {
 		ref := iso.refs[h.line]
-		sdk.Reject(ctx, ref.seq, ref.index, iso.record(h.line), 1, iso.check.duplicate(w.index.Names(), h.key, iso.line(h.line)))
+		sdk.Reject(ctx, ref.seq, int(ref.index), iso.record(h.line), 1, iso.check.duplicate(w.index.Names(), h.key, iso.line(h.line)))
 	}
 }
 
@@ -428,7 +428,7 @@ func (w *writer) refuseDuplicates(ctx context.Context) ([]int, error) {
 		} else {
 			refused[line] = true
 			ref := iso.refs[line]
-			sdk.Reject(ctx, ref.seq, ref.index, iso.record(line), 1, c.duplicate(w.index.Names(), by, iso.line(line)))
+			sdk.Reject(ctx, ref.seq, int(ref.index), iso.record(line), 1, c.duplicate(w.index.Names(), by, iso.line(line)))
 		}
 		i = j
 	}
