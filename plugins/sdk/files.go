@@ -349,21 +349,29 @@ func (f *Files) Remove(name string) error {
 	} else {
 		fi, err = os.Lstat(name)
 	}
-	switch {
-	case err != nil:
-		return f.fail("remove", name, err)
-	case !fi.Mode().IsRegular():
-		return f.fail("remove", name, fmt.Errorf("not a regular file (%s)", fi.Mode().Type()))
-	case f.deniedID(fi):
-		return f.fail("remove", name, ErrServerFile)
-	}
-	if r == nil {
-		err = os.Remove(name)
-	} else {
-		err = r.Remove(rel)
+	if err = f.removable(fi, err); err == nil {
+		if r == nil {
+			err = os.Remove(name)
+		} else {
+			err = r.Remove(rel)
+		}
 	}
 	if err != nil {
 		return f.fail("remove", name, err)
+	}
+	return nil
+}
+
+// removable says whether a file Lstat described (or failed to) may be
+// removed: a regular file, none of the server's own.
+func (f *Files) removable(fi fs.FileInfo, err error) error {
+	switch {
+	case err != nil:
+		return err
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("not a regular file (%s)", fi.Mode().Type())
+	case f.deniedID(fi):
+		return ErrServerFile
 	}
 	return nil
 }
