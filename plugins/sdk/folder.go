@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -28,8 +29,8 @@ type Folder struct {
 	base string
 	// root is the directory opened beneath its file root; nil unconfined.
 	root *os.Root
-	// real is where the directory is, as the kernel resolved it, when the
-	// server's files are refused by path; "" otherwise.
+	// real is where the directory is, as the kernel resolved it, when it
+	// may hold one of the server's files (mayHoldDenied); "" otherwise.
 	real string
 }
 
@@ -72,7 +73,7 @@ func (f *Files) Folder(name string, mkdir bool) (*Folder, error) {
 		return nil, f.fail("open", name, err)
 	}
 	d := &Folder{f: f, dir: filepath.Join(r.Name(), relDir), base: filepath.Base(rel), root: sub}
-	if len(f.denied) > 0 {
+	if f.mayHoldDenied(sub) {
 		if d.real, err = d.realDir(); err != nil {
 			sub.Close()
 			return nil, f.fail("open", name, err)
@@ -83,6 +84,71 @@ func (f *Files) Folder(name string, mkdir bool) (*Folder, error) {
 		}
 	}
 	return d, nil
+}
+
+// guardDirs are the directories that hold a denied path or are denied
+// themselves, by identity, taken once per Files: a directory that is none
+// of them holds no path the server's files are refused by, and its real
+// path (a readlink, the dearest step of a short session's files) need not
+// be asked. Complete is false when one of them could not be identified (it
+// does not exist, yet): every directory is then asked. faucet sends new
+// file access whenever the identities of its own files change, and a Files
+// takes these once: a directory of the server's own replaced by another
+// while a plugin process lives would be told apart from them only by its
+// files' identities, checked at every open of an existing file.
+type guardDirs struct {
+	ids      []fileKey
+	complete bool
+}
+
+type fileKey struct{ dev, ino uint64 }
+
+func (f *Files) guardDirs() guardDirs {
+	f.guardOnce.Do(func() {
+		g := guardDirs{complete: true}
+		for _, d := range f.denied {
+			dir := d.Path
+			if !d.Dir {
+				dir = filepath.Dir(d.Path)
+			}
+			fi, err := os.Stat(dir)
+			var key fileKey
+			ok := err == nil
+			if ok {
+				key.dev, key.ino, ok = fileID(fi)
+			}
+			if !ok {
+				g.complete = false
+				break
+			}
+			g.ids = append(g.ids, key)
+		}
+		f.guards = g
+	})
+	return f.guards
+}
+
+// mayHoldDenied reports whether dir, opened beneath a root, may hold one
+// of the denied paths: whether it is one of guardDirs, or cannot be told
+// apart from them.
+func (f *Files) mayHoldDenied(dir *os.Root) bool {
+	if len(f.denied) == 0 {
+		return false
+	}
+	g := f.guardDirs()
+	if !g.complete {
+		return true
+	}
+	fi, err := dir.Stat(".")
+	if err != nil {
+		return true
+	}
+	var key fileKey
+	var ok bool
+	if key.dev, key.ino, ok = fileID(fi); !ok {
+		return true
+	}
+	return slices.Contains(g.ids, key)
 }
 
 // realDir is where the directory is, as the kernel resolved it.

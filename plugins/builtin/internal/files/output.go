@@ -72,6 +72,8 @@ type Output struct {
 	origSize int64
 	// existed: the file was there before the session.
 	existed bool
+	// written counts the bytes this session wrote.
+	written int64
 }
 
 // Create starts writing path as opts say, creating missing parent
@@ -184,7 +186,11 @@ func (o *Output) release() {
 func (o *Output) Empty() bool { return o.origSize == 0 }
 
 // Write buffers p for the file.
-func (o *Output) Write(p []byte) (int, error) { return o.w.Write(p) }
+func (o *Output) Write(p []byte) (int, error) {
+	n, err := o.w.Write(p)
+	o.written += int64(n)
+	return n, err
+}
 
 // Commit makes everything written part of the file and reports the file to
 // faucet (sdk.ReportOutput) as one the session created or replaced.
@@ -203,9 +209,14 @@ func (o *Output) commit() (Written, error) {
 	if err == nil && o.sync {
 		err = o.f.Sync()
 	}
-	var fi os.FileInfo
-	if err == nil {
-		fi, err = o.f.Stat()
+	// An overwrite's file is what this session wrote; an append's is asked,
+	// since another writer may have appended too.
+	size := o.written
+	if err == nil && o.mode == ModeAppend {
+		var fi os.FileInfo
+		if fi, err = o.f.Stat(); err == nil {
+			size = fi.Size()
+		}
 	}
 	if err != nil {
 		err = errors.Join(fmt.Errorf("write %s: %w", o.path, err), o.discard())
@@ -222,7 +233,7 @@ func (o *Output) commit() (Written, error) {
 	}
 	// Closing the directory, which was only read, loses nothing.
 	o.dir.Close()
-	return Written{Path: o.path, Size: fi.Size(), Existed: o.existed}, nil
+	return Written{Path: o.path, Size: size, Existed: o.existed}, nil
 }
 
 // Written is a file a committed session created or replaced.
