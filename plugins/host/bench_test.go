@@ -20,8 +20,8 @@ import (
 // the other and from 16 goroutines at once, with the sink reading the
 // source directly (pipe), with the executor relaying the batches (relay),
 // and piped as faucet serve runs them (served): confined to a file root
-// that holds one of the server's files, the datasets observed and the
-// output file reported. The CPU of the plugin processes and of the host
+// whose data directory holds the server's files, the datasets observed
+// and the output file reported. The CPU of the plugin processes and of the host
 // (this process) is reported apart.
 func BenchmarkTrivialRuns(b *testing.B) {
 	for _, mode := range []string{"pipe", "relay", "served"} {
@@ -108,9 +108,15 @@ func outputDir(b *testing.B) string {
 }
 
 // servedFiles is file access as faucet serve grants it: confined to root,
-// which also holds one of the server's files.
+// whose data directory holds the server's files.
 func servedFiles(b *testing.B, root string) func() *sdk.Files {
-	token := filepath.Join(root, "history.db.token")
+	data := filepath.Join(root, "data")
+	for _, dir := range []string{data, filepath.Join(root, "plugins")} {
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			b.Fatal(err)
+		}
+	}
+	token := filepath.Join(data, "history.db.token")
 	if err := os.WriteFile(token, []byte("s3cret"), 0o600); err != nil {
 		b.Fatal(err)
 	}
@@ -121,8 +127,8 @@ func servedFiles(b *testing.B, root string) func() *sdk.Files {
 	dev, ino, _ := sdk.FileID(fi)
 	files := sdk.NewFiles([]string{root}, []sdk.DeniedFile{
 		{Path: token, Device: dev, Inode: ino},
-		{Path: filepath.Join(root, "history.db")},
-		{Path: filepath.Join(root, "history.db-wal")},
+		{Path: filepath.Join(data, "history.db")},
+		{Path: filepath.Join(data, "history.db-wal")},
 		{Path: filepath.Join(root, "plugins"), Dir: true},
 	})
 	return func() *sdk.Files { return files }
