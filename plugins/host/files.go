@@ -3,6 +3,7 @@ package host
 import (
 	"github.com/faucet-dev/faucet/plugins/internal/protocol"
 	connectorv1 "github.com/faucet-dev/faucet/plugins/proto/faucet/connector/v1"
+	"github.com/faucet-dev/faucet/plugins/sdk"
 )
 
 // fileAccess is what a call to p carries of Options.Files: nil when the
@@ -24,9 +25,22 @@ func (h *Host) fileAccess(c *Connector, p *proc) *connectorv1.FileAccess {
 		}
 		return nil
 	}
+	if last := h.access.Load(); last != nil && last.files == f {
+		return last.msg
+	}
 	fa := &connectorv1.FileAccess{Roots: f.Roots()}
 	for _, d := range f.Denied() {
 		fa.Denied = append(fa.Denied, &connectorv1.DeniedFile{Path: d.Path, Device: d.Device, Inode: d.Inode, Directory: d.Dir})
 	}
+	h.access.Store(&accessMsg{files: f, msg: fa})
 	return fa
+}
+
+// accessMsg is the message of one file access, built once for every call
+// that carries it: Options.Files returns the same *sdk.Files until what it
+// grants changes, and a message only read (marshalled) is safe to share
+// between calls.
+type accessMsg struct {
+	files *sdk.Files
+	msg   *connectorv1.FileAccess
 }

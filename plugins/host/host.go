@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/faucet-dev/faucet/pipeline"
@@ -110,6 +111,9 @@ type Host struct {
 	// unconfined holds the names of connectors warned about for not
 	// receiving the file roots.
 	unconfined sync.Map
+	// access is the file access message calls carry, kept while
+	// Options.Files returns the same Files.
+	access atomic.Pointer[accessMsg]
 
 	mu     sync.Mutex
 	closed bool

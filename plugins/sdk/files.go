@@ -8,7 +8,9 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 
 	connectorv1 "github.com/faucet-dev/faucet/plugins/proto/faucet/connector/v1"
 )
@@ -29,6 +31,9 @@ import (
 type Files struct {
 	roots  []string
 	denied []DeniedFile
+
+	guardOnce sync.Once
+	guards    guardDirs
 }
 
 // DeniedFile is a file no connector may open, or, for a directory, create
@@ -349,21 +354,29 @@ func (f *Files) Remove(name string) error {
 	} else {
 		fi, err = os.Lstat(name)
 	}
-	switch {
-	case err != nil:
-		return f.fail("remove", name, err)
-	case !fi.Mode().IsRegular():
-		return f.fail("remove", name, fmt.Errorf("not a regular file (%s)", fi.Mode().Type()))
-	case f.deniedID(fi):
-		return f.fail("remove", name, ErrServerFile)
-	}
-	if r == nil {
-		err = os.Remove(name)
-	} else {
-		err = r.Remove(rel)
+	if err = f.removable(fi, err); err == nil {
+		if r == nil {
+			err = os.Remove(name)
+		} else {
+			err = r.Remove(rel)
+		}
 	}
 	if err != nil {
 		return f.fail("remove", name, err)
+	}
+	return nil
+}
+
+// removable says whether a file Lstat described (or failed to) may be
+// removed: a regular file, none of the server's own.
+func (f *Files) removable(fi fs.FileInfo, err error) error {
+	switch {
+	case err != nil:
+		return err
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("not a regular file (%s)", fi.Mode().Type())
+	case f.deniedID(fi):
+		return ErrServerFile
 	}
 	return nil
 }
@@ -581,10 +594,39 @@ func filesFrom(fa *connectorv1.FileAccess) *Files {
 	return NewFiles(fa.GetRoots(), denied)
 }
 
-// callContext is ctx carrying the file access of a call, when it has one.
-func callContext(ctx context.Context, fa *connectorv1.FileAccess) context.Context {
-	if f := filesFrom(fa); f != nil {
-		return WithFiles(ctx, f)
+// sameAccess reports whether fa grants exactly what f does.
+func (f *Files) sameAccess(fa *connectorv1.FileAccess) bool {
+	if !slices.Equal(f.roots, fa.GetRoots()) || len(f.denied) != len(fa.GetDenied()) {
+		return false
 	}
-	return ctx
+	for i, d := range fa.GetDenied() {
+		if f.denied[i] != (DeniedFile{Path: d.GetPath(), Device: d.GetDevice(), Inode: d.GetInode(), Dir: d.GetDirectory()}) {
+			return false
+		}
+	}
+	return true
+}
+
+// accessCache keeps the file access a plugin process was sent last: faucet
+// sends the same roots and server files with call after call, and what a
+// Files learns about them (guardDirs) is then learnt once per process, not
+// once per call.
+type accessCache struct {
+	mu   sync.Mutex
+	last *Files
+}
+
+// callContext is ctx carrying the file access of a call, when it has one.
+func (c *accessCache) callContext(ctx context.Context, fa *connectorv1.FileAccess) context.Context {
+	if fa == nil {
+		return ctx
+	}
+	c.mu.Lock()
+	f := c.last
+	if f == nil || !f.sameAccess(fa) {
+		f = filesFrom(fa)
+		c.last = f
+	}
+	c.mu.Unlock()
+	return WithFiles(ctx, f)
 }

@@ -106,7 +106,7 @@ func checkConnector(c Connector) error {
 
 // newServer adapts c to the gRPC connector service.
 func newServer(c Connector) connectorv1.ConnectorServiceServer {
-	return &server{c: c, upstreams: newUpstreamPool(), regions: &regionCache{}}
+	return &server{c: c, upstreams: newUpstreamPool(), regions: &regionCache{}, access: &accessCache{}}
 }
 
 type server struct {
@@ -114,6 +114,7 @@ type server struct {
 	c         Connector
 	upstreams *upstreamPool
 	regions   *regionCache
+	access    *accessCache
 }
 
 func (s *server) Spec(context.Context, *connectorv1.SpecRequest) (*connectorv1.SpecResponse, error) {
@@ -150,7 +151,7 @@ func (s *server) Check(ctx context.Context, req *connectorv1.CheckRequest) (*con
 	if !ok {
 		return &connectorv1.CheckResponse{Items: []*connectorv1.CheckItem{{Name: "config", Ok: true, Message: "the connector has no probes beyond schema validation"}}}, nil
 	}
-	ctx = callContext(ctx, req.GetFileAccess())
+	ctx = s.access.callContext(ctx, req.GetFileAccess())
 	items, err := checker.Check(ctx, role, req.GetConfig())
 	if err != nil {
 		return nil, toStatus(ctx, err)
@@ -167,7 +168,7 @@ func (s *server) Shards(ctx context.Context, req *connectorv1.ShardsRequest) (*c
 	if !ok {
 		return nil, status.Errorf(codes.Unimplemented, "connector %s is not shardable", s.c.Spec().Name)
 	}
-	ctx = callContext(ctx, req.GetFileAccess())
+	ctx = s.access.callContext(ctx, req.GetFileAccess())
 	shards, err := sharder.Shards(ctx, req.GetConfig(), int(req.GetCount()))
 	if err != nil {
 		return nil, toStatus(ctx, err)
@@ -208,7 +209,7 @@ func (s *server) Read(req *connectorv1.ReadRequest, stream grpc.ServerStreamingS
 		w.next, w.grow, w.growAt = sb.next, sb.grow, sharedMinBytes
 		sb.w = w
 	}
-	ctx := callContext(stream.Context(), req.GetFileAccess())
+	ctx := s.access.callContext(stream.Context(), req.GetFileAccess())
 	if err := s.read(ctx, src, req, w); err != nil {
 		return err
 	}
@@ -233,7 +234,7 @@ func (s *server) Write(stream grpc.BidiStreamingServer[connectorv1.WriteRequest,
 	if open == nil {
 		return status.Error(codes.InvalidArgument, "a write session must start with an open request")
 	}
-	ctx, outs := withOutputs(callContext(ctx, open.GetFileAccess()))
+	ctx, outs := withOutputs(s.access.callContext(ctx, open.GetFileAccess()))
 	ctx, rej := withRejects(ctx, s.c, open.GetRecordPolicy())
 	if open.GetUpstream() != nil {
 		return s.writeFromUpstream(ctx, session{outs, rej}, stream, sink, open)

@@ -40,13 +40,23 @@ func CheckWrite(fs *sdk.Files, path string) []sdk.CheckItem {
 			break
 		}
 	}
-	f, name, err := createTemp(fs, filepath.Join(dir, "check"))
-	if err != nil {
-		return []sdk.CheckItem{{Name: "write permission", Message: err.Error()}}
-	}
-	f.Close()
-	if err := fs.Remove(name); err != nil {
+	if err := probeWrite(fs, dir); err != nil {
 		return []sdk.CheckItem{{Name: "write permission", Message: err.Error()}}
 	}
 	return []sdk.CheckItem{{Name: "write permission", OK: true, Message: "can write in " + dir}}
+}
+
+// probeWrite creates a temporary file in dir and removes it again.
+func probeWrite(fs *sdk.Files, dir string) error {
+	folder, err := fs.Folder(filepath.Join(dir, "check"), false)
+	if err != nil {
+		return err
+	}
+	defer folder.Close()
+	f, name, err := createTemp(folder, folder.Base())
+	if err != nil {
+		return err
+	}
+	f.Close()
+	return folder.Remove(name)
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 
@@ -59,17 +58,22 @@ func (o Options) perm() (os.FileMode, bool, error) {
 
 // Output is a file being written by one sink session.
 type Output struct {
-	fs   *sdk.Files
+	// dir holds the file, open for the whole session: the temporary file
+	// of an overwrite is created, renamed and removed through it.
+	dir  *sdk.Folder
 	path string
 	mode string
 	sync bool
 	f    *os.File
 	w    *bufio.Writer
-	tmp  string
+	// tmp is the temporary file's name in dir (overwrite).
+	tmp string
 	// origSize is the size of the file before the session (append).
 	origSize int64
 	// existed: the file was there before the session.
 	existed bool
+	// written counts the bytes this session wrote.
+	written int64
 }
 
 // Create starts writing path as opts say, creating missing parent
@@ -86,17 +90,31 @@ func Create(fs *sdk.Files, path string, opts Options) (*Output, error) {
 	if !fs.Confined() {
 		abs = path
 	}
-	if err := fs.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
-		return nil, fmt.Errorf("output directory: %w", err)
+	dir, err := fs.Folder(abs, true)
+	if err != nil {
+		return nil, fmt.Errorf("output file: %w", err)
 	}
-	o := &Output{fs: fs, path: abs, mode: opts.WriteMode, sync: opts.Sync}
-	switch opts.WriteMode {
+	o := &Output{dir: dir, path: abs, mode: opts.WriteMode, sync: opts.Sync}
+	if err := o.open(perm, explicit); err != nil {
+		dir.Close()
+		return nil, fmt.Errorf("output file: %w", err)
+	}
+	o.w = buffers.Get().(*bufio.Writer)
+	o.w.Reset(o.f)
+	return o, nil
+}
+
+// open opens the file an append extends, or creates the temporary file an
+// overwrite writes.
+func (o *Output) open(perm os.FileMode, explicit bool) error {
+	base := o.dir.Base()
+	switch o.mode {
 	case ModeAppend:
-		_, statErr := fs.Stat(abs)
+		_, statErr := o.dir.Stat(base)
 		created := errors.Is(statErr, os.ErrNotExist)
-		f, err := fs.OpenFile(abs, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o666)
+		f, err := o.dir.OpenFile(base, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o666)
 		if err != nil {
-			return nil, fmt.Errorf("output file: %w", err)
+			return err
 		}
 		fi, err := f.Stat()
 		if err == nil && created && explicit {
@@ -106,49 +124,46 @@ func Create(fs *sdk.Files, path string, opts Options) (*Output, error) {
 		}
 		if err != nil {
 			f.Close()
-			return nil, fmt.Errorf("output file: %w", err)
+			return err
 		}
 		o.f, o.origSize, o.existed = f, fi.Size(), !created
 	case ModeOverwrite, "":
-		fi, statErr := fs.Stat(abs)
+		fi, statErr := o.dir.Stat(base)
 		o.existed = statErr == nil
 		if !explicit && statErr == nil {
 			perm, explicit = fi.Mode().Perm(), true
 		}
-		f, tmp, err := createTemp(fs, abs)
+		f, tmp, err := createTemp(o.dir, base)
 		if err == nil && explicit {
 			err = f.Chmod(perm)
 		}
 		if err != nil {
 			if f != nil {
 				f.Close()
-				_ = fs.Remove(tmp)
+				_ = o.dir.Remove(tmp)
 			}
-			return nil, fmt.Errorf("output file: %w", err)
+			return err
 		}
 		o.f, o.tmp, o.mode = f, tmp, ModeOverwrite
 	default:
-		return nil, fmt.Errorf("unknown write mode %q", opts.WriteMode)
+		return fmt.Errorf("unknown write mode %q", o.mode)
 	}
-	o.w = buffers.Get().(*bufio.Writer)
-	o.w.Reset(o.f)
-	return o, nil
+	return nil
 }
 
-// createTemp creates the temporary file an overwrite writes, beside path,
-// and returns it with its name. Unlike os.CreateTemp, which makes every
-// file 0600, it asks for 0666 and lets the umask decide, as the final
+// createTemp creates the temporary file an overwrite writes, in dir beside
+// base, and returns it with its name. Unlike os.CreateTemp, which makes
+// every file 0600, it asks for 0666 and lets the umask decide, as the final
 // file's default is.
-func createTemp(fs *sdk.Files, path string) (*os.File, string, error) {
-	dir, base := filepath.Split(path)
+func createTemp(dir *sdk.Folder, base string) (*os.File, string, error) {
 	for range 100 {
-		name := filepath.Join(dir, "."+base+".faucet-"+strconv.FormatUint(rand.Uint64(), 36))
-		f, err := fs.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
+		name := "." + base + ".faucet-" + strconv.FormatUint(rand.Uint64(), 36)
+		f, err := dir.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
 		if !errors.Is(err, os.ErrExist) {
 			return f, name, err
 		}
 	}
-	return nil, "", fmt.Errorf("no free temporary name beside %s", path)
+	return nil, "", fmt.Errorf("no free temporary name beside %s", dir.Path(base))
 }
 
 // buffers recycles the sessions' write buffers: a plugin process runs one
@@ -171,7 +186,11 @@ func (o *Output) release() {
 func (o *Output) Empty() bool { return o.origSize == 0 }
 
 // Write buffers p for the file.
-func (o *Output) Write(p []byte) (int, error) { return o.w.Write(p) }
+func (o *Output) Write(p []byte) (int, error) {
+	n, err := o.w.Write(p)
+	o.written += int64(n)
+	return n, err
+}
 
 // Commit makes everything written part of the file and reports the file to
 // faucet (sdk.ReportOutput) as one the session created or replaced.
@@ -190,9 +209,14 @@ func (o *Output) commit() (Written, error) {
 	if err == nil && o.sync {
 		err = o.f.Sync()
 	}
-	var fi os.FileInfo
-	if err == nil {
-		fi, err = o.f.Stat()
+	// An overwrite's file is what this session wrote; an append's is asked,
+	// since another writer may have appended too.
+	size := o.written
+	if err == nil && o.mode == ModeAppend {
+		var fi os.FileInfo
+		if fi, err = o.f.Stat(); err == nil {
+			size = fi.Size()
+		}
 	}
 	if err != nil {
 		err = errors.Join(fmt.Errorf("write %s: %w", o.path, err), o.discard())
@@ -203,11 +227,13 @@ func (o *Output) commit() (Written, error) {
 		return Written{}, errors.Join(fmt.Errorf("write %s: %w", o.path, err), o.discard())
 	}
 	if o.mode == ModeOverwrite {
-		if err := o.fs.Rename(o.tmp, o.path); err != nil {
-			return Written{}, errors.Join(fmt.Errorf("replace %s: %w", o.path, err), o.fs.Remove(o.tmp))
+		if err := o.dir.Rename(o.tmp, o.dir.Base()); err != nil {
+			return Written{}, errors.Join(fmt.Errorf("replace %s: %w", o.path, err), o.discard())
 		}
 	}
-	return Written{Path: o.path, Size: fi.Size(), Existed: o.existed}, nil
+	// Closing the directory, which was only read, loses nothing.
+	o.dir.Close()
+	return Written{Path: o.path, Size: size, Existed: o.existed}, nil
 }
 
 // Written is a file a committed session created or replaced.
@@ -231,8 +257,9 @@ func (o *Output) Abort() error {
 // overwrite, the appended bytes of an append (through the file still open,
 // so no path is resolved again).
 func (o *Output) discard() error {
+	defer o.dir.Close()
 	if o.mode == ModeOverwrite {
-		if err := o.fs.Remove(o.tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := o.dir.Remove(o.tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
 		return nil

@@ -161,7 +161,7 @@ name: browser-sharded
 shard: {count: 2}
 pipeline:
   source: {type: generate, config: {count: 20000}}
-  sink: {type: jsonl, config: {path: ${JSON.stringify(join(work, "sharded.jsonl"))}, write_mode: append}}
+  sink: {type: sqlite, config: {path: ${JSON.stringify(join(work, "sharded.db"))}, table: rows}}
 `;
 
 let completedRun;
