@@ -86,21 +86,14 @@ func (d *driver) RunFinish(ctx context.Context, p *db.RunFinishParams) (bool, er
 			})
 		}
 	}
-	var lines string
-	if len(p.Lines) > 0 {
-		var err error
-		if lines, err = encodeLines(r.RunID, p.Lines); err != nil {
-			return false, err
-		}
-	}
 	var won bool
-	err := d.write(ctx, func(ctx context.Context, q *dbsqlc.Queries) error {
+	err := d.writePatient(ctx, func(ctx context.Context, q *dbsqlc.Queries) error {
 		var err error
 		if won, err = finish(ctx, q); err != nil {
 			return err
 		}
-		if lines != "" {
-			if err := appendLines(ctx, q, r.RunID, lines, p.Trim); err != nil {
+		if len(p.Lines) > 0 {
+			if err := appendLines(ctx, q, r.RunID, p.Lines, p.Trim); err != nil {
 				return err
 			}
 		}
