@@ -14,7 +14,7 @@ import (
 )
 
 // openDriver opens the driver of a fresh, migrated SQLite file.
-func openDriver(t testing.TB) *driver {
+func openDriver(t *testing.T) *driver {
 	t.Helper()
 	ctx := context.Background()
 	target, err := resolve(filepath.Join(t.TempDir(), "history.db"))
