@@ -53,6 +53,9 @@ const (
 	// run's terminal write, its log lines, the catalog), so it may wait
 	// for company before it commits.
 	patient
+	// replayable: the write's body may run again after its transaction
+	// was rolled back, since it only sets what it reports (see together).
+	replayable
 )
 
 type writeReq struct {
@@ -216,6 +219,52 @@ func (b *batcher) commit(tx *sql.Tx, err error, batch []*writeReq) {
 		_ = tx.Rollback()
 		return
 	}
+	if len(live) > 1 && allReplayable(live) {
+		if b.together(tx, live) {
+			return
+		}
+		// One of them failed, and its transaction is rolled back: run
+		// them again, each under its own savepoint, so it fails alone.
+		if tx, err = b.db.BeginTx(context.Background(), nil); err != nil {
+			reply(live, err)
+			return
+		}
+	}
+	b.each(tx, live)
+}
+
+// allReplayable reports whether every write of batch may run again.
+func allReplayable(batch []*writeReq) bool {
+	for _, r := range batch {
+		if r.mode&replayable == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// together runs every write of live in tx, with no savepoints, and commits
+// them. A savepoint costs SQLite two statements and a copy of every page a
+// write changes (to roll the write back alone), and writes nearly always
+// succeed. When one fails, together rolls tx back, answers no one and
+// returns false.
+func (b *batcher) together(tx *sql.Tx, live []*writeReq) bool {
+	stmts := b.stmts.inTx(tx)
+	defer b.stmts.warm(context.Background(), stmts)
+	q := dbsqlc.New(stmts)
+	for _, r := range live {
+		if err := r.fn(context.WithoutCancel(r.ctx), q); err != nil {
+			_ = tx.Rollback()
+			return false
+		}
+	}
+	reply(live, tx.Commit())
+	return true
+}
+
+// each runs live in tx, one savepoint per write unless it is alone, and
+// commits what succeeded.
+func (b *batcher) each(tx *sql.Tx, live []*writeReq) {
 	stmts := b.stmts.inTx(tx)
 	defer b.stmts.warm(context.Background(), stmts)
 	q := dbsqlc.New(stmts)

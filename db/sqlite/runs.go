@@ -26,7 +26,7 @@ func (d *driver) RunInsert(ctx context.Context, p *db.RunInsertParams) error {
 	if p.Audit == nil && p.Fire == nil {
 		return d.writeOne(ctx, func(ctx context.Context, q *dbsqlc.Queries) error { return q.RunInsert(ctx, arg) })
 	}
-	return d.write(ctx, func(ctx context.Context, q *dbsqlc.Queries) error {
+	return d.writeReplayable(ctx, func(ctx context.Context, q *dbsqlc.Queries) error {
 		if f := p.Fire; f != nil {
 			n, err := q.TriggerFireInsert(ctx, dbsqlc.TriggerFireInsertParams{
 				TriggerName: f.Trigger, FireKey: f.Key, Kind: f.Kind, Subject: f.Subject, EventAt: micros(f.EventAt),
