@@ -107,6 +107,10 @@ func (p *pipelineHost) Shards(ctx context.Context, source pipeline.ConnectorConf
 	return p.host.Shards(ctx, source, count)
 }
 
+func (p *pipelineHost) IndependentSessions(sink pipeline.ConnectorConfig) bool {
+	return p.host.IndependentSessions(sink.Type)
+}
+
 func (p *pipelineHost) WriteMode(sink pipeline.ConnectorConfig) string {
 	return pipeline.SinkWriteMode(p.host, sink)
 }

@@ -410,9 +410,10 @@ func TestRunBadInput(t *testing.T) {
 	}
 }
 
-// TestShardIsNotedOutsideACluster: a shard block cannot take effect in
-// faucet run, which says so and runs the pipeline whole.
-func TestShardIsNotedOutsideACluster(t *testing.T) {
+// TestShardBlockIsNotedByRun: faucet run splits only with --shards, so a
+// config's shard block is said to be left to faucet serve and the pipeline
+// runs whole.
+func TestShardBlockIsNotedByRun(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "p.yaml"), `version: 1
@@ -424,7 +425,7 @@ pipeline:
 	for _, cmd := range []string{"validate", "run"} {
 		r := runFaucet(t, dir, nil, cmd, "p.yaml")
 		mustSucceed(t, r)
-		if !strings.Contains(r.stderr, "shard: {count: 4} takes effect in faucet serve --cluster only") {
+		if !strings.Contains(r.stderr, "shard: {count: 4} takes effect in faucet serve; faucet run splits a run only with --shards N") {
 			t.Errorf("faucet %s does not note the ignored shard block:\n%s", cmd, r.stderr)
 		}
 	}

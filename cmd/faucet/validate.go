@@ -128,8 +128,8 @@ func loadPlan(file string, sets []string, catalog pipeline.Catalog) (plan *pipel
 		return nil, nil, err
 	}
 	if plan.Shard != nil {
-		// Said, not silently dropped: the config may be meant for a cluster.
-		notes = append(notes, fmt.Sprintf("note: shard: {count: %d} takes effect in faucet serve --cluster only; here the pipeline runs whole", plan.Shard.Count))
+		// Said, not silently dropped: the config may be meant for a server.
+		notes = append(notes, fmt.Sprintf("note: shard: {count: %d} takes effect in faucet serve; faucet run splits a run only with --shards N, and otherwise runs it whole", plan.Shard.Count))
 	}
 	return plan, notes, nil
 }

@@ -27,6 +27,9 @@ type Pipelines interface {
 	// Shardable reports whether the source connector can be split into
 	// shards.
 	Shardable(source pipeline.ConnectorConfig) bool
+	// IndependentSessions reports whether the sink commits and aborts each
+	// of several sessions writing one target at once on its own.
+	IndependentSessions(sink pipeline.ConnectorConfig) bool
 	// WriteMode is the write mode a sink config resolves to (its write_mode,
 	// else the default its connector's schema declares), "" when the sink
 	// has none.
@@ -86,6 +89,9 @@ func ShardCount(p Pipelines, plan *pipeline.Plan) (count int, whole string) {
 	inv := plan.Invocations[0]
 	if !p.Shardable(inv.Source) {
 		return 0, fmt.Sprintf("shard: {count: %d} is ignored: source connector %s cannot be sharded; the run executes whole", n, inv.Source.Type)
+	}
+	if !p.IndependentSessions(inv.Sink) {
+		return 0, fmt.Sprintf("shard: {count: %d} is ignored: sink %s does not commit and abort concurrent sessions on their own (the shards would share one output, and a failed one could take the others' records with it); the run executes whole", n, inv.Sink.Type)
 	}
 	if p.WriteMode(inv.Sink) == pipeline.WriteModeOverwrite {
 		return 0, fmt.Sprintf("shard: {count: %d} is ignored: sink %s overwrites its target (write_mode overwrite), so each shard would replace the others' output; the run executes whole", n, inv.Sink.Type)

@@ -10,8 +10,9 @@ import (
 	"github.com/faucet-dev/faucet/pipeline"
 )
 
-// sinkModes is a pipeline layer where "split" sources shard and every sink
-// has one write mode ("" means append).
+// sinkModes is a pipeline layer where "split" sources shard, every sink but
+// "jsonl" commits its sessions on its own, and every sink has one write mode
+// ("" means append).
 type sinkModes string
 
 func (sinkModes) LoadAt([]byte, string, time.Time) (*pipeline.Plan, error) { return nil, nil }
@@ -19,6 +20,9 @@ func (sinkModes) Probe(context.Context, *pipeline.Plan) (DoctorReport, error) {
 	return DoctorReport{}, nil
 }
 func (sinkModes) Shardable(src pipeline.ConnectorConfig) bool { return src.Type == "split" }
+func (sinkModes) IndependentSessions(sink pipeline.ConnectorConfig) bool {
+	return sink.Type != "jsonl"
+}
 func (m sinkModes) WriteMode(pipeline.ConnectorConfig) string {
 	if m == "" {
 		return "append"
@@ -44,6 +48,8 @@ func TestSubmitWarnings(t *testing.T) {
 			[]string{"clustered execution is at-least-once", "jsonl (write_mode append)"}},
 		{"sharded run", true, "", &pipeline.Plan{Shard: &pipeline.Shard{Count: 4}, Invocations: []pipeline.Invocation{{Source: pipeline.ConnectorConfig{Type: "split"}, Sink: pipeline.ConnectorConfig{Type: "csv"}}}},
 			[]string{"sharded execution (4 shards) is at-least-once"}},
+		{"sharded run into one shared output", false, "", &pipeline.Plan{Shard: &pipeline.Shard{Count: 4}, Invocations: []pipeline.Invocation{{Source: pipeline.ConnectorConfig{Type: "split"}, Sink: pipeline.ConnectorConfig{Type: "jsonl"}}}},
+			[]string{"sink jsonl does not commit and abort concurrent sessions on their own", "the run executes whole"}},
 		{"sharded matrix", true, "", &pipeline.Plan{Shard: &pipeline.Shard{Count: 4}, Invocations: []pipeline.Invocation{{}, {}}},
 			[]string{"2 matrix rows; the run executes whole", "clustered execution is at-least-once"}},
 		{"unshardable source", true, "", &pipeline.Plan{Shard: &pipeline.Shard{Count: 4}, Invocations: []pipeline.Invocation{{Source: pipeline.ConnectorConfig{Type: "stdin"}}}},

@@ -148,6 +148,28 @@ func TestServeShardsARunOnOneServer(t *testing.T) {
 		}
 		sameRows(t, "CSV → Postgres", pgRows(t, data, "SELECT id, name FROM csv_dst ORDER BY id::bigint"), want)
 
+		// Shards appending to one file would share it, and one that failed
+		// would truncate the others' lines away: such a run executes whole,
+		// and the submit says why.
+		out := filepath.Join(filepath.Dir(csvPath), "people.jsonl")
+		res = s.submit(client.SubmitRequest{Config: fmt.Sprintf("version: 1\nshard: {count: 2}\npipeline:\n  source: {type: csv, config: {path: %q}}\n  sink: {type: jsonl, config: {path: %q, write_mode: append}}\n", csvPath, out)})
+		if res.Warnings == nil || !strings.Contains(strings.Join(*res.Warnings, "\n"), "sink jsonl does not commit and abort concurrent sessions on their own") {
+			t.Fatalf("a sharded run into an appended file was not told it executes whole: %v", res.Warnings)
+		}
+		if rec := s.await(res.RunId, client.RunStatusCompleted); rec.RecordsWritten != shardRows {
+			t.Fatalf("CSV → appended JSON Lines wrote %d records, want %d", rec.RecordsWritten, shardRows)
+		}
+		if sh := runShards(t, s, res.RunId); len(sh) != 0 {
+			t.Fatalf("the whole run has shards %+v", sh)
+		}
+		written, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lines := strings.Count(string(written), "\n"); lines != shardRows {
+			t.Fatalf("the appended file holds %d lines, want %d", lines, shardRows)
+		}
+
 		id := s.submit(client.SubmitRequest{Config: sharded(pgSource, "pg_dst")}).RunId
 		if rec := awaitShardedRun(t, s, id, client.RunStatusCompleted, client.ShardStatusCompleted); rec.RecordsWritten != shardRows {
 			t.Fatalf("Postgres → Postgres wrote %d records, want %d", rec.RecordsWritten, shardRows)

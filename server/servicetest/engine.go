@@ -168,6 +168,9 @@ func (Engine) Shards(_ context.Context, src pipeline.ConnectorConfig, count int)
 	return out, nil
 }
 
+// IndependentSessions: every sink commits its sessions on its own.
+func (Engine) IndependentSessions(pipeline.ConnectorConfig) bool { return true }
+
 // WriteMode is every sink's write mode.
 func (e Engine) WriteMode(pipeline.ConnectorConfig) string { return cmp.Or(e.Mode, "append") }
 

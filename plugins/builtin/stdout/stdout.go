@@ -40,6 +40,10 @@ func (Connector) Spec() sdk.Spec {
 		Version:     "1.0.0",
 		Description: "Prints records to faucet's standard output as JSON Lines. Printed records cannot be taken back when a run fails.",
 		SinkSchema:  json.RawMessage(sinkSchema),
+		// A session prints each batch as it comes and has nothing to take
+		// back on abort, so sessions of one run's shards cannot undo one
+		// another's records.
+		IndependentSessions: true,
 	}
 }
 
