@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync/atomic"
+	"time"
 
 	"github.com/faucet-dev/faucet/db/sqlite/internal/dbsqlc"
 )
@@ -14,6 +15,13 @@ import (
 // maxBatch bounds the writes that share one transaction, so a burst holds
 // SQLite's write lock (and its callers' answers) only briefly.
 const maxBatch = 64
+
+// patience bounds how long a batch of patient writes waits for company
+// (see writeMode). Under load a submit or another run's end comes within it,
+// and sharing their commit writes the pages they share (the newest rows,
+// the ends of the indexes) to the WAL once; alone, a patient write is
+// answered this much later.
+const patience = time.Millisecond
 
 // errClosed answers the writes of a closed store.
 var errClosed = errors.New("the run-history store is closed")
@@ -34,11 +42,27 @@ const (
 	abandoned
 )
 
+// writeMode says what the batcher may do with a write.
+type writeMode uint8
+
+const (
+	// single: the write runs exactly one statement, which SQLite makes
+	// atomic by itself.
+	single writeMode = 1 << iota
+	// patient: no one outside the server waits for the write's answer (a
+	// run's terminal write, its log lines, the catalog), so it may wait
+	// for company before it commits.
+	patient
+	// replayable: the write's body may run again after its transaction
+	// was rolled back, since it only sets what it reports (see together).
+	replayable
+)
+
 type writeReq struct {
-	ctx    context.Context
-	fn     writeFunc
-	single bool
-	state  atomic.Int32
+	ctx   context.Context
+	fn    writeFunc
+	mode  writeMode
+	state atomic.Int32
 	// done receives the outcome once: nil when the write committed.
 	done chan error
 }
@@ -57,10 +81,16 @@ type batcher struct {
 	queue chan *writeReq
 	stop  chan struct{}
 	done  chan struct{}
+	// wait times a patient batch's wait; only the loop uses it.
+	wait *time.Timer
 }
 
 func newBatcher(db *sql.DB, stmts *stmtCache) *batcher {
-	b := &batcher{db: db, stmts: stmts, queue: make(chan *writeReq), stop: make(chan struct{}), done: make(chan struct{})}
+	b := &batcher{
+		db: db, stmts: stmts, queue: make(chan *writeReq), stop: make(chan struct{}), done: make(chan struct{}),
+		wait: time.NewTimer(time.Hour),
+	}
+	b.wait.Stop()
 	go b.loop()
 	return b
 }
@@ -75,13 +105,12 @@ func (b *batcher) close() {
 	<-b.done
 }
 
-// do runs fn as a write and returns once it has committed or failed. single
-// says fn runs exactly one statement, which SQLite makes atomic by itself.
-func (b *batcher) do(ctx context.Context, single bool, fn writeFunc) error {
+// do runs fn as a write and returns once it has committed or failed.
+func (b *batcher) do(ctx context.Context, mode writeMode, fn writeFunc) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	r := &writeReq{ctx: ctx, fn: fn, single: single, done: make(chan error, 1)}
+	r := &writeReq{ctx: ctx, fn: fn, mode: mode, done: make(chan error, 1)}
 	select {
 	case b.queue <- r:
 	case <-ctx.Done():
@@ -133,7 +162,10 @@ func (b *batcher) run(first *writeReq) {
 		runtime.Gosched()
 		batch = b.gather(batch)
 	}
-	if len(batch) == 1 && first.single {
+	if len(batch) < maxBatch && allPatient(batch) {
+		batch = b.await(batch)
+	}
+	if len(batch) == 1 && first.mode&single != 0 {
 		if first.take() {
 			// Alone, the write may be interrupted by its own context.
 			first.done <- first.fn(first.ctx, dbsqlc.New(b.stmts))
@@ -143,6 +175,31 @@ func (b *batcher) run(first *writeReq) {
 	// Waiting for SQLite's write lock gathers more writes.
 	tx, err := b.db.BeginTx(context.Background(), nil)
 	b.commit(tx, err, b.gather(batch))
+}
+
+// allPatient reports whether every write of batch may wait.
+func allPatient(batch []*writeReq) bool {
+	for _, r := range batch {
+		if r.mode&patient == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// await waits up to patience for one more write to join batch, then
+// gathers whatever else has queued.
+func (b *batcher) await(batch []*writeReq) []*writeReq {
+	b.wait.Reset(patience)
+	select {
+	case r := <-b.queue:
+		batch = append(batch, r)
+	case <-b.wait.C:
+		return batch
+	case <-b.stop:
+	}
+	b.wait.Stop()
+	return b.gather(batch)
 }
 
 // commit runs batch in tx (begun with err) and commits it; a write whose
@@ -162,6 +219,52 @@ func (b *batcher) commit(tx *sql.Tx, err error, batch []*writeReq) {
 		_ = tx.Rollback()
 		return
 	}
+	if len(live) > 1 && allReplayable(live) {
+		if b.together(tx, live) {
+			return
+		}
+		// One of them failed, and its transaction is rolled back: run
+		// them again, each under its own savepoint, so it fails alone.
+		if tx, err = b.db.BeginTx(context.Background(), nil); err != nil {
+			reply(live, err)
+			return
+		}
+	}
+	b.each(tx, live)
+}
+
+// allReplayable reports whether every write of batch may run again.
+func allReplayable(batch []*writeReq) bool {
+	for _, r := range batch {
+		if r.mode&replayable == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// together runs every write of live in tx, with no savepoints, and commits
+// them. A savepoint costs SQLite two statements and a copy of every page a
+// write changes (to roll the write back alone), and writes nearly always
+// succeed. When one fails, together rolls tx back, answers no one and
+// returns false.
+func (b *batcher) together(tx *sql.Tx, live []*writeReq) bool {
+	stmts := b.stmts.inTx(tx)
+	defer b.stmts.warm(context.Background(), stmts)
+	q := dbsqlc.New(stmts)
+	for _, r := range live {
+		if err := r.fn(context.WithoutCancel(r.ctx), q); err != nil {
+			_ = tx.Rollback()
+			return false
+		}
+	}
+	reply(live, tx.Commit())
+	return true
+}
+
+// each runs live in tx, one savepoint per write unless it is alone, and
+// commits what succeeded.
+func (b *batcher) each(tx *sql.Tx, live []*writeReq) {
 	stmts := b.stmts.inTx(tx)
 	defer b.stmts.warm(context.Background(), stmts)
 	q := dbsqlc.New(stmts)

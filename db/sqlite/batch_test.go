@@ -50,11 +50,25 @@ func committed(t *testing.T, s *driver) map[string]bool {
 	return ids
 }
 
+// writeModes are the batcher's ways of sharing a transaction: a savepoint
+// per write, or none until a write fails (replayable writes).
+var writeModes = []struct {
+	name string
+	mode writeMode
+}{{"savepoints", 0}, {"replayable", replayable}, {"patient", patient | replayable}}
+
 // TestBatchedWritesFailAlone runs writes in one shared transaction: each
 // sees none of the others committed yet (they share the commit), a write
 // that fails after its first statement leaves nothing behind, and the
-// others commit.
+// others commit, whether they had savepoints from the start or ran again
+// with them once one failed.
 func TestBatchedWritesFailAlone(t *testing.T) {
+	for _, m := range writeModes {
+		t.Run(m.name, func(t *testing.T) { testBatchedWritesFailAlone(t, m.mode) })
+	}
+}
+
+func testBatchedWritesFailAlone(t *testing.T, mode writeMode) {
 	s := openDriver(t)
 	const n = 9
 	reqs := make([]*writeReq, n)
@@ -72,10 +86,10 @@ func TestBatchedWritesFailAlone(t *testing.T) {
 			}
 			return nil
 		}
-		reqs[i] = &writeReq{ctx: context.Background(), fn: fn, done: make(chan error, 1)}
+		reqs[i] = &writeReq{ctx: context.Background(), fn: fn, mode: mode, done: make(chan error, 1)}
 	}
 	// A write whose caller gave up before it was taken never runs.
-	abandonedReq := &writeReq{ctx: context.Background(), done: make(chan error, 1), fn: func(ctx context.Context, q *dbsqlc.Queries) error {
+	abandonedReq := &writeReq{ctx: context.Background(), mode: mode, done: make(chan error, 1), fn: func(ctx context.Context, q *dbsqlc.Queries) error {
 		return q.AuditInsert(ctx, auditRow("abandoned"))
 	}}
 	abandonedReq.state.Store(abandoned)
@@ -105,10 +119,43 @@ func TestBatchedWritesFailAlone(t *testing.T) {
 	}
 }
 
+// TestReplayableWritesRunOnce: replayable writes that all succeed share one
+// transaction with no savepoints, each body run once.
+func TestReplayableWritesRunOnce(t *testing.T) {
+	s := openDriver(t)
+	const n = 5
+	reqs := make([]*writeReq, n)
+	runs := make([]int, n)
+	for i := range reqs {
+		id := fmt.Sprintf("r%d", i)
+		reqs[i] = &writeReq{ctx: context.Background(), mode: replayable, done: make(chan error, 1), fn: func(ctx context.Context, q *dbsqlc.Queries) error {
+			runs[i]++
+			if len(committed(t, s)) != 0 {
+				t.Errorf("write %d saw rows committed: the writes did not share one transaction", i)
+			}
+			return q.AuditInsert(ctx, auditRow(id))
+		}}
+	}
+	tx, err := s.w.BeginTx(context.Background(), nil)
+	s.batches.commit(tx, err, reqs)
+	got := committed(t, s)
+	for i, r := range reqs {
+		if err := <-r.done; err != nil || !got[fmt.Sprintf("r%d", i)] || runs[i] != 1 {
+			t.Errorf("write %d: error %v, committed %v, ran %d times; want committed, once", i, err, got[fmt.Sprintf("r%d", i)], runs[i])
+		}
+	}
+}
+
 // TestConcurrentWritesAllCommit hammers the store with writes from many
 // goroutines, some failing, some cancelled: every write that reports success
 // is committed, every failed or cancelled one is absent.
 func TestConcurrentWritesAllCommit(t *testing.T) {
+	for _, m := range writeModes {
+		t.Run(m.name, func(t *testing.T) { testConcurrentWritesAllCommit(t, m.mode) })
+	}
+}
+
+func testConcurrentWritesAllCommit(t *testing.T, mode writeMode) {
 	s := openDriver(t)
 	const n = 200
 	type outcome struct {
@@ -126,7 +173,7 @@ func TestConcurrentWritesAllCommit(t *testing.T) {
 				cancel()
 				ctx = c
 			}
-			err := s.write(ctx, func(ctx context.Context, q *dbsqlc.Queries) error {
+			err := s.batches.do(ctx, mode, func(ctx context.Context, q *dbsqlc.Queries) error {
 				if err := q.AuditInsert(ctx, auditRow(id)); err != nil {
 					return err
 				}

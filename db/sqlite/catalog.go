@@ -28,7 +28,7 @@ func (d *driver) CatalogRecorded(ctx context.Context, runIDs []string) ([]db.Cat
 // CatalogRecord writes the batch as one write: SQLite's write lock
 // serializes it with every other recorder's.
 func (d *driver) CatalogRecord(ctx context.Context, p *db.CatalogRecordParams) error {
-	return d.write(ctx, func(ctx context.Context, q *dbsqlc.Queries) error {
+	return d.writePatient(ctx, func(ctx context.Context, q *dbsqlc.Queries) error {
 		for _, r := range p.Datasets {
 			if err := q.CatalogDatasetUpsert(ctx, dbsqlc.CatalogDatasetUpsertParams{
 				ID: r.ID, Uri: r.URI, UriFolded: r.URIFolded, Kind: r.Kind, AsSource: flag(r.AsSource), AsSink: flag(r.AsSink),

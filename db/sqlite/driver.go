@@ -55,14 +55,29 @@ func (d *driver) Ping(ctx context.Context) error {
 // write lock from its first statement and every read inside it sees what its
 // writes will build on.
 func (d *driver) write(ctx context.Context, fn writeFunc) error {
-	return interpretError(d.batches.do(ctx, false, fn))
+	return interpretError(d.batches.do(ctx, 0, fn))
+}
+
+// writePatient is write for a write no one outside the server waits on (a
+// run's terminal write, log lines, the catalog): it may wait a moment to
+// share its commit (see patience). Its body must be replayable, as
+// writeReplayable's.
+func (d *driver) writePatient(ctx context.Context, fn writeFunc) error {
+	return interpretError(d.batches.do(ctx, patient|replayable, fn))
+}
+
+// writeReplayable is write for a body that may run again after a rollback
+// (it only sets what it reports), which lets it share a transaction without
+// a savepoint of its own (see together).
+func (d *driver) writeReplayable(ctx context.Context, fn writeFunc) error {
+	return interpretError(d.batches.do(ctx, replayable, fn))
 }
 
 // writeValue runs a body of exactly one statement that returns a value as a
 // write.
 func writeValue[T any](ctx context.Context, d *driver, fn func(ctx context.Context, q *dbsqlc.Queries) (T, error)) (T, error) {
 	var v T
-	err := d.batches.do(ctx, true, func(ctx context.Context, q *dbsqlc.Queries) error {
+	err := d.batches.do(ctx, single|replayable, func(ctx context.Context, q *dbsqlc.Queries) error {
 		var err error
 		v, err = fn(ctx, q)
 		return err
@@ -72,7 +87,7 @@ func writeValue[T any](ctx context.Context, d *driver, fn func(ctx context.Conte
 
 // writeOne is writeValue for a statement that returns nothing.
 func (d *driver) writeOne(ctx context.Context, fn writeFunc) error {
-	return interpretError(d.batches.do(ctx, true, fn))
+	return interpretError(d.batches.do(ctx, single|replayable, fn))
 }
 
 // read runs fn in one read-only transaction on the read pool, so several

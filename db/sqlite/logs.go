@@ -2,8 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/faucet-dev/faucet/db"
@@ -13,39 +11,21 @@ import (
 // RunLogAppend stores a batch of log lines and applies the per-run cap, in
 // one transaction.
 func (d *driver) RunLogAppend(ctx context.Context, p *db.RunLogAppendParams) error {
-	b, err := encodeLines(p.RunID, p.Lines)
-	if err != nil {
-		return err
-	}
-	return d.write(ctx, func(ctx context.Context, q *dbsqlc.Queries) error {
-		return appendLines(ctx, q, p.RunID, b, p.Trim)
+	return d.writePatient(ctx, func(ctx context.Context, q *dbsqlc.Queries) error {
+		return appendLines(ctx, q, p.RunID, p.Lines, p.Trim)
 	})
 }
 
-// encodeLines is the JSON array of lines RunLogInsert takes.
-func encodeLines(runID string, lines []db.RunLogLine) (string, error) {
-	type line struct {
-		Seq   int64  `json:"seq"`
-		TS    int64  `json:"ts"`
-		Level string `json:"level"`
-		Line  string `json:"line"`
-	}
-	rows := make([]line, len(lines))
-	for i, l := range lines {
-		rows[i] = line{Seq: l.Seq, TS: micros(l.TS), Level: l.Level, Line: l.Line}
-	}
-	b, err := json.Marshal(rows)
-	if err != nil {
-		return "", &db.Error{Transience: db.Permanent, Err: fmt.Errorf("encode log lines of run %s: %w", runID, err)}
-	}
-	return string(b), nil
-}
-
-// appendLines inserts encoded lines and applies trim inside the caller's
+// appendLines inserts lines and applies trim inside the caller's
 // transaction.
-func appendLines(ctx context.Context, q *dbsqlc.Queries, runID, lines string, trim *db.LogTrim) error {
-	if _, err := q.RunLogInsert(ctx, dbsqlc.RunLogInsertParams{RunID: runID, Lines: lines}); err != nil || trim == nil {
-		return err
+func appendLines(ctx context.Context, q *dbsqlc.Queries, runID string, lines []db.RunLogLine, trim *db.LogTrim) error {
+	for _, l := range lines {
+		if err := q.RunLogInsert(ctx, dbsqlc.RunLogInsertParams{RunID: runID, Seq: l.Seq, Ts: micros(l.TS), Level: l.Level, Line: l.Line}); err != nil {
+			return err
+		}
+	}
+	if trim == nil {
+		return nil
 	}
 	dropped, err := q.RunLogTrim(ctx, dbsqlc.RunLogTrimParams{RunID: runID, BlockStart: trim.BlockStart, BlockEnd: trim.BlockEnd, Keep: trim.Keep})
 	if err != nil || dropped == 0 {

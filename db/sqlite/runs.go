@@ -26,7 +26,7 @@ func (d *driver) RunInsert(ctx context.Context, p *db.RunInsertParams) error {
 	if p.Audit == nil && p.Fire == nil {
 		return d.writeOne(ctx, func(ctx context.Context, q *dbsqlc.Queries) error { return q.RunInsert(ctx, arg) })
 	}
-	return d.write(ctx, func(ctx context.Context, q *dbsqlc.Queries) error {
+	return d.writeReplayable(ctx, func(ctx context.Context, q *dbsqlc.Queries) error {
 		if f := p.Fire; f != nil {
 			n, err := q.TriggerFireInsert(ctx, dbsqlc.TriggerFireInsertParams{
 				TriggerName: f.Trigger, FireKey: f.Key, Kind: f.Kind, Subject: f.Subject, EventAt: micros(f.EventAt),
@@ -86,21 +86,14 @@ func (d *driver) RunFinish(ctx context.Context, p *db.RunFinishParams) (bool, er
 			})
 		}
 	}
-	var lines string
-	if len(p.Lines) > 0 {
-		var err error
-		if lines, err = encodeLines(r.RunID, p.Lines); err != nil {
-			return false, err
-		}
-	}
 	var won bool
-	err := d.write(ctx, func(ctx context.Context, q *dbsqlc.Queries) error {
+	err := d.writePatient(ctx, func(ctx context.Context, q *dbsqlc.Queries) error {
 		var err error
 		if won, err = finish(ctx, q); err != nil {
 			return err
 		}
-		if lines != "" {
-			if err := appendLines(ctx, q, r.RunID, lines, p.Trim); err != nil {
+		if len(p.Lines) > 0 {
+			if err := appendLines(ctx, q, r.RunID, p.Lines, p.Trim); err != nil {
 				return err
 			}
 		}

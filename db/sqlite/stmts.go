@@ -112,16 +112,28 @@ func (c *stmtCache) close() error {
 }
 
 type txStmts struct {
-	c      *stmtCache
-	tx     *sql.Tx
+	c  *stmtCache
+	tx *sql.Tx
+	// bound are the statements bound to tx so far: binding one costs
+	// database/sql a lookup and an allocation, and a batch runs the same
+	// few statements once per write (a log batch once per line).
+	bound  map[string]*sql.Stmt
 	missed []string
 }
 
 // stmt returns query's cached statement bound to the transaction, or nil
 // after noting the query for warm.
 func (t *txStmts) stmt(ctx context.Context, query string) *sql.Stmt {
+	if s, ok := t.bound[query]; ok {
+		return s
+	}
 	if s := t.c.cached(query); s != nil {
-		return t.tx.StmtContext(ctx, s)
+		b := t.tx.StmtContext(ctx, s)
+		if t.bound == nil {
+			t.bound = map[string]*sql.Stmt{}
+		}
+		t.bound[query] = b
+		return b
 	}
 	t.missed = append(t.missed, query)
 	return nil

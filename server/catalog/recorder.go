@@ -96,6 +96,10 @@ type Recorder struct {
 	// turns (one pipeline writing a file per client, say).
 	snapMu    sync.Mutex
 	snapshots map[string]json.RawMessage
+	// tokens masks Config.Secrets alone, built once: most runs have no
+	// secret of their own, and building a redactor (its string search
+	// tables) per run cost the catalog as much as encoding its records.
+	tokens *redact.Redactor
 }
 
 // pending is one run's part of a batch.
@@ -126,6 +130,7 @@ func New(cfg Config) *Recorder {
 	return &Recorder{
 		cfg: cfg, queue: make(chan pending, cfg.Queue), stop: make(chan struct{}), done: make(chan struct{}),
 		writes: writes, endWrites: endWrites, snapshots: map[string]json.RawMessage{},
+		tokens: redact.New(cfg.Secrets),
 	}
 }
 
@@ -164,7 +169,7 @@ func (r *Recorder) Record(_ context.Context, run *db.RunRecord, plan *pipeline.P
 		return
 	}
 	p := pending{runID: run.RunID, snapshot: r.snapshot(run, plan)}
-	red := redact.New(plan.Secrets, r.cfg.Secrets)
+	red := r.redactor(plan)
 	for _, res := range results {
 		if res.Err != nil || res.Lineage == nil {
 			continue
@@ -174,6 +179,14 @@ func (r *Recorder) Record(_ context.Context, run *db.RunRecord, plan *pipeline.P
 		}
 	}
 	r.enqueue(p)
+}
+
+// redactor masks the run's secrets and Config.Secrets.
+func (r *Recorder) redactor(plan *pipeline.Plan) *redact.Redactor {
+	if len(plan.Secrets) == 0 {
+		return r.tokens
+	}
+	return redact.New(plan.Secrets, r.cfg.Secrets)
 }
 
 // enqueue hands a run's records to the writer, or drops them when the

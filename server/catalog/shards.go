@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/faucet-dev/faucet/db"
-	"github.com/faucet-dev/faucet/internal/redact"
 	"github.com/faucet-dev/faucet/pipeline"
 )
 
@@ -112,7 +111,7 @@ func (r *Recorder) shardedInvocations(ctx context.Context, sh *shardedRun) []db.
 	if sh.run.StartedAt != nil && sh.run.FinishedAt != nil {
 		took = sh.run.FinishedAt.Sub(*sh.run.StartedAt)
 	}
-	inv, ok := invocation(sh.run, sh.plan, sh.plan.Invocations[0].RowID, took, merged, redact.New(sh.plan.Secrets, r.cfg.Secrets))
+	inv, ok := invocation(sh.run, sh.plan, sh.plan.Invocations[0].RowID, took, merged, r.redactor(sh.plan))
 	if !ok {
 		return nil
 	}

@@ -128,9 +128,12 @@ SELECT status FROM faucet_runs WHERE run_id = sqlc.arg(run_id);
 DELETE FROM faucet_runs
 WHERE run_id = sqlc.arg(run_id) AND status IN ('completed', 'failed', 'cancelled');
 
+-- RunRenewLeases, RunPurge and the log purges spell their status condition
+-- as the partial index they use spells its WHERE (migration 00009), so SQLite
+-- sees that the index covers them.
 -- name: RunRenewLeases :many
 UPDATE faucet_runs SET lease_expires_at = sqlc.arg(lease_expires_at)
-WHERE owner = sqlc.arg(owner) AND status IN ('pending', 'queued', 'running', 'sharded')
+WHERE owner = sqlc.arg(owner) AND (status = 'pending' OR status = 'queued' OR status = 'running' OR status = 'sharded')
 RETURNING run_id;
 
 -- name: RunFailLapsed :execrows
@@ -219,14 +222,17 @@ SET cancel_requested_at = coalesce(cancel_requested_at, sqlc.arg(now))
 WHERE run_id = sqlc.arg(run_id) AND status IN ('running', 'sharded')
 RETURNING status;
 
+-- RunPendingCancellations names the cancel index: the owner index covers a
+-- running run too, and holds every active run of the owner, not just the
+-- few with a cancel requested.
 -- name: RunPendingCancellations :many
-SELECT run_id FROM faucet_runs
+SELECT run_id FROM faucet_runs INDEXED BY faucet_runs_cancel_idx
 WHERE owner = sqlc.arg(owner) AND cancel_requested_at IS NOT NULL AND status = 'running'
 ORDER BY run_id;
 
 -- name: RunPurge :execrows
 DELETE FROM faucet_runs INDEXED BY faucet_runs_finished_idx
-WHERE status IN ('completed', 'failed', 'cancelled') AND finished_at < sqlc.arg(before);
+WHERE (status = 'completed' OR status = 'failed' OR status = 'cancelled') AND finished_at < sqlc.arg(before);
 
 -- name: RunStart :execrows
 UPDATE faucet_runs

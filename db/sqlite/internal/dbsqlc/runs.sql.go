@@ -752,11 +752,14 @@ func (q *Queries) RunMarkSharded(ctx context.Context, arg RunMarkShardedParams) 
 }
 
 const runPendingCancellations = `-- name: RunPendingCancellations :many
-SELECT run_id FROM faucet_runs
+SELECT run_id FROM faucet_runs INDEXED BY faucet_runs_cancel_idx
 WHERE owner = ?1 AND cancel_requested_at IS NOT NULL AND status = 'running'
 ORDER BY run_id
 `
 
+// RunPendingCancellations names the cancel index: the owner index covers a
+// running run too, and holds every active run of the owner, not just the
+// few with a cancel requested.
 func (q *Queries) RunPendingCancellations(ctx context.Context, owner *string) ([]string, error) {
 	rows, err := q.db.QueryContext(ctx, runPendingCancellations, owner)
 	if err != nil {
@@ -809,7 +812,7 @@ func (q *Queries) RunPoisonLapsed(ctx context.Context, arg RunPoisonLapsedParams
 
 const runPurge = `-- name: RunPurge :execrows
 DELETE FROM faucet_runs INDEXED BY faucet_runs_finished_idx
-WHERE status IN ('completed', 'failed', 'cancelled') AND finished_at < ?1
+WHERE (status = 'completed' OR status = 'failed' OR status = 'cancelled') AND finished_at < ?1
 `
 
 func (q *Queries) RunPurge(ctx context.Context, before *int64) (int64, error) {
@@ -844,7 +847,7 @@ func (q *Queries) RunRelease(ctx context.Context, arg RunReleaseParams) (int64, 
 
 const runRenewLeases = `-- name: RunRenewLeases :many
 UPDATE faucet_runs SET lease_expires_at = ?1
-WHERE owner = ?2 AND status IN ('pending', 'queued', 'running', 'sharded')
+WHERE owner = ?2 AND (status = 'pending' OR status = 'queued' OR status = 'running' OR status = 'sharded')
 RETURNING run_id
 `
 
@@ -853,6 +856,9 @@ type RunRenewLeasesParams struct {
 	Owner          *string
 }
 
+// RunRenewLeases, RunPurge and the log purges spell their status condition
+// as the partial index they use spells its WHERE (migration 00009), so SQLite
+// sees that the index covers them.
 func (q *Queries) RunRenewLeases(ctx context.Context, arg RunRenewLeasesParams) ([]string, error) {
 	rows, err := q.db.QueryContext(ctx, runRenewLeases, arg.LeaseExpiresAt, arg.Owner)
 	if err != nil {
