@@ -8,9 +8,9 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// KillCopy terminates the backend running a COPY into the database at url,
-// waiting until one does: the failure a sink's connection dying mid-COPY
-// injects.
+// KillCopy terminates the backend running a COPY into the database at url
+// (alone, or last in a query of several statements), waiting until one
+// does: the failure a sink's connection dying mid-COPY injects.
 func KillCopy(t testing.TB, url string) {
 	t.Helper()
 	ctx := context.Background()
@@ -22,7 +22,7 @@ func KillCopy(t testing.TB, url string) {
 	for start := time.Now(); time.Since(start) < time.Minute; time.Sleep(5 * time.Millisecond) {
 		var killed int
 		err := conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-			WHERE datname = current_database() AND query LIKE 'COPY %' AND pid <> pg_backend_pid()`).Scan(&killed)
+			WHERE datname = current_database() AND (query LIKE 'COPY %' OR query LIKE '%; COPY %') AND pid <> pg_backend_pid()`).Scan(&killed)
 		if err != nil {
 			t.Fatal(err)
 		}

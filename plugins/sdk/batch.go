@@ -29,6 +29,67 @@ type Batch struct {
 	Seq     uint64
 	Count   int
 	Records []byte
+	// lender, set on a batch the SDK hands a writer, lends the memory
+	// Records is in past the Write call (see Keep).
+	lender lender
+}
+
+// lender lends a batch's memory to k, or reports that it cannot.
+type lender interface {
+	lend(k *Kept) bool
+}
+
+// Kept is a batch's records a writer reads after Write returns (Batch.Keep).
+type Kept struct {
+	records []byte
+	release func()
+}
+
+// Keep keeps the batch's records for a writer that reads them after Write
+// returns: to write them again, or to report a record it refuses later.
+// The writer releases them once it no longer does, in Write, Close or
+// Abort of the same session, and reads them through Records, which is
+// valid until then. Where it can, the SDK lends the writer the memory the
+// batch arrived in instead of copying it (a batch that crossed from the
+// source in shared memory holds a slot until released, or until the SDK
+// needs the slot back and moves the records out of it between two calls
+// of the writer); otherwise the records are a copy.
+func (b Batch) Keep() *Kept {
+	k := &Kept{records: b.Records, release: func() {}}
+	if b.lender == nil || !b.lender.lend(k) {
+		k.records = bytes.Clone(b.Records)
+	}
+	return k
+}
+
+// Records returns the kept records. They may move between two calls of
+// the writer, so a writer reads them through Records each time.
+func (k *Kept) Records() []byte { return k.records }
+
+// Release ends the keep: the records must not be read any more.
+func (k *Kept) Release() {
+	k.release()
+	k.release = func() {}
+}
+
+// pooled lends a batch that arrived in a message: its buffer goes back to
+// the codec's pool when released, or after Write when it was not kept.
+type pooled struct {
+	records []byte
+	kept    bool
+}
+
+func (p *pooled) lend(k *Kept) bool {
+	p.kept = true
+	k.release = func() { protocol.Release(p.records) }
+	return true
+}
+
+// done hands the buffer back after Write unless the writer kept it.
+func (p *pooled) done() {
+	if !p.kept {
+		protocol.Release(p.records)
+	}
 }
 
 // All iterates over the batch's records, each a JSON object without its

@@ -267,10 +267,11 @@ func (s *server) Write(stream grpc.BidiStreamingServer[connectorv1.WriteRequest,
 		}
 		switch m := req.GetMsg().(type) {
 		case *connectorv1.WriteRequest_Batch:
-			b := Batch{Seq: m.Batch.GetSeq(), Count: int(m.Batch.GetCount()), Records: m.Batch.GetRecords()}
+			loan := &pooled{records: m.Batch.GetRecords()}
+			b := Batch{Seq: m.Batch.GetSeq(), Count: int(m.Batch.GetCount()), Records: loan.records, lender: loan}
 			infer.observe(b.Records)
 			err := w.Write(ctx, b)
-			protocol.Release(b.Records)
+			loan.done()
 			if err == nil {
 				err = rej.flush(stream.Send)
 			}

@@ -15,8 +15,13 @@ import (
 // source maps the region once the batch it collects reaches
 // sharedMinBytes; a read smaller than that costs less than the mapping,
 // and its batches travel in their messages.
+//
+// A session with a record policy gets sharedKeptSlots more, so that a
+// writer can keep batches (Batch.Keep) until it knows which of their
+// records it refuses without copying them: up to 16 MiB of them.
 const (
 	sharedSlots     = 3
+	sharedKeptSlots = 16
 	sharedSlotBytes = TargetBatchBytes + 64<<10
 	sharedMinBytes  = 64 << 10
 )

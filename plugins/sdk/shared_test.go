@@ -83,16 +83,47 @@ func serve(t *testing.T, srv connectorv1.ConnectorServiceServer) *grpc.ClientCon
 // came through a shared region's slots.
 func readUpstream(t *testing.T, srv connectorv1.ConnectorServiceServer, version uint32, n int, pad func(int) int, regions *regionCache) int {
 	t.Helper()
+	shared, _ := keepUpstream(t, srv, version, n, pad, regions, sharedSlots, 0)
+	return shared
+}
+
+// keepUpstream is readUpstream through a region of the given slots, by a
+// writer that keeps every batch (Batch.Keep) and releases what it keeps
+// every window batches (never, for window -1; it keeps none for 0). Each
+// kept batch must read as it came until released. It returns how many
+// batches came through slots and how many keeps were lent their memory.
+func keepUpstream(t *testing.T, srv connectorv1.ConnectorServiceServer, version uint32, n int, pad func(int) int, regions *regionCache, slots, window int) (shared, lent int) {
+	t.Helper()
 	conn := serve(t, srv)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	up := &connectorv1.Upstream{Read: &connectorv1.ReadRequest{Config: json.RawMessage(`{"N": ` + strconv.Itoa(n) + `}`)}, ProtocolVersion: version}
-	u, msg, err := openUpstream(ctx, conn, up, regions)
+	u, msg, err := openUpstream(ctx, conn, up, regions, slots)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer u.close()
-	next, shared := 1, 0
+	next := 1
+	type keep struct {
+		k    *Kept
+		want []byte
+	}
+	var kept []keep
+	check := func() {
+		for i, k := range kept {
+			if !bytes.Equal(k.k.Records(), k.want) {
+				t.Fatalf("kept batch %d of %d changed before its release", i+1, len(kept))
+			}
+		}
+	}
+	release := func() {
+		check()
+		for _, k := range kept {
+			k.k.Release()
+		}
+		kept = kept[:0]
+	}
+	defer release()
 	for msg.stats == nil {
 		if msg.batch.GetShared() != nil {
 			shared++
@@ -101,7 +132,8 @@ func readUpstream(t *testing.T, srv connectorv1.ConnectorServiceServer, version 
 		if err != nil {
 			t.Fatal(err)
 		}
-		b := Batch{Count: int(msg.batch.GetCount()), Records: data}
+		loan := u.loan(msg.batch, data)
+		b := Batch{Count: int(msg.batch.GetCount()), Records: data, lender: loan}
 		for rec := range b.All() {
 			want := `{"i":` + strconv.Itoa(next) + `,"pad":"` + strings.Repeat("x", pad(next)) + `"}`
 			if string(rec) != want {
@@ -109,7 +141,18 @@ func readUpstream(t *testing.T, srv connectorv1.ConnectorServiceServer, version 
 			}
 			next++
 		}
-		u.done(msg.batch, data)
+		if window != 0 {
+			k := b.Keep()
+			if len(data) > 0 && &k.Records()[0] == &data[0] {
+				lent++
+			}
+			kept = append(kept, keep{k, bytes.Clone(data)})
+		}
+		loan.done()
+		if window > 0 && len(kept) == window {
+			release()
+		}
+		u.reclaim()
 		if msg, err = u.recv(); err != nil {
 			t.Fatal(err)
 		}
@@ -117,7 +160,7 @@ func readUpstream(t *testing.T, srv connectorv1.ConnectorServiceServer, version 
 	if next-1 != n || msg.stats.GetRecords() != int64(n) {
 		t.Fatalf("read %d records, stats say %d, want %d", next-1, msg.stats.GetRecords(), n)
 	}
-	return shared
+	return shared, lent
 }
 
 // TestSharedReads reads sources through shared regions: many more batches
@@ -173,5 +216,40 @@ func TestRegionKeptOnlyWhileUnused(t *testing.T) {
 	}
 	if shared := readUpstream(t, srv, protocol.VersionSharedReads, 50_000, small, regions); shared == 0 || regions.idle != nil {
 		t.Fatalf("a read that used the region (%d batches through slots) left it kept", shared)
+	}
+}
+
+// TestKeptBatches: a writer keeps batches of a shared read. Through a
+// region with room for kept batches, a writer releasing them every few
+// batches is lent their slots, and one keeping more than the region holds
+// (or never releasing) still reads the whole source, its oldest batches
+// moved out of their slots; through a region without such room every
+// keep is a copy. Every kept batch reads as it came until released.
+func TestKeptBatches(t *testing.T) {
+	// About 50 records a batch: some 60 batches, three regions' worth.
+	big := func(int) int { return 20_000 }
+	srv := newServer(padded{big})
+	const n = 3_000
+	for _, tc := range []struct {
+		name          string
+		slots, window int
+		// lent says whether all, some or none of the keeps are lent.
+		lent string
+	}{
+		{"released in time", sharedSlots + sharedKeptSlots, 8, "all"},
+		{"kept longer than the region holds", sharedSlots + sharedKeptSlots, 3 * sharedKeptSlots, "some"},
+		{"never released", sharedSlots + sharedKeptSlots, -1, "some"},
+		{"no room for kept batches", sharedSlots, 8, "none"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			shared, lent := keepUpstream(t, srv, protocol.VersionSharedReads, n, big, &regionCache{}, tc.slots, tc.window)
+			got := map[bool]string{true: "some", false: "none"}[lent > 0]
+			if lent == shared && shared > 0 {
+				got = "all"
+			}
+			if got != tc.lent || shared < 2*(sharedSlots+sharedKeptSlots) {
+				t.Errorf("%d of %d batches through slots lent, want %s", lent, shared, tc.lent)
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package sdk
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -72,7 +73,13 @@ func (s *server) writeFromUpstream(ctx context.Context, sess session, stream grp
 	}
 	// The first batch comes before the sink opens: a source that cannot
 	// start never touches the sink.
-	u, msg, err := openUpstream(rctx, conn, up, s.regions)
+	// A writer that refuses records may keep batches until it knows
+	// which (Batch.Keep): slots for those beside the ones the source fills.
+	slots := sharedSlots
+	if open.GetRecordPolicy() != nil {
+		slots += sharedKeptSlots
+	}
+	u, msg, err := openUpstream(rctx, conn, up, s.regions, slots)
 	if err != nil {
 		// Stopped or aborted before the first batch: nothing was written, and
 		// the source's cancellation is not its failure.
@@ -106,10 +113,11 @@ func (s *server) writeFromUpstream(ctx context.Context, sess session, stream grp
 				abort(w)
 				return status.Errorf(codes.Internal, "batch %d: %v", seq, err)
 			}
-			batch := Batch{Seq: seq, Count: int(b.GetCount()), Records: data}
+			loan := u.loan(b, data)
+			batch := Batch{Seq: seq, Count: int(b.GetCount()), Records: data, lender: loan}
 			infer.observe(data)
 			err = w.Write(ctx, batch)
-			u.done(b, data)
+			loan.done()
 			if err == nil {
 				err = sess.rej.flush(stream.Send)
 			}
@@ -127,6 +135,7 @@ func (s *server) writeFromUpstream(ctx context.Context, sess session, stream grp
 			upstream = msg.stats
 			break
 		}
+		u.reclaim()
 		if msg, err = u.recv(); err != nil {
 			if stop, abort := control(); stop || abort {
 				break
@@ -162,6 +171,9 @@ type upstreamRead struct {
 	// consumed counts the batches read from slots: the next one must be in
 	// slot consumed mod slots.
 	consumed uint32
+	// held are the slots read but not yet handed back to the source, in
+	// order: a kept batch's, and those after it.
+	held []*slotLoan
 	// finished is set once the source's final stats arrived: it writes
 	// nothing more.
 	finished bool
@@ -175,15 +187,20 @@ type regionCache struct {
 	idle *shm.Region
 }
 
-func (c *regionCache) get() (*shm.Region, error) {
+// get returns a region of the given number of slots.
+func (c *regionCache) get(slots int) (*shm.Region, error) {
 	c.mu.Lock()
 	r := c.idle
-	c.idle = nil
+	if r != nil && r.Slots() == slots {
+		c.idle = nil
+	} else {
+		r = nil
+	}
 	c.mu.Unlock()
 	if r != nil {
 		return r, nil
 	}
-	return shm.Create(sharedSlots, sharedSlotBytes)
+	return shm.Create(slots, sharedSlotBytes)
 }
 
 func (c *regionCache) put(r *shm.Region) {
@@ -205,13 +222,13 @@ type upstreamMsg struct {
 }
 
 // openUpstream starts reading up and returns its first message.
-func openUpstream(ctx context.Context, conn *grpc.ClientConn, up *connectorv1.Upstream, regions *regionCache) (*upstreamRead, upstreamMsg, error) {
+func openUpstream(ctx context.Context, conn *grpc.ClientConn, up *connectorv1.Upstream, regions *regionCache, slots int) (*upstreamRead, upstreamMsg, error) {
 	read := up.GetRead()
 	u := &upstreamRead{regions: regions}
 	version := int(max(up.GetProtocolVersion(), protocol.Version1))
 	if !protocol.Supports(version, protocol.VersionSharedReads) {
 		slog.Debug("reading the source through messages", "reason", fmt.Sprintf("the source speaks connector protocol version %d", version))
-	} else if region, err := regions.get(); err != nil {
+	} else if region, err := regions.get(slots); err != nil {
 		slog.Debug("reading the source through messages", "reason", err.Error())
 	} else {
 		u.region = region
@@ -253,15 +270,71 @@ func (u *upstreamRead) records(b *connectorv1.Batch) ([]byte, error) {
 	return u.region.Slot(int(sh.GetSlot()))[:sh.GetLength()], nil
 }
 
-// done hands back the memory of a batch the sink has consumed: its slot to
-// the source, or its message buffer to the codec's pool.
-func (u *upstreamRead) done(b *connectorv1.Batch, records []byte) {
-	if b.GetShared() != nil {
-		u.consumed++
-		u.region.Consumed()
-		return
+// batchLoan lends a batch of the read to the writer.
+type batchLoan interface {
+	lender
+	// done is called after Write: the memory goes back unless kept.
+	done()
+}
+
+// loan is the lender of a batch read: its slot, or its message buffer.
+func (u *upstreamRead) loan(b *connectorv1.Batch, records []byte) batchLoan {
+	if b.GetShared() == nil {
+		return &pooled{records: records}
 	}
-	protocol.Release(records)
+	u.consumed++
+	return &slotLoan{u: u}
+}
+
+// slotLoan is a batch read from a slot of the region.
+type slotLoan struct {
+	u *upstreamRead
+	// kept is the writer's keep of the batch, while it holds the slot.
+	kept *Kept
+}
+
+// lend keeps the slot from the source until k is released, while fewer
+// than the slots beyond sharedSlots are held.
+func (l *slotLoan) lend(k *Kept) bool {
+	if len(l.u.held) >= l.u.region.Slots()-sharedSlots {
+		return false
+	}
+	l.kept = k
+	k.release = func() {
+		l.kept = nil
+		l.u.handBack()
+	}
+	return true
+}
+
+func (l *slotLoan) done() {
+	l.u.held = append(l.u.held, l)
+	l.u.handBack()
+}
+
+// handBack hands the source the slots no writer keeps, in order: the slots
+// of later batches wait for a kept one before them.
+func (u *upstreamRead) handBack() {
+	n := 0
+	for n < len(u.held) && u.held[n].kept == nil {
+		u.region.Consumed()
+		n++
+	}
+	u.held = append(u.held[:0], u.held[n:]...)
+}
+
+// reclaim, before the next batch is read, moves the records of the oldest
+// kept batches out of their slots while the source has fewer than
+// sharedSlots to fill: however long a writer keeps batches, the source
+// is never kept waiting for a slot while the sink waits for a batch.
+func (u *upstreamRead) reclaim() {
+	for len(u.held) > 0 && len(u.held) > u.region.Slots()-sharedSlots {
+		head := u.held[0]
+		head.kept.records = bytes.Clone(head.kept.records)
+		head.kept.release = func() {}
+		head.kept = nil
+		u.handBack()
+	}
 }
 
 // close ends this process's hold on the region (the source unmaps its own),

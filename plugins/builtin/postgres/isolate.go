@@ -66,10 +66,12 @@ type isolation struct {
 	// end last.
 	encoded []byte
 	starts  []int
-	// raw holds the window's batches as received, one after another, and
-	// refs where each line's record came from and where it is in raw.
-	raw  []byte
-	refs []recordRef
+	// batches holds the window's batches as received (sdk.Batch.Keep:
+	// lent, not copied, where the SDK can), keptBytes their size, and
+	// refs where each line's record came from and where it is in batches.
+	batches   []*sdk.Kept
+	keptBytes int
+	refs      []recordRef
 	// text is a string value's while it is checked; kept, recs and present
 	// are a batch's.
 	text    []byte
@@ -87,6 +89,11 @@ type isolation struct {
 	// parts of a batch's lines that go to the server.
 	gathered []byte
 	sends    []sendPart
+	// early holds a batch encoded while the window before it ends.
+	early earlyLines
+	// release is set while the last window's savepoint, its COPY taken,
+	// waits to be released by the next window's query (or the commit).
+	release bool
 }
 
 // sendPart is a run of a batch's lines in the window sent as one: encoded
@@ -111,29 +118,33 @@ func (s *isolation) judged(refused bool) {
 }
 
 // recordRef is a record's batch and position there, and where its text
-// is in the window's raw: raw[start:end].
+// is in the window's batches: batches[batch].Records()[start:end].
 type recordRef struct {
-	seq        uint64
-	index      int
-	start, end int
+	seq                      uint64
+	index, batch, start, end int32
 }
 
-// reset empties the window. The first one allocates what a full window
-// holds, so a window seldom grows by copying itself.
+// reset empties the window, releasing the batches it kept, in order. The
+// first one allocates what a full window holds, so a window seldom grows
+// by copying itself.
 func (s *isolation) reset() {
 	if cap(s.encoded) == 0 {
-		s.encoded, s.raw = make([]byte, 0, windowBytes+1<<20), make([]byte, 0, 2*windowBytes)
+		s.encoded = make([]byte, 0, windowBytes+1<<20)
 		s.starts = make([]int, 0, windowBytes/64)
 		s.refs = make([]recordRef, 0, windowBytes/64)
 	}
-	s.encoded, s.raw = s.encoded[:0], s.raw[:0]
+	for _, k := range s.batches {
+		k.Release()
+	}
+	clear(s.batches)
+	s.encoded, s.batches, s.keptBytes = s.encoded[:0], s.batches[:0], 0
 	s.starts, s.refs = append(s.starts[:0], 0), s.refs[:0]
 }
 
 // full reports whether the window holds what a window may: encoded lines
 // to its bound, or records as received to twice that.
 func (s *isolation) full() bool {
-	return len(s.encoded) >= s.bound() || len(s.raw) >= 2*s.bound()
+	return len(s.encoded) >= s.bound() || s.keptBytes >= 2*s.bound()
 }
 
 // add keeps the line just encoded at the end of s.encoded in the window,
@@ -149,7 +160,10 @@ func (s *isolation) lines() int { return len(s.refs) }
 func (s *isolation) line(i int) []byte { return s.encoded[s.starts[i]:s.starts[i+1]] }
 
 // record is the window's record i as received.
-func (s *isolation) record(i int) []byte { return s.raw[s.refs[i].start:s.refs[i].end] }
+func (s *isolation) record(i int) []byte {
+	r := s.refs[i]
+	return s.batches[r.batch].Records()[r.start:r.end]
+}
 
 // gather returns the lines listed, in order: a slice of the window when
 // they follow one another.
@@ -218,19 +232,19 @@ func (w *writer) writeIsolated(ctx context.Context, b sdk.Batch) error {
 	}
 	columns := tabular.QuoteList(listed)
 	// A full window ends here, not as the batch that filled it is sent:
-	// the server takes in that batch while this one is parsed.
+	// the server takes in that batch while this one is parsed, and
+	// encoded, so that the next window's first lines are ready the moment
+	// the server has judged the full one.
+	var early *earlyLines
 	if w.stream != nil && (w.stream.columns != columns || w.iso.full()) {
+		early = w.encodeEarly(kept, recs, which)
 		if err := w.endWindow(ctx); err != nil {
 			return err
 		}
+		early.reject(ctx, b.Seq)
 	}
 	if w.stream == nil {
-		if _, err := w.tx.Exec(ctx, "SAVEPOINT faucet_window"); err != nil {
-			return fmt.Errorf("copy into %s: %w", w.cfg.Table, classify(err))
-		}
-		w.iso.reset()
-		w.iso.check.window(which)
-		w.stream = startCopy(ctx, w.conn.PgConn(), fmt.Sprintf("COPY %s (%s) FROM STDIN", w.name, columns), columns)
+		w.startWindow(ctx, which, columns)
 	}
 	// The stream's buffers are not used: the lines are encoded into the
 	// window and sent from there. Taking one is waiting for the stream to
@@ -244,32 +258,48 @@ func (w *writer) writeIsolated(ctx context.Context, b sdk.Batch) error {
 		return w.writeIsolated(ctx, b)
 	}
 	iso := w.iso
-	base := len(iso.raw)
-	iso.raw = append(iso.raw, b.Records...)
+	iso.batches, iso.keptBytes = append(iso.batches, b.Keep()), iso.keptBytes+len(b.Records)
+	batch := int32(len(iso.batches) - 1)
 	sends := append(iso.sends[:0], sendPart{from: len(iso.encoded)})
 	defer func() { iso.sends = sends[:0] }()
-	for k, index := range kept {
-		start := len(iso.encoded)
-		var err error
-		iso.encoded, err = w.encodeChecked(iso.encoded, w.rows[k*ncols:(k+1)*ncols], which)
-		if err != nil {
-			iso.encoded = iso.encoded[:start]
-			sdk.Reject(ctx, b.Seq, index, recs[k], 1, err)
-			continue
-		}
+	// place keeps the line of kept record k just appended from start on in
+	// the window, and sends it unless it repeats an accepted key.
+	place := func(k, start int) {
 		held := iso.check.repeats(iso.lines(), iso.encoded[start:], iso.line)
 		// recs[k] is b.Records from its start on (as Batch.All slices
-		// it), so the capacities tell where it is in the window's copy.
-		from := base + cap(b.Records) - cap(recs[k])
-		iso.add(recordRef{seq: b.Seq, index: index, start: from, end: from + len(recs[k])})
+		// it), so the capacities tell where it is in the batch.
+		from := cap(b.Records) - cap(recs[k])
+		iso.add(recordRef{seq: b.Seq, index: int32(kept[k]), batch: batch, start: int32(from), end: int32(from + len(recs[k]))})
 		if held >= 0 {
 			// A duplicate of an accepted record: kept, not sent (see
 			// unique.go).
 			sends[len(sends)-1].to = start
 			sends = append(sends, sendPart{from: len(iso.encoded)})
-			continue
+			return
 		}
 		sends[len(sends)-1].rows++
+	}
+	if early != nil {
+		for _, l := range early.lines {
+			start := len(iso.encoded)
+			iso.encoded = append(iso.encoded, early.encoded[l.from:l.to]...)
+			if iso.check.keyed() {
+				iso.check.starts = fieldStarts(iso.check.starts[:0], iso.encoded[start:])
+			}
+			place(l.k, start)
+		}
+	} else {
+		for k, index := range kept {
+			start := len(iso.encoded)
+			var err error
+			iso.encoded, err = w.encodeChecked(iso.encoded, w.rows[k*ncols:(k+1)*ncols], which)
+			if err != nil {
+				iso.encoded = iso.encoded[:start]
+				sdk.Reject(ctx, b.Seq, index, recs[k], 1, err)
+				continue
+			}
+			place(k, start)
+		}
 	}
 	sends[len(sends)-1].to = len(iso.encoded)
 	// Each part sent takes a buffer, the first the one taken above. A
@@ -286,6 +316,67 @@ func (w *writer) writeIsolated(ctx context.Context, b sdk.Batch) error {
 		}
 	}
 	return nil
+}
+
+// startWindow begins a window: its savepoint and its COPY, in one query
+// behind the release of the last window's savepoint, so that the server
+// waits on no round trip between two windows. pgconn sends the COPY's
+// lines without waiting for the server to take them; should a statement
+// before the COPY fail, the server drops them, and the stream's error is
+// that failure.
+func (w *writer) startWindow(ctx context.Context, which []int, columns string) {
+	w.iso.reset()
+	w.iso.check.window(which)
+	sql := fmt.Sprintf("SAVEPOINT faucet_window; COPY %s (%s) FROM STDIN", w.name, columns)
+	if w.iso.release {
+		sql = "RELEASE SAVEPOINT faucet_window; " + sql
+		w.iso.release = false
+	}
+	w.stream = startCopy(ctx, w.conn.PgConn(), sql, columns)
+}
+
+// earlyLines are a batch's lines encoded before the window they go in
+// has started, and the records refused meanwhile, reported once the
+// window before is judged so that refusals keep their order.
+type earlyLines struct {
+	encoded []byte
+	lines   []earlyLine
+	refused []earlyRefusal
+}
+
+// earlyLine is kept record k's line: encoded[from:to].
+type earlyLine struct{ k, from, to int }
+
+type earlyRefusal struct {
+	index  int
+	record []byte
+	err    error
+}
+
+// encodeEarly encodes a batch's kept records for the next window.
+func (w *writer) encodeEarly(kept []int, recs [][]byte, which []int) *earlyLines {
+	e := &w.iso.early
+	e.encoded, e.lines, e.refused = e.encoded[:0], e.lines[:0], e.refused[:0]
+	ncols := len(w.index.Names())
+	for k, index := range kept {
+		start := len(e.encoded)
+		var err error
+		e.encoded, err = w.encodeChecked(e.encoded, w.rows[k*ncols:(k+1)*ncols], which)
+		if err != nil {
+			e.encoded = e.encoded[:start]
+			e.refused = append(e.refused, earlyRefusal{index: index, record: recs[k], err: err})
+			continue
+		}
+		e.lines = append(e.lines, earlyLine{k: k, from: start, to: len(e.encoded)})
+	}
+	return e
+}
+
+// reject reports the records refused as the batch was encoded early.
+func (e *earlyLines) reject(ctx context.Context, seq uint64) {
+	for _, r := range e.refused {
+		sdk.Reject(ctx, seq, r.index, r.record, 1, r.err)
+	}
 }
 
 // encodeChecked appends one record's COPY line, or refuses a value its
@@ -320,16 +411,15 @@ func (w *writer) encodeChecked(dst []byte, vals [][]byte, which []int) ([]byte, 
 
 // endWindow ends the window's COPY and, when the server refused it,
 // isolates what it refused; the window is then written but the refused
-// records, and its savepoint released.
+// records. Its savepoint is released by the next window's query, or
+// with the commit.
 func (w *writer) endWindow(ctx context.Context) error {
 	s := w.stream
 	w.stream = nil
 	close(s.queue)
 	<-s.done
 	if s.err == nil {
-		if _, err := w.tx.Exec(ctx, "RELEASE SAVEPOINT faucet_window"); err != nil {
-			return fmt.Errorf("copy into %s: %w", w.cfg.Table, classify(err))
-		}
+		w.iso.release = true
 		w.rejectHeld(ctx)
 		w.iso.judged(false)
 		w.iso.reset()
@@ -368,14 +458,12 @@ func (w *writer) endWindow(ctx context.Context) error {
 		func(i, attempts int, err error) {
 			line := pending[i]
 			ref := iso.refs[line]
-			sdk.Reject(ctx, ref.seq, ref.index, iso.record(line), attempts, err)
+			sdk.Reject(ctx, ref.seq, int(ref.index), iso.record(line), attempts, err)
 		})
 	if err != nil {
 		return w.copyFailed(err)
 	}
-	if _, err := w.tx.Exec(ctx, "RELEASE SAVEPOINT faucet_window"); err != nil {
-		return fmt.Errorf("copy into %s: %w", w.cfg.Table, classify(err))
-	}
+	iso.release = true
 	iso.judged(true)
 	iso.reset()
 	return nil
@@ -465,7 +553,10 @@ func recordError(err error) *sdk.RecordError {
 // it lets pass the server judges, at the cost of a window's isolation. buf
 // is scratch space for a string's text. It runs for every value of a
 // session with a record policy, so the common value (plain digits, a
-// string without escapes) is checked in place, in one pass.
+// string without escapes) is checked in place, in one pass, and a value
+// for a column it has no check for (text, a timestamp, JSON) is not read
+// at all: a NUL character, which no text column takes and JSON can only
+// escape, is refused as the value is encoded (appendString).
 func checkValue(raw []byte, t columnType, buf *[]byte) error {
 	if len(raw) == 0 || raw[0] == 'n' {
 		if t.notNull {
@@ -473,23 +564,19 @@ func checkValue(raw []byte, t columnType, buf *[]byte) error {
 		}
 		return nil
 	}
-	v, quoted, escaped := raw, raw[0] == '"', false
-	if quoted {
-		if len(raw) >= 2 && bytes.IndexByte(raw, '\\') < 0 {
-			v = raw[1 : len(raw)-1]
-		} else {
-			escaped = true
-		}
-	}
 	// text is the value's text, unquoted.
 	text := func() ([]byte, error) {
-		if !escaped {
-			return v, nil
+		if raw[0] != '"' {
+			return raw, nil
+		}
+		if len(raw) >= 2 && bytes.IndexByte(raw, '\\') < 0 {
+			return raw[1 : len(raw)-1], nil
 		}
 		s, err := tabular.AppendUnquoted((*buf)[:0], raw)
 		*buf = s
 		return s, err
 	}
+	var v []byte
 	var err error
 	switch t.oid {
 	case pgtype.Int2OID, pgtype.Int4OID, pgtype.Int8OID:
@@ -509,20 +596,13 @@ func checkValue(raw []byte, t columnType, buf *[]byte) error {
 			err = checkUUID(v)
 		}
 	case pgtype.VarcharOID, pgtype.BPCharOID:
-		if t.typmod > 4 && quoted {
+		if t.typmod > 4 && raw[0] == '"' {
 			if v, err = text(); err == nil {
 				err = checkLength(v, t)
 			}
 		}
 	}
-	if err != nil {
-		return err
-	}
-	// No text column takes a NUL character, which JSON can only escape.
-	if escaped && bytes.Contains(raw, []byte(`\u0000`)) {
-		return errors.New(`invalid byte sequence for encoding "UTF8": 0x00`)
-	}
-	return nil
+	return err
 }
 
 // checkLength refuses text longer than its character column's length.

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -46,12 +47,17 @@ func TestCheckValueAgreesWithTheServer(t *testing.T) {
 		{"uuid", "{a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11}", false}, {"uuid", "A0EEBC999C0B4EF8BB6D6BB9BD380A11", false},
 		{"uuid", "xyz", true}, {"uuid", "a0eebc99", true},
 		{"varchar(3)", "abc", false}, {"varchar(3)", "abc   ", false}, {"varchar(3)", "abcd", true}, {"varchar(3)", "äöü", false},
-		{"text", "a\u0000b", true}, {"text", "anything", false},
+		{"text", "a\u0000b", true}, {"text", "anything", false}, {"text", `a\u0000b`, false},
+		{"varchar(3)", "\u0000", true},
 	}
 	var scratch []byte
 	for _, c := range cases {
 		raw, _ := json.Marshal(c.value)
 		err := checkValue(raw, types[c.typ], &scratch)
+		if err == nil && raw[0] == '"' {
+			// A NUL character is refused as the string is encoded.
+			_, err = appendString(nil, raw)
+		}
 		if (err != nil) != c.refused {
 			t.Errorf("%s %s: checkValue says %v", c.typ, raw, err)
 		}
@@ -416,5 +422,64 @@ func TestDuplicatesHeldUntilTheWindowIsThrough(t *testing.T) {
 	wantRefused(t, writeRefusing(t, config, batches...), dup(1, 500, "dup_killed_pkey"), dup(2, 500, "dup_killed_pkey"), dup(3, 500, "dup_killed_pkey"))
 	if n := len(rowsOf(t, url, "SELECT id::text FROM dup_killed")); n != len(recs)-3 {
 		t.Fatalf("the retry wrote %d rows, want %d", n, len(recs)-3)
+	}
+}
+
+// TestWindowsStartWithEncodedLines: the batch that ends a full window (or
+// one listing other columns) is encoded before that window's verdict and
+// starts the next window. A refused record of the first window shrinks
+// the windows, so that many batches do; in each of them the first record
+// holds a value its column cannot take, the third repeats the second's
+// key and the fourth the key of the batch before's last record. Every
+// refused record is refused once, for its own fault, and every other
+// record is written once.
+func TestWindowsStartWithEncodedLines(t *testing.T) {
+	url := testpg.Database(t)
+	exec(t, url, "CREATE TABLE early (id bigint PRIMARY KEY, amount numeric CHECK (amount >= 0), active boolean, v text)")
+	const size, count = 1000, 24
+	pad := strings.Repeat("x", 60)
+	var batches []sdk.Batch
+	var want []refusal
+	written := map[int]bool{}
+	for k := range count {
+		var recs []string
+		for i := range size {
+			id, amount := k*size+i+1, fmt.Sprint(k*size+i)
+			switch {
+			case k == 0 && i == 49:
+				amount = "-1"
+				want = append(want, refusal{seq: 1, index: i, attempts: 2, err: "violates check constraint"})
+			case k > 0 && i == 0:
+				amount = `"n/a"`
+				want = append(want, refusal{seq: uint64(k + 1), index: i, attempts: 1, err: "invalid input syntax for type numeric"})
+			case k > 0 && i == 2:
+				id--
+				want = append(want, dup(uint64(k+1), i, "early_pkey"))
+			case k > 0 && i == 3:
+				id = k * size
+				want = append(want, dup(uint64(k+1), i, "early_pkey"))
+			default:
+				written[id] = true
+			}
+			if k == count/2 {
+				// A batch without the active column: its COPY lists others.
+				recs = append(recs, fmt.Sprintf(`{"id":%d,"amount":%s,"v":"%s"}`, id, amount, pad))
+				continue
+			}
+			recs = append(recs, fmt.Sprintf(`{"id":%d,"amount":%s,"active":%t,"v":"%s"}`, id, amount, i%2 == 0, pad))
+		}
+		batches = append(batches, batchOf(uint64(k+1), recs...))
+	}
+	got := writeRefusing(t, cfg(`{"url": %q, "table": "early"}`, url), batches...)
+	slices.SortFunc(got, func(a, b refusal) int {
+		return cmp.Or(cmp.Compare(a.seq, b.seq), cmp.Compare(a.index, b.index))
+	})
+	wantRefused(t, got, want...)
+	sum := 0
+	for id := range written {
+		sum += id
+	}
+	if got := rowsOf(t, url, "SELECT concat_ws(' ', count(*), sum(id), count(DISTINCT id)) FROM early"); got[0] != fmt.Sprintf("%d %d %d", len(written), sum, len(written)) {
+		t.Errorf("the table holds (count, sum, distinct) %s, want %d %d", got[0], len(written), sum)
 	}
 }

@@ -444,7 +444,8 @@ var copySpecial = [256]bool{'\\': true, '\n': true, '\r': true, '\t': true}
 
 // appendString appends the text of a raw JSON string in COPY's format,
 // decoding JSON's escapes and applying COPY's in one pass. The common
-// string, without escapes, goes through as it is.
+// string, without escapes, goes through as it is. A NUL character, which
+// the server refuses in any text, is refused here.
 func appendString(dst, raw []byte) ([]byte, error) {
 	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
 		return dst, errors.New("not a JSON string")
@@ -483,6 +484,10 @@ func appendString(dst, raw []byte) ([]byte, error) {
 			r, n, err := decodeUnicodeEscape(s[i-1:])
 			if err != nil {
 				return dst, err
+			}
+			if r == 0 {
+				// The server would refuse it: no text column takes one.
+				return dst, errors.New(`invalid byte sequence for encoding "UTF8": 0x00`)
 			}
 			i += n - 2
 			var buf [utf8.UTFMax]byte

@@ -164,17 +164,22 @@ func (c *keyCheck) repeats(n int, line []byte, lineAt func(int) []byte) int {
 	if !c.keyed() {
 		return -1
 	}
-	var sumsAt, valsAt [8]uint64
-	sums, vals := sumsAt[:0], valsAt[:0]
+	// sums[k] is the hash of the line's key k, or ascending[k] set when
+	// the key comes after every accepted one, its value vals[k]; neither
+	// for a key the line does not have.
+	var sumsAt [8]uint64
+	var valsAt [8]int64
+	var ascendingAt [8]bool
+	sums, vals, ascending := sumsAt[:0], valsAt[:0], ascendingAt[:0]
 	for k, fields := range c.fields {
-		sums, vals = append(sums, 0), append(vals, 0)
+		sums, vals, ascending = append(sums, 0), append(vals, 0), append(ascending, false)
 		if fields == nil || c.null(line, c.starts, fields) {
 			continue
 		}
 		if o := &c.ordered[k]; o.on {
 			v, ok := parseDecimal(field(line, c.starts, fields[0]))
 			if ok && (len(o.vals) == 0 || v > o.vals[len(o.vals)-1]) {
-				vals[k] = 1
+				vals[k], ascending[k] = v, true
 				continue
 			}
 			if _, found := slices.BinarySearch(o.vals, v); ok && found {
@@ -194,9 +199,8 @@ func (c *keyCheck) repeats(n int, line []byte, lineAt func(int) []byte) int {
 	}
 	for k := range sums {
 		switch {
-		case vals[k] != 0:
-			v, _ := parseDecimal(field(line, c.starts, c.fields[k][0]))
-			c.ordered[k].vals = append(c.ordered[k].vals, v)
+		case ascending[k]:
+			c.ordered[k].vals = append(c.ordered[k].vals, vals[k])
 			c.ordered[k].lines = append(c.ordered[k].lines, int32(n))
 		case sums[k] != 0:
 			c.seen[k].add(sums[k], n)
@@ -330,7 +334,7 @@ func (w *writer) rejectHeld(ctx context.Context) {
 	iso := w.iso
 	for _, h := range iso.check.held {
 		ref := iso.refs[h.line]
-		sdk.Reject(ctx, ref.seq, ref.index, iso.record(h.line), 1, iso.check.duplicate(w.index.Names(), h.key, iso.line(h.line)))
+		sdk.Reject(ctx, ref.seq, int(ref.index), iso.record(h.line), 1, iso.check.duplicate(w.index.Names(), h.key, iso.line(h.line)))
 	}
 }
 
@@ -424,7 +428,7 @@ func (w *writer) refuseDuplicates(ctx context.Context) ([]int, error) {
 		} else {
 			refused[line] = true
 			ref := iso.refs[line]
-			sdk.Reject(ctx, ref.seq, ref.index, iso.record(line), 1, c.duplicate(w.index.Names(), by, iso.line(line)))
+			sdk.Reject(ctx, ref.seq, int(ref.index), iso.record(line), 1, c.duplicate(w.index.Names(), by, iso.line(line)))
 		}
 		i = j
 	}
