@@ -22,27 +22,53 @@ type Sharder interface {
 	IndependentSessions(sink string) bool
 }
 
-// WholeReason says why plan cannot be split into count shards and executes
-// whole, or returns "" when it can: a matrix, a source that does not split,
-// a sink whose sessions do not commit and abort on their own (a failed
-// shard could take the others' records with it) and a sink that overwrites
-// its target (each shard would replace the others' output) run whole.
-func WholeReason(plan *Plan, count int, s Sharder) string {
+// ShardTraits is what deciding whether a run splits asks of its
+// connectors, by their configs. faucet serve's admission answers it for
+// submits and claims; SplitShards answers it from a Sharder.
+type ShardTraits interface {
+	// Shardable reports whether the source splits into shards.
+	Shardable(source ConnectorConfig) bool
+	// IndependentSessions reports whether the sink commits and aborts each
+	// of several sessions writing one target at once on its own.
+	IndependentSessions(sink ConnectorConfig) bool
+	// WriteMode is the write mode the sink config resolves to (see
+	// SinkWriteMode).
+	WriteMode(sink ConnectorConfig) string
+}
+
+// WholeReason says why plan cannot be split as asked (asked names the
+// request in the words its user gave it: "--shards 4", "shard: {count:
+// 4}") and executes whole, or returns "" when it can: a matrix, a source
+// that does not split, a sink whose sessions do not commit and abort on
+// their own (the shards would share one output, and a failed shard could
+// take the others' records with it) and a sink that overwrites its target
+// (each shard would replace the others' output) run whole.
+func WholeReason(plan *Plan, asked string, t ShardTraits) string {
 	if len(plan.Invocations) != 1 {
-		return fmt.Sprintf("%d shards split a single pipeline, and this config has %d matrix rows; the run executes whole", count, len(plan.Invocations))
+		return fmt.Sprintf("%s splits a single pipeline, and this config has %d matrix rows; the run executes whole", asked, len(plan.Invocations))
 	}
 	inv := plan.Invocations[0]
-	if !s.Shardable(inv.Source.Type) {
-		return fmt.Sprintf("%d shards are ignored: source connector %s cannot be sharded; the run executes whole", count, inv.Source.Type)
+	if !t.Shardable(inv.Source) {
+		return fmt.Sprintf("%s is ignored: source connector %s cannot be sharded; the run executes whole", asked, inv.Source.Type)
 	}
-	if !s.IndependentSessions(inv.Sink.Type) {
-		return fmt.Sprintf("%d shards are ignored: sink %s does not commit and abort concurrent sessions on their own (the shards would share one output, and a failed one could take the others' records with it); the run executes whole", count, inv.Sink.Type)
+	if !t.IndependentSessions(inv.Sink) {
+		return fmt.Sprintf("%s is ignored: sink %s does not commit and abort concurrent sessions on their own (the shards would share one output, and a failed one could take the others' records with it); the run executes whole", asked, inv.Sink.Type)
 	}
-	if SinkWriteMode(s, inv.Sink) == WriteModeOverwrite {
-		return fmt.Sprintf("%d shards are ignored: sink %s overwrites its target (write_mode overwrite), so each shard would replace the others' output; the run executes whole", count, inv.Sink.Type)
+	if t.WriteMode(inv.Sink) == WriteModeOverwrite {
+		return fmt.Sprintf("%s is ignored: sink %s overwrites its target (write_mode overwrite), so each shard would replace the others' output; the run executes whole", asked, inv.Sink.Type)
 	}
 	return ""
 }
+
+// sharderTraits answers ShardTraits from a Sharder, which knows its
+// connectors by name.
+type sharderTraits struct{ s Sharder }
+
+func (t sharderTraits) Shardable(source ConnectorConfig) bool { return t.s.Shardable(source.Type) }
+func (t sharderTraits) IndependentSessions(sink ConnectorConfig) bool {
+	return t.s.IndependentSessions(sink.Type)
+}
+func (t sharderTraits) WriteMode(sink ConnectorConfig) string { return SinkWriteMode(t.s, sink) }
 
 // Split is a plan prepared for sharded execution.
 type Split struct {
@@ -63,7 +89,7 @@ func SplitShards(ctx context.Context, plan *Plan, count int, s Sharder) (Split, 
 	if count < 2 {
 		return Split{Plan: plan}, nil
 	}
-	if why := WholeReason(plan, count, s); why != "" {
+	if why := WholeReason(plan, fmt.Sprintf("--shards %d", count), sharderTraits{s}); why != "" {
 		return Split{Plan: plan, Note: why}, nil
 	}
 	inv := plan.Invocations[0]

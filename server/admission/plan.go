@@ -24,16 +24,9 @@ type Pipelines interface {
 	LoadAt(config []byte, format string, now time.Time) (*pipeline.Plan, error)
 	// Probe runs every connector's Check probe of plan.
 	Probe(ctx context.Context, plan *pipeline.Plan) (DoctorReport, error)
-	// Shardable reports whether the source connector can be split into
-	// shards.
-	Shardable(source pipeline.ConnectorConfig) bool
-	// IndependentSessions reports whether the sink commits and aborts each
-	// of several sessions writing one target at once on its own.
-	IndependentSessions(sink pipeline.ConnectorConfig) bool
-	// WriteMode is the write mode a sink config resolves to (its write_mode,
-	// else the default its connector's schema declares), "" when the sink
-	// has none.
-	WriteMode(sink pipeline.ConnectorConfig) string
+	// ShardTraits tell how the plan's connectors would behave if the run
+	// were split.
+	pipeline.ShardTraits
 }
 
 // LoadPlan loads a run's config the way a submit does: the config loaded at
@@ -83,18 +76,8 @@ func ShardCount(p Pipelines, plan *pipeline.Plan) (count int, whole string) {
 		return 0, ""
 	}
 	n := plan.Shard.Count
-	if len(plan.Invocations) != 1 {
-		return 0, fmt.Sprintf("shard: {count: %d} splits a single pipeline, and this config has %d matrix rows; the run executes whole", n, len(plan.Invocations))
-	}
-	inv := plan.Invocations[0]
-	if !p.Shardable(inv.Source) {
-		return 0, fmt.Sprintf("shard: {count: %d} is ignored: source connector %s cannot be sharded; the run executes whole", n, inv.Source.Type)
-	}
-	if !p.IndependentSessions(inv.Sink) {
-		return 0, fmt.Sprintf("shard: {count: %d} is ignored: sink %s does not commit and abort concurrent sessions on their own (the shards would share one output, and a failed one could take the others' records with it); the run executes whole", n, inv.Sink.Type)
-	}
-	if p.WriteMode(inv.Sink) == pipeline.WriteModeOverwrite {
-		return 0, fmt.Sprintf("shard: {count: %d} is ignored: sink %s overwrites its target (write_mode overwrite), so each shard would replace the others' output; the run executes whole", n, inv.Sink.Type)
+	if why := pipeline.WholeReason(plan, fmt.Sprintf("shard: {count: %d}", n), p); why != "" {
+		return 0, why
 	}
 	return n, ""
 }
