@@ -214,7 +214,9 @@ func TestWriteAfterClose(t *testing.T) {
 func TestPatientBatchGathersWhileWritesKeepComing(t *testing.T) {
 	b := &batcher{queue: make(chan *writeReq), wait: time.NewTimer(time.Hour), patience: 500 * time.Millisecond, maxPatience: time.Hour}
 	b.wait.Stop()
-	req := func(mode writeMode) *writeReq { return &writeReq{ctx: context.Background(), mode: mode, done: make(chan error, 1)} }
+	req := func(mode writeMode) *writeReq {
+		return &writeReq{ctx: context.Background(), mode: mode, done: make(chan error, 1)}
+	}
 	send := func(rs ...*writeReq) {
 		for _, r := range rs {
 			time.Sleep(5 * time.Millisecond)
