@@ -195,27 +195,28 @@ func allPatient(batch []*writeReq) bool {
 	return true
 }
 
-// await gathers writes into a patient batch while each comes within
-// patience of the last, for at most maxPatience, and ends at once when a
-// write that may not wait joins (a submit's answer is never held back).
+// await gathers writes into batch, whose writes are all patient, while each
+// comes within patience of the last, for at most maxPatience, and ends at
+// once when a write that may not wait joins (a submit's answer is never
+// held back).
 func (b *batcher) await(batch []*writeReq) []*writeReq {
 	deadline := time.Now().Add(b.maxPatience)
 	defer b.wait.Stop()
-	for len(batch) < maxBatch && allPatient(batch) {
+	for len(batch) < maxBatch {
 		b.wait.Reset(min(b.patience, time.Until(deadline)))
 		select {
 		case r := <-b.queue:
 			batch = append(batch, r)
+			if r.mode&patient == 0 || !time.Now().Before(deadline) {
+				return b.gather(batch)
+			}
 		case <-b.wait.C:
 			return batch
 		case <-b.stop:
 			return b.gather(batch)
 		}
-		if !time.Now().Before(deadline) {
-			break
-		}
 	}
-	return b.gather(batch)
+	return batch
 }
 
 // commit runs batch in tx (begun with err) and commits it; a write whose
