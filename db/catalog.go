@@ -68,14 +68,48 @@ func (s *store) unrecorded(ctx context.Context, invs []CatalogInvocation) ([]Cat
 	}
 	slices.Sort(runs)
 	recorded, err := s.d.CatalogRecorded(ctx, slices.Compact(runs))
-	if err != nil || len(recorded) == 0 {
-		return invs, err
+	if err != nil {
+		return nil, err
 	}
-	done := map[CatalogKey]bool{}
+	done := make(map[CatalogKey]bool, len(recorded)+len(invs))
 	for _, k := range recorded {
 		done[k] = true
 	}
-	return slices.DeleteFunc(invs, func(inv CatalogInvocation) bool { return done[CatalogKey{inv.RunID, inv.RowID}] }), nil
+	// An invocation the batch holds twice is recorded once too.
+	return slices.DeleteFunc(invs, func(inv CatalogInvocation) bool {
+		k := CatalogKey{inv.RunID, inv.RowID}
+		seen := done[k]
+		done[k] = true
+		return seen
+	}), nil
+}
+
+// CatalogStatSlots places a batch's stats rows (p.Stats, in the order they
+// were recorded) in their datasets' rings of keep slots, given each
+// dataset's count of volume points once the batch's are added (recorded,
+// by dataset id): a dataset's rows take the numbers up to its count, in
+// order, and a number's slot is its remainder by keep, so each new point
+// overwrites the oldest and a dataset keeps its newest keep without a
+// trim. It returns the rows to write: one that a newer row of the batch
+// would overwrite is left out.
+func CatalogStatSlots(stats []CatalogStatWrite, recorded map[string]int64, keep int) []CatalogStatWrite {
+	batch := map[string]int64{}
+	for _, st := range stats {
+		batch[st.DatasetID]++
+	}
+	out := make([]CatalogStatWrite, 0, len(stats))
+	placed := map[string]int64{}
+	for _, st := range stats {
+		placed[st.DatasetID]++
+		total := recorded[st.DatasetID]
+		st.Seq = total - batch[st.DatasetID] + placed[st.DatasetID]
+		if st.Seq <= total-int64(keep) {
+			continue
+		}
+		st.Slot = (st.Seq - 1) % int64(keep)
+		out = append(out, st)
+	}
+	return out
 }
 
 // aggregate turns a batch's invocations, taken in the order they finished,
@@ -126,6 +160,7 @@ func aggregate(invs []CatalogInvocation, now time.Time) *CatalogRecordParams {
 		for _, st := range seen.stats {
 			st.RunID, st.RowID, st.Status, st.RecordedAt, st.DurationMS = inv.RunID, inv.RowID, inv.Status, when, inv.Duration.Milliseconds()
 			p.Stats = append(p.Stats, st)
+			datasets[st.DatasetID].StatsRecorded++
 		}
 		for _, e := range seen.edges {
 			k := [2]string{e.SrcID, e.DstID}
