@@ -40,6 +40,11 @@ func (s *store) CatalogRecord(ctx context.Context, b CatalogBatch) error {
 		if snap.Pipeline == "" || snap.RunID == "" {
 			return invalid(op, errors.New("a config snapshot needs a pipeline and a run id"))
 		}
+	}
+	// Only the snapshots the batch keeps are parsed: the runs of one
+	// pipeline bring one each, mostly the same body.
+	snaps := latestSnapshots(b.Snapshots, s.now())
+	for _, snap := range snaps {
 		if !json.Valid(snap.Body) || len(snap.Body) == 0 || snap.Body[0] != '{' {
 			return invalid(op, fmt.Errorf("config snapshot of run %s: its body is not a JSON object", snap.RunID))
 		}
@@ -49,7 +54,7 @@ func (s *store) CatalogRecord(ctx context.Context, b CatalogBatch) error {
 		return fail(ctx, op, err)
 	}
 	p := aggregate(invs, s.now())
-	p.Snapshots = latestSnapshots(b.Snapshots, s.now())
+	p.Snapshots = snaps
 	if len(p.Stats)+len(p.Snapshots) == 0 {
 		return nil
 	}
@@ -130,9 +135,11 @@ func aggregate(invs []CatalogInvocation, now time.Time) *CatalogRecordParams {
 	// once.
 	lastSchema := map[string][]SchemaColumn{}
 	lastHash := map[string]string{}
+	// The ids of the batch's URIs, each hashed once.
+	ids := map[string]string{}
 	for _, inv := range invs {
 		when := at(inv)
-		seen := invocationDatasets(inv)
+		seen := invocationDatasets(inv, ids)
 		for _, d := range seen.order {
 			o := seen.byID[d]
 			w := datasets[d]
@@ -210,11 +217,16 @@ type invocationRows struct {
 	edges []CatalogEdgeWrite
 }
 
-func invocationDatasets(inv CatalogInvocation) invocationRows {
+// invocationDatasets are inv's rows; ids caches DatasetID by URI.
+func invocationDatasets(inv CatalogInvocation, ids map[string]string) invocationRows {
 	r := invocationRows{byID: map[string]*observedDataset{}}
 	seenStat := map[[2]string]bool{}
 	add := func(o CatalogObservation, role string) string {
-		id := DatasetID(o.URI)
+		id, ok := ids[o.URI]
+		if !ok {
+			id = DatasetID(o.URI)
+			ids[o.URI] = id
+		}
 		d := r.byID[id]
 		if d == nil {
 			d = &observedDataset{uri: o.URI}

@@ -100,6 +100,12 @@ type Recorder struct {
 	// secret of their own, and building a redactor (its string search
 	// tables) per run cost the catalog as much as encoding its records.
 	tokens *redact.Redactor
+	// uris caches the URIs tokens and RedactURI make of the URIs the
+	// connectors report, for the runs without secrets of their own: the
+	// runs of a pipeline report the same few, and parsing and searching
+	// each again was a good part of what the catalog cost a trivial run.
+	uriMu sync.Mutex
+	uris  map[string]string
 }
 
 // pending is one run's part of a batch.
@@ -130,7 +136,7 @@ func New(cfg Config) *Recorder {
 	return &Recorder{
 		cfg: cfg, queue: make(chan pending, cfg.Queue), stop: make(chan struct{}), done: make(chan struct{}),
 		writes: writes, endWrites: endWrites, snapshots: map[string]json.RawMessage{},
-		tokens: redact.New(cfg.Secrets),
+		tokens: redact.New(cfg.Secrets), uris: map[string]string{},
 	}
 }
 
@@ -169,24 +175,52 @@ func (r *Recorder) Record(_ context.Context, run *db.RunRecord, plan *pipeline.P
 		return
 	}
 	p := pending{runID: run.RunID, snapshot: r.snapshot(run, plan)}
-	red := r.redactor(plan)
+	clean := r.uriCleaner(plan)
 	for _, res := range results {
 		if res.Err != nil || res.Lineage == nil {
 			continue
 		}
-		if inv, ok := invocation(run, plan, res.RowID, res.Duration, *res.Lineage, red); ok {
+		if inv, ok := invocation(run, plan, res.RowID, res.Duration, *res.Lineage, clean); ok {
 			p.invocations = append(p.invocations, inv)
 		}
 	}
 	r.enqueue(p)
 }
 
-// redactor masks the run's secrets and Config.Secrets.
-func (r *Recorder) redactor(plan *pipeline.Plan) *redact.Redactor {
-	if len(plan.Secrets) == 0 {
-		return r.tokens
+// uriCleaner returns what makes a reported URI the catalog's: the run's
+// secrets and Config.Secrets masked, then credentials removed
+// (cleanURI). A run without secrets of its own shares the cache.
+func (r *Recorder) uriCleaner(plan *pipeline.Plan) func(string) string {
+	if len(plan.Secrets) > 0 {
+		red := redact.New(plan.Secrets, r.cfg.Secrets)
+		return func(uri string) string { return cleanURI(red, uri) }
 	}
-	return redact.New(plan.Secrets, r.cfg.Secrets)
+	return func(uri string) string {
+		r.uriMu.Lock()
+		out, ok := r.uris[uri]
+		r.uriMu.Unlock()
+		if ok {
+			return out
+		}
+		out = cleanURI(r.tokens, uri)
+		r.uriMu.Lock()
+		if len(r.uris) >= maxCachedURIs {
+			clear(r.uris)
+		}
+		r.uris[uri] = out
+		r.uriMu.Unlock()
+		return out
+	}
+}
+
+// maxCachedURIs bounds the URI cache; past it, it starts over.
+const maxCachedURIs = 4096
+
+// cleanURI is a reported URI as the catalog stores it. The URI is redacted
+// once more, whatever the connector did: a password in the URL, or any
+// secret of the run, never reaches the catalog.
+func cleanURI(red *redact.Redactor, uri string) string {
+	return sdk.RedactURI(red.String(uri))
 }
 
 // enqueue hands a run's records to the writer, or drops them when the
@@ -328,10 +362,10 @@ func name(run *db.RunRecord, plan *pipeline.Plan) string {
 
 // invocation is one invocation's record; false when its connectors
 // reported no dataset.
-func invocation(run *db.RunRecord, plan *pipeline.Plan, row string, took time.Duration, l pipeline.Lineage, red *redact.Redactor) (db.CatalogInvocation, bool) {
+func invocation(run *db.RunRecord, plan *pipeline.Plan, row string, took time.Duration, l pipeline.Lineage, clean func(string) string) (db.CatalogInvocation, bool) {
 	inv := db.CatalogInvocation{
 		RunID: run.RunID, Pipeline: name(run, plan), RowID: row, Status: run.Status, Duration: took,
-		Sources: observations(l.Source, red), Sinks: observations(l.Sink, red),
+		Sources: observations(l.Source, clean), Sinks: observations(l.Sink, clean),
 	}
 	if run.FinishedAt != nil {
 		inv.RecordedAt = *run.FinishedAt
@@ -339,13 +373,15 @@ func invocation(run *db.RunRecord, plan *pipeline.Plan, row string, took time.Du
 	return inv, len(inv.Sources)+len(inv.Sinks) > 0
 }
 
-// observations are one side's datasets as the catalog stores them. The
-// URIs are redacted once more, whatever the connector did: a password in
-// the URL, or any secret of the run, never reaches the catalog.
-func observations(o pipeline.Observation, red *redact.Redactor) []db.CatalogObservation {
-	var out []db.CatalogObservation
+// observations are one side's datasets as the catalog stores them, their
+// URIs cleaned by clean (uriCleaner).
+func observations(o pipeline.Observation, clean func(string) string) []db.CatalogObservation {
+	if len(o.Datasets) == 0 {
+		return nil
+	}
+	out := make([]db.CatalogObservation, 0, len(o.Datasets))
 	for _, d := range o.Datasets {
-		obs := db.CatalogObservation{URI: sdk.RedactURI(red.String(d.URI)), Kind: d.Kind, Records: o.Records}
+		obs := db.CatalogObservation{URI: clean(d.URI), Kind: d.Kind, Records: o.Records}
 		if o.Bytes > 0 {
 			bytes := o.Bytes
 			obs.Bytes = &bytes
