@@ -140,8 +140,9 @@ func aggregate(invs []CatalogInvocation, now time.Time) *CatalogRecordParams {
 	for _, inv := range invs {
 		when := at(inv)
 		seen := invocationDatasets(inv, ids)
-		for _, d := range seen.order {
-			o := seen.byID[d]
+		for i := range seen.datasets {
+			o := &seen.datasets[i]
+			d := o.id
 			w := datasets[d]
 			if w == nil {
 				w = &CatalogDatasetWrite{ID: d, URI: o.uri, URIFolded: strings.ToLower(o.uri), FirstSeen: when}
@@ -200,7 +201,7 @@ func aggregate(invs []CatalogInvocation, now time.Time) *CatalogRecordParams {
 
 // observedDataset is one dataset of an invocation, both sides merged.
 type observedDataset struct {
-	uri, kind        string
+	id, uri, kind    string
 	asSource, asSink bool
 	records          int64
 	schema           []SchemaColumn
@@ -209,30 +210,31 @@ type observedDataset struct {
 
 // invocationRows are the rows of one invocation, before the batch's
 // aggregation: its datasets in first-seen order, a stats row per dataset
-// and side, and its edges (LastRecords holding what each carried).
+// and side, and its edges (LastRecords holding what each carried). An
+// invocation names a few datasets (at most a connector's report limit per
+// side), so they are found by looking along, not through maps built per
+// invocation.
 type invocationRows struct {
-	order []string
-	byID  map[string]*observedDataset
-	stats []CatalogStatWrite
-	edges []CatalogEdgeWrite
+	datasets []observedDataset
+	stats    []CatalogStatWrite
+	edges    []CatalogEdgeWrite
 }
 
 // invocationDatasets are inv's rows; ids caches DatasetID by URI.
 func invocationDatasets(inv CatalogInvocation, ids map[string]string) invocationRows {
-	r := invocationRows{byID: map[string]*observedDataset{}}
-	seenStat := map[[2]string]bool{}
+	r := invocationRows{datasets: make([]observedDataset, 0, len(inv.Sources)+len(inv.Sinks))}
 	add := func(o CatalogObservation, role string) string {
 		id, ok := ids[o.URI]
 		if !ok {
 			id = DatasetID(o.URI)
 			ids[o.URI] = id
 		}
-		d := r.byID[id]
-		if d == nil {
-			d = &observedDataset{uri: o.URI}
-			r.byID[id] = d
-			r.order = append(r.order, id)
+		i := slices.IndexFunc(r.datasets, func(d observedDataset) bool { return d.id == id })
+		if i < 0 {
+			i = len(r.datasets)
+			r.datasets = append(r.datasets, observedDataset{id: id, uri: o.URI})
 		}
+		d := &r.datasets[i]
 		// A dataset on both sides takes the sink's view: what it holds now.
 		if role == RoleSink || !d.sawSink {
 			d.kind, d.records = o.Kind, o.Records
@@ -242,26 +244,33 @@ func invocationDatasets(inv CatalogInvocation, ids map[string]string) invocation
 		}
 		d.sawSink = d.sawSink || role == RoleSink
 		d.asSource, d.asSink = d.asSource || role == RoleSource, d.asSink || role == RoleSink
-		if k := [2]string{id, role}; !seenStat[k] {
-			seenStat[k] = true
+		if !slices.ContainsFunc(r.stats, func(st CatalogStatWrite) bool { return st.DatasetID == id && st.Role == role }) {
 			r.stats = append(r.stats, CatalogStatWrite{DatasetID: id, Role: role, Records: o.Records, Bytes: o.Bytes})
 		}
 		return id
 	}
-	var srcIDs, dstIDs []string
+	srcIDs := make([]string, 0, len(inv.Sources))
 	for _, o := range inv.Sources {
 		srcIDs = append(srcIDs, add(o, RoleSource))
 	}
+	dstIDs := make([]string, 0, len(inv.Sinks))
 	for _, o := range inv.Sinks {
 		dstIDs = append(dstIDs, add(o, RoleSink))
 	}
-	seenEdge := map[[2]string]bool{}
+	// A pair repeats only where a side names a dataset twice: the map of
+	// the pairs seen is for those.
+	var seenEdge map[[2]string]bool
+	if len(r.datasets) < len(srcIDs)+len(dstIDs) {
+		seenEdge = map[[2]string]bool{}
+	}
 	for i, src := range srcIDs {
 		for j, dst := range dstIDs {
 			if src == dst || seenEdge[[2]string{src, dst}] {
 				continue
 			}
-			seenEdge[[2]string{src, dst}] = true
+			if seenEdge != nil {
+				seenEdge[[2]string{src, dst}] = true
+			}
 			records := inv.Sources[i].Records
 			if len(srcIDs) == 1 {
 				records = inv.Sinks[j].Records

@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -106,6 +107,12 @@ type Recorder struct {
 	// each again was a good part of what the catalog cost a trivial run.
 	uriMu sync.Mutex
 	uris  map[string]string
+	// schemas holds the last schema each cleaned URI was recorded with, as
+	// the catalog stores it: the runs of a pipeline report the same one,
+	// which they share rather than each converting its own copy. Its
+	// slices are never changed once in it.
+	schemaMu sync.Mutex
+	schemas  map[string][]db.SchemaColumn
 }
 
 // pending is one run's part of a batch.
@@ -136,7 +143,7 @@ func New(cfg Config) *Recorder {
 	return &Recorder{
 		cfg: cfg, queue: make(chan pending, cfg.Queue), stop: make(chan struct{}), done: make(chan struct{}),
 		writes: writes, endWrites: endWrites, snapshots: map[string]json.RawMessage{},
-		tokens: redact.New(cfg.Secrets), uris: map[string]string{},
+		tokens: redact.New(cfg.Secrets), uris: map[string]string{}, schemas: map[string][]db.SchemaColumn{},
 	}
 }
 
@@ -180,7 +187,7 @@ func (r *Recorder) Record(_ context.Context, run *db.RunRecord, plan *pipeline.P
 		if res.Err != nil || res.Lineage == nil {
 			continue
 		}
-		if inv, ok := invocation(run, plan, res.RowID, res.Duration, *res.Lineage, clean); ok {
+		if inv, ok := r.invocation(run, plan, res.RowID, res.Duration, *res.Lineage, clean); ok {
 			p.invocations = append(p.invocations, inv)
 		}
 	}
@@ -293,7 +300,11 @@ func (r *Recorder) flush(batch []pending) {
 			batch[i].invocations = r.shardedInvocations(ctx, sh)
 		}
 	}
-	var b db.CatalogBatch
+	invocations := 0
+	for _, p := range batch {
+		invocations += len(p.invocations)
+	}
+	b := db.CatalogBatch{Invocations: make([]db.CatalogInvocation, 0, invocations), Snapshots: make([]db.ConfigSnapshot, 0, len(batch))}
 	for _, p := range batch {
 		b.Invocations = append(b.Invocations, p.invocations...)
 		if p.snapshot != nil {
@@ -362,10 +373,10 @@ func name(run *db.RunRecord, plan *pipeline.Plan) string {
 
 // invocation is one invocation's record; false when its connectors
 // reported no dataset.
-func invocation(run *db.RunRecord, plan *pipeline.Plan, row string, took time.Duration, l pipeline.Lineage, clean func(string) string) (db.CatalogInvocation, bool) {
+func (r *Recorder) invocation(run *db.RunRecord, plan *pipeline.Plan, row string, took time.Duration, l pipeline.Lineage, clean func(string) string) (db.CatalogInvocation, bool) {
 	inv := db.CatalogInvocation{
 		RunID: run.RunID, Pipeline: name(run, plan), RowID: row, Status: run.Status, Duration: took,
-		Sources: observations(l.Source, clean), Sinks: observations(l.Sink, clean),
+		Sources: r.observations(l.Source, clean), Sinks: r.observations(l.Sink, clean),
 	}
 	if run.FinishedAt != nil {
 		inv.RecordedAt = *run.FinishedAt
@@ -375,7 +386,7 @@ func invocation(run *db.RunRecord, plan *pipeline.Plan, row string, took time.Du
 
 // observations are one side's datasets as the catalog stores them, their
 // URIs cleaned by clean (uriCleaner).
-func observations(o pipeline.Observation, clean func(string) string) []db.CatalogObservation {
+func (r *Recorder) observations(o pipeline.Observation, clean func(string) string) []db.CatalogObservation {
 	if len(o.Datasets) == 0 {
 		return nil
 	}
@@ -387,13 +398,34 @@ func observations(o pipeline.Observation, clean func(string) string) []db.Catalo
 			obs.Bytes = &bytes
 		}
 		if d.Schema != nil {
-			obs.Schema = make([]db.SchemaColumn, len(d.Schema.Columns))
-			for i, c := range d.Schema.Columns {
-				obs.Schema[i] = db.SchemaColumn{Name: c.Name, Type: c.Type, Nullable: c.Nullable, DBType: c.DBType}
-			}
+			obs.Schema = r.schema(obs.URI, d.Schema.Columns)
 		}
 		out = append(out, obs)
 	}
+	return out
+}
+
+// schema is cols as the catalog stores them: the slice recorded last for
+// uri when it holds the same columns, a new one otherwise.
+func (r *Recorder) schema(uri string, cols []pipeline.Column) []db.SchemaColumn {
+	r.schemaMu.Lock()
+	last, ok := r.schemas[uri]
+	r.schemaMu.Unlock()
+	if ok && slices.EqualFunc(last, cols, func(a db.SchemaColumn, c pipeline.Column) bool {
+		return a.Name == c.Name && a.Type == c.Type && a.Nullable == c.Nullable && a.DBType == c.DBType
+	}) {
+		return last
+	}
+	out := make([]db.SchemaColumn, len(cols))
+	for i, c := range cols {
+		out[i] = db.SchemaColumn{Name: c.Name, Type: c.Type, Nullable: c.Nullable, DBType: c.DBType}
+	}
+	r.schemaMu.Lock()
+	if len(r.schemas) >= maxCachedURIs {
+		clear(r.schemas)
+	}
+	r.schemas[uri] = out
+	r.schemaMu.Unlock()
 	return out
 }
 
