@@ -40,6 +40,11 @@ func (s *store) CatalogRecord(ctx context.Context, b CatalogBatch) error {
 		if snap.Pipeline == "" || snap.RunID == "" {
 			return invalid(op, errors.New("a config snapshot needs a pipeline and a run id"))
 		}
+	}
+	// Only the snapshots the batch keeps are parsed: the runs of one
+	// pipeline bring one each, mostly the same body.
+	snaps := latestSnapshots(b.Snapshots, s.now())
+	for _, snap := range snaps {
 		if !json.Valid(snap.Body) || len(snap.Body) == 0 || snap.Body[0] != '{' {
 			return invalid(op, fmt.Errorf("config snapshot of run %s: its body is not a JSON object", snap.RunID))
 		}
@@ -49,7 +54,7 @@ func (s *store) CatalogRecord(ctx context.Context, b CatalogBatch) error {
 		return fail(ctx, op, err)
 	}
 	p := aggregate(invs, s.now())
-	p.Snapshots = latestSnapshots(b.Snapshots, s.now())
+	p.Snapshots = snaps
 	if len(p.Stats)+len(p.Snapshots) == 0 {
 		return nil
 	}
@@ -68,14 +73,48 @@ func (s *store) unrecorded(ctx context.Context, invs []CatalogInvocation) ([]Cat
 	}
 	slices.Sort(runs)
 	recorded, err := s.d.CatalogRecorded(ctx, slices.Compact(runs))
-	if err != nil || len(recorded) == 0 {
-		return invs, err
+	if err != nil {
+		return nil, err
 	}
-	done := map[CatalogKey]bool{}
+	done := make(map[CatalogKey]bool, len(recorded)+len(invs))
 	for _, k := range recorded {
 		done[k] = true
 	}
-	return slices.DeleteFunc(invs, func(inv CatalogInvocation) bool { return done[CatalogKey{inv.RunID, inv.RowID}] }), nil
+	// An invocation the batch holds twice is recorded once too.
+	return slices.DeleteFunc(invs, func(inv CatalogInvocation) bool {
+		k := CatalogKey{inv.RunID, inv.RowID}
+		seen := done[k]
+		done[k] = true
+		return seen
+	}), nil
+}
+
+// CatalogStatSlots places a batch's stats rows (p.Stats, in the order they
+// were recorded) in their datasets' rings of keep slots, given each
+// dataset's count of volume points once the batch's are added (recorded,
+// by dataset id): a dataset's rows take the numbers up to its count, in
+// order, and a number's slot is its remainder by keep, so each new point
+// overwrites the oldest and a dataset keeps its newest keep without a
+// trim. It returns the rows to write: one that a newer row of the batch
+// would overwrite is left out.
+func CatalogStatSlots(stats []CatalogStatWrite, recorded map[string]int64, keep int) []CatalogStatWrite {
+	batch := map[string]int64{}
+	for _, st := range stats {
+		batch[st.DatasetID]++
+	}
+	out := make([]CatalogStatWrite, 0, len(stats))
+	placed := map[string]int64{}
+	for _, st := range stats {
+		placed[st.DatasetID]++
+		total := recorded[st.DatasetID]
+		st.Seq = total - batch[st.DatasetID] + placed[st.DatasetID]
+		if st.Seq <= total-int64(keep) {
+			continue
+		}
+		st.Slot = (st.Seq - 1) % int64(keep)
+		out = append(out, st)
+	}
+	return out
 }
 
 // aggregate turns a batch's invocations, taken in the order they finished,
@@ -96,11 +135,14 @@ func aggregate(invs []CatalogInvocation, now time.Time) *CatalogRecordParams {
 	// once.
 	lastSchema := map[string][]SchemaColumn{}
 	lastHash := map[string]string{}
+	// The ids of the batch's URIs, each hashed once.
+	ids := map[string]string{}
 	for _, inv := range invs {
 		when := at(inv)
-		seen := invocationDatasets(inv)
-		for _, d := range seen.order {
-			o := seen.byID[d]
+		seen := invocationDatasets(inv, ids)
+		for i := range seen.datasets {
+			o := &seen.datasets[i]
+			d := o.id
 			w := datasets[d]
 			if w == nil {
 				w = &CatalogDatasetWrite{ID: d, URI: o.uri, URIFolded: strings.ToLower(o.uri), FirstSeen: when}
@@ -126,6 +168,7 @@ func aggregate(invs []CatalogInvocation, now time.Time) *CatalogRecordParams {
 		for _, st := range seen.stats {
 			st.RunID, st.RowID, st.Status, st.RecordedAt, st.DurationMS = inv.RunID, inv.RowID, inv.Status, when, inv.Duration.Milliseconds()
 			p.Stats = append(p.Stats, st)
+			datasets[st.DatasetID].StatsRecorded++
 		}
 		for _, e := range seen.edges {
 			k := [2]string{e.SrcID, e.DstID}
@@ -158,7 +201,7 @@ func aggregate(invs []CatalogInvocation, now time.Time) *CatalogRecordParams {
 
 // observedDataset is one dataset of an invocation, both sides merged.
 type observedDataset struct {
-	uri, kind        string
+	id, uri, kind    string
 	asSource, asSink bool
 	records          int64
 	schema           []SchemaColumn
@@ -167,25 +210,31 @@ type observedDataset struct {
 
 // invocationRows are the rows of one invocation, before the batch's
 // aggregation: its datasets in first-seen order, a stats row per dataset
-// and side, and its edges (LastRecords holding what each carried).
+// and side, and its edges (LastRecords holding what each carried). An
+// invocation names a few datasets (at most a connector's report limit per
+// side), so they are found by looking along, not through maps built per
+// invocation.
 type invocationRows struct {
-	order []string
-	byID  map[string]*observedDataset
-	stats []CatalogStatWrite
-	edges []CatalogEdgeWrite
+	datasets []observedDataset
+	stats    []CatalogStatWrite
+	edges    []CatalogEdgeWrite
 }
 
-func invocationDatasets(inv CatalogInvocation) invocationRows {
-	r := invocationRows{byID: map[string]*observedDataset{}}
-	seenStat := map[[2]string]bool{}
+// invocationDatasets are inv's rows; ids caches DatasetID by URI.
+func invocationDatasets(inv CatalogInvocation, ids map[string]string) invocationRows {
+	r := invocationRows{datasets: make([]observedDataset, 0, len(inv.Sources)+len(inv.Sinks))}
 	add := func(o CatalogObservation, role string) string {
-		id := DatasetID(o.URI)
-		d := r.byID[id]
-		if d == nil {
-			d = &observedDataset{uri: o.URI}
-			r.byID[id] = d
-			r.order = append(r.order, id)
+		id, ok := ids[o.URI]
+		if !ok {
+			id = DatasetID(o.URI)
+			ids[o.URI] = id
 		}
+		i := slices.IndexFunc(r.datasets, func(d observedDataset) bool { return d.id == id })
+		if i < 0 {
+			i = len(r.datasets)
+			r.datasets = append(r.datasets, observedDataset{id: id, uri: o.URI})
+		}
+		d := &r.datasets[i]
 		// A dataset on both sides takes the sink's view: what it holds now.
 		if role == RoleSink || !d.sawSink {
 			d.kind, d.records = o.Kind, o.Records
@@ -195,26 +244,33 @@ func invocationDatasets(inv CatalogInvocation) invocationRows {
 		}
 		d.sawSink = d.sawSink || role == RoleSink
 		d.asSource, d.asSink = d.asSource || role == RoleSource, d.asSink || role == RoleSink
-		if k := [2]string{id, role}; !seenStat[k] {
-			seenStat[k] = true
+		if !slices.ContainsFunc(r.stats, func(st CatalogStatWrite) bool { return st.DatasetID == id && st.Role == role }) {
 			r.stats = append(r.stats, CatalogStatWrite{DatasetID: id, Role: role, Records: o.Records, Bytes: o.Bytes})
 		}
 		return id
 	}
-	var srcIDs, dstIDs []string
+	srcIDs := make([]string, 0, len(inv.Sources))
 	for _, o := range inv.Sources {
 		srcIDs = append(srcIDs, add(o, RoleSource))
 	}
+	dstIDs := make([]string, 0, len(inv.Sinks))
 	for _, o := range inv.Sinks {
 		dstIDs = append(dstIDs, add(o, RoleSink))
 	}
-	seenEdge := map[[2]string]bool{}
+	// A pair repeats only where a side names a dataset twice: the map of
+	// the pairs seen is for those.
+	var seenEdge map[[2]string]bool
+	if len(r.datasets) < len(srcIDs)+len(dstIDs) {
+		seenEdge = map[[2]string]bool{}
+	}
 	for i, src := range srcIDs {
 		for j, dst := range dstIDs {
 			if src == dst || seenEdge[[2]string{src, dst}] {
 				continue
 			}
-			seenEdge[[2]string{src, dst}] = true
+			if seenEdge != nil {
+				seenEdge[[2]string{src, dst}] = true
+			}
 			records := inv.Sources[i].Records
 			if len(srcIDs) == 1 {
 				records = inv.Sinks[j].Records

@@ -223,10 +223,12 @@ type CatalogDriver interface {
 	CatalogRecorded(ctx context.Context, runIDs []string) ([]CatalogKey, error)
 	// CatalogRecord writes a batch in one transaction: the datasets
 	// upserted (p.Datasets, in id order, so concurrent writers lock rows
-	// in one order), the stats rows inserted (one that exists is kept),
-	// each schema version appended where its hash differs from its
-	// dataset's newest, each dataset's stats trimmed to its newest
-	// p.StatsKeep, the edges upserted, and the snapshots applied in order.
+	// in one order), each adding its StatsRecorded to the dataset's count
+	// of volume points and reading the sum back; the stats rows put in
+	// their datasets' rings of p.StatsKeep slots as CatalogStatSlots
+	// places them, over what a slot held; each schema version appended
+	// where its hash differs from its dataset's newest; the edges
+	// upserted; and the snapshots applied in order.
 	CatalogRecord(ctx context.Context, p *CatalogRecordParams) error
 	// CatalogDatasetList returns up to p.Limit matching datasets ordered
 	// (last_seen DESC, id DESC), below p.Cursor's dataset; none when the
@@ -282,6 +284,9 @@ type CatalogDatasetWrite struct {
 	LastRecords         int64
 	TotalRecords        int64
 	Runs                int64
+	// StatsRecorded is how many of the batch's stats rows are the
+	// dataset's.
+	StatsRecorded int64
 }
 
 // CatalogStatWrite is one stats row of a batch.
@@ -292,6 +297,10 @@ type CatalogStatWrite struct {
 	Records                       int64
 	Bytes                         *int64
 	DurationMS                    int64
+	// Seq numbers the dataset's volume points in the order they were
+	// recorded, from 1; Slot is the place in the dataset's ring it takes
+	// (CatalogStatSlots).
+	Seq, Slot int64
 }
 
 // CatalogVersionWrite is a schema version a batch may append.

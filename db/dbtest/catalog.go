@@ -332,6 +332,56 @@ func exerciseCatalog(t *testing.T, newURL func(t testing.TB) string, peek Peek) 
 		}
 	})
 
+	t.Run("StatsRingSurvivesItsMigration", func(t *testing.T) {
+		t.Parallel()
+		url := newURL(t)
+		s := open(t, url, db.Options{InstanceID: "a"})
+		t0 := now()
+		point := func(i int) db.CatalogInvocation {
+			return db.CatalogInvocation{RunID: fmt.Sprintf("r%04d", i), Pipeline: "p", RowID: "default", Status: db.StatusCompleted,
+				RecordedAt: t0.Add(time.Duration(i) * time.Millisecond), Sinks: []db.CatalogObservation{observed(jsonlURI, "jsonl", int64(i), nil)}}
+		}
+		// One batch of more points than the ring holds: its oldest are
+		// never written, and the ring ends full of the newest, in order.
+		var big db.CatalogBatch
+		for i := range db.StatsKept + 7 {
+			big.Invocations = append(big.Invocations, point(i))
+		}
+		if err := s.CatalogRecord(t.Context(), big); err != nil {
+			t.Fatal(err)
+		}
+		newest := func(want int, stage string) {
+			t.Helper()
+			d := detail(t, s, jsonlURI)
+			if kept := peek.CatalogStats(t, url, db.DatasetID(jsonlURI)); kept != db.StatsKept || len(d.Stats) != db.DetailStats {
+				t.Fatalf("%s: %d points kept, %d shown", stage, kept, len(d.Stats))
+			}
+			for i, st := range d.Stats {
+				if st.RunID != fmt.Sprintf("r%04d", want-i) {
+					t.Fatalf("%s: point %d is %s, want r%04d", stage, i, st.RunID, want-i)
+				}
+			}
+		}
+		newest(db.StatsKept+6, "after one batch past the ring")
+		// Down past the ring and up again keeps the points and their order.
+		p := migrator(t, url)
+		if _, err := p.DownTo(t.Context(), 9); err != nil {
+			t.Fatalf("down to 9: %v", err)
+		}
+		if _, err := db.MigrateUp(t.Context(), p); err != nil {
+			t.Fatalf("up again: %v", err)
+		}
+		s = open(t, url, db.Options{InstanceID: "b"})
+		newest(db.StatsKept+6, "after down and up")
+		recordCatalog(t, s, point(db.StatsKept+7))
+		newest(db.StatsKept+7, "after one more")
+		// A retried point is recorded once.
+		recordCatalog(t, s, point(db.StatsKept+7))
+		if d := detail(t, s, jsonlURI); d.Runs != int64(db.StatsKept+8) || d.Stats[1].RunID != fmt.Sprintf("r%04d", db.StatsKept+6) {
+			t.Errorf("after a retry: runs %d, second newest %s", d.Runs, d.Stats[1].RunID)
+		}
+	})
+
 	t.Run("ConcurrentRecordersLoseNothing", func(t *testing.T) {
 		t.Parallel()
 		url := newURL(t)

@@ -24,13 +24,18 @@ func (d *driver) CatalogRecorded(ctx context.Context, runIDs []string) ([]db.Cat
 // transaction, so each appends its schema versions after the other's.
 func (d *driver) CatalogRecord(ctx context.Context, p *db.CatalogRecordParams) error {
 	return d.inTx(ctx, func(q *dbsqlc.Queries) error {
+		recorded := make(map[string]int64, len(p.Datasets))
 		if len(p.Datasets) > 0 {
-			if err := q.CatalogDatasetUpsert(ctx, datasetColumns(p.Datasets)); err != nil {
+			rows, err := q.CatalogDatasetUpsert(ctx, datasetColumns(p.Datasets))
+			if err != nil {
 				return err
 			}
+			for _, r := range rows {
+				recorded[r.ID] = r.StatsRecorded
+			}
 		}
-		if len(p.Stats) > 0 {
-			if err := q.CatalogStatInsert(ctx, statColumns(p.Stats)); err != nil {
+		if stats := db.CatalogStatSlots(p.Stats, recorded, p.StatsKeep); len(stats) > 0 {
+			if err := q.CatalogStatPut(ctx, statColumns(stats)); err != nil {
 				return err
 			}
 		}
@@ -38,11 +43,6 @@ func (d *driver) CatalogRecord(ctx context.Context, p *db.CatalogRecordParams) e
 			if _, err := q.CatalogSchemaVersionAppend(ctx, dbsqlc.CatalogSchemaVersionAppendParams{
 				DatasetID: v.DatasetID, RecordedAt: v.RecordedAt, RunID: v.RunID, Schema: v.Schema, SchemaHash: v.SchemaHash,
 			}); err != nil {
-				return err
-			}
-		}
-		for _, ds := range p.Datasets {
-			if _, err := q.CatalogStatPrune(ctx, dbsqlc.CatalogStatPruneParams{DatasetID: ds.ID, Keep: int32(p.StatsKeep)}); err != nil {
 				return err
 			}
 		}
@@ -70,18 +70,20 @@ func datasetColumns(rows []db.CatalogDatasetWrite) dbsqlc.CatalogDatasetUpsertPa
 		a.FirstSeen, a.LastSeen = append(a.FirstSeen, r.FirstSeen), append(a.LastSeen, r.LastSeen)
 		a.LastRunIds, a.Pipelines = append(a.LastRunIds, r.LastRunID), append(a.Pipelines, r.Pipeline)
 		a.LastRecords, a.TotalRecords, a.Runs = append(a.LastRecords, r.LastRecords), append(a.TotalRecords, r.TotalRecords), append(a.Runs, r.Runs)
+		a.StatsRecorded = append(a.StatsRecorded, r.StatsRecorded)
 	}
 	return a
 }
 
-func statColumns(rows []db.CatalogStatWrite) dbsqlc.CatalogStatInsertParams {
-	var a dbsqlc.CatalogStatInsertParams
+func statColumns(rows []db.CatalogStatWrite) dbsqlc.CatalogStatPutParams {
+	var a dbsqlc.CatalogStatPutParams
 	for _, r := range rows {
 		bytes := int64(-1)
 		if r.Bytes != nil {
 			bytes = *r.Bytes
 		}
-		a.DatasetIds, a.RunIds, a.RowIds, a.Roles = append(a.DatasetIds, r.DatasetID), append(a.RunIds, r.RunID), append(a.RowIds, r.RowID), append(a.Roles, r.Role)
+		a.DatasetIds, a.Slots, a.Seqs = append(a.DatasetIds, r.DatasetID), append(a.Slots, int32(r.Slot)), append(a.Seqs, r.Seq)
+		a.RunIds, a.RowIds, a.Roles = append(a.RunIds, r.RunID), append(a.RowIds, r.RowID), append(a.Roles, r.Role)
 		a.RecordedAt, a.Statuses, a.Records = append(a.RecordedAt, r.RecordedAt), append(a.Statuses, string(r.Status)), append(a.Records, r.Records)
 		a.Bytes, a.DurationMs = append(a.Bytes, bytes), append(a.DurationMs, r.DurationMS)
 	}

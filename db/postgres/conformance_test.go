@@ -79,7 +79,7 @@ var peek = dbtest.Peek{
 	CatalogStats: func(t testing.TB, url, datasetID string) int {
 		t.Helper()
 		var n int
-		queryRow(t, url, "SELECT count(*) FROM faucet_catalog_stats WHERE dataset_id = $1", []any{datasetID}, &n)
+		queryRow(t, url, "SELECT count(*) FROM faucet_catalog_stat_slots WHERE dataset_id = $1", []any{datasetID}, &n)
 		return n
 	},
 }

@@ -29,18 +29,34 @@ func (d *driver) CatalogRecorded(ctx context.Context, runIDs []string) ([]db.Cat
 // serializes it with every other recorder's.
 func (d *driver) CatalogRecord(ctx context.Context, p *db.CatalogRecordParams) error {
 	return d.writePatient(ctx, func(ctx context.Context, q *dbsqlc.Queries) error {
+		recorded := make(map[string]int64, len(p.Datasets))
 		for _, r := range p.Datasets {
-			if err := q.CatalogDatasetUpsert(ctx, dbsqlc.CatalogDatasetUpsertParams{
+			n, err := q.CatalogDatasetUpsert(ctx, dbsqlc.CatalogDatasetUpsertParams{
 				ID: r.ID, Uri: r.URI, UriFolded: r.URIFolded, Kind: r.Kind, AsSource: flag(r.AsSource), AsSink: flag(r.AsSink),
 				FirstSeen: micros(r.FirstSeen), LastSeen: micros(r.LastSeen), LastRunID: r.LastRunID, Pipeline: r.Pipeline,
-				LastRecords: r.LastRecords, TotalRecords: r.TotalRecords, Runs: r.Runs,
-			}); err != nil {
+				LastRecords: r.LastRecords, TotalRecords: r.TotalRecords, Runs: r.Runs, StatsRecorded: r.StatsRecorded,
+			})
+			if err != nil {
 				return err
 			}
+			recorded[r.ID] = n
 		}
-		for _, r := range p.Stats {
-			if err := q.CatalogStatInsert(ctx, dbsqlc.CatalogStatInsertParams{
-				DatasetID: r.DatasetID, RunID: r.RunID, RowID: r.RowID, Role: r.Role, RecordedAt: micros(r.RecordedAt),
+		for _, r := range db.CatalogStatSlots(p.Stats, recorded, p.StatsKeep) {
+			if r.Seq > int64(p.StatsKeep) {
+				// The ring went round: the slot holds an older point.
+				n, err := q.CatalogStatReplace(ctx, dbsqlc.CatalogStatReplaceParams{
+					DatasetID: r.DatasetID, Slot: r.Slot, Seq: r.Seq, RunID: r.RunID, RowID: r.RowID, Role: r.Role, RecordedAt: micros(r.RecordedAt),
+					Status: string(r.Status), Records: r.Records, Bytes: r.Bytes, DurationMs: r.DurationMS,
+				})
+				if err != nil || n == 1 {
+					if err != nil {
+						return err
+					}
+					continue
+				}
+			}
+			if err := q.CatalogStatPut(ctx, dbsqlc.CatalogStatPutParams{
+				DatasetID: r.DatasetID, Slot: r.Slot, Seq: r.Seq, RunID: r.RunID, RowID: r.RowID, Role: r.Role, RecordedAt: micros(r.RecordedAt),
 				Status: string(r.Status), Records: r.Records, Bytes: r.Bytes, DurationMs: r.DurationMS,
 			}); err != nil {
 				return err
@@ -50,11 +66,6 @@ func (d *driver) CatalogRecord(ctx context.Context, p *db.CatalogRecordParams) e
 			if _, err := q.CatalogSchemaVersionAppend(ctx, dbsqlc.CatalogSchemaVersionAppendParams{
 				DatasetID: v.DatasetID, RecordedAt: micros(v.RecordedAt), RunID: v.RunID, Schema: string(v.Schema), SchemaHash: v.SchemaHash,
 			}); err != nil {
-				return err
-			}
-		}
-		for _, ds := range p.Datasets {
-			if _, err := q.CatalogStatPrune(ctx, dbsqlc.CatalogStatPruneParams{DatasetID: ds.ID, Keep: int64(p.StatsKeep)}); err != nil {
 				return err
 			}
 		}

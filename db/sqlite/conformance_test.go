@@ -39,7 +39,7 @@ var peek = dbtest.Peek{
 	CatalogStats: func(t testing.TB, url, datasetID string) int {
 		t.Helper()
 		var n int
-		queryRow(t, url, "SELECT count(*) FROM faucet_catalog_stats WHERE dataset_id = ?", []any{datasetID}, &n)
+		queryRow(t, url, "SELECT count(*) FROM faucet_catalog_stat_slots WHERE dataset_id = ?", []any{datasetID}, &n)
 		return n
 	},
 }

@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -100,6 +101,18 @@ type Recorder struct {
 	// secret of their own, and building a redactor (its string search
 	// tables) per run cost the catalog as much as encoding its records.
 	tokens *redact.Redactor
+	// uris caches the URIs tokens and RedactURI make of the URIs the
+	// connectors report, for the runs without secrets of their own: the
+	// runs of a pipeline report the same few, and parsing and searching
+	// each again was a good part of what the catalog cost a trivial run.
+	uriMu sync.Mutex
+	uris  map[string]string
+	// schemas holds the last schema each cleaned URI was recorded with, as
+	// the catalog stores it: the runs of a pipeline report the same one,
+	// which they share rather than each converting its own copy. Its
+	// slices are never changed once in it.
+	schemaMu sync.Mutex
+	schemas  map[string][]db.SchemaColumn
 }
 
 // pending is one run's part of a batch.
@@ -130,7 +143,7 @@ func New(cfg Config) *Recorder {
 	return &Recorder{
 		cfg: cfg, queue: make(chan pending, cfg.Queue), stop: make(chan struct{}), done: make(chan struct{}),
 		writes: writes, endWrites: endWrites, snapshots: map[string]json.RawMessage{},
-		tokens: redact.New(cfg.Secrets),
+		tokens: redact.New(cfg.Secrets), uris: map[string]string{}, schemas: map[string][]db.SchemaColumn{},
 	}
 }
 
@@ -169,24 +182,52 @@ func (r *Recorder) Record(_ context.Context, run *db.RunRecord, plan *pipeline.P
 		return
 	}
 	p := pending{runID: run.RunID, snapshot: r.snapshot(run, plan)}
-	red := r.redactor(plan)
+	clean := r.uriCleaner(plan)
 	for _, res := range results {
 		if res.Err != nil || res.Lineage == nil {
 			continue
 		}
-		if inv, ok := invocation(run, plan, res.RowID, res.Duration, *res.Lineage, red); ok {
+		if inv, ok := r.invocation(run, plan, res.RowID, res.Duration, *res.Lineage, clean); ok {
 			p.invocations = append(p.invocations, inv)
 		}
 	}
 	r.enqueue(p)
 }
 
-// redactor masks the run's secrets and Config.Secrets.
-func (r *Recorder) redactor(plan *pipeline.Plan) *redact.Redactor {
-	if len(plan.Secrets) == 0 {
-		return r.tokens
+// uriCleaner returns what makes a reported URI the catalog's: the run's
+// secrets and Config.Secrets masked, then credentials removed
+// (cleanURI). A run without secrets of its own shares the cache.
+func (r *Recorder) uriCleaner(plan *pipeline.Plan) func(string) string {
+	if len(plan.Secrets) > 0 {
+		red := redact.New(plan.Secrets, r.cfg.Secrets)
+		return func(uri string) string { return cleanURI(red, uri) }
 	}
-	return redact.New(plan.Secrets, r.cfg.Secrets)
+	return func(uri string) string {
+		r.uriMu.Lock()
+		out, ok := r.uris[uri]
+		r.uriMu.Unlock()
+		if ok {
+			return out
+		}
+		out = cleanURI(r.tokens, uri)
+		r.uriMu.Lock()
+		if len(r.uris) >= maxCachedURIs {
+			clear(r.uris)
+		}
+		r.uris[uri] = out
+		r.uriMu.Unlock()
+		return out
+	}
+}
+
+// maxCachedURIs bounds the URI cache; past it, it starts over.
+const maxCachedURIs = 4096
+
+// cleanURI is a reported URI as the catalog stores it. The URI is redacted
+// once more, whatever the connector did: a password in the URL, or any
+// secret of the run, never reaches the catalog.
+func cleanURI(red *redact.Redactor, uri string) string {
+	return sdk.RedactURI(red.String(uri))
 }
 
 // enqueue hands a run's records to the writer, or drops them when the
@@ -259,7 +300,11 @@ func (r *Recorder) flush(batch []pending) {
 			batch[i].invocations = r.shardedInvocations(ctx, sh)
 		}
 	}
-	var b db.CatalogBatch
+	invocations := 0
+	for _, p := range batch {
+		invocations += len(p.invocations)
+	}
+	b := db.CatalogBatch{Invocations: make([]db.CatalogInvocation, 0, invocations), Snapshots: make([]db.ConfigSnapshot, 0, len(batch))}
 	for _, p := range batch {
 		b.Invocations = append(b.Invocations, p.invocations...)
 		if p.snapshot != nil {
@@ -328,10 +373,10 @@ func name(run *db.RunRecord, plan *pipeline.Plan) string {
 
 // invocation is one invocation's record; false when its connectors
 // reported no dataset.
-func invocation(run *db.RunRecord, plan *pipeline.Plan, row string, took time.Duration, l pipeline.Lineage, red *redact.Redactor) (db.CatalogInvocation, bool) {
+func (r *Recorder) invocation(run *db.RunRecord, plan *pipeline.Plan, row string, took time.Duration, l pipeline.Lineage, clean func(string) string) (db.CatalogInvocation, bool) {
 	inv := db.CatalogInvocation{
 		RunID: run.RunID, Pipeline: name(run, plan), RowID: row, Status: run.Status, Duration: took,
-		Sources: observations(l.Source, red), Sinks: observations(l.Sink, red),
+		Sources: r.observations(l.Source, clean), Sinks: r.observations(l.Sink, clean),
 	}
 	if run.FinishedAt != nil {
 		inv.RecordedAt = *run.FinishedAt
@@ -339,25 +384,48 @@ func invocation(run *db.RunRecord, plan *pipeline.Plan, row string, took time.Du
 	return inv, len(inv.Sources)+len(inv.Sinks) > 0
 }
 
-// observations are one side's datasets as the catalog stores them. The
-// URIs are redacted once more, whatever the connector did: a password in
-// the URL, or any secret of the run, never reaches the catalog.
-func observations(o pipeline.Observation, red *redact.Redactor) []db.CatalogObservation {
-	var out []db.CatalogObservation
+// observations are one side's datasets as the catalog stores them, their
+// URIs cleaned by clean (uriCleaner).
+func (r *Recorder) observations(o pipeline.Observation, clean func(string) string) []db.CatalogObservation {
+	if len(o.Datasets) == 0 {
+		return nil
+	}
+	out := make([]db.CatalogObservation, 0, len(o.Datasets))
 	for _, d := range o.Datasets {
-		obs := db.CatalogObservation{URI: sdk.RedactURI(red.String(d.URI)), Kind: d.Kind, Records: o.Records}
+		obs := db.CatalogObservation{URI: clean(d.URI), Kind: d.Kind, Records: o.Records}
 		if o.Bytes > 0 {
 			bytes := o.Bytes
 			obs.Bytes = &bytes
 		}
 		if d.Schema != nil {
-			obs.Schema = make([]db.SchemaColumn, len(d.Schema.Columns))
-			for i, c := range d.Schema.Columns {
-				obs.Schema[i] = db.SchemaColumn{Name: c.Name, Type: c.Type, Nullable: c.Nullable, DBType: c.DBType}
-			}
+			obs.Schema = r.schema(obs.URI, d.Schema.Columns)
 		}
 		out = append(out, obs)
 	}
+	return out
+}
+
+// schema is cols as the catalog stores them: the slice recorded last for
+// uri when it holds the same columns, a new one otherwise.
+func (r *Recorder) schema(uri string, cols []pipeline.Column) []db.SchemaColumn {
+	r.schemaMu.Lock()
+	last, ok := r.schemas[uri]
+	r.schemaMu.Unlock()
+	if ok && slices.EqualFunc(last, cols, func(a db.SchemaColumn, c pipeline.Column) bool {
+		return a.Name == c.Name && a.Type == c.Type && a.Nullable == c.Nullable && a.DBType == c.DBType
+	}) {
+		return last
+	}
+	out := make([]db.SchemaColumn, len(cols))
+	for i, c := range cols {
+		out[i] = db.SchemaColumn{Name: c.Name, Type: c.Type, Nullable: c.Nullable, DBType: c.DBType}
+	}
+	r.schemaMu.Lock()
+	if len(r.schemas) >= maxCachedURIs {
+		clear(r.schemas)
+	}
+	r.schemas[uri] = out
+	r.schemaMu.Unlock()
 	return out
 }
 

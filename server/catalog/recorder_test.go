@@ -97,6 +97,42 @@ func TestRecordKeepsNoSecret(t *testing.T) {
 	}
 }
 
+// TestRepeatedURIsStayClean: the runs without secrets of their own share
+// the cleaned URIs (uriCleaner's cache); the second run's, read from it,
+// carries no token or password either, and names the same dataset, while
+// a run with a secret of its own masks it though its URI was seen before.
+func TestRepeatedURIsStayClean(t *testing.T) {
+	s := openStore(t)
+	r := started(t, Config{Store: s, Secrets: []string{"api-token"}})
+	const raw = "postgres://u:pw@h:5432/db/public.t?key=api-token"
+	plain := planOf("unused")
+	plain.Secrets = nil
+	for _, id := range []string{"r1", "r2"} {
+		r.Record(context.Background(), finished(id, "people"), plain, []pipeline.InvocationResult{
+			{RowID: "default", Duration: time.Second, Lineage: lineage(raw, "file:///out.jsonl", 1)},
+		})
+	}
+	// A run whose own secret is in a URI the cache already holds.
+	r.Record(context.Background(), finished("r3", "people"), planOf("own-s3cret"), []pipeline.InvocationResult{
+		{RowID: "default", Duration: time.Second, Lineage: lineage(raw+"&own-s3cret", "file:///out.jsonl", 1)},
+	})
+	stop(t, r)
+	page, err := s.CatalogDatasetList(context.Background(), db.CatalogFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := map[string]int64{}
+	for _, d := range page.Datasets {
+		if strings.Contains(d.URI, "api-token") || strings.Contains(d.URI, "pw@") || strings.Contains(d.URI, "own-s3cret") {
+			t.Errorf("dataset URI %s keeps a secret", d.URI)
+		}
+		runs[d.URI] = d.Runs
+	}
+	if len(page.Datasets) != 3 || runs["file:///out.jsonl"] != 3 {
+		t.Fatalf("datasets %v, want the table twice as one, the other table, and the file", runs)
+	}
+}
+
 // TestAFailedWriteIsLoggedAndCounted: a catalog that cannot be written
 // costs the catalog its record, which the log and the metric say, and
 // returns within the budget.

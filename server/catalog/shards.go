@@ -111,7 +111,7 @@ func (r *Recorder) shardedInvocations(ctx context.Context, sh *shardedRun) []db.
 	if sh.run.StartedAt != nil && sh.run.FinishedAt != nil {
 		took = sh.run.FinishedAt.Sub(*sh.run.StartedAt)
 	}
-	inv, ok := invocation(sh.run, sh.plan, sh.plan.Invocations[0].RowID, took, merged, r.redactor(sh.plan))
+	inv, ok := r.invocation(sh.run, sh.plan, sh.plan.Invocations[0].RowID, took, merged, r.uriCleaner(sh.plan))
 	if !ok {
 		return nil
 	}

@@ -1,17 +1,21 @@
 -- name: CatalogRecorded :many
 -- The invocations of these runs recorded already.
-SELECT DISTINCT run_id, row_id FROM faucet_catalog_stats WHERE run_id = ANY (@run_ids::text[]);
+SELECT DISTINCT run_id, row_id FROM faucet_catalog_stat_slots WHERE run_id = ANY (@run_ids::text[]);
 
--- name: CatalogDatasetUpsert :exec
+-- name: CatalogDatasetUpsert :many
 -- The batch's datasets, each once, as the Store aggregated them. Counters
 -- add up, and the fields of the latest run are taken from whichever
 -- write is newer, so concurrent recorders converge whatever their order.
 -- The rows come in id order, which is the order their locks are taken in.
+-- It returns each dataset's count of volume points with the batch's,
+-- which places them in its ring; the row lock keeps another recorder's
+-- points from taking the same numbers.
 INSERT INTO faucet_catalog_datasets AS d (id, uri, uri_folded, kind, as_source, as_sink, first_seen, last_seen,
-    last_run_id, pipeline, last_records, total_records, runs)
+    last_run_id, pipeline, last_records, total_records, runs, stats_recorded)
 SELECT unnest(@ids::text[]), unnest(@uris::text[]), unnest(@folded::text[]), unnest(@kinds::text[]),
     unnest(@as_source::boolean[]), unnest(@as_sink::boolean[]), unnest(@first_seen::timestamptz[]), unnest(@last_seen::timestamptz[]),
-    unnest(@last_run_ids::text[]), unnest(@pipelines::text[]), unnest(@last_records::bigint[]), unnest(@total_records::bigint[]), unnest(@runs::bigint[])
+    unnest(@last_run_ids::text[]), unnest(@pipelines::text[]), unnest(@last_records::bigint[]), unnest(@total_records::bigint[]), unnest(@runs::bigint[]),
+    unnest(@stats_recorded::bigint[])
 ORDER BY 1
 ON CONFLICT (id) DO UPDATE SET
     as_source = d.as_source OR excluded.as_source,
@@ -23,25 +27,22 @@ ON CONFLICT (id) DO UPDATE SET
     pipeline = CASE WHEN excluded.last_seen >= d.last_seen THEN excluded.pipeline ELSE d.pipeline END,
     last_records = CASE WHEN excluded.last_seen >= d.last_seen THEN excluded.last_records ELSE d.last_records END,
     total_records = d.total_records + excluded.total_records,
-    runs = d.runs + excluded.runs;
+    runs = d.runs + excluded.runs,
+    stats_recorded = d.stats_recorded + excluded.stats_recorded
+RETURNING d.id, d.stats_recorded;
 
--- name: CatalogStatInsert :exec
--- A row recorded already is kept as it is. bytes -1 is unknown.
-INSERT INTO faucet_catalog_stats (dataset_id, run_id, row_id, role, recorded_at, status, records, bytes, duration_ms)
-SELECT unnest(@dataset_ids::text[]), unnest(@run_ids::text[]), unnest(@row_ids::text[]), unnest(@roles::text[]),
-    unnest(@recorded_at::timestamptz[]), unnest(@statuses::text[]), unnest(@records::bigint[]),
-    NULLIF(unnest(@bytes::bigint[]), -1), unnest(@duration_ms::bigint[])
-ON CONFLICT (run_id, row_id, dataset_id, role) DO NOTHING;
-
--- name: CatalogStatPrune :execrows
--- Keeps a dataset's newest keep rows, in the order they were recorded.
-DELETE FROM faucet_catalog_stats
-WHERE dataset_id = @dataset_id::text AND seq <= (
-    SELECT s.seq FROM faucet_catalog_stats s
-    WHERE s.dataset_id = @dataset_id::text
-    ORDER BY s.seq DESC
-    OFFSET @keep LIMIT 1
-);
+-- name: CatalogStatPut :exec
+-- The batch's volume points in their datasets' rings, each over the point
+-- its slot held; no two share a slot (db.CatalogStatSlots). bytes -1 is
+-- unknown.
+INSERT INTO faucet_catalog_stat_slots AS s (dataset_id, slot, seq, run_id, row_id, role, recorded_at, status, records, bytes, duration_ms)
+SELECT unnest(@dataset_ids::text[]), unnest(@slots::integer[]), unnest(@seqs::bigint[]), unnest(@run_ids::text[]),
+    unnest(@row_ids::text[]), unnest(@roles::text[]), unnest(@recorded_at::timestamptz[]), unnest(@statuses::text[]),
+    unnest(@records::bigint[]), NULLIF(unnest(@bytes::bigint[]), -1), unnest(@duration_ms::bigint[])
+ON CONFLICT (dataset_id, slot) DO UPDATE SET
+    seq = excluded.seq, run_id = excluded.run_id, row_id = excluded.row_id, role = excluded.role,
+    recorded_at = excluded.recorded_at, status = excluded.status, records = excluded.records,
+    bytes = excluded.bytes, duration_ms = excluded.duration_ms;
 
 -- name: CatalogSchemaVersionAppend :execrows
 -- The dataset's row is locked by its upsert earlier in the transaction, so
@@ -106,7 +107,7 @@ ORDER BY version DESC
 LIMIT @page_limit;
 
 -- name: CatalogStatList :many
-SELECT recorded_at, run_id, row_id, role, status, records, bytes, duration_ms FROM faucet_catalog_stats
+SELECT recorded_at, run_id, row_id, role, status, records, bytes, duration_ms FROM faucet_catalog_stat_slots
 WHERE dataset_id = @dataset_id
 ORDER BY seq DESC
 LIMIT @page_limit;

@@ -1,19 +1,20 @@
 -- name: CatalogRecorded :many
 -- The invocations of these runs (a JSON array of ids) recorded already.
-SELECT DISTINCT s.run_id, s.row_id FROM faucet_catalog_stats s
+SELECT DISTINCT s.run_id, s.row_id FROM faucet_catalog_stat_slots s
 WHERE s.run_id IN (SELECT j.value FROM json_each(CAST(sqlc.arg(run_ids) AS TEXT)) j);
 
--- name: CatalogDatasetUpsert :exec
+-- name: CatalogDatasetUpsert :one
 -- One dataset of a batch as the Store aggregated it: a statement per row,
 -- which in process costs less than decoding the rows of one statement's
 -- JSON. Counters add up, and the fields of the latest run are taken from
 -- whichever write is newer, so concurrent recorders converge whatever
--- their order.
+-- their order. It returns the dataset's count of volume points with the
+-- batch's, which places them in its ring.
 INSERT INTO faucet_catalog_datasets (id, uri, uri_folded, kind, as_source, as_sink, first_seen, last_seen,
-    last_run_id, pipeline, last_records, total_records, runs)
+    last_run_id, pipeline, last_records, total_records, runs, stats_recorded)
 VALUES (sqlc.arg(id), sqlc.arg(uri), sqlc.arg(uri_folded), sqlc.arg(kind), sqlc.arg(as_source), sqlc.arg(as_sink),
     sqlc.arg(first_seen), sqlc.arg(last_seen), sqlc.arg(last_run_id), sqlc.arg(pipeline), sqlc.arg(last_records),
-    sqlc.arg(total_records), sqlc.arg(runs))
+    sqlc.arg(total_records), sqlc.arg(runs), sqlc.arg(stats_recorded))
 ON CONFLICT (id) DO UPDATE SET
     as_source = max(faucet_catalog_datasets.as_source, excluded.as_source),
     as_sink = max(faucet_catalog_datasets.as_sink, excluded.as_sink),
@@ -24,24 +25,25 @@ ON CONFLICT (id) DO UPDATE SET
     pipeline = CASE WHEN excluded.last_seen >= faucet_catalog_datasets.last_seen THEN excluded.pipeline ELSE faucet_catalog_datasets.pipeline END,
     last_records = CASE WHEN excluded.last_seen >= faucet_catalog_datasets.last_seen THEN excluded.last_records ELSE faucet_catalog_datasets.last_records END,
     total_records = faucet_catalog_datasets.total_records + excluded.total_records,
-    runs = faucet_catalog_datasets.runs + excluded.runs;
+    runs = faucet_catalog_datasets.runs + excluded.runs,
+    stats_recorded = faucet_catalog_datasets.stats_recorded + excluded.stats_recorded
+RETURNING stats_recorded;
 
--- name: CatalogStatInsert :exec
--- A row recorded already is kept as it is.
-INSERT INTO faucet_catalog_stats (dataset_id, run_id, row_id, role, recorded_at, status, records, bytes, duration_ms)
-VALUES (sqlc.arg(dataset_id), sqlc.arg(run_id), sqlc.arg(row_id), sqlc.arg(role), sqlc.arg(recorded_at),
-    sqlc.arg(status), sqlc.arg(records), sqlc.narg(bytes), sqlc.arg(duration_ms))
-ON CONFLICT (run_id, row_id, dataset_id, role) DO NOTHING;
+-- name: CatalogStatPut :exec
+-- A volume point in a slot of its dataset's ring not taken yet.
+INSERT INTO faucet_catalog_stat_slots (dataset_id, slot, seq, run_id, row_id, role, recorded_at, status, records, bytes, duration_ms)
+VALUES (sqlc.arg(dataset_id), sqlc.arg(slot), sqlc.arg(seq), sqlc.arg(run_id), sqlc.arg(row_id), sqlc.arg(role),
+    sqlc.arg(recorded_at), sqlc.arg(status), sqlc.arg(records), sqlc.narg(bytes), sqlc.arg(duration_ms));
 
--- name: CatalogStatPrune :execrows
--- Keeps a dataset's newest keep rows, in the order they were recorded.
-DELETE FROM faucet_catalog_stats
-WHERE faucet_catalog_stats.dataset_id = sqlc.arg(dataset_id) AND faucet_catalog_stats.seq <= (
-    SELECT s.seq FROM faucet_catalog_stats s
-    WHERE s.dataset_id = sqlc.arg(dataset_id)
-    ORDER BY s.seq DESC
-    LIMIT 1 OFFSET sqlc.arg(keep)
-);
+-- name: CatalogStatReplace :execrows
+-- A volume point over the oldest of its dataset's ring, which held one in
+-- every slot: an update in place, where an upsert would first try, and
+-- fail, to insert.
+UPDATE faucet_catalog_stat_slots SET
+    seq = sqlc.arg(seq), run_id = sqlc.arg(run_id), row_id = sqlc.arg(row_id), role = sqlc.arg(role),
+    recorded_at = sqlc.arg(recorded_at), status = sqlc.arg(status), records = sqlc.arg(records),
+    bytes = sqlc.narg(bytes), duration_ms = sqlc.arg(duration_ms)
+WHERE dataset_id = sqlc.arg(dataset_id) AND slot = sqlc.arg(slot);
 
 -- name: CatalogSchemaVersionAppend :execrows
 -- Writes take SQLite's write lock for their whole transaction, so
@@ -100,7 +102,7 @@ ORDER BY version DESC
 LIMIT sqlc.arg(row_limit);
 
 -- name: CatalogStatList :many
-SELECT recorded_at, run_id, row_id, role, status, records, bytes, duration_ms FROM faucet_catalog_stats
+SELECT recorded_at, run_id, row_id, role, status, records, bytes, duration_ms FROM faucet_catalog_stat_slots
 WHERE dataset_id = sqlc.arg(dataset_id)
 ORDER BY seq DESC
 LIMIT sqlc.arg(row_limit);

@@ -157,12 +157,13 @@ func (q *Queries) CatalogDatasetList(ctx context.Context, arg CatalogDatasetList
 	return items, nil
 }
 
-const catalogDatasetUpsert = `-- name: CatalogDatasetUpsert :exec
+const catalogDatasetUpsert = `-- name: CatalogDatasetUpsert :many
 INSERT INTO faucet_catalog_datasets AS d (id, uri, uri_folded, kind, as_source, as_sink, first_seen, last_seen,
-    last_run_id, pipeline, last_records, total_records, runs)
+    last_run_id, pipeline, last_records, total_records, runs, stats_recorded)
 SELECT unnest($1::text[]), unnest($2::text[]), unnest($3::text[]), unnest($4::text[]),
     unnest($5::boolean[]), unnest($6::boolean[]), unnest($7::timestamptz[]), unnest($8::timestamptz[]),
-    unnest($9::text[]), unnest($10::text[]), unnest($11::bigint[]), unnest($12::bigint[]), unnest($13::bigint[])
+    unnest($9::text[]), unnest($10::text[]), unnest($11::bigint[]), unnest($12::bigint[]), unnest($13::bigint[]),
+    unnest($14::bigint[])
 ORDER BY 1
 ON CONFLICT (id) DO UPDATE SET
     as_source = d.as_source OR excluded.as_source,
@@ -174,31 +175,42 @@ ON CONFLICT (id) DO UPDATE SET
     pipeline = CASE WHEN excluded.last_seen >= d.last_seen THEN excluded.pipeline ELSE d.pipeline END,
     last_records = CASE WHEN excluded.last_seen >= d.last_seen THEN excluded.last_records ELSE d.last_records END,
     total_records = d.total_records + excluded.total_records,
-    runs = d.runs + excluded.runs
+    runs = d.runs + excluded.runs,
+    stats_recorded = d.stats_recorded + excluded.stats_recorded
+RETURNING d.id, d.stats_recorded
 `
 
 type CatalogDatasetUpsertParams struct {
-	Ids          []string
-	Uris         []string
-	Folded       []string
-	Kinds        []string
-	AsSource     []bool
-	AsSink       []bool
-	FirstSeen    []time.Time
-	LastSeen     []time.Time
-	LastRunIds   []string
-	Pipelines    []string
-	LastRecords  []int64
-	TotalRecords []int64
-	Runs         []int64
+	Ids           []string
+	Uris          []string
+	Folded        []string
+	Kinds         []string
+	AsSource      []bool
+	AsSink        []bool
+	FirstSeen     []time.Time
+	LastSeen      []time.Time
+	LastRunIds    []string
+	Pipelines     []string
+	LastRecords   []int64
+	TotalRecords  []int64
+	Runs          []int64
+	StatsRecorded []int64
+}
+
+type CatalogDatasetUpsertRow struct {
+	ID            string
+	StatsRecorded int64
 }
 
 // The batch's datasets, each once, as the Store aggregated them. Counters
 // add up, and the fields of the latest run are taken from whichever
 // write is newer, so concurrent recorders converge whatever their order.
 // The rows come in id order, which is the order their locks are taken in.
-func (q *Queries) CatalogDatasetUpsert(ctx context.Context, arg CatalogDatasetUpsertParams) error {
-	_, err := q.db.Exec(ctx, catalogDatasetUpsert,
+// It returns each dataset's count of volume points with the batch's,
+// which places them in its ring; the row lock keeps another recorder's
+// points from taking the same numbers.
+func (q *Queries) CatalogDatasetUpsert(ctx context.Context, arg CatalogDatasetUpsertParams) ([]CatalogDatasetUpsertRow, error) {
+	rows, err := q.db.Query(ctx, catalogDatasetUpsert,
 		arg.Ids,
 		arg.Uris,
 		arg.Folded,
@@ -212,8 +224,24 @@ func (q *Queries) CatalogDatasetUpsert(ctx context.Context, arg CatalogDatasetUp
 		arg.LastRecords,
 		arg.TotalRecords,
 		arg.Runs,
+		arg.StatsRecorded,
 	)
-	return err
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CatalogDatasetUpsertRow
+	for rows.Next() {
+		var i CatalogDatasetUpsertRow
+		if err := rows.Scan(&i.ID, &i.StatsRecorded); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const catalogEdgeList = `-- name: CatalogEdgeList :many
@@ -362,7 +390,7 @@ func (q *Queries) CatalogEdgeUpsert(ctx context.Context, arg CatalogEdgeUpsertPa
 }
 
 const catalogRecorded = `-- name: CatalogRecorded :many
-SELECT DISTINCT run_id, row_id FROM faucet_catalog_stats WHERE run_id = ANY ($1::text[])
+SELECT DISTINCT run_id, row_id FROM faucet_catalog_stat_slots WHERE run_id = ANY ($1::text[])
 `
 
 type CatalogRecordedRow struct {
@@ -464,44 +492,8 @@ func (q *Queries) CatalogSchemaVersionList(ctx context.Context, arg CatalogSchem
 	return items, nil
 }
 
-const catalogStatInsert = `-- name: CatalogStatInsert :exec
-INSERT INTO faucet_catalog_stats (dataset_id, run_id, row_id, role, recorded_at, status, records, bytes, duration_ms)
-SELECT unnest($1::text[]), unnest($2::text[]), unnest($3::text[]), unnest($4::text[]),
-    unnest($5::timestamptz[]), unnest($6::text[]), unnest($7::bigint[]),
-    NULLIF(unnest($8::bigint[]), -1), unnest($9::bigint[])
-ON CONFLICT (run_id, row_id, dataset_id, role) DO NOTHING
-`
-
-type CatalogStatInsertParams struct {
-	DatasetIds []string
-	RunIds     []string
-	RowIds     []string
-	Roles      []string
-	RecordedAt []time.Time
-	Statuses   []string
-	Records    []int64
-	Bytes      []int64
-	DurationMs []int64
-}
-
-// A row recorded already is kept as it is. bytes -1 is unknown.
-func (q *Queries) CatalogStatInsert(ctx context.Context, arg CatalogStatInsertParams) error {
-	_, err := q.db.Exec(ctx, catalogStatInsert,
-		arg.DatasetIds,
-		arg.RunIds,
-		arg.RowIds,
-		arg.Roles,
-		arg.RecordedAt,
-		arg.Statuses,
-		arg.Records,
-		arg.Bytes,
-		arg.DurationMs,
-	)
-	return err
-}
-
 const catalogStatList = `-- name: CatalogStatList :many
-SELECT recorded_at, run_id, row_id, role, status, records, bytes, duration_ms FROM faucet_catalog_stats
+SELECT recorded_at, run_id, row_id, role, status, records, bytes, duration_ms FROM faucet_catalog_stat_slots
 WHERE dataset_id = $1
 ORDER BY seq DESC
 LIMIT $2
@@ -552,28 +544,49 @@ func (q *Queries) CatalogStatList(ctx context.Context, arg CatalogStatListParams
 	return items, nil
 }
 
-const catalogStatPrune = `-- name: CatalogStatPrune :execrows
-DELETE FROM faucet_catalog_stats
-WHERE dataset_id = $1::text AND seq <= (
-    SELECT s.seq FROM faucet_catalog_stats s
-    WHERE s.dataset_id = $1::text
-    ORDER BY s.seq DESC
-    OFFSET $2 LIMIT 1
-)
+const catalogStatPut = `-- name: CatalogStatPut :exec
+INSERT INTO faucet_catalog_stat_slots AS s (dataset_id, slot, seq, run_id, row_id, role, recorded_at, status, records, bytes, duration_ms)
+SELECT unnest($1::text[]), unnest($2::integer[]), unnest($3::bigint[]), unnest($4::text[]),
+    unnest($5::text[]), unnest($6::text[]), unnest($7::timestamptz[]), unnest($8::text[]),
+    unnest($9::bigint[]), NULLIF(unnest($10::bigint[]), -1), unnest($11::bigint[])
+ON CONFLICT (dataset_id, slot) DO UPDATE SET
+    seq = excluded.seq, run_id = excluded.run_id, row_id = excluded.row_id, role = excluded.role,
+    recorded_at = excluded.recorded_at, status = excluded.status, records = excluded.records,
+    bytes = excluded.bytes, duration_ms = excluded.duration_ms
 `
 
-type CatalogStatPruneParams struct {
-	DatasetID string
-	Keep      int32
+type CatalogStatPutParams struct {
+	DatasetIds []string
+	Slots      []int32
+	Seqs       []int64
+	RunIds     []string
+	RowIds     []string
+	Roles      []string
+	RecordedAt []time.Time
+	Statuses   []string
+	Records    []int64
+	Bytes      []int64
+	DurationMs []int64
 }
 
-// Keeps a dataset's newest keep rows, in the order they were recorded.
-func (q *Queries) CatalogStatPrune(ctx context.Context, arg CatalogStatPruneParams) (int64, error) {
-	result, err := q.db.Exec(ctx, catalogStatPrune, arg.DatasetID, arg.Keep)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
+// The batch's volume points in their datasets' rings, each over the point
+// its slot held; no two share a slot (db.CatalogStatSlots). bytes -1 is
+// unknown.
+func (q *Queries) CatalogStatPut(ctx context.Context, arg CatalogStatPutParams) error {
+	_, err := q.db.Exec(ctx, catalogStatPut,
+		arg.DatasetIds,
+		arg.Slots,
+		arg.Seqs,
+		arg.RunIds,
+		arg.RowIds,
+		arg.Roles,
+		arg.RecordedAt,
+		arg.Statuses,
+		arg.Records,
+		arg.Bytes,
+		arg.DurationMs,
+	)
+	return err
 }
 
 const configSnapshotGet = `-- name: ConfigSnapshotGet :one

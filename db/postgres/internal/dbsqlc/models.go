@@ -36,19 +36,20 @@ type FaucetCallbackDelivery struct {
 }
 
 type FaucetCatalogDataset struct {
-	ID           string
-	Uri          string
-	UriFolded    string
-	Kind         string
-	AsSource     bool
-	AsSink       bool
-	FirstSeen    time.Time
-	LastSeen     time.Time
-	LastRunID    string
-	Pipeline     string
-	LastRecords  int64
-	TotalRecords int64
-	Runs         int64
+	ID            string
+	Uri           string
+	UriFolded     string
+	Kind          string
+	AsSource      bool
+	AsSink        bool
+	FirstSeen     time.Time
+	LastSeen      time.Time
+	LastRunID     string
+	Pipeline      string
+	LastRecords   int64
+	TotalRecords  int64
+	Runs          int64
+	StatsRecorded int64
 }
 
 type FaucetCatalogEdge struct {
@@ -72,9 +73,10 @@ type FaucetCatalogSchemaVersion struct {
 	SchemaHash string
 }
 
-type FaucetCatalogStat struct {
-	Seq        int64
+type FaucetCatalogStatSlot struct {
 	DatasetID  string
+	Slot       int32
+	Seq        int64
 	RunID      string
 	RowID      string
 	Role       string

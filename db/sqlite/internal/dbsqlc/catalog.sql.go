@@ -155,12 +155,12 @@ func (q *Queries) CatalogDatasetList(ctx context.Context, arg CatalogDatasetList
 	return items, nil
 }
 
-const catalogDatasetUpsert = `-- name: CatalogDatasetUpsert :exec
+const catalogDatasetUpsert = `-- name: CatalogDatasetUpsert :one
 INSERT INTO faucet_catalog_datasets (id, uri, uri_folded, kind, as_source, as_sink, first_seen, last_seen,
-    last_run_id, pipeline, last_records, total_records, runs)
+    last_run_id, pipeline, last_records, total_records, runs, stats_recorded)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6,
     ?7, ?8, ?9, ?10, ?11,
-    ?12, ?13)
+    ?12, ?13, ?14)
 ON CONFLICT (id) DO UPDATE SET
     as_source = max(faucet_catalog_datasets.as_source, excluded.as_source),
     as_sink = max(faucet_catalog_datasets.as_sink, excluded.as_sink),
@@ -171,32 +171,36 @@ ON CONFLICT (id) DO UPDATE SET
     pipeline = CASE WHEN excluded.last_seen >= faucet_catalog_datasets.last_seen THEN excluded.pipeline ELSE faucet_catalog_datasets.pipeline END,
     last_records = CASE WHEN excluded.last_seen >= faucet_catalog_datasets.last_seen THEN excluded.last_records ELSE faucet_catalog_datasets.last_records END,
     total_records = faucet_catalog_datasets.total_records + excluded.total_records,
-    runs = faucet_catalog_datasets.runs + excluded.runs
+    runs = faucet_catalog_datasets.runs + excluded.runs,
+    stats_recorded = faucet_catalog_datasets.stats_recorded + excluded.stats_recorded
+RETURNING stats_recorded
 `
 
 type CatalogDatasetUpsertParams struct {
-	ID           string
-	Uri          string
-	UriFolded    string
-	Kind         string
-	AsSource     int64
-	AsSink       int64
-	FirstSeen    int64
-	LastSeen     int64
-	LastRunID    string
-	Pipeline     string
-	LastRecords  int64
-	TotalRecords int64
-	Runs         int64
+	ID            string
+	Uri           string
+	UriFolded     string
+	Kind          string
+	AsSource      int64
+	AsSink        int64
+	FirstSeen     int64
+	LastSeen      int64
+	LastRunID     string
+	Pipeline      string
+	LastRecords   int64
+	TotalRecords  int64
+	Runs          int64
+	StatsRecorded int64
 }
 
 // One dataset of a batch as the Store aggregated it: a statement per row,
 // which in process costs less than decoding the rows of one statement's
 // JSON. Counters add up, and the fields of the latest run are taken from
 // whichever write is newer, so concurrent recorders converge whatever
-// their order.
-func (q *Queries) CatalogDatasetUpsert(ctx context.Context, arg CatalogDatasetUpsertParams) error {
-	_, err := q.db.ExecContext(ctx, catalogDatasetUpsert,
+// their order. It returns the dataset's count of volume points with the
+// batch's, which places them in its ring.
+func (q *Queries) CatalogDatasetUpsert(ctx context.Context, arg CatalogDatasetUpsertParams) (int64, error) {
+	row := q.db.QueryRowContext(ctx, catalogDatasetUpsert,
 		arg.ID,
 		arg.Uri,
 		arg.UriFolded,
@@ -210,8 +214,11 @@ func (q *Queries) CatalogDatasetUpsert(ctx context.Context, arg CatalogDatasetUp
 		arg.LastRecords,
 		arg.TotalRecords,
 		arg.Runs,
+		arg.StatsRecorded,
 	)
-	return err
+	var stats_recorded int64
+	err := row.Scan(&stats_recorded)
+	return stats_recorded, err
 }
 
 const catalogEdgeList = `-- name: CatalogEdgeList :many
@@ -366,7 +373,7 @@ func (q *Queries) CatalogEdgeUpsert(ctx context.Context, arg CatalogEdgeUpsertPa
 }
 
 const catalogRecorded = `-- name: CatalogRecorded :many
-SELECT DISTINCT s.run_id, s.row_id FROM faucet_catalog_stats s
+SELECT DISTINCT s.run_id, s.row_id FROM faucet_catalog_stat_slots s
 WHERE s.run_id IN (SELECT j.value FROM json_each(CAST(?1 AS TEXT)) j)
 `
 
@@ -475,43 +482,8 @@ func (q *Queries) CatalogSchemaVersionList(ctx context.Context, arg CatalogSchem
 	return items, nil
 }
 
-const catalogStatInsert = `-- name: CatalogStatInsert :exec
-INSERT INTO faucet_catalog_stats (dataset_id, run_id, row_id, role, recorded_at, status, records, bytes, duration_ms)
-VALUES (?1, ?2, ?3, ?4, ?5,
-    ?6, ?7, ?8, ?9)
-ON CONFLICT (run_id, row_id, dataset_id, role) DO NOTHING
-`
-
-type CatalogStatInsertParams struct {
-	DatasetID  string
-	RunID      string
-	RowID      string
-	Role       string
-	RecordedAt int64
-	Status     string
-	Records    int64
-	Bytes      *int64
-	DurationMs int64
-}
-
-// A row recorded already is kept as it is.
-func (q *Queries) CatalogStatInsert(ctx context.Context, arg CatalogStatInsertParams) error {
-	_, err := q.db.ExecContext(ctx, catalogStatInsert,
-		arg.DatasetID,
-		arg.RunID,
-		arg.RowID,
-		arg.Role,
-		arg.RecordedAt,
-		arg.Status,
-		arg.Records,
-		arg.Bytes,
-		arg.DurationMs,
-	)
-	return err
-}
-
 const catalogStatList = `-- name: CatalogStatList :many
-SELECT recorded_at, run_id, row_id, role, status, records, bytes, duration_ms FROM faucet_catalog_stats
+SELECT recorded_at, run_id, row_id, role, status, records, bytes, duration_ms FROM faucet_catalog_stat_slots
 WHERE dataset_id = ?1
 ORDER BY seq DESC
 LIMIT ?2
@@ -565,24 +537,83 @@ func (q *Queries) CatalogStatList(ctx context.Context, arg CatalogStatListParams
 	return items, nil
 }
 
-const catalogStatPrune = `-- name: CatalogStatPrune :execrows
-DELETE FROM faucet_catalog_stats
-WHERE faucet_catalog_stats.dataset_id = ?1 AND faucet_catalog_stats.seq <= (
-    SELECT s.seq FROM faucet_catalog_stats s
-    WHERE s.dataset_id = ?1
-    ORDER BY s.seq DESC
-    LIMIT 1 OFFSET ?2
-)
+const catalogStatPut = `-- name: CatalogStatPut :exec
+INSERT INTO faucet_catalog_stat_slots (dataset_id, slot, seq, run_id, row_id, role, recorded_at, status, records, bytes, duration_ms)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6,
+    ?7, ?8, ?9, ?10, ?11)
 `
 
-type CatalogStatPruneParams struct {
-	DatasetID string
-	Keep      int64
+type CatalogStatPutParams struct {
+	DatasetID  string
+	Slot       int64
+	Seq        int64
+	RunID      string
+	RowID      string
+	Role       string
+	RecordedAt int64
+	Status     string
+	Records    int64
+	Bytes      *int64
+	DurationMs int64
 }
 
-// Keeps a dataset's newest keep rows, in the order they were recorded.
-func (q *Queries) CatalogStatPrune(ctx context.Context, arg CatalogStatPruneParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, catalogStatPrune, arg.DatasetID, arg.Keep)
+// A volume point in a slot of its dataset's ring not taken yet.
+func (q *Queries) CatalogStatPut(ctx context.Context, arg CatalogStatPutParams) error {
+	_, err := q.db.ExecContext(ctx, catalogStatPut,
+		arg.DatasetID,
+		arg.Slot,
+		arg.Seq,
+		arg.RunID,
+		arg.RowID,
+		arg.Role,
+		arg.RecordedAt,
+		arg.Status,
+		arg.Records,
+		arg.Bytes,
+		arg.DurationMs,
+	)
+	return err
+}
+
+const catalogStatReplace = `-- name: CatalogStatReplace :execrows
+UPDATE faucet_catalog_stat_slots SET
+    seq = ?1, run_id = ?2, row_id = ?3, role = ?4,
+    recorded_at = ?5, status = ?6, records = ?7,
+    bytes = ?8, duration_ms = ?9
+WHERE dataset_id = ?10 AND slot = ?11
+`
+
+type CatalogStatReplaceParams struct {
+	Seq        int64
+	RunID      string
+	RowID      string
+	Role       string
+	RecordedAt int64
+	Status     string
+	Records    int64
+	Bytes      *int64
+	DurationMs int64
+	DatasetID  string
+	Slot       int64
+}
+
+// A volume point over the oldest of its dataset's ring, which held one in
+// every slot: an update in place, where an upsert would first try, and
+// fail, to insert.
+func (q *Queries) CatalogStatReplace(ctx context.Context, arg CatalogStatReplaceParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, catalogStatReplace,
+		arg.Seq,
+		arg.RunID,
+		arg.RowID,
+		arg.Role,
+		arg.RecordedAt,
+		arg.Status,
+		arg.Records,
+		arg.Bytes,
+		arg.DurationMs,
+		arg.DatasetID,
+		arg.Slot,
+	)
 	if err != nil {
 		return 0, err
 	}

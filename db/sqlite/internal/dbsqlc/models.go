@@ -32,19 +32,20 @@ type FaucetCallbackDelivery struct {
 }
 
 type FaucetCatalogDataset struct {
-	ID           string
-	Uri          string
-	UriFolded    string
-	Kind         string
-	AsSource     int64
-	AsSink       int64
-	FirstSeen    int64
-	LastSeen     int64
-	LastRunID    string
-	Pipeline     string
-	LastRecords  int64
-	TotalRecords int64
-	Runs         int64
+	ID            string
+	Uri           string
+	UriFolded     string
+	Kind          string
+	AsSource      int64
+	AsSink        int64
+	FirstSeen     int64
+	LastSeen      int64
+	LastRunID     string
+	Pipeline      string
+	LastRecords   int64
+	TotalRecords  int64
+	Runs          int64
+	StatsRecorded int64
 }
 
 type FaucetCatalogEdge struct {
@@ -68,9 +69,10 @@ type FaucetCatalogSchemaVersion struct {
 	SchemaHash string
 }
 
-type FaucetCatalogStat struct {
-	Seq        int64
+type FaucetCatalogStatSlot struct {
 	DatasetID  string
+	Slot       int64
+	Seq        int64
 	RunID      string
 	RowID      string
 	Role       string
