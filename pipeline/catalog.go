@@ -44,19 +44,13 @@ func SinkWriteMode(c Catalog, sink ConnectorConfig) string {
 	if json.Unmarshal(sink.Config, &cfg) == nil && cfg.WriteMode != "" {
 		return cfg.WriteMode
 	}
-	schema, ok := c.ConnectorSchema(RoleSink, sink.Type)
-	if !ok {
+	raw, ok := c.ConnectorSchema(RoleSink, sink.Type)
+	if !ok || len(raw) == 0 {
 		return ""
 	}
-	var doc struct {
-		Properties struct {
-			WriteMode struct {
-				Default string `json:"default"`
-			} `json:"write_mode"`
-		} `json:"properties"`
-	}
-	if json.Unmarshal(schema, &doc) != nil {
+	doc, err := connectorSchemas.compile(schemaKey(RoleSink, sink.Type), raw)
+	if err != nil {
 		return ""
 	}
-	return doc.Properties.WriteMode.Default
+	return doc.writeMode
 }

@@ -23,6 +23,9 @@ import (
 type schemaDoc struct {
 	compiled *jsonschema.Schema
 	root     any
+	// writeMode is the default the schema declares for a sink's write_mode
+	// ("" when none), read once here rather than on every submission.
+	writeMode string
 }
 
 // refusingLoader keeps schemas self-contained: a $ref to anything outside the
@@ -50,7 +53,13 @@ func compileSchema(name string, raw []byte) (*schemaDoc, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compile schema: %w", err)
 	}
-	return &schemaDoc{compiled: compiled, root: root}, nil
+	doc := &schemaDoc{compiled: compiled, root: root}
+	if props, ok := root.(map[string]any)["properties"].(map[string]any); ok {
+		if wm, ok := props["write_mode"].(map[string]any); ok {
+			doc.writeMode, _ = wm["default"].(string)
+		}
+	}
+	return doc, nil
 }
 
 var printer = message.NewPrinter(language.English)
@@ -465,7 +474,7 @@ func editDistance(a, b string) int {
 // connectorSchemas keeps the connector schemas compiled so far: compiling
 // one (the meta-schema check included) costs more than the rest of a load,
 // and a catalog hands out the same few schemas on every submission.
-var connectorSchemas = &schemaCache{entries: map[string]*cachedSchema{}}
+var connectorSchemas = &schemaCache{entries: map[string]map[string]*cachedSchema{}}
 
 // schemaCacheSize bounds the cache for a catalog whose schemas keep
 // changing; reaching it starts the cache afresh.
@@ -473,10 +482,13 @@ const schemaCacheSize = 1024
 
 // schemaCache compiles each distinct (name, schema) pair once; the result,
 // an error included, is shared by every load that meets the pair. A
-// compiled schema is immutable, so loads use it concurrently.
+// compiled schema is immutable, so loads use it concurrently. Entries are
+// keyed by name, then by the schema's bytes, so that a lookup copies
+// neither (a schema is a few kilobytes, looked up on every submission).
 type schemaCache struct {
 	mu      sync.Mutex
-	entries map[string]*cachedSchema
+	entries map[string]map[string]*cachedSchema
+	size    int
 }
 
 type cachedSchema struct {
@@ -488,15 +500,21 @@ type cachedSchema struct {
 // compile returns compileSchema(name, raw), compiling only on the first
 // call with that name and those bytes.
 func (c *schemaCache) compile(name string, raw []byte) (*schemaDoc, error) {
-	key := name + "\x00" + string(raw)
 	c.mu.Lock()
-	e, ok := c.entries[key]
+	e, ok := c.entries[name][string(raw)]
 	if !ok {
-		if len(c.entries) >= schemaCacheSize {
+		if c.size >= schemaCacheSize {
 			clear(c.entries)
+			c.size = 0
+		}
+		byRaw := c.entries[name]
+		if byRaw == nil {
+			byRaw = map[string]*cachedSchema{}
+			c.entries[name] = byRaw
 		}
 		e = &cachedSchema{}
-		c.entries[key] = e
+		byRaw[string(raw)] = e
+		c.size++
 	}
 	c.mu.Unlock()
 	e.once.Do(func() { e.doc, e.err = compileSchema(name, raw) })

@@ -567,7 +567,7 @@ func (l *loader) connector(role Role, pipe map[string]any, r row) ConnectorConfi
 // schema returns the compiled config schema of connector name in role,
 // reporting an unknown connector (with the known ones) at typePath.
 func (l *loader) schema(role Role, name string, typePath path, row string) *schemaDoc {
-	key := string(role) + "/" + name
+	key := schemaKey(role, name)
 	if s, ok := l.schemas[key]; ok {
 		return s
 	}
@@ -587,6 +587,9 @@ func (l *loader) schema(role Role, name string, typePath path, row string) *sche
 	l.schemas[key] = s
 	return s
 }
+
+// schemaKey names a connector's config schema in the schema caches.
+func schemaKey(role Role, name string) string { return string(role) + "/" + name }
 
 // unknownConnector explains why name cannot play role, listing what can.
 func unknownConnector(c Catalog, role Role, name string) string {

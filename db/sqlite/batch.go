@@ -16,12 +16,18 @@ import (
 // SQLite's write lock (and its callers' answers) only briefly.
 const maxBatch = 64
 
-// patience bounds how long a batch of patient writes waits for company
-// (see writeMode). Under load a submit or another run's end comes within it,
-// and sharing their commit writes the pages they share (the newest rows,
-// the ends of the indexes) to the WAL once; alone, a patient write is
-// answered this much later.
-const patience = time.Millisecond
+// patience bounds how long a batch of patient writes waits for the next
+// write to join it (see writeMode), and maxPatience how long it keeps
+// gathering while writes keep coming. Under load another run's end or a
+// submit comes within patience, and sharing one commit writes the pages the
+// writes share (the newest rows, the ends of the indexes) to the WAL once:
+// waiting for one more write halved the commits of a busy server, gathering
+// for as long as they keep coming halved them again. Alone, a patient write
+// is answered patience later; in a burst, at most maxPatience later.
+const (
+	patience    = time.Millisecond
+	maxPatience = 3 * patience
+)
 
 // errClosed answers the writes of a closed store.
 var errClosed = errors.New("the run-history store is closed")
@@ -83,12 +89,14 @@ type batcher struct {
 	done  chan struct{}
 	// wait times a patient batch's wait; only the loop uses it.
 	wait *time.Timer
+	// patience and maxPatience are those constants, but in tests.
+	patience, maxPatience time.Duration
 }
 
 func newBatcher(db *sql.DB, stmts *stmtCache) *batcher {
 	b := &batcher{
 		db: db, stmts: stmts, queue: make(chan *writeReq), stop: make(chan struct{}), done: make(chan struct{}),
-		wait: time.NewTimer(time.Hour),
+		wait: time.NewTimer(time.Hour), patience: patience, maxPatience: maxPatience,
 	}
 	b.wait.Stop()
 	go b.loop()
@@ -187,18 +195,26 @@ func allPatient(batch []*writeReq) bool {
 	return true
 }
 
-// await waits up to patience for one more write to join batch, then
-// gathers whatever else has queued.
+// await gathers writes into a patient batch while each comes within
+// patience of the last, for at most maxPatience, and ends at once when a
+// write that may not wait joins (a submit's answer is never held back).
 func (b *batcher) await(batch []*writeReq) []*writeReq {
-	b.wait.Reset(patience)
-	select {
-	case r := <-b.queue:
-		batch = append(batch, r)
-	case <-b.wait.C:
-		return batch
-	case <-b.stop:
+	deadline := time.Now().Add(b.maxPatience)
+	defer b.wait.Stop()
+	for len(batch) < maxBatch && allPatient(batch) {
+		b.wait.Reset(min(b.patience, time.Until(deadline)))
+		select {
+		case r := <-b.queue:
+			batch = append(batch, r)
+		case <-b.wait.C:
+			return batch
+		case <-b.stop:
+			return b.gather(batch)
+		}
+		if !time.Now().Before(deadline) {
+			break
+		}
 	}
-	b.wait.Stop()
 	return b.gather(batch)
 }
 

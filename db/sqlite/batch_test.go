@@ -205,3 +205,63 @@ func TestWriteAfterClose(t *testing.T) {
 		t.Errorf("write after close: %v, want %v", err, errClosed)
 	}
 }
+
+// TestPatientBatchGathersWhileWritesKeepComing: a patient batch takes every
+// write that comes within patience of the one before, not just the first,
+// and stops at maxPatience; a write that may not wait ends the gathering.
+// The patience here is long enough that a loaded machine cannot make the
+// writes miss it.
+func TestPatientBatchGathersWhileWritesKeepComing(t *testing.T) {
+	b := &batcher{queue: make(chan *writeReq), wait: time.NewTimer(time.Hour), patience: 500 * time.Millisecond, maxPatience: time.Hour}
+	b.wait.Stop()
+	req := func(mode writeMode) *writeReq {
+		return &writeReq{ctx: context.Background(), mode: mode, done: make(chan error, 1)}
+	}
+	send := func(rs ...*writeReq) {
+		for _, r := range rs {
+			time.Sleep(5 * time.Millisecond)
+			b.queue <- r
+		}
+	}
+
+	spaced := []*writeReq{req(patient), req(patient), req(patient), req(patient)}
+	go send(spaced...)
+	if got := b.await([]*writeReq{req(patient)}); len(got) != 5 {
+		t.Errorf("patient batch took %d writes, want all 5 (each came 5 ms after the last)", len(got))
+	}
+
+	// A write that may not wait ends the batch at once: the one coming
+	// 100 ms after it, well within patience, is left for the next batch.
+	impatient, later := req(0), req(patient)
+	go func() {
+		send(req(patient), impatient)
+		time.Sleep(100 * time.Millisecond)
+		b.queue <- later
+	}()
+	got := b.await([]*writeReq{req(patient)})
+	if len(got) != 3 || got[2] != impatient {
+		t.Errorf("patient batch with an impatient write took %d writes, want 3 ending with it", len(got))
+	}
+	if r := <-b.queue; r != later {
+		t.Error("the write after the impatient one was not left queued")
+	}
+
+	// maxPatience bounds the gathering even while writes keep coming.
+	b.maxPatience = 50 * time.Millisecond
+	stop := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case b.queue <- req(patient):
+			case <-stop:
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	got = b.await([]*writeReq{req(patient)})
+	close(stop)
+	if len(got) >= maxBatch {
+		t.Errorf("patient batch took %d writes: it did not stop at maxPatience", len(got))
+	}
+}
