@@ -153,6 +153,11 @@ func keepUpstream(t *testing.T, srv connectorv1.ConnectorServiceServer, version 
 			release()
 		}
 		u.reclaim()
+		// However many batches the writer releases at once, the source
+		// may fill no more than sharedSlots ahead of the sink.
+		if ahead := slots - len(u.held); u.region != nil && int(u.consumed) >= slots-sharedSlots && ahead > sharedSlots {
+			t.Fatalf("after %d batches through slots the source may fill %d ahead, more than %d", u.consumed, ahead, sharedSlots)
+		}
 		if msg, err = u.recv(); err != nil {
 			t.Fatal(err)
 		}

@@ -172,8 +172,9 @@ type upstreamRead struct {
 	// slot consumed mod slots.
 	consumed uint32
 	// held are the slots read but not yet handed back to the source, in
-	// order: a kept batch's, and those after it.
+	// order: a kept batch's, and those after it; kept counts the kept ones.
 	held []*slotLoan
+	kept int
 	// finished is set once the source's final stats arrived: it writes
 	// nothing more.
 	finished bool
@@ -296,12 +297,14 @@ type slotLoan struct {
 // lend keeps the slot from the source until k is released, while fewer
 // than the slots beyond sharedSlots are held.
 func (l *slotLoan) lend(k *Kept) bool {
-	if len(l.u.held) >= l.u.region.Slots()-sharedSlots {
+	if l.u.kept >= l.u.region.Slots()-sharedSlots {
 		return false
 	}
 	l.kept = k
+	l.u.kept++
 	k.release = func() {
 		l.kept = nil
+		l.u.kept--
 		l.u.handBack()
 	}
 	return true
@@ -313,10 +316,15 @@ func (l *slotLoan) done() {
 }
 
 // handBack hands the source the slots no writer keeps, in order: the slots
-// of later batches wait for a kept one before them.
+// of later batches wait for a kept one before them. It keeps as many slots
+// as a writer may keep, kept or not, so that the source fills at most
+// sharedSlots ahead of the sink, as in a session whose writer keeps
+// none: slots a writer releases together (a window's, once the server
+// has judged it) go back one per batch read, not all at once, which had
+// the source race to fill them beside the sink and the database server.
 func (u *upstreamRead) handBack() {
 	n := 0
-	for n < len(u.held) && u.held[n].kept == nil {
+	for n < len(u.held) && u.held[n].kept == nil && len(u.held)-n > u.region.Slots()-sharedSlots {
 		u.region.Consumed()
 		n++
 	}
@@ -333,6 +341,7 @@ func (u *upstreamRead) reclaim() {
 		head.kept.records = bytes.Clone(head.kept.records)
 		head.kept.release = func() {}
 		head.kept = nil
+		u.kept--
 		u.handBack()
 	}
 }

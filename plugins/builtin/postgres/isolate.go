@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -186,6 +187,21 @@ type columnType struct {
 	oid     uint32
 	typmod  int32
 	notNull bool
+	// checked is set when checkValue can refuse a value of the column:
+	// the others' values are not looked at before they are encoded.
+	checked bool
+}
+
+// withChecks returns t with checked set as checkValue's cases say.
+func (t columnType) withChecks() columnType {
+	switch t.oid {
+	case pgtype.Int2OID, pgtype.Int4OID, pgtype.Int8OID, pgtype.NumericOID, pgtype.Float4OID, pgtype.Float8OID, pgtype.BoolOID, pgtype.UUIDOID:
+		t.checked = true
+	case pgtype.VarcharOID, pgtype.BPCharOID:
+		t.checked = t.typmod > 4
+	}
+	t.checked = t.checked || t.notNull
+	return t
 }
 
 // writeIsolated writes a batch of a session that isolates refused records.
@@ -243,7 +259,8 @@ func (w *writer) writeIsolated(ctx context.Context, b sdk.Batch) error {
 		}
 		early.reject(ctx, b.Seq)
 	}
-	if w.stream == nil {
+	fresh := w.stream == nil
+	if fresh {
 		w.startWindow(ctx, which, columns)
 	}
 	// The stream's buffers are not used: the lines are encoded into the
@@ -286,6 +303,7 @@ func (w *writer) writeIsolated(ctx context.Context, b sdk.Batch) error {
 			if iso.check.keyed() {
 				iso.check.starts = fieldStarts(iso.check.starts[:0], iso.encoded[start:])
 			}
+			iso.check.numOK = false
 			place(l.k, start)
 		}
 	} else {
@@ -315,6 +333,12 @@ func (w *writer) writeIsolated(ctx context.Context, b sdk.Batch) error {
 			return w.endWindow(ctx)
 		}
 	}
+	if fresh {
+		// The server has been idle since the last window's verdict: its
+		// first lines go out now, not once this goroutine next waits
+		// (see startWindow).
+		runtime.Gosched()
+	}
 	return nil
 }
 
@@ -333,6 +357,11 @@ func (w *writer) startWindow(ctx context.Context, which []int, columns string) {
 		w.iso.release = false
 	}
 	w.stream = startCopy(ctx, w.conn.PgConn(), sql, columns)
+	// A plugin runs on one thread (GOMAXPROCS=1), where the goroutine
+	// sending the COPY would otherwise wait until this one blocks, a batch
+	// or more later: yielding sends the query while the window's first
+	// lines are placed.
+	runtime.Gosched()
 }
 
 // earlyLines are a batch's lines encoded before the window they go in
@@ -384,12 +413,25 @@ func (e *earlyLines) reject(ctx context.Context, seq uint64) {
 // the line's fields are left in w.iso.check.starts, as fieldStarts finds
 // them.
 func (w *writer) encodeChecked(dst []byte, vals [][]byte, which []int) ([]byte, error) {
-	names := w.index.Names()
 	line := len(dst)
-	keyed, starts := w.iso.check.keyed(), w.iso.check.starts[:0]
+	check := &w.iso.check
+	keyed, starts := check.keyed(), check.starts[:0]
+	check.numOK = false
 	for j, c := range which {
-		if err := checkValue(vals[c], w.types[c], &w.iso.text); err != nil {
-			return dst, fmt.Errorf("column %s: %w", names[c], err)
+		if j == check.numField && isInteger(w.types[c].oid) {
+			// The key the window judges by its integer value: parsed
+			// once, for the check and for the key.
+			if n, ok := plainInteger(vals[c]); ok {
+				_, lo, hi := integerRange(w.types[c].oid)
+				check.num, check.numOK = n, n >= lo && n <= hi
+			}
+		}
+		if !check.numOK || j != check.numField {
+			if t := w.types[c]; t.checked {
+				if err := checkValue(vals[c], t, &w.iso.text); err != nil {
+					return dst, fmt.Errorf("column %s: %w", w.index.Names()[c], err)
+				}
+			}
 		}
 		if j > 0 {
 			dst = append(dst, '\t')
@@ -399,14 +441,24 @@ func (w *writer) encodeChecked(dst []byte, vals [][]byte, which []int) ([]byte, 
 		}
 		var err error
 		if dst, err = w.appendValue(dst, vals[c], c); err != nil {
-			return dst, fmt.Errorf("column %s: %w", names[c], err)
+			return dst, fmt.Errorf("column %s: %w", w.index.Names()[c], err)
 		}
 	}
 	dst = append(dst, '\n')
 	if keyed {
-		w.iso.check.starts = append(starts, len(dst)-line)
+		check.starts = append(starts, len(dst)-line)
 	}
 	return dst, nil
+}
+
+// plainInteger parses a raw JSON value that is a bigint as it is spelled in
+// a COPY line too: plain digits, optionally signed, bare or in a string
+// without escapes. Any other spelling is left to checkValue.
+func plainInteger(raw []byte) (int64, bool) {
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' {
+		raw = raw[1 : len(raw)-1]
+	}
+	return parseDecimal(raw)
 }
 
 // endWindow ends the window's COPY and, when the server refused it,

@@ -483,3 +483,22 @@ func TestWindowsStartWithEncodedLines(t *testing.T) {
 		t.Errorf("the table holds (count, sum, distinct) %s, want %d %d", got[0], len(written), sum)
 	}
 }
+
+// TestIntegerKeysParsedOnce: a key of one integer column is judged by the
+// value its check parsed, whatever the spelling: a quoted number repeats a
+// bare one, a number out of the column's range is refused by the check
+// (not as a duplicate), and a spelling the check does not parse (an
+// escaped digit) is still judged by its value.
+func TestIntegerKeysParsedOnce(t *testing.T) {
+	url := testpg.Database(t)
+	exec(t, url, "CREATE TABLE int_keys (id integer PRIMARY KEY, v text)")
+	refused := writeRefusing(t, cfg(`{"url": %q, "table": "int_keys"}`, url),
+		batchOf(1, `{"id":"1","v":"a"}`, `{"id":1,"v":"b"}`, `{"id":"3000000000","v":"c"}`, `{"id":"\u0032","v":"d"}`, `{"id":2,"v":"e"}`, `{"id":"-3","v":"f"}`))
+	// The check refuses at once; duplicates once the window is through.
+	wantRefused(t, refused, refusal{seq: 1, index: 2, attempts: 1, err: `value "3000000000" is out of range for type integer`},
+		dup(1, 1, "int_keys_pkey"), dup(1, 4, "int_keys_pkey"))
+	got := rowsOf(t, url, "SELECT concat_ws(' ', id, v) FROM int_keys ORDER BY id")
+	if want := []string{"-3 f", "1 a", "2 d"}; !slices.Equal(got, want) {
+		t.Errorf("the table holds %v, want %v", got, want)
+	}
+}

@@ -122,7 +122,7 @@ func (w *writer) begin(ctx context.Context) error {
 		}
 		names = append(names, n)
 		isJSON = append(isJSON, t.oid == pgtype.JSONOID || t.oid == pgtype.JSONBOID)
-		types = append(types, t)
+		types = append(types, t.withChecks())
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("describe table %s: %w", w.cfg.Table, classify(err))

@@ -106,6 +106,12 @@ type keyCheck struct {
 	seed maphash.Seed
 	// starts and other are scratch space for lines' field offsets.
 	starts, other []int
+	// numField is the field of the first key of one integer column,
+	// -1 for none; num is its value on the line just encoded, when numOK
+	// (encodeChecked parses it as it checks it).
+	numField int
+	num      int64
+	numOK    bool
 }
 
 type heldLine struct{ line, key int }
@@ -113,6 +119,7 @@ type heldLine struct{ line, key int }
 // window starts a window whose lines list the table's columns which.
 func (c *keyCheck) window(which []int) {
 	c.fields, c.held, c.anyKey = c.fields[:0], c.held[:0], false
+	c.numField, c.numOK = -1, false
 	if len(c.seen) == 0 {
 		c.seed = maphash.MakeSeed()
 		c.hash.SetSeed(c.seed)
@@ -135,6 +142,9 @@ func (c *keyCheck) window(which []int) {
 		}
 		c.fields = append(c.fields, fields)
 		c.anyKey = c.anyKey || fields != nil
+		if key.integer && fields != nil && c.numField < 0 {
+			c.numField = fields[0]
+		}
 	}
 }
 
@@ -177,7 +187,10 @@ func (c *keyCheck) repeats(n int, line []byte, lineAt func(int) []byte) int {
 			continue
 		}
 		if o := &c.ordered[k]; o.on {
-			v, ok := parseDecimal(field(line, c.starts, fields[0]))
+			v, ok := c.num, c.numOK && fields[0] == c.numField
+			if !ok {
+				v, ok = parseDecimal(field(line, c.starts, fields[0]))
+			}
 			if ok && (len(o.vals) == 0 || v > o.vals[len(o.vals)-1]) {
 				vals[k], ascending[k] = v, true
 				continue
