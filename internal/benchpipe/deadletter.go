@@ -46,8 +46,12 @@ func (b *bench) measureDeadLetters(ctx context.Context) error {
 		{"0.1 % duplicate keys dead-lettered", dup, &pipeline.DeadLetter{Path: dlq, MaxRowAttempts: 2, Action: pipeline.PoisonDLQ}},
 	}
 	runs := make([][]figures, len(variants))
-	for range b.repeat {
-		for i, v := range variants {
+	// Each round starts one variant later, so that every variant takes
+	// every place in the cycle and none always follows the same one.
+	for r := range b.repeat {
+		for k := range variants {
+			i := (k + r) % len(variants)
+			v := variants[i]
 			if err := b.exec(ctx, "DROP TABLE IF EXISTS bench_dlq",
 				"CREATE TABLE bench_dlq (id bigint PRIMARY KEY, first_name text, country text, amount numeric, created_at timestamptz, active boolean, attributes jsonb)",
 				"CHECKPOINT"); err != nil {
