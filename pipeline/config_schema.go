@@ -54,7 +54,10 @@ func compileSchema(name string, raw []byte) (*schemaDoc, error) {
 		return nil, fmt.Errorf("compile schema: %w", err)
 	}
 	doc := &schemaDoc{compiled: compiled, root: root}
-	if props, ok := root.(map[string]any)["properties"].(map[string]any); ok {
+	// A schema may be a boolean (true takes any config): only an object
+	// declares a default.
+	obj, _ := root.(map[string]any)
+	if props, ok := obj["properties"].(map[string]any); ok {
 		if wm, ok := props["write_mode"].(map[string]any); ok {
 			doc.writeMode, _ = wm["default"].(string)
 		}

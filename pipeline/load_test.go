@@ -830,6 +830,22 @@ func TestBrokenConnectorSchema(t *testing.T) {
 	wantProblem(t, probs, "pipeline.sink.type", 10, 5, `connector "jsonl" publishes an unusable config schema`)
 }
 
+// TestBooleanConnectorSchema: a connector may publish the boolean schema
+// true (any config) or false (none). Loading against either, and asking a
+// sink's default write mode, neither panics nor finds a default.
+func TestBooleanConnectorSchema(t *testing.T) {
+	for _, schema := range []string{"true", "false"} {
+		cat := testCatalog{RoleSource: {"csv": fileSchema}, RoleSink: {"jsonl": schema}}
+		_, err := Load([]byte(minimalYAML), testOptions(LoadOptions{Catalog: cat}))
+		if accepts := err == nil; accepts != (schema == "true") {
+			t.Errorf("sink schema %s: load error %v", schema, err)
+		}
+		if mode := SinkWriteMode(cat, ConnectorConfig{Type: "jsonl", Config: json.RawMessage(`{"path": "out.jsonl"}`)}); mode != "" {
+			t.Errorf("sink schema %s: default write mode %q, want none", schema, mode)
+		}
+	}
+}
+
 // TestCompiledSchemasAreShared loads one config from many goroutines at once
 // while the catalog changes a connector's schema: each load validates
 // against the schema its catalog hands out (compiled once, then shared), an
