@@ -48,10 +48,10 @@ func (d *driver) CatalogRecord(ctx context.Context, p *db.CatalogRecordParams) e
 					DatasetID: r.DatasetID, Slot: r.Slot, Seq: r.Seq, RunID: r.RunID, RowID: r.RowID, Role: r.Role, RecordedAt: micros(r.RecordedAt),
 					Status: string(r.Status), Records: r.Records, Bytes: r.Bytes, DurationMs: r.DurationMS,
 				})
-				if err != nil || n == 1 {
-					if err != nil {
-						return err
-					}
+				if err != nil {
+					return err
+				}
+				if n == 1 {
 					continue
 				}
 			}

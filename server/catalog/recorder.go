@@ -95,8 +95,7 @@ type Recorder struct {
 	// (snapshotKey): the runs of one config, a thousand a minute, encode it
 	// once, and so do the runs of a few configs that share a name and take
 	// turns (one pipeline writing a file per client, say).
-	snapMu    sync.Mutex
-	snapshots map[string]json.RawMessage
+	snapshots *memo[json.RawMessage]
 	// tokens masks Config.Secrets alone, built once: most runs have no
 	// secret of their own, and building a redactor (its string search
 	// tables) per run cost the catalog as much as encoding its records.
@@ -105,14 +104,12 @@ type Recorder struct {
 	// connectors report, for the runs without secrets of their own: the
 	// runs of a pipeline report the same few, and parsing and searching
 	// each again was a good part of what the catalog cost a trivial run.
-	uriMu sync.Mutex
-	uris  map[string]string
+	uris *memo[string]
 	// schemas holds the last schema each cleaned URI was recorded with, as
 	// the catalog stores it: the runs of a pipeline report the same one,
 	// which they share rather than each converting its own copy. Its
 	// slices are never changed once in it.
-	schemaMu sync.Mutex
-	schemas  map[string][]db.SchemaColumn
+	schemas *memo[[]db.SchemaColumn]
 }
 
 // pending is one run's part of a batch.
@@ -142,8 +139,8 @@ func New(cfg Config) *Recorder {
 	writes, endWrites := context.WithCancel(context.Background())
 	return &Recorder{
 		cfg: cfg, queue: make(chan pending, cfg.Queue), stop: make(chan struct{}), done: make(chan struct{}),
-		writes: writes, endWrites: endWrites, snapshots: map[string]json.RawMessage{},
-		tokens: redact.New(cfg.Secrets), uris: map[string]string{}, schemas: map[string][]db.SchemaColumn{},
+		writes: writes, endWrites: endWrites, snapshots: newMemo[json.RawMessage](maxCachedSnapshots),
+		tokens: redact.New(cfg.Secrets), uris: newMemo[string](maxCachedURIs), schemas: newMemo[[]db.SchemaColumn](maxCachedURIs),
 	}
 }
 
@@ -203,24 +200,16 @@ func (r *Recorder) uriCleaner(plan *pipeline.Plan) func(string) string {
 		return func(uri string) string { return cleanURI(red, uri) }
 	}
 	return func(uri string) string {
-		r.uriMu.Lock()
-		out, ok := r.uris[uri]
-		r.uriMu.Unlock()
-		if ok {
+		if out, ok := r.uris.get(uri); ok {
 			return out
 		}
-		out = cleanURI(r.tokens, uri)
-		r.uriMu.Lock()
-		if len(r.uris) >= maxCachedURIs {
-			clear(r.uris)
-		}
-		r.uris[uri] = out
-		r.uriMu.Unlock()
+		out := cleanURI(r.tokens, uri)
+		r.uris.put(uri, out)
 		return out
 	}
 }
 
-// maxCachedURIs bounds the URI cache; past it, it starts over.
+// maxCachedURIs bounds the URI and schema caches.
 const maxCachedURIs = 4096
 
 // cleanURI is a reported URI as the catalog stores it. The URI is redacted
@@ -408,10 +397,7 @@ func (r *Recorder) observations(o pipeline.Observation, clean func(string) strin
 // schema is cols as the catalog stores them: the slice recorded last for
 // uri when it holds the same columns, a new one otherwise.
 func (r *Recorder) schema(uri string, cols []pipeline.Column) []db.SchemaColumn {
-	r.schemaMu.Lock()
-	last, ok := r.schemas[uri]
-	r.schemaMu.Unlock()
-	if ok && slices.EqualFunc(last, cols, func(a db.SchemaColumn, c pipeline.Column) bool {
+	if last, ok := r.schemas.get(uri); ok && slices.EqualFunc(last, cols, func(a db.SchemaColumn, c pipeline.Column) bool {
 		return a.Name == c.Name && a.Type == c.Type && a.Nullable == c.Nullable && a.DBType == c.DBType
 	}) {
 		return last
@@ -420,12 +406,7 @@ func (r *Recorder) schema(uri string, cols []pipeline.Column) []db.SchemaColumn 
 	for i, c := range cols {
 		out[i] = db.SchemaColumn{Name: c.Name, Type: c.Type, Nullable: c.Nullable, DBType: c.DBType}
 	}
-	r.schemaMu.Lock()
-	if len(r.schemas) >= maxCachedURIs {
-		clear(r.schemas)
-	}
-	r.schemas[uri] = out
-	r.schemaMu.Unlock()
+	r.schemas.put(uri, out)
 	return out
 }
 
@@ -439,17 +420,10 @@ func (r *Recorder) snapshot(run *db.RunRecord, plan *pipeline.Plan) *db.ConfigSn
 		return nil
 	}
 	key := pipelineName + "\x00" + snapshotKey(plan)
-	r.snapMu.Lock()
-	body, ok := r.snapshots[key]
-	r.snapMu.Unlock()
+	body, ok := r.snapshots.get(key)
 	if !ok {
 		body = snapshot.Of(plan, pipelineName, snapshot.NewSalt()).Marshal()
-		r.snapMu.Lock()
-		if len(r.snapshots) >= maxCachedSnapshots {
-			clear(r.snapshots)
-		}
-		r.snapshots[key] = body
-		r.snapMu.Unlock()
+		r.snapshots.put(key, body)
 	}
 	snap := &db.ConfigSnapshot{Pipeline: pipelineName, RunID: run.RunID, Body: body}
 	if run.FinishedAt != nil {
@@ -458,7 +432,7 @@ func (r *Recorder) snapshot(run *db.RunRecord, plan *pipeline.Plan) *db.ConfigSn
 	return snap
 }
 
-// maxCachedSnapshots bounds the snapshot cache; past it, it starts over.
+// maxCachedSnapshots bounds the snapshot cache.
 const maxCachedSnapshots = 1000
 
 // snapshotKey identifies what a snapshot of plan holds: every invocation's
