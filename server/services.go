@@ -72,7 +72,10 @@ func newServices(cfg Config, store db.Store, pipes *pipelineHost, authn *auth.Au
 		AttemptTimeout: cfg.CallbackTimeout, MaxConcurrent: cfg.CallbackMaxConcurrent, Version: api.Version, Logger: log, Metrics: m,
 	}, store)
 	if !cfg.NoCatalog {
-		s.catalog = catalog.New(catalog.Config{Store: store, Metrics: m, Log: log, Secrets: secrets})
+		// A batch of catalog records waits for the runs still executing
+		// here, whose records follow (s.exec is set before any run ends).
+		busy := func() bool { return s.exec.Stats().InFlight > 0 }
+		s.catalog = catalog.New(catalog.Config{Store: store, Metrics: m, Log: log, Secrets: secrets, Busy: busy})
 	}
 	// A sharded run finalized here with a callback has its delivery due now
 	// too, and its one catalog record is made from its shards'.

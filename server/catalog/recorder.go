@@ -52,9 +52,15 @@ type Config struct {
 	// DefaultQueue.
 	Queue int
 	// Linger bounds how long a batch waits for more records after its
-	// first while they keep coming (each within lingerGap of the last);
-	// zero means DefaultLinger.
+	// first; zero means DefaultLinger.
 	Linger time.Duration
+	// Busy, when set, reports whether runs are still executing here, whose
+	// records will follow: while it does, a batch waits for them (up to
+	// Linger) instead of ending at the first lull (lingerGap). A server's
+	// runs finish in bursts, a few milliseconds apart, and ending a batch
+	// at every lull cut its batches to a dozen runs, each paying for a
+	// commit and an upsert of every dataset and edge it touches.
+	Busy func() bool
 }
 
 // Defaults of Config.
@@ -65,15 +71,16 @@ const (
 	DefaultQueue  = 10000
 	// DefaultLinger keeps a catalog a moment behind its runs under load,
 	// and the batches of a busy server large enough that their fixed cost
-	// (an upsert of each dataset and edge, a schema check, a stats trim per
-	// dataset, a snapshot) is shared by a few hundred runs, not the few
-	// tens a 50 ms batch of trivial runs held. A lone run, or the last of
-	// a burst, is written at once all the same (lingerGap).
+	// (a commit, an upsert of each dataset and edge, a schema check, a
+	// snapshot) is shared by a hundred runs or more, not a dozen. A lone
+	// run, or the last of a burst, is written at once all the same
+	// (lingerGap, Config.Busy).
 	DefaultLinger = 250 * time.Millisecond
 )
 
-// lingerGap ends a batch when no record came for that long: a lone run, or
-// the last of a burst, is written at once.
+// lingerGap ends a batch when no record came for that long and no run is
+// executing (Config.Busy): a lone run, or the last of a burst, is written
+// at once.
 const lingerGap = 5 * time.Millisecond
 
 // maxBatch bounds the records one transaction writes.
@@ -258,7 +265,8 @@ func (r *Recorder) loop() {
 }
 
 // collect is a batch: first and what follows it, up to maxBatch, until
-// none comes within lingerGap or the batch has waited Linger.
+// none comes within lingerGap while no run is executing, or the batch has
+// waited Linger.
 func (r *Recorder) collect(first pending) []pending {
 	batch := []pending{first}
 	deadline := time.NewTimer(r.cfg.Linger)
@@ -271,7 +279,10 @@ func (r *Recorder) collect(first pending) []pending {
 			batch = append(batch, p)
 			gap.Reset(lingerGap)
 		case <-gap.C:
-			return batch
+			if r.cfg.Busy == nil || !r.cfg.Busy() {
+				return batch
+			}
+			gap.Reset(lingerGap)
 		case <-deadline.C:
 			return batch
 		}

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 
 	"github.com/faucet-dev/faucet/db"
 	_ "github.com/faucet-dev/faucet/db/sqlite"
+	"github.com/faucet-dev/faucet/internal/testwait"
 	"github.com/faucet-dev/faucet/pipeline"
 	"github.com/faucet-dev/faucet/server/metrics"
 )
@@ -255,6 +258,62 @@ func TestABurstSharesWrites(t *testing.T) {
 	if err != nil || snaps.Latest.RunID != fmt.Sprintf("r%03d", runs-1) || snaps.Previous == nil || snaps.Previous.RunID != fmt.Sprintf("r%03d", runs-2) {
 		t.Errorf("snapshots: %+v %v", snaps, err)
 	}
+}
+
+// countingStore is a store that tells each batch's invocations, in order.
+type countingStore struct {
+	Store
+	mu      sync.Mutex
+	batches []int
+}
+
+func (c *countingStore) CatalogRecord(ctx context.Context, b db.CatalogBatch) error {
+	c.mu.Lock()
+	c.batches = append(c.batches, len(b.Invocations))
+	c.mu.Unlock()
+	return c.Store.CatalogRecord(ctx, b)
+}
+
+func (c *countingStore) written() []int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.batches)
+}
+
+// TestABusyServerBatchesAcrossLulls: while runs are still executing, a
+// batch waits for their records across lulls longer than lingerGap; once
+// none is, a lull ends the batch. Linger is a minute, so only these rules
+// can end a batch here.
+func TestABusyServerBatchesAcrossLulls(t *testing.T) {
+	s := &countingStore{Store: openStore(t)}
+	var busy atomic.Bool
+	busy.Store(true)
+	r := started(t, Config{Store: s, Linger: time.Minute, Busy: busy.Load})
+	record := func(id string) {
+		r.Record(context.Background(), finished(id, "people"), planOf("pw"), []pipeline.InvocationResult{{RowID: "default", Lineage: lineage("x://src", "x://dst", 1)}})
+	}
+	record("r1")
+	time.Sleep(10 * lingerGap)
+	record("r2")
+	time.Sleep(10 * lingerGap)
+	if got := s.written(); len(got) != 0 {
+		t.Fatalf("batches written while runs execute: %v", got)
+	}
+	busy.Store(false)
+	testwait.Until(t, 10*time.Second, func() error {
+		if got := s.written(); !slices.Equal(got, []int{2}) {
+			return fmt.Errorf("batches %v, want one of 2", got)
+		}
+		return nil
+	})
+	// Idle: a lone run is written on its own, without waiting for Linger.
+	record("r3")
+	testwait.Until(t, 10*time.Second, func() error {
+		if got := s.written(); !slices.Equal(got, []int{2, 1}) {
+			return fmt.Errorf("batches %v, want 2 then 1", got)
+		}
+		return nil
+	})
 }
 
 // TestAFullQueueDropsRecords: a recorder whose writer cannot keep up drops
