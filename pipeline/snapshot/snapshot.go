@@ -10,6 +10,7 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"sort"
@@ -83,6 +84,49 @@ func Of(plan *pipeline.Plan, name, salt string) Doc {
 		}
 	}
 	return d
+}
+
+// Key identifies what Of reads of plan under the name pipeline, secrets
+// included, without building the snapshot: equal keys make equal snapshots
+// but for the salt. A server keys its cache of encoded snapshots by it, so
+// it reads every field Of reads, and only those.
+func Key(plan *pipeline.Plan, name string) string {
+	h := sha256.New()
+	b := make([]byte, 0, 256)
+	str := func(s string) {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
+	}
+	num := func(n int64) { b = binary.AppendVarint(b, n) }
+	flush := func() {
+		h.Write(b)
+		b = b[:0]
+	}
+	str(name)
+	num(int64(plan.Execution.MaxConcurrent))
+	str(string(plan.Execution.OnError))
+	str(plan.Delivery)
+	num(int64(plan.Retry.MaxAttempts))
+	num(int64(plan.Retry.InitialBackoff))
+	num(int64(plan.Retry.MaxBackoff))
+	shards := int64(-1)
+	if plan.Shard != nil {
+		shards = int64(plan.Shard.Count)
+	}
+	num(shards)
+	num(int64(len(plan.Secrets)))
+	for _, secret := range plan.Secrets {
+		str(secret)
+	}
+	num(int64(len(plan.Invocations)))
+	for _, inv := range plan.Invocations {
+		for _, part := range []string{inv.RowID, inv.Source.Type, string(inv.Source.Config), inv.Sink.Type, string(inv.Sink.Config), inv.SinkWriteMode} {
+			str(part)
+		}
+		flush()
+	}
+	flush()
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // Marshal is d as stored.

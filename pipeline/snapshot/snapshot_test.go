@@ -93,3 +93,42 @@ func TestCompareNamesEveryChange(t *testing.T) {
 		t.Errorf("against no snapshot: %+v", first)
 	}
 }
+
+// TestKeyTellsEveryChangeOfTheSnapshot: a plan that differs in anything Of
+// reads has another key, and an equal plan the same one.
+func TestKeyTellsEveryChangeOfTheSnapshot(t *testing.T) {
+	base := Key(plan("pw", "/out.jsonl", "a", "b"), "people")
+	if again := Key(plan("pw", "/out.jsonl", "a", "b"), "people"); again != base {
+		t.Fatalf("equal plans: %s and %s", base, again)
+	}
+	changes := map[string]func(p *pipeline.Plan) string{
+		"name":            func(p *pipeline.Plan) string { return "others" },
+		"max concurrent":  func(p *pipeline.Plan) string { p.Execution.MaxConcurrent = 2; return "people" },
+		"on error":        func(p *pipeline.Plan) string { p.Execution.OnError = pipeline.OnErrorStop; return "people" },
+		"delivery":        func(p *pipeline.Plan) string { p.Delivery = "at_most_once"; return "people" },
+		"retry attempts":  func(p *pipeline.Plan) string { p.Retry.MaxAttempts = 4; return "people" },
+		"initial backoff": func(p *pipeline.Plan) string { p.Retry.InitialBackoff = 2 * time.Second; return "people" },
+		"max backoff":     func(p *pipeline.Plan) string { p.Retry.MaxBackoff = time.Minute; return "people" },
+		"shards":          func(p *pipeline.Plan) string { p.Shard = &pipeline.Shard{Count: 1}; return "people" },
+		"secret":          func(p *pipeline.Plan) string { p.Secrets = []string{"other"}; return "people" },
+		"row id":          func(p *pipeline.Plan) string { p.Invocations[1].RowID = "c"; return "people" },
+		"source type":     func(p *pipeline.Plan) string { p.Invocations[0].Source.Type = "sqlite"; return "people" },
+		"source config":   func(p *pipeline.Plan) string { p.Invocations[0].Source.Config = json.RawMessage(`{}`); return "people" },
+		"sink type":       func(p *pipeline.Plan) string { p.Invocations[1].Sink.Type = "csv"; return "people" },
+		"sink config":     func(p *pipeline.Plan) string { p.Invocations[1].Sink.Config = json.RawMessage(`{}`); return "people" },
+		"write mode":      func(p *pipeline.Plan) string { p.Invocations[0].SinkWriteMode = "append"; return "people" },
+		"rows":            func(p *pipeline.Plan) string { p.Invocations = p.Invocations[:1]; return "people" },
+		// Parts that run together must not make the same key.
+		"parts moved": func(p *pipeline.Plan) string {
+			p.Invocations[0].RowID, p.Invocations[0].Source.Type = "apostgres", ""
+			return "people"
+		},
+	}
+	for what, change := range changes {
+		p := plan("pw", "/out.jsonl", "a", "b")
+		name := change(p)
+		if Key(p, name) == base {
+			t.Errorf("a changed %s keeps the key", what)
+		}
+	}
+}

@@ -12,8 +12,6 @@ package catalog
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -99,7 +97,7 @@ type Recorder struct {
 	writes    context.Context
 	endWrites context.CancelFunc
 	// snapshots caches encoded snapshots by pipeline and content
-	// (snapshotKey): the runs of one config, a thousand a minute, encode it
+	// (snapshot.Key): the runs of one config, a thousand a minute, encode it
 	// once, and so do the runs of a few configs that share a name and take
 	// turns (one pipeline writing a file per client, say).
 	snapshots *memo[json.RawMessage]
@@ -430,7 +428,7 @@ func (r *Recorder) snapshot(run *db.RunRecord, plan *pipeline.Plan) *db.ConfigSn
 	if pipelineName == "" {
 		return nil
 	}
-	key := pipelineName + "\x00" + snapshotKey(plan)
+	key := snapshot.Key(plan, pipelineName)
 	body, ok := r.snapshots.get(key)
 	if !ok {
 		body = snapshot.Of(plan, pipelineName, snapshot.NewSalt()).Marshal()
@@ -445,18 +443,3 @@ func (r *Recorder) snapshot(run *db.RunRecord, plan *pipeline.Plan) *db.ConfigSn
 
 // maxCachedSnapshots bounds the snapshot cache.
 const maxCachedSnapshots = 1000
-
-// snapshotKey identifies what a snapshot of plan holds: every invocation's
-// resolved config and the settings, so a changed secret is a changed key.
-func snapshotKey(plan *pipeline.Plan) string {
-	h := sha256.New()
-	settings, _ := json.Marshal([]any{plan.Name, plan.Execution, plan.Delivery, plan.Shard, plan.Retry})
-	h.Write(settings)
-	for _, inv := range plan.Invocations {
-		for _, part := range []string{inv.RowID, inv.Source.Type, string(inv.Source.Config), inv.Sink.Type, string(inv.Sink.Config), inv.SinkWriteMode} {
-			h.Write([]byte(part))
-			h.Write([]byte{0})
-		}
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
