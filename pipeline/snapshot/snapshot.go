@@ -91,17 +91,16 @@ func Of(plan *pipeline.Plan, name, salt string) Doc {
 // but for the salt. A server keys its cache of encoded snapshots by it, so
 // it reads every field Of reads, and only those.
 func Key(plan *pipeline.Plan, name string) string {
-	h := sha256.New()
-	b := make([]byte, 0, 256)
+	b := make([]byte, 0, 512)
 	str := func(s string) {
 		b = binary.AppendUvarint(b, uint64(len(s)))
 		b = append(b, s...)
 	}
-	num := func(n int64) { b = binary.AppendVarint(b, n) }
-	flush := func() {
-		h.Write(b)
-		b = b[:0]
+	raw := func(p []byte) {
+		b = binary.AppendUvarint(b, uint64(len(p)))
+		b = append(b, p...)
 	}
+	num := func(n int64) { b = binary.AppendVarint(b, n) }
 	str(name)
 	num(int64(plan.Execution.MaxConcurrent))
 	str(string(plan.Execution.OnError))
@@ -120,13 +119,15 @@ func Key(plan *pipeline.Plan, name string) string {
 	}
 	num(int64(len(plan.Invocations)))
 	for _, inv := range plan.Invocations {
-		for _, part := range []string{inv.RowID, inv.Source.Type, string(inv.Source.Config), inv.Sink.Type, string(inv.Sink.Config), inv.SinkWriteMode} {
-			str(part)
-		}
-		flush()
+		str(inv.RowID)
+		str(inv.Source.Type)
+		raw(inv.Source.Config)
+		str(inv.Sink.Type)
+		raw(inv.Sink.Config)
+		str(inv.SinkWriteMode)
 	}
-	flush()
-	return hex.EncodeToString(h.Sum(nil))
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 // Marshal is d as stored.
