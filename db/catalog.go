@@ -22,6 +22,9 @@ import (
 // sink wrote came from it) and the source side's count otherwise.
 func (s *store) CatalogRecord(ctx context.Context, b CatalogBatch) error {
 	const op = "catalog record"
+	if b.ID == "" || len(b.ID) > maxBatchID {
+		return invalid(op, fmt.Errorf("a catalog batch needs an id of 1 to %d bytes", maxBatchID))
+	}
 	var invs []CatalogInvocation
 	for _, inv := range b.Invocations {
 		if inv.RunID == "" || inv.RowID == "" {
@@ -43,78 +46,107 @@ func (s *store) CatalogRecord(ctx context.Context, b CatalogBatch) error {
 	}
 	// Only the snapshots the batch keeps are parsed: the runs of one
 	// pipeline bring one each, mostly the same body.
-	snaps := latestSnapshots(b.Snapshots, s.now())
+	at := s.now()
+	snaps := latestSnapshots(b.Snapshots, at)
 	for _, snap := range snaps {
 		if !json.Valid(snap.Body) || len(snap.Body) == 0 || snap.Body[0] != '{' {
 			return invalid(op, fmt.Errorf("config snapshot of run %s: its body is not a JSON object", snap.RunID))
 		}
 	}
-	invs, err := s.unrecorded(ctx, invs)
-	if err != nil {
-		return fail(ctx, op, err)
-	}
-	p := aggregate(invs, s.now())
-	p.Snapshots = snaps
+	p := aggregate(distinct(invs), at)
+	p.BatchID, p.RecordedAt, p.Snapshots = b.ID, at, snaps
 	if len(p.Stats)+len(p.Snapshots) == 0 {
 		return nil
+	}
+	// Forgetting old ids walks what a vacuum has not yet cleared of the
+	// ids forgotten before, so it is done once a minute, not per batch.
+	if last := s.batchIDsForgotten.Load(); at.UnixMicro()-last >= forgetBatchIDsEvery.Microseconds() && s.batchIDsForgotten.CompareAndSwap(last, at.UnixMicro()) {
+		p.ForgetBefore = at.Add(-BatchIDsKept)
 	}
 	return fail(ctx, op, s.d.CatalogRecord(ctx, p))
 }
 
-// unrecorded leaves out the invocations recorded before: a write whose
-// commit was lost to its caller, and retried.
-func (s *store) unrecorded(ctx context.Context, invs []CatalogInvocation) ([]CatalogInvocation, error) {
-	if len(invs) == 0 {
-		return nil, nil
-	}
-	runs := make([]string, 0, len(invs))
-	for _, inv := range invs {
-		runs = append(runs, inv.RunID)
-	}
-	slices.Sort(runs)
-	recorded, err := s.d.CatalogRecorded(ctx, slices.Compact(runs))
-	if err != nil {
-		return nil, err
-	}
-	done := make(map[CatalogKey]bool, len(recorded)+len(invs))
-	for _, k := range recorded {
-		done[k] = true
-	}
-	// An invocation the batch holds twice is recorded once too.
+// distinct leaves out the invocations a batch holds twice: each is
+// recorded once.
+func distinct(invs []CatalogInvocation) []CatalogInvocation {
+	seen := make(map[[2]string]bool, len(invs))
 	return slices.DeleteFunc(invs, func(inv CatalogInvocation) bool {
-		k := CatalogKey{inv.RunID, inv.RowID}
-		seen := done[k]
-		done[k] = true
-		return seen
-	}), nil
+		k := [2]string{inv.RunID, inv.RowID}
+		dup := seen[k]
+		seen[k] = true
+		return dup
+	})
 }
 
-// CatalogStatSlots places a batch's stats rows (p.Stats, in the order they
-// were recorded) in their datasets' rings of keep slots, given each
-// dataset's count of volume points once the batch's are added (recorded,
-// by dataset id): a dataset's rows take the numbers up to its count, in
-// order, and a number's slot is its remainder by keep, so each new point
-// overwrites the oldest and a dataset keeps its newest keep without a
-// trim. It returns the rows to write: one that a newer row of the batch
-// would overwrite is left out.
-func CatalogStatSlots(stats []CatalogStatWrite, recorded map[string]int64, keep int) []CatalogStatWrite {
-	batch := map[string]int64{}
+// statPoint is a volume point as a block stores it; at is microseconds
+// since the epoch. The migrations of 00011 read and write these names.
+type statPoint struct {
+	Run     string    `json:"run"`
+	Row     string    `json:"row"`
+	Role    string    `json:"role"`
+	At      int64     `json:"at"`
+	Status  RunStatus `json:"status"`
+	Records int64     `json:"records"`
+	Bytes   *int64    `json:"bytes"`
+	MS      int64     `json:"ms"`
+}
+
+// CatalogStatBlocks makes a block per dataset of a batch's stats rows
+// (stats, in the order they were recorded), given each dataset's count of
+// volume points once the batch's are added (recorded, by dataset id): the
+// dataset's rows are its points up to that count, in order, and a block
+// holds at most keep of them, the newest. A block's Floor is its count
+// less keep and its PrevFloor the floor before the batch: the blocks
+// ending between the two have just lost their last point kept.
+func CatalogStatBlocks(stats []CatalogStatWrite, recorded map[string]int64, keep int) ([]CatalogStatBlock, error) {
+	byDataset := map[string][]statPoint{}
+	var ids []string
 	for _, st := range stats {
-		batch[st.DatasetID]++
-	}
-	out := make([]CatalogStatWrite, 0, len(stats))
-	placed := map[string]int64{}
-	for _, st := range stats {
-		placed[st.DatasetID]++
-		total := recorded[st.DatasetID]
-		st.Seq = total - batch[st.DatasetID] + placed[st.DatasetID]
-		if st.Seq <= total-int64(keep) {
-			continue
+		if byDataset[st.DatasetID] == nil {
+			ids = append(ids, st.DatasetID)
 		}
-		st.Slot = (st.Seq - 1) % int64(keep)
-		out = append(out, st)
+		byDataset[st.DatasetID] = append(byDataset[st.DatasetID], statPoint{
+			Run: st.RunID, Row: st.RowID, Role: st.Role, At: st.RecordedAt.UnixMicro(), Status: st.Status,
+			Records: st.Records, Bytes: st.Bytes, MS: st.DurationMS,
+		})
 	}
-	return out
+	slices.Sort(ids)
+	out := make([]CatalogStatBlock, 0, len(ids))
+	for _, id := range ids {
+		points := byDataset[id]
+		floor := recorded[id] - int64(keep)
+		prev := floor - int64(len(points))
+		points = points[max(0, len(points)-keep):]
+		body, err := json.Marshal(points)
+		if err != nil {
+			return nil, fmt.Errorf("encode the volume points of dataset %s: %w", id, err)
+		}
+		out = append(out, CatalogStatBlock{DatasetID: id, LastSeq: recorded[id], Points: int64(len(points)), Body: body, PrevFloor: prev, Floor: floor})
+	}
+	return out, nil
+}
+
+// statsOf decodes the newest limit points of a dataset's blocks, which
+// come newest first as the driver's CatalogStatBlocks returns them.
+func statsOf(blocks []CatalogStatBlockRow, limit int) ([]CatalogStat, error) {
+	out := make([]CatalogStat, 0, limit)
+	for _, b := range blocks {
+		var points []statPoint
+		if err := json.Unmarshal(b.Body, &points); err != nil {
+			return nil, fmt.Errorf("volume points ending at %d: %w", b.LastSeq, err)
+		}
+		if int64(len(points)) != b.Points {
+			return nil, fmt.Errorf("volume points ending at %d: %d stored, %d counted", b.LastSeq, len(points), b.Points)
+		}
+		for i := len(points) - 1; i >= 0 && len(out) < limit; i-- {
+			p := points[i]
+			out = append(out, CatalogStat{
+				RecordedAt: time.UnixMicro(p.At).UTC(), RunID: p.Run, RowID: p.Row, Role: p.Role, Status: p.Status,
+				Records: p.Records, Bytes: p.Bytes, DurationMS: p.MS,
+			})
+		}
+	}
+	return out, nil
 }
 
 // aggregate turns a batch's invocations, taken in the order they finished,
@@ -410,8 +442,12 @@ func (s *store) CatalogDatasetGet(ctx context.Context, id string) (*CatalogDatas
 	if out.Timeline == nil {
 		out.Timeline = []CatalogSchemaVersion{}
 	}
-	if out.Stats, err = s.d.CatalogStats(ctx, id, DetailStats); err != nil {
+	blocks, err := s.d.CatalogStatBlocks(ctx, id, DetailStats)
+	if err != nil {
 		return nil, fail(ctx, op, err)
+	}
+	if out.Stats, err = statsOf(blocks, DetailStats); err != nil {
+		return nil, fail(ctx, op, fmt.Errorf("dataset %s: %w", id, err))
 	}
 	edges, err := s.d.CatalogEdgesTouching(ctx, []string{id}, 2*DetailEdges)
 	if err != nil {

@@ -8,6 +8,11 @@ import (
 // CatalogBatch is what a recorder writes at once, in one transaction: the
 // invocations and config snapshots of runs that finished close together.
 type CatalogBatch struct {
+	// ID names the batch, the same on every attempt to write it: a batch
+	// whose id was written before is not written again, so a retry after
+	// a commit lost to its caller records nothing twice. It is kept for
+	// BatchIDsKept.
+	ID          string
 	Invocations []CatalogInvocation
 	Snapshots   []ConfigSnapshot
 }
@@ -205,3 +210,14 @@ const (
 	MaxLineageEdges     = 5000
 	StatsKept           = 500
 )
+
+// BatchIDsKept is how long a catalog batch's id is remembered: far longer
+// than a recorder retries a write.
+const BatchIDsKept = time.Hour
+
+// forgetBatchIDsEvery is how often a store forgets the batch ids older
+// than BatchIDsKept.
+const forgetBatchIDsEvery = time.Minute
+
+// maxBatchID bounds a catalog batch's id.
+const maxBatchID = 64

@@ -219,16 +219,17 @@ type RetentionDriver interface {
 
 // CatalogDriver stores the data movement catalog and config snapshots.
 type CatalogDriver interface {
-	// CatalogRecorded lists the invocations of runIDs recorded already.
-	CatalogRecorded(ctx context.Context, runIDs []string) ([]CatalogKey, error)
-	// CatalogRecord writes a batch in one transaction: the datasets
-	// upserted (p.Datasets, in id order, so concurrent writers lock rows
-	// in one order), each adding its StatsRecorded to the dataset's count
-	// of volume points and reading the sum back; the stats rows put in
-	// their datasets' rings of p.StatsKeep slots as CatalogStatSlots
-	// places them, over what a slot held; each schema version appended
-	// where its hash differs from its dataset's newest; the edges
-	// upserted; and the snapshots applied in order.
+	// CatalogRecord writes a batch in one transaction: first it claims
+	// p.BatchID, writing nothing when the id was claimed before (the batch
+	// was recorded, and this is a retry), and forgets the ids claimed
+	// before p.ForgetBefore; then the datasets upserted
+	// (p.Datasets, in id order, so concurrent writers lock rows in one
+	// order), each adding its StatsRecorded to the dataset's count of
+	// volume points and reading the sum back; the stats rows written as
+	// the blocks CatalogStatBlocks makes of them, and each block's dataset
+	// trimmed from its PrevFloor to its Floor; each schema version appended where its hash
+	// differs from its dataset's newest; the edges upserted; and the
+	// snapshots applied in order.
 	CatalogRecord(ctx context.Context, p *CatalogRecordParams) error
 	// CatalogDatasetList returns up to p.Limit matching datasets ordered
 	// (last_seen DESC, id DESC), below p.Cursor's dataset; none when the
@@ -241,9 +242,9 @@ type CatalogDriver interface {
 	// CatalogSchemaVersions returns a dataset's newest limit versions,
 	// newest first.
 	CatalogSchemaVersions(ctx context.Context, id string, limit int) ([]CatalogSchemaVersionRow, error)
-	// CatalogStats returns a dataset's newest limit volume points, newest
-	// first.
-	CatalogStats(ctx context.Context, id string, limit int) ([]CatalogStat, error)
+	// CatalogStatBlocks returns the blocks holding any of a dataset's
+	// newest points, newest first.
+	CatalogStatBlocks(ctx context.Context, id string, newest int) ([]CatalogStatBlockRow, error)
 	// CatalogEdges returns the newest limit edges, CatalogEdgesTouching the
 	// newest limit from or to any of ids; both ordered by last_seen
 	// descending, then their ids.
@@ -253,16 +254,16 @@ type CatalogDriver interface {
 	ConfigSnapshotGet(ctx context.Context, pipeline string) (ConfigSnapshots, error)
 }
 
-// CatalogKey names an invocation: its run and row.
-type CatalogKey struct {
-	RunID, RowID string
-}
-
 // CatalogRecordParams are the arguments of CatalogDriver.CatalogRecord:
 // a batch as the Store aggregated it.
 type CatalogRecordParams struct {
-	Datasets []CatalogDatasetWrite
-	Stats    []CatalogStatWrite
+	// BatchID names the batch, the same on every attempt to write it.
+	BatchID    string
+	RecordedAt time.Time
+	// ForgetBefore, when set, has the ids claimed before it forgotten.
+	ForgetBefore time.Time
+	Datasets     []CatalogDatasetWrite
+	Stats        []CatalogStatWrite
 	// Versions are the schema versions to append, in order, each only if
 	// its hash differs from its dataset's newest.
 	Versions []CatalogVersionWrite
@@ -297,10 +298,28 @@ type CatalogStatWrite struct {
 	Records                       int64
 	Bytes                         *int64
 	DurationMS                    int64
-	// Seq numbers the dataset's volume points in the order they were
-	// recorded, from 1; Slot is the place in the dataset's ring it takes
-	// (CatalogStatSlots).
-	Seq, Slot int64
+}
+
+// CatalogStatBlock is what a batch writes of a dataset's volume points:
+// Points of them, the dataset's last_seq-points+1 … LastSeq, encoded as
+// Body. Floor is the dataset's count less what it keeps: a block ending
+// at or below it holds only points it no longer keeps. The blocks to trim
+// with the batch are those ending above PrevFloor, the floor before the
+// batch, and at or below Floor; those below were trimmed before. Floor
+// below 1 trims nothing.
+type CatalogStatBlock struct {
+	DatasetID string
+	LastSeq   int64
+	Points    int64
+	Body      []byte
+	PrevFloor int64
+	Floor     int64
+}
+
+// CatalogStatBlockRow is a stored block of volume points.
+type CatalogStatBlockRow struct {
+	LastSeq, Points int64
+	Body            []byte
 }
 
 // CatalogVersionWrite is a schema version a batch may append.

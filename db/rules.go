@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 )
 
@@ -14,6 +15,9 @@ type store struct {
 	instanceID string
 	leaseTTL   time.Duration
 	clock      func() time.Time
+	// batchIDsForgotten is when, in Unix microseconds, this store last
+	// had old catalog batch ids forgotten.
+	batchIDsForgotten atomic.Int64
 }
 
 // NewStore returns the Store over d, configured by opts (defaults applied).

@@ -116,19 +116,19 @@ func Benchmark(b *testing.B, newURL func(t testing.TB) string) {
 				Sinks:   []db.CatalogObservation{{URI: "file:///out.jsonl", Kind: "jsonl", Records: 10, Schema: schema}}}
 		}
 		for i := range db.StatsKept {
-			if err := s.CatalogRecord(ctx, db.CatalogBatch{Invocations: []db.CatalogInvocation{inv(-1 - i)}}); err != nil {
+			if err := s.CatalogRecord(ctx, batch(inv(-1-i))); err != nil {
 				b.Fatal(err)
 			}
 		}
-		for _, size := range []int{1, 32} {
+		for _, size := range []int{1, 32, 128} {
 			b.Run(fmt.Sprintf("batch%d", size), func(b *testing.B) {
 				done := measure(b)
 				for i := range b.N {
-					batch := db.CatalogBatch{}
+					bt := batch()
 					for j := range size {
-						batch.Invocations = append(batch.Invocations, inv(size*i+j))
+						bt.Invocations = append(bt.Invocations, inv(size*i+j))
 					}
-					if err := s.CatalogRecord(ctx, batch); err != nil {
+					if err := s.CatalogRecord(ctx, bt); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -1,6 +1,7 @@
 package dbtest
 
 import (
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,7 +32,9 @@ func invocation(runID string, at time.Time, src, dst db.CatalogObservation) db.C
 	}
 }
 
-func batch(invs ...db.CatalogInvocation) db.CatalogBatch { return db.CatalogBatch{Invocations: invs} }
+func batch(invs ...db.CatalogInvocation) db.CatalogBatch {
+	return db.CatalogBatch{ID: rand.Text(), Invocations: invs}
+}
 
 func observed(uri, kind string, records int64, schema []db.SchemaColumn) db.CatalogObservation {
 	return db.CatalogObservation{URI: uri, Kind: kind, Records: records, Bytes: ptr(records * 10), Schema: schema}
@@ -41,7 +44,7 @@ func observed(uri, kind string, records int64, schema []db.SchemaColumn) db.Cata
 func recordCatalog(t testing.TB, s db.Store, invs ...db.CatalogInvocation) {
 	t.Helper()
 	for _, inv := range invs {
-		if err := s.CatalogRecord(t.Context(), db.CatalogBatch{Invocations: []db.CatalogInvocation{inv}}); err != nil {
+		if err := s.CatalogRecord(t.Context(), batch(inv)); err != nil {
 			t.Fatalf("record %s/%s: %v", inv.RunID, inv.RowID, err)
 		}
 	}
@@ -50,7 +53,7 @@ func recordCatalog(t testing.TB, s db.Store, invs ...db.CatalogInvocation) {
 // putSnapshots records config snapshots in one batch.
 func putSnapshots(t testing.TB, s db.Store, snaps ...db.ConfigSnapshot) {
 	t.Helper()
-	if err := s.CatalogRecord(t.Context(), db.CatalogBatch{Snapshots: snaps}); err != nil {
+	if err := s.CatalogRecord(t.Context(), db.CatalogBatch{ID: rand.Text(), Snapshots: snaps}); err != nil {
 		t.Fatalf("record snapshots: %v", err)
 	}
 }
@@ -204,20 +207,55 @@ func exerciseCatalog(t *testing.T, newURL func(t testing.TB) string, peek Peek) 
 		}
 	})
 
-	t.Run("RecordingAgainIsANoOp", func(t *testing.T) {
+	t.Run("RecordingABatchAgainIsANoOp", func(t *testing.T) {
 		t.Parallel()
 		s := fresh(t, newURL, "a")
 		inv := invocation("r1", now(), observed(csvURI, "csv", 5, peopleSchema), observed(jsonlURI, "jsonl", 5, nil))
-		recordCatalog(t, s, inv, inv)
+		// The invocation twice in a batch, and the batch twice.
+		twice := batch(inv, inv)
+		for range 2 {
+			if err := s.CatalogRecord(t.Context(), twice); err != nil {
+				t.Fatal(err)
+			}
+		}
 		d := detail(t, s, csvURI)
 		if d.Runs != 1 || d.TotalRecords != 5 || len(d.Stats) != 1 || d.Downstream[0].Runs != 1 {
 			t.Errorf("recorded twice: runs %d, total %d, %d stats, edge runs %d", d.Runs, d.TotalRecords, len(d.Stats), d.Downstream[0].Runs)
 		}
+		wantPermanent(t, "a batch without an id", s.CatalogRecord(t.Context(), db.CatalogBatch{Invocations: []db.CatalogInvocation{inv}}), "an id")
 		// Another row of the same run is another invocation.
 		inv.RowID = "second"
 		recordCatalog(t, s, inv)
 		if d := detail(t, s, csvURI); d.Runs != 2 || len(d.Stats) != 2 {
 			t.Errorf("a second row: runs %d, %d stats", d.Runs, len(d.Stats))
+		}
+	})
+
+	t.Run("BatchIDsAreKeptAnHour", func(t *testing.T) {
+		t.Parallel()
+		clk := newClock()
+		s := open(t, newURL(t), db.Options{InstanceID: "a", Clock: clk.Now})
+		a := batch(invocation("r1", now(), observed(csvURI, "csv", 5, nil), observed(jsonlURI, "jsonl", 5, nil)))
+		record := func(b db.CatalogBatch) {
+			t.Helper()
+			if err := s.CatalogRecord(t.Context(), b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		runs := func() int64 { t.Helper(); return detail(t, s, csvURI).Runs }
+		record(a)
+		clk.Advance(db.BatchIDsKept - time.Minute)
+		record(a)
+		if n := runs(); n != 1 {
+			t.Fatalf("a retry within the hour: %d runs, want 1", n)
+		}
+		// A batch written after the hour forgets a's id, which a writes
+		// again: what bounds the table of ids.
+		clk.Advance(2 * time.Minute)
+		record(batch(invocation("r2", now(), observed(csvURI, "csv", 5, nil), observed(jsonlURI, "jsonl", 5, nil))))
+		record(a)
+		if n := runs(); n != 3 {
+			t.Errorf("a's id after the hour: %d runs, want 3", n)
 		}
 	})
 
@@ -327,12 +365,12 @@ func exerciseCatalog(t *testing.T, newURL func(t testing.TB) string, peek Peek) 
 		if d.Runs != int64(db.StatsKept+extra) || len(d.Stats) != db.DetailStats || d.Stats[0].RunID != fmt.Sprintf("r%04d", db.StatsKept+extra-1) {
 			t.Fatalf("runs %d, %d stats, newest %s", d.Runs, len(d.Stats), d.Stats[0].RunID)
 		}
-		if kept := peek.CatalogStats(t, url, db.DatasetID(jsonlURI)); kept != db.StatsKept {
-			t.Errorf("%d stats rows kept, want %d", kept, db.StatsKept)
+		if kept, stale := peek.CatalogStats(t, url, db.DatasetID(jsonlURI)); kept != db.StatsKept || stale != 0 {
+			t.Errorf("%d points kept, %d stale blocks; want %d and none", kept, stale, db.StatsKept)
 		}
 	})
 
-	t.Run("StatsRingSurvivesItsMigration", func(t *testing.T) {
+	t.Run("StatsSurviveTheirMigrations", func(t *testing.T) {
 		t.Parallel()
 		url := newURL(t)
 		s := open(t, url, db.Options{InstanceID: "a"})
@@ -341,9 +379,9 @@ func exerciseCatalog(t *testing.T, newURL func(t testing.TB) string, peek Peek) 
 			return db.CatalogInvocation{RunID: fmt.Sprintf("r%04d", i), Pipeline: "p", RowID: "default", Status: db.StatusCompleted,
 				RecordedAt: t0.Add(time.Duration(i) * time.Millisecond), Sinks: []db.CatalogObservation{observed(jsonlURI, "jsonl", int64(i), nil)}}
 		}
-		// One batch of more points than the ring holds: its oldest are
-		// never written, and the ring ends full of the newest, in order.
-		var big db.CatalogBatch
+		// One batch of more points than a dataset keeps: its oldest are
+		// never written, and the newest are kept, in order.
+		big := batch()
 		for i := range db.StatsKept + 7 {
 			big.Invocations = append(big.Invocations, point(i))
 		}
@@ -353,8 +391,8 @@ func exerciseCatalog(t *testing.T, newURL func(t testing.TB) string, peek Peek) 
 		newest := func(want int, stage string) {
 			t.Helper()
 			d := detail(t, s, jsonlURI)
-			if kept := peek.CatalogStats(t, url, db.DatasetID(jsonlURI)); kept != db.StatsKept || len(d.Stats) != db.DetailStats {
-				t.Fatalf("%s: %d points kept, %d shown", stage, kept, len(d.Stats))
+			if kept, stale := peek.CatalogStats(t, url, db.DatasetID(jsonlURI)); kept != db.StatsKept || stale != 0 || len(d.Stats) != db.DetailStats {
+				t.Fatalf("%s: %d points kept, %d stale blocks, %d shown", stage, kept, stale, len(d.Stats))
 			}
 			for i, st := range d.Stats {
 				if st.RunID != fmt.Sprintf("r%04d", want-i) {
@@ -362,8 +400,9 @@ func exerciseCatalog(t *testing.T, newURL func(t testing.TB) string, peek Peek) 
 				}
 			}
 		}
-		newest(db.StatsKept+6, "after one batch past the ring")
-		// Down past the ring and up again keeps the points and their order.
+		newest(db.StatsKept+6, "after one batch past what is kept")
+		// Down past the ring of slots and the table before it, and up
+		// again, keeps the points and their order.
 		p := migrator(t, url)
 		if _, err := p.DownTo(t.Context(), 9); err != nil {
 			t.Fatalf("down to 9: %v", err)
@@ -373,10 +412,15 @@ func exerciseCatalog(t *testing.T, newURL func(t testing.TB) string, peek Peek) 
 		}
 		s = open(t, url, db.Options{InstanceID: "b"})
 		newest(db.StatsKept+6, "after down and up")
-		recordCatalog(t, s, point(db.StatsKept+7))
-		newest(db.StatsKept+7, "after one more")
-		// A retried point is recorded once.
-		recordCatalog(t, s, point(db.StatsKept+7))
+		// A batch holding an invocation twice records it once, and so
+		// does the batch retried.
+		again := batch(point(db.StatsKept+7), point(db.StatsKept+7))
+		for range 2 {
+			if err := s.CatalogRecord(t.Context(), again); err != nil {
+				t.Fatal(err)
+			}
+		}
+		newest(db.StatsKept+7, "after one more, retried")
 		if d := detail(t, s, jsonlURI); d.Runs != int64(db.StatsKept+8) || d.Stats[1].RunID != fmt.Sprintf("r%04d", db.StatsKept+6) {
 			t.Errorf("after a retry: runs %d, second newest %s", d.Runs, d.Stats[1].RunID)
 		}
@@ -415,7 +459,7 @@ func exerciseCatalog(t *testing.T, newURL func(t testing.TB) string, peek Peek) 
 			t.Errorf("after %d concurrent records: runs %d, total %d, %d upstream edges, %d schema versions",
 				writers, d.Runs, d.TotalRecords, len(d.Upstream), d.SchemaVersions)
 		}
-		if n := peek.CatalogStats(t, url, db.DatasetID(tableURI)); n != writers {
+		if n, _ := peek.CatalogStats(t, url, db.DatasetID(tableURI)); n != writers {
 			t.Errorf("%d stats rows, want %d", n, writers)
 		}
 		// The latest-run fields are the newest record's, whoever wrote last.
@@ -501,7 +545,8 @@ func exerciseCatalog(t *testing.T, newURL func(t testing.TB) string, peek Peek) 
 			{Pipeline: "people", RunID: "r1", RecordedAt: t0.Add(time.Second), Body: []byte(`{"v":1}`)},
 			{Pipeline: "people", RunID: "r2", RecordedAt: t0.Add(2 * time.Second), Body: []byte(`{"v":2}`)},
 		}
-		if err := s.CatalogRecord(t.Context(), db.CatalogBatch{Invocations: invs, Snapshots: snaps}); err != nil {
+		first := db.CatalogBatch{ID: rand.Text(), Invocations: invs, Snapshots: snaps}
+		if err := s.CatalogRecord(t.Context(), first); err != nil {
 			t.Fatal(err)
 		}
 		d := detail(t, s, csvURI)
@@ -519,7 +564,7 @@ func exerciseCatalog(t *testing.T, newURL func(t testing.TB) string, peek Peek) 
 			t.Errorf("snapshots after one batch of three: %+v %v", got, err)
 		}
 		// The batch again, as a retry after a commit whose answer was lost.
-		if err := s.CatalogRecord(t.Context(), db.CatalogBatch{Invocations: invs}); err != nil {
+		if err := s.CatalogRecord(t.Context(), first); err != nil {
 			t.Fatal(err)
 		}
 		if d := detail(t, s, csvURI); d.Runs != 3 || len(d.Stats) != 3 || d.SchemaVersions != 2 {
@@ -559,7 +604,7 @@ func exerciseCatalog(t *testing.T, newURL func(t testing.TB) string, peek Peek) 
 		}
 		sameJSON(t, "latest body", json.RawMessage(`{"v":2}`), snaps.Latest.Body)
 		sameJSON(t, "previous body", json.RawMessage(`{"v":1}`), snaps.Previous.Body)
-		err := s.CatalogRecord(t.Context(), db.CatalogBatch{Snapshots: []db.ConfigSnapshot{{Pipeline: "people", RunID: "r3", Body: []byte(`[1]`)}}})
+		err := s.CatalogRecord(t.Context(), db.CatalogBatch{ID: rand.Text(), Snapshots: []db.ConfigSnapshot{{Pipeline: "people", RunID: "r3", Body: []byte(`[1]`)}}})
 		wantPermanent(t, "a snapshot that is not an object", err, "r3")
 	})
 

@@ -30,9 +30,10 @@ type Peek struct {
 	// DropRun deletes a run's row alone, leaving its shards behind, as a
 	// history damaged outside faucet would.
 	DropRun func(t testing.TB, url, runID string)
-	// CatalogStats counts the volume points stored for a dataset, beyond
-	// the newest few a detail read returns.
-	CatalogStats func(t testing.TB, url, datasetID string) int
+	// CatalogStats counts the volume points stored for a dataset among
+	// its newest db.StatsKept (kept), and the blocks stored holding none of
+	// them (stale).
+	CatalogStats func(t testing.TB, url, datasetID string) (kept, stale int)
 }
 
 // Exercise runs the conformance suite against the dialect newURL's databases

@@ -7,23 +7,20 @@ import (
 	"github.com/faucet-dev/faucet/db/postgres/internal/dbsqlc"
 )
 
-func (d *driver) CatalogRecorded(ctx context.Context, runIDs []string) ([]db.CatalogKey, error) {
-	rows, err := d.q.CatalogRecorded(ctx, runIDs)
-	if err != nil {
-		return nil, interpretError(err)
-	}
-	out := make([]db.CatalogKey, len(rows))
-	for i, r := range rows {
-		out[i] = db.CatalogKey{RunID: r.RunID, RowID: r.RowID}
-	}
-	return out, nil
-}
-
 // CatalogRecord upserts the datasets first: their row locks, taken in id
 // order, serialize the recorders of a dataset for the rest of the
 // transaction, so each appends its schema versions after the other's.
 func (d *driver) CatalogRecord(ctx context.Context, p *db.CatalogRecordParams) error {
 	return d.inTx(ctx, func(q *dbsqlc.Queries) error {
+		claimed, err := q.CatalogBatchClaim(ctx, dbsqlc.CatalogBatchClaimParams{BatchID: p.BatchID, RecordedAt: p.RecordedAt})
+		if err != nil || claimed == 0 {
+			return err
+		}
+		if !p.ForgetBefore.IsZero() {
+			if err := q.CatalogBatchTrim(ctx, p.ForgetBefore); err != nil {
+				return err
+			}
+		}
 		recorded := make(map[string]int64, len(p.Datasets))
 		if len(p.Datasets) > 0 {
 			rows, err := q.CatalogDatasetUpsert(ctx, datasetColumns(p.Datasets))
@@ -34,9 +31,19 @@ func (d *driver) CatalogRecord(ctx context.Context, p *db.CatalogRecordParams) e
 				recorded[r.ID] = r.StatsRecorded
 			}
 		}
-		if stats := db.CatalogStatSlots(p.Stats, recorded, p.StatsKeep); len(stats) > 0 {
-			if err := q.CatalogStatPut(ctx, statColumns(stats)); err != nil {
+		blocks, err := db.CatalogStatBlocks(p.Stats, recorded, p.StatsKeep)
+		if err != nil {
+			return &db.Error{Transience: db.Permanent, Err: err}
+		}
+		if len(blocks) > 0 {
+			put, trim := blockColumns(blocks)
+			if err := q.CatalogStatBlockPut(ctx, put); err != nil {
 				return err
+			}
+			if len(trim.DatasetIds) > 0 {
+				if err := q.CatalogStatBlockTrim(ctx, trim); err != nil {
+					return err
+				}
 			}
 		}
 		for _, v := range p.Versions {
@@ -60,7 +67,7 @@ func (d *driver) CatalogRecord(ctx context.Context, p *db.CatalogRecordParams) e
 	})
 }
 
-// datasetColumns, statColumns and edgeColumns turn a batch's rows into the
+// datasetColumns, blockColumns and edgeColumns turn a batch's rows into the
 // arrays their statements unnest.
 func datasetColumns(rows []db.CatalogDatasetWrite) dbsqlc.CatalogDatasetUpsertParams {
 	var a dbsqlc.CatalogDatasetUpsertParams
@@ -75,19 +82,17 @@ func datasetColumns(rows []db.CatalogDatasetWrite) dbsqlc.CatalogDatasetUpsertPa
 	return a
 }
 
-func statColumns(rows []db.CatalogStatWrite) dbsqlc.CatalogStatPutParams {
-	var a dbsqlc.CatalogStatPutParams
-	for _, r := range rows {
-		bytes := int64(-1)
-		if r.Bytes != nil {
-			bytes = *r.Bytes
+func blockColumns(blocks []db.CatalogStatBlock) (dbsqlc.CatalogStatBlockPutParams, dbsqlc.CatalogStatBlockTrimParams) {
+	var put dbsqlc.CatalogStatBlockPutParams
+	var trim dbsqlc.CatalogStatBlockTrimParams
+	for _, b := range blocks {
+		put.DatasetIds, put.LastSeqs = append(put.DatasetIds, b.DatasetID), append(put.LastSeqs, b.LastSeq)
+		put.Points, put.Bodies = append(put.Points, int32(b.Points)), append(put.Bodies, string(b.Body))
+		if b.Floor >= 1 {
+			trim.DatasetIds, trim.PrevFloors, trim.Floors = append(trim.DatasetIds, b.DatasetID), append(trim.PrevFloors, b.PrevFloor), append(trim.Floors, b.Floor)
 		}
-		a.DatasetIds, a.Slots, a.Seqs = append(a.DatasetIds, r.DatasetID), append(a.Slots, int32(r.Slot)), append(a.Seqs, r.Seq)
-		a.RunIds, a.RowIds, a.Roles = append(a.RunIds, r.RunID), append(a.RowIds, r.RowID), append(a.Roles, r.Role)
-		a.RecordedAt, a.Statuses, a.Records = append(a.RecordedAt, r.RecordedAt), append(a.Statuses, string(r.Status)), append(a.Records, r.Records)
-		a.Bytes, a.DurationMs = append(a.Bytes, bytes), append(a.DurationMs, r.DurationMS)
 	}
-	return a
+	return put, trim
 }
 
 func edgeColumns(rows []db.CatalogEdgeWrite) dbsqlc.CatalogEdgeUpsertParams {
@@ -148,17 +153,14 @@ func (d *driver) CatalogSchemaVersions(ctx context.Context, id string, limit int
 	return out, nil
 }
 
-func (d *driver) CatalogStats(ctx context.Context, id string, limit int) ([]db.CatalogStat, error) {
-	rows, err := d.q.CatalogStatList(ctx, dbsqlc.CatalogStatListParams{DatasetID: id, PageLimit: int32(limit)})
+func (d *driver) CatalogStatBlocks(ctx context.Context, id string, newest int) ([]db.CatalogStatBlockRow, error) {
+	rows, err := d.q.CatalogStatBlockList(ctx, dbsqlc.CatalogStatBlockListParams{DatasetID: id, Newest: int64(newest)})
 	if err != nil {
 		return nil, interpretError(err)
 	}
-	out := make([]db.CatalogStat, len(rows))
+	out := make([]db.CatalogStatBlockRow, len(rows))
 	for i, r := range rows {
-		out[i] = db.CatalogStat{
-			RecordedAt: r.RecordedAt.UTC(), RunID: r.RunID, RowID: r.RowID, Role: r.Role, Status: db.RunStatus(r.Status),
-			Records: r.Records, Bytes: r.Bytes, DurationMS: r.DurationMs,
-		}
+		out[i] = db.CatalogStatBlockRow{LastSeq: r.LastSeq, Points: int64(r.Points), Body: []byte(r.Body)}
 	}
 	return out, nil
 }

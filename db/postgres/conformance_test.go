@@ -76,11 +76,14 @@ var peek = dbtest.Peek{
 			t.Fatalf("drop run %s: %d rows deleted", runID, n)
 		}
 	},
-	CatalogStats: func(t testing.TB, url, datasetID string) int {
+	CatalogStats: func(t testing.TB, url, datasetID string) (kept, stale int) {
 		t.Helper()
-		var n int
-		queryRow(t, url, "SELECT count(*) FROM faucet_catalog_stat_slots WHERE dataset_id = $1", []any{datasetID}, &n)
-		return n
+		queryRow(t, url, `SELECT
+    coalesce(sum(CASE WHEN b.last_seq > d.stats_recorded - $1 THEN least(b.points, b.last_seq - (d.stats_recorded - $1)) ELSE 0 END), 0)::bigint,
+    count(*) FILTER (WHERE b.last_seq <= d.stats_recorded - $1)
+FROM faucet_catalog_stat_blocks b JOIN faucet_catalog_datasets d ON d.id = b.dataset_id
+WHERE b.dataset_id = $2`, []any{db.StatsKept, datasetID}, &kept, &stale)
+		return kept, stale
 	},
 }
 

@@ -3,32 +3,24 @@ package sqlite
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 
 	"github.com/faucet-dev/faucet/db"
 	"github.com/faucet-dev/faucet/db/sqlite/internal/dbsqlc"
 )
 
-func (d *driver) CatalogRecorded(ctx context.Context, runIDs []string) ([]db.CatalogKey, error) {
-	ids, err := json.Marshal(runIDs)
-	if err != nil {
-		return nil, &db.Error{Transience: db.Permanent, Err: fmt.Errorf("encode run ids: %w", err)}
-	}
-	rows, err := d.rq.CatalogRecorded(ctx, string(ids))
-	if err != nil {
-		return nil, interpretError(err)
-	}
-	out := make([]db.CatalogKey, len(rows))
-	for i, r := range rows {
-		out[i] = db.CatalogKey{RunID: r.RunID, RowID: r.RowID}
-	}
-	return out, nil
-}
-
 // CatalogRecord writes the batch as one write: SQLite's write lock
 // serializes it with every other recorder's.
 func (d *driver) CatalogRecord(ctx context.Context, p *db.CatalogRecordParams) error {
 	return d.writePatient(ctx, func(ctx context.Context, q *dbsqlc.Queries) error {
+		claimed, err := q.CatalogBatchClaim(ctx, dbsqlc.CatalogBatchClaimParams{BatchID: p.BatchID, RecordedAt: micros(p.RecordedAt)})
+		if err != nil || claimed == 0 {
+			return err
+		}
+		if !p.ForgetBefore.IsZero() {
+			if err := q.CatalogBatchTrim(ctx, micros(p.ForgetBefore)); err != nil {
+				return err
+			}
+		}
 		recorded := make(map[string]int64, len(p.Datasets))
 		for _, r := range p.Datasets {
 			n, err := q.CatalogDatasetUpsert(ctx, dbsqlc.CatalogDatasetUpsertParams{
@@ -41,24 +33,18 @@ func (d *driver) CatalogRecord(ctx context.Context, p *db.CatalogRecordParams) e
 			}
 			recorded[r.ID] = n
 		}
-		for _, r := range db.CatalogStatSlots(p.Stats, recorded, p.StatsKeep) {
-			if r.Seq > int64(p.StatsKeep) {
-				// The ring went round: the slot holds an older point.
-				n, err := q.CatalogStatReplace(ctx, dbsqlc.CatalogStatReplaceParams{
-					DatasetID: r.DatasetID, Slot: r.Slot, Seq: r.Seq, RunID: r.RunID, RowID: r.RowID, Role: r.Role, RecordedAt: micros(r.RecordedAt),
-					Status: string(r.Status), Records: r.Records, Bytes: r.Bytes, DurationMs: r.DurationMS,
-				})
-				if err != nil {
-					return err
-				}
-				if n == 1 {
-					continue
-				}
+		blocks, err := db.CatalogStatBlocks(p.Stats, recorded, p.StatsKeep)
+		if err != nil {
+			return &db.Error{Transience: db.Permanent, Err: err}
+		}
+		for _, b := range blocks {
+			if err := q.CatalogStatBlockPut(ctx, dbsqlc.CatalogStatBlockPutParams{DatasetID: b.DatasetID, LastSeq: b.LastSeq, Points: b.Points, Body: string(b.Body)}); err != nil {
+				return err
 			}
-			if err := q.CatalogStatPut(ctx, dbsqlc.CatalogStatPutParams{
-				DatasetID: r.DatasetID, Slot: r.Slot, Seq: r.Seq, RunID: r.RunID, RowID: r.RowID, Role: r.Role, RecordedAt: micros(r.RecordedAt),
-				Status: string(r.Status), Records: r.Records, Bytes: r.Bytes, DurationMs: r.DurationMS,
-			}); err != nil {
+			if b.Floor < 1 {
+				continue
+			}
+			if err := q.CatalogStatBlockTrim(ctx, dbsqlc.CatalogStatBlockTrimParams{DatasetID: b.DatasetID, PrevFloor: b.PrevFloor, Floor: b.Floor}); err != nil {
 				return err
 			}
 		}
@@ -136,17 +122,14 @@ func (d *driver) CatalogSchemaVersions(ctx context.Context, id string, limit int
 	return out, nil
 }
 
-func (d *driver) CatalogStats(ctx context.Context, id string, limit int) ([]db.CatalogStat, error) {
-	rows, err := d.rq.CatalogStatList(ctx, dbsqlc.CatalogStatListParams{DatasetID: id, RowLimit: int64(limit)})
+func (d *driver) CatalogStatBlocks(ctx context.Context, id string, newest int) ([]db.CatalogStatBlockRow, error) {
+	rows, err := d.rq.CatalogStatBlockList(ctx, dbsqlc.CatalogStatBlockListParams{DatasetID: id, Newest: int64(newest)})
 	if err != nil {
 		return nil, interpretError(err)
 	}
-	out := make([]db.CatalogStat, len(rows))
+	out := make([]db.CatalogStatBlockRow, len(rows))
 	for i, r := range rows {
-		out[i] = db.CatalogStat{
-			RecordedAt: fromMicros(r.RecordedAt), RunID: r.RunID, RowID: r.RowID, Role: r.Role, Status: db.RunStatus(r.Status),
-			Records: r.Records, Bytes: r.Bytes, DurationMS: r.DurationMs,
-		}
+		out[i] = db.CatalogStatBlockRow{LastSeq: r.LastSeq, Points: r.Points, Body: []byte(r.Body)}
 	}
 	return out, nil
 }

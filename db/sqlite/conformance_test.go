@@ -8,6 +8,7 @@ import (
 	"github.com/ncruces/go-sqlite3"
 	sqlite3driver "github.com/ncruces/go-sqlite3/driver"
 
+	"github.com/faucet-dev/faucet/db"
 	"github.com/faucet-dev/faucet/db/dbtest"
 )
 
@@ -36,11 +37,14 @@ var peek = dbtest.Peek{
 		var n int
 		queryRow(t, url, "DELETE FROM faucet_runs WHERE run_id = ? RETURNING 1", []any{runID}, &n)
 	},
-	CatalogStats: func(t testing.TB, url, datasetID string) int {
+	CatalogStats: func(t testing.TB, url, datasetID string) (kept, stale int) {
 		t.Helper()
-		var n int
-		queryRow(t, url, "SELECT count(*) FROM faucet_catalog_stat_slots WHERE dataset_id = ?", []any{datasetID}, &n)
-		return n
+		queryRow(t, url, `SELECT
+    coalesce(sum(CASE WHEN b.last_seq > d.stats_recorded - ?1 THEN min(b.points, b.last_seq - (d.stats_recorded - ?1)) ELSE 0 END), 0),
+    coalesce(sum(CASE WHEN b.last_seq <= d.stats_recorded - ?1 THEN 1 ELSE 0 END), 0)
+FROM faucet_catalog_stat_blocks b JOIN faucet_catalog_datasets d ON d.id = b.dataset_id
+WHERE b.dataset_id = ?2`, []any{db.StatsKept, datasetID}, &kept, &stale)
+		return kept, stale
 	},
 }
 

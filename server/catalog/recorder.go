@@ -12,6 +12,7 @@ package catalog
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -302,7 +303,9 @@ func (r *Recorder) flush(batch []pending) {
 	for _, p := range batch {
 		invocations += len(p.invocations)
 	}
-	b := db.CatalogBatch{Invocations: make([]db.CatalogInvocation, 0, invocations), Snapshots: make([]db.ConfigSnapshot, 0, len(batch))}
+	// The id is the batch's on every attempt: one whose commit was lost to
+	// us is not recorded again.
+	b := db.CatalogBatch{ID: rand.Text(), Invocations: make([]db.CatalogInvocation, 0, invocations), Snapshots: make([]db.ConfigSnapshot, 0, len(batch))}
 	for _, p := range batch {
 		b.Invocations = append(b.Invocations, p.invocations...)
 		if p.snapshot != nil {

@@ -1,6 +1,13 @@
--- name: CatalogRecorded :many
--- The invocations of these runs recorded already.
-SELECT DISTINCT run_id, row_id FROM faucet_catalog_stat_slots WHERE run_id = ANY (@run_ids::text[]);
+-- name: CatalogBatchClaim :execrows
+-- Claims a batch's id, first in its transaction: no row means the batch
+-- was recorded before (a retry of a write whose commit was lost); a retry
+-- racing the first attempt waits here for its outcome.
+INSERT INTO faucet_catalog_batches (batch_id, recorded_at) VALUES (@batch_id, @recorded_at)
+ON CONFLICT (batch_id) DO NOTHING;
+
+-- name: CatalogBatchTrim :exec
+-- Forgets the ids of batches too old to be retried.
+DELETE FROM faucet_catalog_batches WHERE recorded_at < @before;
 
 -- name: CatalogDatasetUpsert :many
 -- The batch's datasets, each once, as the Store aggregated them. Counters
@@ -8,8 +15,8 @@ SELECT DISTINCT run_id, row_id FROM faucet_catalog_stat_slots WHERE run_id = ANY
 -- write is newer, so concurrent recorders converge whatever their order.
 -- The rows come in id order, which is the order their locks are taken in.
 -- It returns each dataset's count of volume points with the batch's,
--- which places them in its ring; the row lock keeps another recorder's
--- points from taking the same numbers.
+-- which numbers the batch's block of them; the row lock keeps another
+-- recorder's points from taking the same numbers.
 INSERT INTO faucet_catalog_datasets AS d (id, uri, uri_folded, kind, as_source, as_sink, first_seen, last_seen,
     last_run_id, pipeline, last_records, total_records, runs, stats_recorded)
 SELECT unnest(@ids::text[]), unnest(@uris::text[]), unnest(@folded::text[]), unnest(@kinds::text[]),
@@ -31,18 +38,21 @@ ON CONFLICT (id) DO UPDATE SET
     stats_recorded = d.stats_recorded + excluded.stats_recorded
 RETURNING d.id, d.stats_recorded;
 
--- name: CatalogStatPut :exec
--- The batch's volume points in their datasets' rings, each over the point
--- its slot held; no two share a slot (db.CatalogStatSlots). bytes -1 is
--- unknown.
-INSERT INTO faucet_catalog_stat_slots AS s (dataset_id, slot, seq, run_id, row_id, role, recorded_at, status, records, bytes, duration_ms)
-SELECT unnest(@dataset_ids::text[]), unnest(@slots::integer[]), unnest(@seqs::bigint[]), unnest(@run_ids::text[]),
-    unnest(@row_ids::text[]), unnest(@roles::text[]), unnest(@recorded_at::timestamptz[]), unnest(@statuses::text[]),
-    unnest(@records::bigint[]), NULLIF(unnest(@bytes::bigint[]), -1), unnest(@duration_ms::bigint[])
-ON CONFLICT (dataset_id, slot) DO UPDATE SET
-    seq = excluded.seq, run_id = excluded.run_id, row_id = excluded.row_id, role = excluded.role,
-    recorded_at = excluded.recorded_at, status = excluded.status, records = excluded.records,
-    bytes = excluded.bytes, duration_ms = excluded.duration_ms;
+-- name: CatalogStatBlockPut :exec
+-- A batch's volume points, a block per dataset (db.CatalogStatBlocks).
+INSERT INTO faucet_catalog_stat_blocks (dataset_id, last_seq, points, body)
+SELECT unnest(@dataset_ids::text[]), unnest(@last_seqs::bigint[]), unnest(@points::integer[]), unnest(@bodies::text[])::json;
+
+-- name: CatalogStatBlockTrim :exec
+-- Drops the blocks of these datasets whose points have all become older
+-- than they keep with this batch: those ending above each dataset's floor
+-- before the batch and at or below its floor after it. The lower bound
+-- keeps the index scan off the dead entries of the blocks trimmed before,
+-- which a scan from the dataset's first key would walk until a vacuum.
+DELETE FROM faucet_catalog_stat_blocks b
+USING (SELECT unnest(@dataset_ids::text[]) AS dataset_id, unnest(@prev_floors::bigint[]) AS prev_floor,
+    unnest(@floors::bigint[]) AS floor) t
+WHERE b.dataset_id = t.dataset_id AND b.last_seq > t.prev_floor AND b.last_seq <= t.floor;
 
 -- name: CatalogSchemaVersionAppend :execrows
 -- The dataset's row is locked by its upsert earlier in the transaction, so
@@ -106,11 +116,12 @@ WHERE dataset_id = @dataset_id
 ORDER BY version DESC
 LIMIT @page_limit;
 
--- name: CatalogStatList :many
-SELECT recorded_at, run_id, row_id, role, status, records, bytes, duration_ms FROM faucet_catalog_stat_slots
-WHERE dataset_id = @dataset_id
-ORDER BY seq DESC
-LIMIT @page_limit;
+-- name: CatalogStatBlockList :many
+-- The blocks holding any of a dataset's newest points, newest first.
+SELECT b.last_seq, b.points, b.body::text AS body FROM faucet_catalog_stat_blocks b
+WHERE b.dataset_id = @dataset_id
+    AND b.last_seq > (SELECT d.stats_recorded FROM faucet_catalog_datasets d WHERE d.id = @dataset_id) - @newest::bigint
+ORDER BY b.last_seq DESC;
 
 -- name: CatalogEdgeList :many
 SELECT sqlc.embed(e), s.uri AS src_uri, d.uri AS dst_uri

@@ -1,7 +1,12 @@
--- name: CatalogRecorded :many
--- The invocations of these runs (a JSON array of ids) recorded already.
-SELECT DISTINCT s.run_id, s.row_id FROM faucet_catalog_stat_slots s
-WHERE s.run_id IN (SELECT j.value FROM json_each(CAST(sqlc.arg(run_ids) AS TEXT)) j);
+-- name: CatalogBatchClaim :execrows
+-- Claims a batch's id, first in its transaction: no row means the batch
+-- was recorded before (a retry of a write whose commit was lost).
+INSERT INTO faucet_catalog_batches (batch_id, recorded_at) VALUES (sqlc.arg(batch_id), sqlc.arg(recorded_at))
+ON CONFLICT (batch_id) DO NOTHING;
+
+-- name: CatalogBatchTrim :exec
+-- Forgets the ids of batches too old to be retried.
+DELETE FROM faucet_catalog_batches WHERE recorded_at < sqlc.arg(before);
 
 -- name: CatalogDatasetUpsert :one
 -- One dataset of a batch as the Store aggregated it: a statement per row,
@@ -9,7 +14,7 @@ WHERE s.run_id IN (SELECT j.value FROM json_each(CAST(sqlc.arg(run_ids) AS TEXT)
 -- JSON. Counters add up, and the fields of the latest run are taken from
 -- whichever write is newer, so concurrent recorders converge whatever
 -- their order. It returns the dataset's count of volume points with the
--- batch's, which places them in its ring.
+-- batch's, which numbers the batch's block of them.
 INSERT INTO faucet_catalog_datasets (id, uri, uri_folded, kind, as_source, as_sink, first_seen, last_seen,
     last_run_id, pipeline, last_records, total_records, runs, stats_recorded)
 VALUES (sqlc.arg(id), sqlc.arg(uri), sqlc.arg(uri_folded), sqlc.arg(kind), sqlc.arg(as_source), sqlc.arg(as_sink),
@@ -29,21 +34,17 @@ ON CONFLICT (id) DO UPDATE SET
     stats_recorded = faucet_catalog_datasets.stats_recorded + excluded.stats_recorded
 RETURNING stats_recorded;
 
--- name: CatalogStatPut :exec
--- A volume point in a slot of its dataset's ring not taken yet.
-INSERT INTO faucet_catalog_stat_slots (dataset_id, slot, seq, run_id, row_id, role, recorded_at, status, records, bytes, duration_ms)
-VALUES (sqlc.arg(dataset_id), sqlc.arg(slot), sqlc.arg(seq), sqlc.arg(run_id), sqlc.arg(row_id), sqlc.arg(role),
-    sqlc.arg(recorded_at), sqlc.arg(status), sqlc.arg(records), sqlc.narg(bytes), sqlc.arg(duration_ms));
+-- name: CatalogStatBlockPut :exec
+-- A batch's volume points of one dataset (db.CatalogStatBlocks).
+INSERT INTO faucet_catalog_stat_blocks (dataset_id, last_seq, points, body)
+VALUES (sqlc.arg(dataset_id), sqlc.arg(last_seq), sqlc.arg(points), sqlc.arg(body));
 
--- name: CatalogStatReplace :execrows
--- A volume point over the oldest of its dataset's ring, which held one in
--- every slot: an update in place, where an upsert would first try, and
--- fail, to insert.
-UPDATE faucet_catalog_stat_slots SET
-    seq = sqlc.arg(seq), run_id = sqlc.arg(run_id), row_id = sqlc.arg(row_id), role = sqlc.arg(role),
-    recorded_at = sqlc.arg(recorded_at), status = sqlc.arg(status), records = sqlc.arg(records),
-    bytes = sqlc.narg(bytes), duration_ms = sqlc.arg(duration_ms)
-WHERE dataset_id = sqlc.arg(dataset_id) AND slot = sqlc.arg(slot);
+-- name: CatalogStatBlockTrim :exec
+-- Drops a dataset's blocks whose points have all become older than it
+-- keeps with this batch: those ending above the floor before the batch
+-- and at or below the floor after it.
+DELETE FROM faucet_catalog_stat_blocks
+WHERE dataset_id = sqlc.arg(dataset_id) AND last_seq > sqlc.arg(prev_floor) AND last_seq <= sqlc.arg(floor);
 
 -- name: CatalogSchemaVersionAppend :execrows
 -- Writes take SQLite's write lock for their whole transaction, so
@@ -101,11 +102,12 @@ WHERE dataset_id = sqlc.arg(dataset_id)
 ORDER BY version DESC
 LIMIT sqlc.arg(row_limit);
 
--- name: CatalogStatList :many
-SELECT recorded_at, run_id, row_id, role, status, records, bytes, duration_ms FROM faucet_catalog_stat_slots
-WHERE dataset_id = sqlc.arg(dataset_id)
-ORDER BY seq DESC
-LIMIT sqlc.arg(row_limit);
+-- name: CatalogStatBlockList :many
+-- The blocks holding any of a dataset's newest points, newest first.
+SELECT b.last_seq, b.points, b.body FROM faucet_catalog_stat_blocks b
+WHERE b.dataset_id = sqlc.arg(dataset_id)
+    AND b.last_seq > (SELECT d.stats_recorded FROM faucet_catalog_datasets d WHERE d.id = sqlc.arg(dataset_id)) - sqlc.arg(newest)
+ORDER BY b.last_seq DESC;
 
 -- name: CatalogEdgeList :many
 SELECT sqlc.embed(e), s.uri AS src_uri, d.uri AS dst_uri

@@ -10,6 +10,37 @@ import (
 	"time"
 )
 
+const catalogBatchClaim = `-- name: CatalogBatchClaim :execrows
+INSERT INTO faucet_catalog_batches (batch_id, recorded_at) VALUES ($1, $2)
+ON CONFLICT (batch_id) DO NOTHING
+`
+
+type CatalogBatchClaimParams struct {
+	BatchID    string
+	RecordedAt time.Time
+}
+
+// Claims a batch's id, first in its transaction: no row means the batch
+// was recorded before (a retry of a write whose commit was lost); a retry
+// racing the first attempt waits here for its outcome.
+func (q *Queries) CatalogBatchClaim(ctx context.Context, arg CatalogBatchClaimParams) (int64, error) {
+	result, err := q.db.Exec(ctx, catalogBatchClaim, arg.BatchID, arg.RecordedAt)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const catalogBatchTrim = `-- name: CatalogBatchTrim :exec
+DELETE FROM faucet_catalog_batches WHERE recorded_at < $1
+`
+
+// Forgets the ids of batches too old to be retried.
+func (q *Queries) CatalogBatchTrim(ctx context.Context, before time.Time) error {
+	_, err := q.db.Exec(ctx, catalogBatchTrim, before)
+	return err
+}
+
 const catalogDatasetExists = `-- name: CatalogDatasetExists :one
 SELECT EXISTS (SELECT 1 FROM faucet_catalog_datasets WHERE id = $1)
 `
@@ -207,8 +238,8 @@ type CatalogDatasetUpsertRow struct {
 // write is newer, so concurrent recorders converge whatever their order.
 // The rows come in id order, which is the order their locks are taken in.
 // It returns each dataset's count of volume points with the batch's,
-// which places them in its ring; the row lock keeps another recorder's
-// points from taking the same numbers.
+// which numbers the batch's block of them; the row lock keeps another
+// recorder's points from taking the same numbers.
 func (q *Queries) CatalogDatasetUpsert(ctx context.Context, arg CatalogDatasetUpsertParams) ([]CatalogDatasetUpsertRow, error) {
 	rows, err := q.db.Query(ctx, catalogDatasetUpsert,
 		arg.Ids,
@@ -389,36 +420,6 @@ func (q *Queries) CatalogEdgeUpsert(ctx context.Context, arg CatalogEdgeUpsertPa
 	return err
 }
 
-const catalogRecorded = `-- name: CatalogRecorded :many
-SELECT DISTINCT run_id, row_id FROM faucet_catalog_stat_slots WHERE run_id = ANY ($1::text[])
-`
-
-type CatalogRecordedRow struct {
-	RunID string
-	RowID string
-}
-
-// The invocations of these runs recorded already.
-func (q *Queries) CatalogRecorded(ctx context.Context, runIds []string) ([]CatalogRecordedRow, error) {
-	rows, err := q.db.Query(ctx, catalogRecorded, runIds)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []CatalogRecordedRow
-	for rows.Next() {
-		var i CatalogRecordedRow
-		if err := rows.Scan(&i.RunID, &i.RowID); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const catalogSchemaVersionAppend = `-- name: CatalogSchemaVersionAppend :execrows
 INSERT INTO faucet_catalog_schema_versions (dataset_id, version, recorded_at, run_id, schema, schema_hash)
 SELECT $1::text,
@@ -492,48 +493,35 @@ func (q *Queries) CatalogSchemaVersionList(ctx context.Context, arg CatalogSchem
 	return items, nil
 }
 
-const catalogStatList = `-- name: CatalogStatList :many
-SELECT recorded_at, run_id, row_id, role, status, records, bytes, duration_ms FROM faucet_catalog_stat_slots
-WHERE dataset_id = $1
-ORDER BY seq DESC
-LIMIT $2
+const catalogStatBlockList = `-- name: CatalogStatBlockList :many
+SELECT b.last_seq, b.points, b.body::text AS body FROM faucet_catalog_stat_blocks b
+WHERE b.dataset_id = $1
+    AND b.last_seq > (SELECT d.stats_recorded FROM faucet_catalog_datasets d WHERE d.id = $1) - $2::bigint
+ORDER BY b.last_seq DESC
 `
 
-type CatalogStatListParams struct {
+type CatalogStatBlockListParams struct {
 	DatasetID string
-	PageLimit int32
+	Newest    int64
 }
 
-type CatalogStatListRow struct {
-	RecordedAt time.Time
-	RunID      string
-	RowID      string
-	Role       string
-	Status     string
-	Records    int64
-	Bytes      *int64
-	DurationMs int64
+type CatalogStatBlockListRow struct {
+	LastSeq int64
+	Points  int32
+	Body    string
 }
 
-func (q *Queries) CatalogStatList(ctx context.Context, arg CatalogStatListParams) ([]CatalogStatListRow, error) {
-	rows, err := q.db.Query(ctx, catalogStatList, arg.DatasetID, arg.PageLimit)
+// The blocks holding any of a dataset's newest points, newest first.
+func (q *Queries) CatalogStatBlockList(ctx context.Context, arg CatalogStatBlockListParams) ([]CatalogStatBlockListRow, error) {
+	rows, err := q.db.Query(ctx, catalogStatBlockList, arg.DatasetID, arg.Newest)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []CatalogStatListRow
+	var items []CatalogStatBlockListRow
 	for rows.Next() {
-		var i CatalogStatListRow
-		if err := rows.Scan(
-			&i.RecordedAt,
-			&i.RunID,
-			&i.RowID,
-			&i.Role,
-			&i.Status,
-			&i.Records,
-			&i.Bytes,
-			&i.DurationMs,
-		); err != nil {
+		var i CatalogStatBlockListRow
+		if err := rows.Scan(&i.LastSeq, &i.Points, &i.Body); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -544,48 +532,49 @@ func (q *Queries) CatalogStatList(ctx context.Context, arg CatalogStatListParams
 	return items, nil
 }
 
-const catalogStatPut = `-- name: CatalogStatPut :exec
-INSERT INTO faucet_catalog_stat_slots AS s (dataset_id, slot, seq, run_id, row_id, role, recorded_at, status, records, bytes, duration_ms)
-SELECT unnest($1::text[]), unnest($2::integer[]), unnest($3::bigint[]), unnest($4::text[]),
-    unnest($5::text[]), unnest($6::text[]), unnest($7::timestamptz[]), unnest($8::text[]),
-    unnest($9::bigint[]), NULLIF(unnest($10::bigint[]), -1), unnest($11::bigint[])
-ON CONFLICT (dataset_id, slot) DO UPDATE SET
-    seq = excluded.seq, run_id = excluded.run_id, row_id = excluded.row_id, role = excluded.role,
-    recorded_at = excluded.recorded_at, status = excluded.status, records = excluded.records,
-    bytes = excluded.bytes, duration_ms = excluded.duration_ms
+const catalogStatBlockPut = `-- name: CatalogStatBlockPut :exec
+INSERT INTO faucet_catalog_stat_blocks (dataset_id, last_seq, points, body)
+SELECT unnest($1::text[]), unnest($2::bigint[]), unnest($3::integer[]), unnest($4::text[])::json
 `
 
-type CatalogStatPutParams struct {
+type CatalogStatBlockPutParams struct {
 	DatasetIds []string
-	Slots      []int32
-	Seqs       []int64
-	RunIds     []string
-	RowIds     []string
-	Roles      []string
-	RecordedAt []time.Time
-	Statuses   []string
-	Records    []int64
-	Bytes      []int64
-	DurationMs []int64
+	LastSeqs   []int64
+	Points     []int32
+	Bodies     []string
 }
 
-// The batch's volume points in their datasets' rings, each over the point
-// its slot held; no two share a slot (db.CatalogStatSlots). bytes -1 is
-// unknown.
-func (q *Queries) CatalogStatPut(ctx context.Context, arg CatalogStatPutParams) error {
-	_, err := q.db.Exec(ctx, catalogStatPut,
+// A batch's volume points, a block per dataset (db.CatalogStatBlocks).
+func (q *Queries) CatalogStatBlockPut(ctx context.Context, arg CatalogStatBlockPutParams) error {
+	_, err := q.db.Exec(ctx, catalogStatBlockPut,
 		arg.DatasetIds,
-		arg.Slots,
-		arg.Seqs,
-		arg.RunIds,
-		arg.RowIds,
-		arg.Roles,
-		arg.RecordedAt,
-		arg.Statuses,
-		arg.Records,
-		arg.Bytes,
-		arg.DurationMs,
+		arg.LastSeqs,
+		arg.Points,
+		arg.Bodies,
 	)
+	return err
+}
+
+const catalogStatBlockTrim = `-- name: CatalogStatBlockTrim :exec
+DELETE FROM faucet_catalog_stat_blocks b
+USING (SELECT unnest($1::text[]) AS dataset_id, unnest($2::bigint[]) AS prev_floor,
+    unnest($3::bigint[]) AS floor) t
+WHERE b.dataset_id = t.dataset_id AND b.last_seq > t.prev_floor AND b.last_seq <= t.floor
+`
+
+type CatalogStatBlockTrimParams struct {
+	DatasetIds []string
+	PrevFloors []int64
+	Floors     []int64
+}
+
+// Drops the blocks of these datasets whose points have all become older
+// than they keep with this batch: those ending above each dataset's floor
+// before the batch and at or below its floor after it. The lower bound
+// keeps the index scan off the dead entries of the blocks trimmed before,
+// which a scan from the dataset's first key would walk until a vacuum.
+func (q *Queries) CatalogStatBlockTrim(ctx context.Context, arg CatalogStatBlockTrimParams) error {
+	_, err := q.db.Exec(ctx, catalogStatBlockTrim, arg.DatasetIds, arg.PrevFloors, arg.Floors)
 	return err
 }
 

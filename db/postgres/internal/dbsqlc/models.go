@@ -35,6 +35,11 @@ type FaucetCallbackDelivery struct {
 	FinishedAt     *time.Time
 }
 
+type FaucetCatalogBatch struct {
+	BatchID    string
+	RecordedAt time.Time
+}
+
 type FaucetCatalogDataset struct {
 	ID            string
 	Uri           string
@@ -73,18 +78,11 @@ type FaucetCatalogSchemaVersion struct {
 	SchemaHash string
 }
 
-type FaucetCatalogStatSlot struct {
-	DatasetID  string
-	Slot       int32
-	Seq        int64
-	RunID      string
-	RowID      string
-	Role       string
-	RecordedAt time.Time
-	Status     string
-	Records    int64
-	Bytes      *int64
-	DurationMs int64
+type FaucetCatalogStatBlock struct {
+	DatasetID string
+	LastSeq   int64
+	Points    int32
+	Body      []byte
 }
 
 type FaucetConfigSnapshot struct {

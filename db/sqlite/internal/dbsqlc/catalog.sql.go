@@ -9,6 +9,36 @@ import (
 	"context"
 )
 
+const catalogBatchClaim = `-- name: CatalogBatchClaim :execrows
+INSERT INTO faucet_catalog_batches (batch_id, recorded_at) VALUES (?1, ?2)
+ON CONFLICT (batch_id) DO NOTHING
+`
+
+type CatalogBatchClaimParams struct {
+	BatchID    string
+	RecordedAt int64
+}
+
+// Claims a batch's id, first in its transaction: no row means the batch
+// was recorded before (a retry of a write whose commit was lost).
+func (q *Queries) CatalogBatchClaim(ctx context.Context, arg CatalogBatchClaimParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, catalogBatchClaim, arg.BatchID, arg.RecordedAt)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const catalogBatchTrim = `-- name: CatalogBatchTrim :exec
+DELETE FROM faucet_catalog_batches WHERE recorded_at < ?1
+`
+
+// Forgets the ids of batches too old to be retried.
+func (q *Queries) CatalogBatchTrim(ctx context.Context, before int64) error {
+	_, err := q.db.ExecContext(ctx, catalogBatchTrim, before)
+	return err
+}
+
 const catalogDatasetExists = `-- name: CatalogDatasetExists :one
 SELECT EXISTS (SELECT 1 FROM faucet_catalog_datasets WHERE id = ?1)
 `
@@ -198,7 +228,7 @@ type CatalogDatasetUpsertParams struct {
 // JSON. Counters add up, and the fields of the latest run are taken from
 // whichever write is newer, so concurrent recorders converge whatever
 // their order. It returns the dataset's count of volume points with the
-// batch's, which places them in its ring.
+// batch's, which numbers the batch's block of them.
 func (q *Queries) CatalogDatasetUpsert(ctx context.Context, arg CatalogDatasetUpsertParams) (int64, error) {
 	row := q.db.QueryRowContext(ctx, catalogDatasetUpsert,
 		arg.ID,
@@ -372,40 +402,6 @@ func (q *Queries) CatalogEdgeUpsert(ctx context.Context, arg CatalogEdgeUpsertPa
 	return err
 }
 
-const catalogRecorded = `-- name: CatalogRecorded :many
-SELECT DISTINCT s.run_id, s.row_id FROM faucet_catalog_stat_slots s
-WHERE s.run_id IN (SELECT j.value FROM json_each(CAST(?1 AS TEXT)) j)
-`
-
-type CatalogRecordedRow struct {
-	RunID string
-	RowID string
-}
-
-// The invocations of these runs (a JSON array of ids) recorded already.
-func (q *Queries) CatalogRecorded(ctx context.Context, runIds string) ([]CatalogRecordedRow, error) {
-	rows, err := q.db.QueryContext(ctx, catalogRecorded, runIds)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []CatalogRecordedRow
-	for rows.Next() {
-		var i CatalogRecordedRow
-		if err := rows.Scan(&i.RunID, &i.RowID); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const catalogSchemaVersionAppend = `-- name: CatalogSchemaVersionAppend :execrows
 INSERT INTO faucet_catalog_schema_versions (dataset_id, version, recorded_at, run_id, schema, schema_hash)
 SELECT ?1,
@@ -482,48 +478,35 @@ func (q *Queries) CatalogSchemaVersionList(ctx context.Context, arg CatalogSchem
 	return items, nil
 }
 
-const catalogStatList = `-- name: CatalogStatList :many
-SELECT recorded_at, run_id, row_id, role, status, records, bytes, duration_ms FROM faucet_catalog_stat_slots
-WHERE dataset_id = ?1
-ORDER BY seq DESC
-LIMIT ?2
+const catalogStatBlockList = `-- name: CatalogStatBlockList :many
+SELECT b.last_seq, b.points, b.body FROM faucet_catalog_stat_blocks b
+WHERE b.dataset_id = ?1
+    AND b.last_seq > (SELECT d.stats_recorded FROM faucet_catalog_datasets d WHERE d.id = ?1) - ?2
+ORDER BY b.last_seq DESC
 `
 
-type CatalogStatListParams struct {
+type CatalogStatBlockListParams struct {
 	DatasetID string
-	RowLimit  int64
+	Newest    int64
 }
 
-type CatalogStatListRow struct {
-	RecordedAt int64
-	RunID      string
-	RowID      string
-	Role       string
-	Status     string
-	Records    int64
-	Bytes      *int64
-	DurationMs int64
+type CatalogStatBlockListRow struct {
+	LastSeq int64
+	Points  int64
+	Body    string
 }
 
-func (q *Queries) CatalogStatList(ctx context.Context, arg CatalogStatListParams) ([]CatalogStatListRow, error) {
-	rows, err := q.db.QueryContext(ctx, catalogStatList, arg.DatasetID, arg.RowLimit)
+// The blocks holding any of a dataset's newest points, newest first.
+func (q *Queries) CatalogStatBlockList(ctx context.Context, arg CatalogStatBlockListParams) ([]CatalogStatBlockListRow, error) {
+	rows, err := q.db.QueryContext(ctx, catalogStatBlockList, arg.DatasetID, arg.Newest)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []CatalogStatListRow
+	var items []CatalogStatBlockListRow
 	for rows.Next() {
-		var i CatalogStatListRow
-		if err := rows.Scan(
-			&i.RecordedAt,
-			&i.RunID,
-			&i.RowID,
-			&i.Role,
-			&i.Status,
-			&i.Records,
-			&i.Bytes,
-			&i.DurationMs,
-		); err != nil {
+		var i CatalogStatBlockListRow
+		if err := rows.Scan(&i.LastSeq, &i.Points, &i.Body); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -537,87 +520,46 @@ func (q *Queries) CatalogStatList(ctx context.Context, arg CatalogStatListParams
 	return items, nil
 }
 
-const catalogStatPut = `-- name: CatalogStatPut :exec
-INSERT INTO faucet_catalog_stat_slots (dataset_id, slot, seq, run_id, row_id, role, recorded_at, status, records, bytes, duration_ms)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6,
-    ?7, ?8, ?9, ?10, ?11)
+const catalogStatBlockPut = `-- name: CatalogStatBlockPut :exec
+INSERT INTO faucet_catalog_stat_blocks (dataset_id, last_seq, points, body)
+VALUES (?1, ?2, ?3, ?4)
 `
 
-type CatalogStatPutParams struct {
-	DatasetID  string
-	Slot       int64
-	Seq        int64
-	RunID      string
-	RowID      string
-	Role       string
-	RecordedAt int64
-	Status     string
-	Records    int64
-	Bytes      *int64
-	DurationMs int64
+type CatalogStatBlockPutParams struct {
+	DatasetID string
+	LastSeq   int64
+	Points    int64
+	Body      string
 }
 
-// A volume point in a slot of its dataset's ring not taken yet.
-func (q *Queries) CatalogStatPut(ctx context.Context, arg CatalogStatPutParams) error {
-	_, err := q.db.ExecContext(ctx, catalogStatPut,
+// A batch's volume points of one dataset (db.CatalogStatBlocks).
+func (q *Queries) CatalogStatBlockPut(ctx context.Context, arg CatalogStatBlockPutParams) error {
+	_, err := q.db.ExecContext(ctx, catalogStatBlockPut,
 		arg.DatasetID,
-		arg.Slot,
-		arg.Seq,
-		arg.RunID,
-		arg.RowID,
-		arg.Role,
-		arg.RecordedAt,
-		arg.Status,
-		arg.Records,
-		arg.Bytes,
-		arg.DurationMs,
+		arg.LastSeq,
+		arg.Points,
+		arg.Body,
 	)
 	return err
 }
 
-const catalogStatReplace = `-- name: CatalogStatReplace :execrows
-UPDATE faucet_catalog_stat_slots SET
-    seq = ?1, run_id = ?2, row_id = ?3, role = ?4,
-    recorded_at = ?5, status = ?6, records = ?7,
-    bytes = ?8, duration_ms = ?9
-WHERE dataset_id = ?10 AND slot = ?11
+const catalogStatBlockTrim = `-- name: CatalogStatBlockTrim :exec
+DELETE FROM faucet_catalog_stat_blocks
+WHERE dataset_id = ?1 AND last_seq > ?2 AND last_seq <= ?3
 `
 
-type CatalogStatReplaceParams struct {
-	Seq        int64
-	RunID      string
-	RowID      string
-	Role       string
-	RecordedAt int64
-	Status     string
-	Records    int64
-	Bytes      *int64
-	DurationMs int64
-	DatasetID  string
-	Slot       int64
+type CatalogStatBlockTrimParams struct {
+	DatasetID string
+	PrevFloor int64
+	Floor     int64
 }
 
-// A volume point over the oldest of its dataset's ring, which held one in
-// every slot: an update in place, where an upsert would first try, and
-// fail, to insert.
-func (q *Queries) CatalogStatReplace(ctx context.Context, arg CatalogStatReplaceParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, catalogStatReplace,
-		arg.Seq,
-		arg.RunID,
-		arg.RowID,
-		arg.Role,
-		arg.RecordedAt,
-		arg.Status,
-		arg.Records,
-		arg.Bytes,
-		arg.DurationMs,
-		arg.DatasetID,
-		arg.Slot,
-	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected()
+// Drops a dataset's blocks whose points have all become older than it
+// keeps with this batch: those ending above the floor before the batch
+// and at or below the floor after it.
+func (q *Queries) CatalogStatBlockTrim(ctx context.Context, arg CatalogStatBlockTrimParams) error {
+	_, err := q.db.ExecContext(ctx, catalogStatBlockTrim, arg.DatasetID, arg.PrevFloor, arg.Floor)
+	return err
 }
 
 const configSnapshotGet = `-- name: ConfigSnapshotGet :one

@@ -31,6 +31,11 @@ type FaucetCallbackDelivery struct {
 	FinishedAt     *int64
 }
 
+type FaucetCatalogBatch struct {
+	BatchID    string
+	RecordedAt int64
+}
+
 type FaucetCatalogDataset struct {
 	ID            string
 	Uri           string
@@ -69,18 +74,11 @@ type FaucetCatalogSchemaVersion struct {
 	SchemaHash string
 }
 
-type FaucetCatalogStatSlot struct {
-	DatasetID  string
-	Slot       int64
-	Seq        int64
-	RunID      string
-	RowID      string
-	Role       string
-	RecordedAt int64
-	Status     string
-	Records    int64
-	Bytes      *int64
-	DurationMs int64
+type FaucetCatalogStatBlock struct {
+	DatasetID string
+	LastSeq   int64
+	Points    int64
+	Body      string
 }
 
 type FaucetConfigSnapshot struct {
