@@ -447,7 +447,8 @@ func (s *store) CatalogDatasetGet(ctx context.Context, id string) (*CatalogDatas
 		return nil, fail(ctx, op, err)
 	}
 	if out.Stats, err = statsOf(blocks, DetailStats); err != nil {
-		return nil, fail(ctx, op, fmt.Errorf("dataset %s: %w", id, err))
+		// A block its reader cannot decode stays so: no retry helps.
+		return nil, &Error{Op: op, Transience: Permanent, Err: fmt.Errorf("dataset %s: %w", id, err)}
 	}
 	edges, err := s.d.CatalogEdgesTouching(ctx, []string{id}, 2*DetailEdges)
 	if err != nil {

@@ -33,6 +33,9 @@ func TestCatalogStatBlocksNumberAndTrim(t *testing.T) {
 	if b.LastSeq != 6 || b.Points != keep || b.Floor != 6-keep || b.PrevFloor != 1-keep {
 		t.Errorf("b's block %+v", b)
 	}
+	if a.Trims() || !b.Trims() {
+		t.Errorf("trims: a %v, b %v; want only b's, whose count passed %d", a.Trims(), b.Trims(), keep)
+	}
 	var kept []statPoint
 	if err := json.Unmarshal(b.Body, &kept); err != nil {
 		t.Fatal(err)

@@ -222,14 +222,13 @@ type CatalogDriver interface {
 	// CatalogRecord writes a batch in one transaction: first it claims
 	// p.BatchID, writing nothing when the id was claimed before (the batch
 	// was recorded, and this is a retry), and forgets the ids claimed
-	// before p.ForgetBefore; then the datasets upserted
-	// (p.Datasets, in id order, so concurrent writers lock rows in one
-	// order), each adding its StatsRecorded to the dataset's count of
-	// volume points and reading the sum back; the stats rows written as
-	// the blocks CatalogStatBlocks makes of them, and each block's dataset
-	// trimmed from its PrevFloor to its Floor; each schema version appended where its hash
-	// differs from its dataset's newest; the edges upserted; and the
-	// snapshots applied in order.
+	// before p.ForgetBefore; then the datasets upserted (p.Datasets, in id
+	// order, so concurrent writers lock rows in one order), each adding
+	// its StatsRecorded to the dataset's count of volume points and
+	// reading the sum back; the stats rows written as the blocks
+	// CatalogStatBlocks makes of them, the blocks that Trims trimmed; each
+	// schema version appended where its hash differs from its dataset's
+	// newest; the edges upserted; and the snapshots applied in order.
 	CatalogRecord(ctx context.Context, p *CatalogRecordParams) error
 	// CatalogDatasetList returns up to p.Limit matching datasets ordered
 	// (last_seen DESC, id DESC), below p.Cursor's dataset; none when the
@@ -305,8 +304,7 @@ type CatalogStatWrite struct {
 // Body. Floor is the dataset's count less what it keeps: a block ending
 // at or below it holds only points it no longer keeps. The blocks to trim
 // with the batch are those ending above PrevFloor, the floor before the
-// batch, and at or below Floor; those below were trimmed before. Floor
-// below 1 trims nothing.
+// batch, and at or below Floor; those below were trimmed before.
 type CatalogStatBlock struct {
 	DatasetID string
 	LastSeq   int64
@@ -315,6 +313,10 @@ type CatalogStatBlock struct {
 	PrevFloor int64
 	Floor     int64
 }
+
+// Trims reports whether the batch leaves any of the dataset's blocks
+// without a point kept: not before its count passes what it keeps.
+func (b CatalogStatBlock) Trims() bool { return b.Floor >= 1 }
 
 // CatalogStatBlockRow is a stored block of volume points.
 type CatalogStatBlockRow struct {

@@ -88,7 +88,7 @@ func blockColumns(blocks []db.CatalogStatBlock) (dbsqlc.CatalogStatBlockPutParam
 	for _, b := range blocks {
 		put.DatasetIds, put.LastSeqs = append(put.DatasetIds, b.DatasetID), append(put.LastSeqs, b.LastSeq)
 		put.Points, put.Bodies = append(put.Points, int32(b.Points)), append(put.Bodies, string(b.Body))
-		if b.Floor >= 1 {
+		if b.Trims() {
 			trim.DatasetIds, trim.PrevFloors, trim.Floors = append(trim.DatasetIds, b.DatasetID), append(trim.PrevFloors, b.PrevFloor), append(trim.Floors, b.Floor)
 		}
 	}

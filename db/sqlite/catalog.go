@@ -41,7 +41,7 @@ func (d *driver) CatalogRecord(ctx context.Context, p *db.CatalogRecordParams) e
 			if err := q.CatalogStatBlockPut(ctx, dbsqlc.CatalogStatBlockPutParams{DatasetID: b.DatasetID, LastSeq: b.LastSeq, Points: b.Points, Body: string(b.Body)}); err != nil {
 				return err
 			}
-			if b.Floor < 1 {
+			if !b.Trims() {
 				continue
 			}
 			if err := q.CatalogStatBlockTrim(ctx, dbsqlc.CatalogStatBlockTrimParams{DatasetID: b.DatasetID, PrevFloor: b.PrevFloor, Floor: b.Floor}); err != nil {
