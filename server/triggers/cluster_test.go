@@ -58,7 +58,9 @@ type member struct {
 
 func newMember(t *testing.T, url string, c *clock) *member {
 	t.Helper()
-	st, err := db.Open(t.Context(), url, db.Options{InstanceID: uuid.NewString()})
+	// The store keeps the members' clock: it dates the trigger's arming,
+	// which a schedule's slots are judged against.
+	st, err := db.Open(t.Context(), url, db.Options{InstanceID: uuid.NewString(), Clock: c.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,6 +164,8 @@ func TestScheduleFiresEachSlotOnceAcrossMembers(t *testing.T) {
 			for i, m := range ms {
 				ws[i] = m.watch(t, set, "every-minute")
 			}
+			// Their first look arms the trigger, now, and fires nothing.
+			stepAll(t, ws, start)
 			var want []time.Time
 			for step := 1; step <= 12; step++ {
 				now := start.Add(time.Duration(step) * time.Minute)
