@@ -8,7 +8,8 @@
 # the peak PSS of its process tree, the plugins' peak RSS on a 10M-row
 # input (BENCH_BIG_ROWS, 0 skips it), and the speedup of 2 shards, through
 # `faucet run --shards 2` and through one `faucet serve` outside a cluster.
-# BENCH_ROWS overrides the row count, BENCH_REPEAT the runs per figure;
+# BENCH_ROWS overrides the row count, BENCH_REPEAT the runs per figure
+# (three times as many for the dead-letter ratios);
 # BENCH_ONLY=dead-letters measures only CSV → Postgres with dead letters,
 # BENCH_ONLY=shards only the shard speedups.
 # The machine's load is printed before and after: the figures are only as

@@ -2,10 +2,12 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -22,7 +24,12 @@ const deadLetterEvery = 1000
 // 0.1 % of its rows holding a value their column cannot take ("n/a" for an
 // amount), and again with 0.1 % of its rows repeating the previous row's
 // key, which only the server can refuse. It prints each rate and its ratio
-// to the clean run's.
+// to the clean run's, with the range of each variant's runs.
+//
+// Each variant runs three times the repeat count: the database server's
+// CPU for the same COPY varies by a quarter from one run to the next on a
+// small shared machine, and the ratio of two such medians needs more runs
+// than a figure read alone to settle within its 10 % bound.
 func (b *bench) measureDeadLetters(ctx context.Context) error {
 	bad, dup := filepath.Join(b.tmp, "bad.csv"), filepath.Join(b.tmp, "dup.csv")
 	if err := spoil(b.data, bad, func(f []string) { f[3] = "n/a" }); err != nil {
@@ -48,7 +55,8 @@ func (b *bench) measureDeadLetters(ctx context.Context) error {
 	runs := make([][]figures, len(variants))
 	// Each round starts one variant later, so that every variant takes
 	// every place in the cycle and none always follows the same one.
-	for r := range b.repeat {
+	rounds := 3 * b.repeat
+	for r := range rounds {
 		for k := range variants {
 			i := (k + r) % len(variants)
 			v := variants[i]
@@ -84,10 +92,13 @@ func (b *bench) measureDeadLetters(ctx context.Context) error {
 	}
 	os.Remove(dlq)
 	clean := median(runs[0])
-	fmt.Printf("\nCSV → Postgres into a typed table with a primary key, %d rows (median of %d interleaved runs):\n", b.rows, b.repeat)
+	fmt.Printf("\nCSV → Postgres into a typed table with a primary key, %d rows (median of %d interleaved runs, and their range):\n", b.rows, rounds)
 	for i, v := range variants {
 		f := median(runs[i])
-		line := fmt.Sprintf("  %-36s %6.0fk rows/s, CPU %.2f, db %.2f", v.name, float64(b.rows)/f.seconds/1000, f.cpu, f.db)
+		fastest := slices.MinFunc(runs[i], func(a, b figures) int { return cmp.Compare(a.seconds, b.seconds) })
+		slowest := slices.MaxFunc(runs[i], func(a, b figures) int { return cmp.Compare(a.seconds, b.seconds) })
+		rate := func(f figures) float64 { return float64(b.rows) / f.seconds / 1000 }
+		line := fmt.Sprintf("  %-36s %6.0fk rows/s (%.0fk–%.0fk), CPU %.2f, db %.2f", v.name, rate(f), rate(slowest), rate(fastest), f.cpu, f.db)
 		if i > 0 {
 			ratio := clean.seconds / f.seconds
 			line += fmt.Sprintf("; / clean %.2f (≥ 0.90 %s)", ratio, verdict(ratio >= 0.9))

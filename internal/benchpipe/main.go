@@ -124,7 +124,7 @@ func run(args []string) error {
 	faucet := fs.String("faucet", "", "the faucet binary serving the built-in connectors")
 	data := fs.String("data", "", "the CSV dataset from benchpipe gen")
 	rows := fs.Int64("rows", 1_000_000, "rows in the dataset")
-	repeat := fs.Int("repeat", 5, "runs per case and side; medians are reported")
+	repeat := fs.Int("repeat", 5, "runs per case and side (three times as many for the dead-letter variants); medians are reported")
 	pg := fs.String("pg", "", "a PostgreSQL URL: also measure the Postgres pipelines")
 	psql := fs.String("psql", "psql", "the psql of the Postgres references")
 	bigRows := fs.Int64("big-rows", 10_000_000, "rows of the larger dataset the plugins' memory is measured on again (0: skip)")
