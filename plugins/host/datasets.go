@@ -28,6 +28,9 @@ func reports(observe bool, version int) bool {
 // text.
 func observation(name string, st *connectorv1.Stats) pipeline.Observation {
 	o := pipeline.Observation{Records: st.GetRecords(), Bytes: st.GetBytes()}
+	if n := len(st.GetDatasets()); n > 0 {
+		o.Datasets = make([]pipeline.Dataset, 0, min(n, maxDatasets))
+	}
 	for _, d := range st.GetDatasets() {
 		if len(o.Datasets) == maxDatasets {
 			break
@@ -41,6 +44,9 @@ func observation(name string, st *connectorv1.Stats) pipeline.Observation {
 		}
 		if s := d.GetSchema(); s != nil {
 			ds.Schema = &pipeline.Schema{}
+			if n := len(s.GetColumns()); n > 0 {
+				ds.Schema.Columns = make([]pipeline.Column, 0, min(n, maxColumns))
+			}
 			for _, c := range s.GetColumns() {
 				if len(ds.Schema.Columns) == maxColumns {
 					break

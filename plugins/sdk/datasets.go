@@ -133,8 +133,9 @@ const (
 )
 
 // describe asks a Describer for the datasets of a session, in the protocol's
-// terms; nil when the connector is none or fails.
-func describe(ctx context.Context, c Connector, req DatasetsRequest) []*connectorv1.Dataset {
+// terms, a dataset without a kind taking name, the connector's; nil when
+// the connector is none or fails.
+func describe(ctx context.Context, c Connector, name string, req DatasetsRequest) []*connectorv1.Dataset {
 	d, ok := c.(Describer)
 	if !ok {
 		return nil
@@ -159,8 +160,7 @@ func describe(ctx context.Context, c Connector, req DatasetsRequest) []*connecto
 		}
 		pd := &connectorv1.Dataset{Kind: ds.Kind, Uri: uri}
 		if pd.Kind == "" {
-			// Spec builds the connector's whole description: only when needed.
-			pd.Kind = c.Spec().Name
+			pd.Kind = name
 		}
 		schema := ds.Schema
 		if schema == nil {

@@ -34,6 +34,25 @@ func TestSamplerInfersTypesAndNullability(t *testing.T) {
 	}
 }
 
+// TestSamplerFollowsMembersInAnyOrder: a column is one column wherever
+// its member sits in a record, and keeps the place it was first seen at.
+func TestSamplerFollowsMembersInAnyOrder(t *testing.T) {
+	s := &sampler{}
+	s.observe([]byte(`{"a":1,"b":"x"}
+{"b":"y","a":2}
+{"c":true,"a":3}
+{"a":4,"c":false,"b":null}
+`))
+	want := &Schema{Columns: []Column{
+		{Name: "a", Type: TypeInteger},
+		{Name: "b", Type: TypeString, Nullable: true},
+		{Name: "c", Type: TypeBoolean, Nullable: true},
+	}}
+	if got := s.schema(); !reflect.DeepEqual(got, want) {
+		t.Errorf("schema = %+v\nwant   %+v", got, want)
+	}
+}
+
 // TestSamplerBoundsItsWork: past the first records it looks at a few of
 // each batch only.
 func TestSamplerBoundsItsWork(t *testing.T) {

@@ -29,11 +29,14 @@ const (
 // nothing (the session was not asked for datasets).
 type sampler struct {
 	records int64
-	cols    map[string]*sampledColumn
-	order   []string
+	// cols are the columns in the order first seen, index their positions
+	// by name.
+	cols  []sampledColumn
+	index map[string]int
 }
 
 type sampledColumn struct {
+	name  string
 	kinds uint8
 	null  bool
 	// seen counts the sampled records that have the column: fewer than
@@ -66,22 +69,29 @@ func (s *sampler) observe(records []byte) {
 }
 
 // record samples one record; one that is not a JSON object is skipped.
+// Records mostly list their members in the same order, so the n-th member
+// is looked for first among the columns at n.
 func (s *sampler) record(rec []byte) {
-	if s.cols == nil {
-		s.cols = map[string]*sampledColumn{}
+	if s.index == nil {
+		s.index = map[string]int{}
 	}
 	s.records++
+	n := 0
 	scanMembers(rec, func(key []byte, kind uint8, null bool) {
-		c, ok := s.cols[string(key)]
-		if !ok {
-			if len(s.order) == maxReportedColumns {
-				return
+		at := n
+		n++
+		if at >= len(s.cols) || s.cols[at].name != string(key) {
+			var ok bool
+			if at, ok = s.index[string(key)]; !ok {
+				if len(s.cols) == maxReportedColumns {
+					return
+				}
+				at = len(s.cols)
+				s.cols = append(s.cols, sampledColumn{name: string(key)})
+				s.index[s.cols[at].name] = at
 			}
-			c = &sampledColumn{}
-			name := string(key)
-			s.cols[name] = c
-			s.order = append(s.order, name)
 		}
+		c := &s.cols[at]
 		c.seen++
 		c.kinds |= kind
 		c.null = c.null || null
@@ -93,11 +103,10 @@ func (s *sampler) schema() *Schema {
 	if s == nil || s.records == 0 {
 		return nil
 	}
-	out := &Schema{Columns: make([]Column, 0, len(s.order))}
-	for _, name := range s.order {
-		c := s.cols[name]
+	out := &Schema{Columns: make([]Column, 0, len(s.cols))}
+	for _, c := range s.cols {
 		out.Columns = append(out.Columns, Column{
-			Name:     name,
+			Name:     c.name,
 			Type:     kindType(c.kinds),
 			Nullable: c.null || c.seen < s.records,
 		})

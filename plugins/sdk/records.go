@@ -182,8 +182,8 @@ type rejects struct {
 
 // withRejects gives a session faucet's record policy, when the open request
 // carries one and the connector honours it.
-func withRejects(ctx context.Context, c Connector, rp *connectorv1.RecordPolicy) (context.Context, *rejects) {
-	if rp == nil || !c.Spec().RejectsRecords {
+func withRejects(ctx context.Context, spec Spec, rp *connectorv1.RecordPolicy) (context.Context, *rejects) {
+	if rp == nil || !spec.RejectsRecords {
 		return ctx, nil
 	}
 	r := &rejects{policy: RecordPolicy{MaxAttempts: max(1, int(rp.GetMaxAttempts()))}}

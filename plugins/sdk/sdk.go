@@ -20,8 +20,9 @@ import (
 )
 
 // Connector is the one method every connector has: the description faucet
-// identifies it by. A connector also implements Source, Sink or both, and
-// optionally Sharder and Checker.
+// identifies it by, read once when the plugin starts (it describes the
+// connector, not a session). A connector also implements Source, Sink or
+// both, and optionally Sharder and Checker.
 type Connector interface {
 	Spec() Spec
 }

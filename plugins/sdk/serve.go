@@ -106,19 +106,22 @@ func checkConnector(c Connector) error {
 
 // newServer adapts c to the gRPC connector service.
 func newServer(c Connector) connectorv1.ConnectorServiceServer {
-	return &server{c: c, upstreams: newUpstreamPool(), regions: &regionCache{}, access: &accessCache{}}
+	return &server{c: c, spec: c.Spec(), upstreams: newUpstreamPool(), regions: &regionCache{}, access: &accessCache{}}
 }
 
 type server struct {
 	connectorv1.UnimplementedConnectorServiceServer
-	c         Connector
+	c Connector
+	// spec is c's, read once: a connector builds it afresh on every call,
+	// and sessions need only its name and flags.
+	spec      Spec
 	upstreams *upstreamPool
 	regions   *regionCache
 	access    *accessCache
 }
 
 func (s *server) Spec(context.Context, *connectorv1.SpecRequest) (*connectorv1.SpecResponse, error) {
-	spec := s.c.Spec()
+	spec := s.spec
 	_, isSource := s.c.(Source)
 	_, isSink := s.c.(Sink)
 	kind := connectorv1.Kind_KIND_SOURCE
@@ -166,7 +169,7 @@ func (s *server) Check(ctx context.Context, req *connectorv1.CheckRequest) (*con
 func (s *server) Shards(ctx context.Context, req *connectorv1.ShardsRequest) (*connectorv1.ShardsResponse, error) {
 	sharder, ok := s.c.(Sharder)
 	if !ok {
-		return nil, status.Errorf(codes.Unimplemented, "connector %s is not shardable", s.c.Spec().Name)
+		return nil, status.Errorf(codes.Unimplemented, "connector %s is not shardable", s.spec.Name)
 	}
 	ctx = s.access.callContext(ctx, req.GetFileAccess())
 	shards, err := sharder.Shards(ctx, req.GetConfig(), int(req.GetCount()))
@@ -183,7 +186,7 @@ func (s *server) Shards(ctx context.Context, req *connectorv1.ShardsRequest) (*c
 func (s *server) Read(req *connectorv1.ReadRequest, stream grpc.ServerStreamingServer[connectorv1.ReadResponse]) error {
 	src, ok := s.c.(Source)
 	if !ok {
-		return status.Errorf(codes.Unimplemented, "connector %s is not a source", s.c.Spec().Name)
+		return status.Errorf(codes.Unimplemented, "connector %s is not a source", s.spec.Name)
 	}
 	send := func(b *connectorv1.Batch) error {
 		return stream.Send(&connectorv1.ReadResponse{Msg: &connectorv1.ReadResponse_Batch{Batch: b}})
@@ -215,7 +218,7 @@ func (s *server) Read(req *connectorv1.ReadRequest, stream grpc.ServerStreamingS
 	}
 	stats := &connectorv1.Stats{Records: w.Records(), Bytes: w.Bytes()}
 	if infer != nil {
-		stats.Datasets = describe(ctx, s.c, DatasetsRequest{Role: RoleSource, Config: req.GetConfig(), Shard: shardOf(req), Observed: infer.schema()})
+		stats.Datasets = describe(ctx, s.c, s.spec.Name, DatasetsRequest{Role: RoleSource, Config: req.GetConfig(), Shard: shardOf(req), Observed: infer.schema()})
 	}
 	return stream.Send(&connectorv1.ReadResponse{Msg: &connectorv1.ReadResponse_Stats{Stats: stats}})
 }
@@ -223,7 +226,7 @@ func (s *server) Read(req *connectorv1.ReadRequest, stream grpc.ServerStreamingS
 func (s *server) Write(stream grpc.BidiStreamingServer[connectorv1.WriteRequest, connectorv1.WriteResponse]) error {
 	sink, ok := s.c.(Sink)
 	if !ok {
-		return status.Errorf(codes.Unimplemented, "connector %s is not a sink", s.c.Spec().Name)
+		return status.Errorf(codes.Unimplemented, "connector %s is not a sink", s.spec.Name)
 	}
 	ctx := stream.Context()
 	first, err := stream.Recv()
@@ -235,7 +238,7 @@ func (s *server) Write(stream grpc.BidiStreamingServer[connectorv1.WriteRequest,
 		return status.Error(codes.InvalidArgument, "a write session must start with an open request")
 	}
 	ctx, outs := withOutputs(s.access.callContext(ctx, open.GetFileAccess()))
-	ctx, rej := withRejects(ctx, s.c, open.GetRecordPolicy())
+	ctx, rej := withRejects(ctx, s.spec, open.GetRecordPolicy())
 	if open.GetUpstream() != nil {
 		return s.writeFromUpstream(ctx, session{outs, rej}, stream, sink, open)
 	}
@@ -256,7 +259,7 @@ func (s *server) Write(stream grpc.BidiStreamingServer[connectorv1.WriteRequest,
 			}
 			stats := &connectorv1.Stats{Records: records, Bytes: size}
 			if infer != nil {
-				stats.Datasets = describe(ctx, s.c, DatasetsRequest{Role: RoleSink, Config: open.GetConfig(), Observed: infer.schema()})
+				stats.Datasets = describe(ctx, s.c, s.spec.Name, DatasetsRequest{Role: RoleSink, Config: open.GetConfig(), Observed: infer.schema()})
 			}
 			return session{outs, rej}.finish(stream.Send, stats)
 		}
