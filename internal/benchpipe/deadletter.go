@@ -93,11 +93,11 @@ func (b *bench) measureDeadLetters(ctx context.Context) error {
 	os.Remove(dlq)
 	clean := median(runs[0])
 	fmt.Printf("\nCSV → Postgres into a typed table with a primary key, %d rows (median of %d interleaved runs, and their range):\n", b.rows, rounds)
+	rate := func(run figures) float64 { return float64(b.rows) / run.seconds / 1000 }
+	bySeconds := func(x, y figures) int { return cmp.Compare(x.seconds, y.seconds) }
 	for i, v := range variants {
 		f := median(runs[i])
-		fastest := slices.MinFunc(runs[i], func(a, b figures) int { return cmp.Compare(a.seconds, b.seconds) })
-		slowest := slices.MaxFunc(runs[i], func(a, b figures) int { return cmp.Compare(a.seconds, b.seconds) })
-		rate := func(f figures) float64 { return float64(b.rows) / f.seconds / 1000 }
+		fastest, slowest := slices.MinFunc(runs[i], bySeconds), slices.MaxFunc(runs[i], bySeconds)
 		line := fmt.Sprintf("  %-36s %6.0fk rows/s (%.0fk–%.0fk), CPU %.2f, db %.2f", v.name, rate(f), rate(slowest), rate(fastest), f.cpu, f.db)
 		if i > 0 {
 			ratio := clean.seconds / f.seconds
