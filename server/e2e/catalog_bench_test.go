@@ -57,8 +57,9 @@ func BenchmarkCatalogOverhead(b *testing.B) {
 			}
 			recorded := 0
 			b.Run("trivial", func(b *testing.B) {
-				// A turn lasts a second or so: waiting for the catalog's
-				// last write, which takes a few polls, is a small part of it.
+				// A turn lasts from a third of a second (a fast machine) to
+				// a second: waiting for the catalog's last write, a few polls
+				// of 5-15 ms, is a small part of it.
 				const perTurn = 500
 				var rate, cpu, scpu [2][]float64
 				for i := range max(b.N*4, minRounds) {
