@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"time"
+
+	"github.com/ncruces/go-sqlite3"
 )
 
 // checkpointEvery is how often the checkpointer copies the WAL back into the
@@ -14,6 +16,17 @@ const checkpointEvery = time.Second
 // restart: a burst of writes may grow it, and it shrinks back afterwards.
 const walSizeLimit = 64 << 20
 
+// restartFrames is the WAL length, in frames, past which a checkpoint that
+// could not catch up with the writes is followed by one that restarts the
+// WAL: about walSizeLimit at SQLite's default page size (4 KiB and a
+// 24-byte frame header).
+const restartFrames = walSizeLimit / (4096 + 24)
+
+// restartWait bounds how long a restarting checkpoint waits for the
+// transactions in progress, and so how long it holds up new writes: it
+// runs only under unbroken load, and gives up rather than stall them.
+const restartWait = 50 * time.Millisecond
+
 // checkpointer moves WAL checkpoints off the write path. By default SQLite
 // checkpoints inside the commit that grows the WAL past 1000 pages, so one
 // write in a few hundred pays for copying pages and syncing the database
@@ -22,41 +35,73 @@ const walSizeLimit = 64 << 20
 // checkpointEvery instead, PASSIVE, so it never waits for or blocks a writer
 // or a reader; several processes sharing a file each run one, and a
 // checkpoint that finds another in progress simply leaves the work to it.
+//
+// A passive checkpoint alone lets the WAL grow without bound under unbroken
+// load: the WAL starts over only when a write begins once every frame was
+// copied back, and writes that keep coming add frames while it copies. A
+// WAL growing for good costs every write a file system block allocated
+// and zeroed, and every read a longer search of the WAL index. So once the
+// WAL is past restartFrames and a passive checkpoint left frames behind,
+// the checkpointer runs a RESTART checkpoint: it holds new writes for as
+// long as it copies the rest and waits for the readers (restartWait at
+// most), and the next write starts the WAL over, reusing its file.
 type checkpointer struct {
 	conn *sql.DB
-	stop context.CancelFunc
-	done chan struct{}
+	// every and restartFrames are checkpointEvery and restartFrames, but
+	// in tests.
+	every         time.Duration
+	restartFrames int
+	stop          context.CancelFunc
+	done          chan struct{}
 }
 
-// startCheckpointer starts the checkpointer of a file database; an in-memory
-// one has no WAL and gets none (nil).
-func startCheckpointer(ctx context.Context, t *target) (*checkpointer, error) {
+// startCheckpointer starts the checkpointer of a file database, checkpointing
+// every period and restarting a WAL longer than frames; an in-memory one
+// has no WAL and gets none (nil).
+func startCheckpointer(ctx context.Context, t *target, every time.Duration, frames int) (*checkpointer, error) {
 	if t.memory != "" {
 		return nil, nil
 	}
-	conn, err := t.pool(ctx, 1, setupWriter)
+	conn, err := t.pool(ctx, 1, func(c *sqlite3.Conn, memory bool) error {
+		if err := setupWriter(c, memory); err != nil {
+			return err
+		}
+		return c.BusyTimeout(restartWait)
+	})
 	if err != nil {
 		return nil, err
 	}
 	loop, stop := context.WithCancel(context.Background())
-	c := &checkpointer{conn: conn, stop: stop, done: make(chan struct{})}
+	c := &checkpointer{conn: conn, every: every, restartFrames: frames, stop: stop, done: make(chan struct{})}
 	go c.run(loop)
 	return c, nil
 }
 
 func (c *checkpointer) run(ctx context.Context) {
 	defer close(c.done)
-	tick := time.NewTicker(checkpointEvery)
+	tick := time.NewTicker(c.every)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-			// A failed checkpoint (busy, or the disk) costs nothing but a
-			// longer WAL until the next tick succeeds.
-			_, _ = c.conn.ExecContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`)
+			c.checkpoint(ctx)
 		}
+	}
+}
+
+// checkpoint runs one passive checkpoint, and a restarting one after it
+// when the WAL is long and the passive one left frames behind. A failed
+// checkpoint (busy, or the disk) costs nothing but a longer WAL until the
+// next tick succeeds.
+func (c *checkpointer) checkpoint(ctx context.Context) {
+	var busy, frames, copied int
+	if err := c.conn.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &frames, &copied); err != nil {
+		return
+	}
+	if frames > c.restartFrames && copied < frames {
+		_, _ = c.conn.ExecContext(ctx, `PRAGMA wal_checkpoint(RESTART)`)
 	}
 }
 
