@@ -18,14 +18,14 @@ import (
 )
 
 // Revisions a third-party plugin may have been built from: the last commit
-// whose SDK spoke only connector protocol 1.0, the last one speaking 1.1 at
-// most, and the last one speaking 1.2 at most. A plugin built from one
-// stands for every plugin built before the next version, which must keep
-// working.
+// whose SDK spoke only connector protocol 1.0, and the last ones speaking
+// 1.1, 1.2 and 1.3 at most. A plugin built from one stands for every
+// plugin built before the next version, which must keep working.
 const (
 	protocol10Revision = "cc1348f43fd380ee15ec9aeaff508420ba432bf9"
 	protocol11Revision = "14b87e2e125fd0f676e22f696ae197aece416660"
 	protocol12Revision = "fff8c5c5eaa82e34707111cab227af615ad14241"
+	protocol13Revision = "532fd7bf106edf88ec7fcfef63c9d2dc48ea0733"
 )
 
 var (

@@ -205,3 +205,65 @@ func TestProtocol12PluginKeepsWorking(t *testing.T) {
 		t.Errorf("no warning names the protocol 1.2 plugin that cannot be confined:\n%s", logged.String())
 	}
 }
+
+// TestProtocol13PluginKeepsWorking runs the example plugin built against
+// protocol 1.3, whose sessions send the observed schema on each dataset,
+// beside 1.4 built-ins, which send it once and share a pipe's one sample:
+// a 1.4 sink reading the 1.3 source directly, or relayed, reports its
+// file with the schema it observed, and a 1.4 source read directly by the
+// 1.3 sink, which takes no sample for it, samples its records itself.
+func TestProtocol13PluginKeepsWorking(t *testing.T) {
+	hostLog, logged := testLog(t)
+	linesDir := buildLinesAt(t, protocol13Revision)
+	dir := t.TempDir()
+	files := sdk.NewFiles([]string{dir}, nil)
+	h, err := host.New(context.Background(), host.Options{
+		Executable: faucetBin, Builtins: builtinSpecs(), Logger: hostLog, PluginDirs: []string{linesDir},
+		Files: func() *sdk.Files { return files },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		h.Close()
+		for _, pid := range children(t, filepath.Join(linesDir, "faucet-lines")) {
+			t.Errorf("protocol 1.3 plugin process %d left behind", pid)
+		}
+	})
+	in := filepath.Join(dir, "in.txt")
+	if err := os.WriteFile(in, []byte("one\ntwo\nthree\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lines := &pipeline.Schema{Columns: []pipeline.Column{{Name: "n", Type: "integer"}, {Name: "line", Type: "string"}}}
+	for name, conns := range map[string]pipeline.Connectors{"piped": h, "relayed": relayOnly{h}} {
+		out := filepath.Join(dir, name+".jsonl")
+		l := observe(t, conns, pipeline.Invocation{RowID: "default", Source: cfg("lines", map[string]any{"path": in}), Sink: cfg("jsonl", map[string]any{"path": out})})
+		want := pipeline.Lineage{
+			Source: pipeline.Observation{Datasets: []pipeline.Dataset{{Kind: "lines", URI: fileURI(in), Schema: lines}}, Records: 3, Bytes: l.Source.Bytes},
+			Sink:   pipeline.Observation{Datasets: []pipeline.Dataset{{Kind: "jsonl", URI: fileURI(out), Schema: lines}}, Records: 3, Bytes: l.Sink.Bytes},
+		}
+		if !reflect.DeepEqual(*l, want) {
+			t.Errorf("%s: lines (1.3) → jsonl lineage = %+v\nwant %+v", name, *l, want)
+		}
+	}
+
+	csvIn := filepath.Join(dir, "in.csv")
+	if err := os.WriteFile(csvIn, []byte("line\nx\ny\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	linesOut := filepath.Join(dir, "out.txt")
+	l := observe(t, h, pipeline.Invocation{RowID: "default", Source: cfg("csv", map[string]any{"path": csvIn}), Sink: cfg("lines", map[string]any{"path": linesOut})})
+	if got, err := os.ReadFile(linesOut); err != nil || string(got) != "x\ny\n" {
+		t.Errorf("csv → lines (1.3) wrote %q (%v)", got, err)
+	}
+	wantSource := []pipeline.Dataset{{Kind: "csv", URI: fileURI(csvIn), Schema: &pipeline.Schema{Columns: []pipeline.Column{{Name: "line", Type: "string"}}}}}
+	if !reflect.DeepEqual(l.Source.Datasets, wantSource) {
+		t.Errorf("the 1.4 source's report, passed on by the 1.3 sink = %+v, want %+v", l.Source.Datasets, wantSource)
+	}
+	if want := []pipeline.Dataset{{Kind: "lines", URI: fileURI(linesOut), Schema: lines}}; !reflect.DeepEqual(l.Sink.Datasets, want) {
+		t.Errorf("the 1.3 sink's report = %+v, want %+v", l.Sink.Datasets, want)
+	}
+	if !containsLine(logged.String(), "plugin started", "connector=faucet-lines", "protocol=4") {
+		t.Error("faucet did not negotiate protocol 4 (1.3) with the 1.3 plugin")
+	}
+}

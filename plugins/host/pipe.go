@@ -54,8 +54,15 @@ func (h *Host) OpenPipe(ctx context.Context, source pipeline.ConnectorConfig, sh
 		return nil, &ConnectorError{Connector: sc.Name, Msg: "the plugin has no address to read from"}
 	}
 	// The sink passes the source's report on only when it speaks 1.2 too.
+	// A sink speaking 1.4 samples the records for both, and a source
+	// speaking 1.4 then takes no sample of the same records.
 	observe := reports(pipeline.ObservationWanted(ctx), dst.version)
-	read := &connectorv1.ReadRequest{Config: source.Config, ReportDatasets: observe && reports(true, src.version), FileAccess: h.fileAccess(sc, src)}
+	sinkApart := apart(observe, dst.version)
+	srcApart := sinkApart && apart(reports(true, src.version), src.version)
+	read := &connectorv1.ReadRequest{
+		Config: source.Config, ReportDatasets: observe && reports(true, src.version), ReportObserved: srcApart, SampledByReader: srcApart,
+		FileAccess: h.fileAccess(sc, src),
+	}
 	if shard != nil {
 		read.Shard = &connectorv1.Shard{Descriptor_: shard.Descriptor, EstimatedRecords: shard.EstimatedRecords, EstimatedBytes: shard.EstimatedBytes}
 	}
@@ -69,6 +76,7 @@ func (h *Host) OpenPipe(ctx context.Context, source pipeline.ConnectorConfig, sh
 			RecordPolicy:   recordPolicy(kc, dst, report),
 			Upstream:       &connectorv1.Upstream{Network: addr.Addr.Network(), Address: addr.Addr.String(), Read: read, ProtocolVersion: uint32(src.version)},
 			ReportDatasets: observe,
+			ReportObserved: sinkApart,
 		}}})
 	}
 	if err != nil {
@@ -177,13 +185,15 @@ func (p *pipeSession) Abort(ctx context.Context) error {
 }
 
 // ObservedSource implements pipeline.SourceObserver: the source's final
-// stats as the sink passed them on.
+// stats as the sink passed them on, with the sink's sample of the records
+// for a source that took none.
 func (p *pipeSession) ObservedSource() (pipeline.Observation, bool) {
-	up := p.final().GetUpstream()
+	st := p.final()
+	up := st.GetUpstream()
 	if up == nil {
 		return pipeline.Observation{}, false
 	}
-	return observation(p.source, up), len(up.GetDatasets()) > 0
+	return observation(p.source, up, st.GetObserved()), len(up.GetDatasets()) > 0
 }
 
 // ObservedSink implements pipeline.SinkObserver.
@@ -192,7 +202,7 @@ func (p *pipeSession) ObservedSink() (pipeline.Observation, bool) {
 	if st == nil {
 		return pipeline.Observation{}, false
 	}
-	return observation(p.sink, st), len(st.GetDatasets()) > 0
+	return observation(p.sink, st, nil), len(st.GetDatasets()) > 0
 }
 
 // final is the sink's final stats once the transfer ended, nil before.

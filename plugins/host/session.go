@@ -78,7 +78,8 @@ func (h *Host) OpenSource(ctx context.Context, cfg pipeline.ConnectorConfig, sha
 	if err != nil {
 		return nil, err
 	}
-	req := &connectorv1.ReadRequest{Config: cfg.Config, ReportDatasets: reports(pipeline.ObservationWanted(ctx), p.version), FileAccess: h.fileAccess(c, p)}
+	report := reports(pipeline.ObservationWanted(ctx), p.version)
+	req := &connectorv1.ReadRequest{Config: cfg.Config, ReportDatasets: report, ReportObserved: apart(report, p.version), FileAccess: h.fileAccess(c, p)}
 	if shard != nil {
 		req.Shard = &connectorv1.Shard{Descriptor_: shard.Descriptor, EstimatedRecords: shard.EstimatedRecords, EstimatedBytes: shard.EstimatedBytes}
 	}
@@ -138,7 +139,7 @@ func (s *sourceSession) ObservedSource() (pipeline.Observation, bool) {
 	if s.stats == nil {
 		return pipeline.Observation{}, false
 	}
-	return observation(s.name, s.stats), len(s.stats.GetDatasets()) > 0
+	return observation(s.name, s.stats, nil), len(s.stats.GetDatasets()) > 0
 }
 
 // Close cancels the read if it is still going and returns the process to
@@ -164,11 +165,12 @@ func (h *Host) OpenSink(ctx context.Context, cfg pipeline.ConnectorConfig, acked
 		return nil, err
 	}
 	report := pipeline.SessionReportFrom(ctx)
+	datasets := reports(pipeline.ObservationWanted(ctx), p.version)
 	sctx, cancel := context.WithCancel(ctx)
 	stream, err := p.rpc.Write(sctx)
 	if err == nil {
 		err = stream.Send(&connectorv1.WriteRequest{Msg: &connectorv1.WriteRequest_Open{Open: &connectorv1.WriteOpen{
-			Config: cfg.Config, ReportDatasets: reports(pipeline.ObservationWanted(ctx), p.version),
+			Config: cfg.Config, ReportDatasets: datasets, ReportObserved: apart(datasets, p.version),
 			FileAccess: h.fileAccess(c, p), RecordPolicy: recordPolicy(c, p, report),
 		}}})
 	}
@@ -318,7 +320,7 @@ func (s *sinkSession) ObservedSink() (pipeline.Observation, bool) {
 	if s.stats == nil {
 		return pipeline.Observation{}, false
 	}
-	return observation(s.name, s.stats), len(s.stats.GetDatasets()) > 0
+	return observation(s.name, s.stats, nil), len(s.stats.GetDatasets()) > 0
 }
 
 func (s *sinkSession) Abort(ctx context.Context) error {

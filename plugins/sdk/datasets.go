@@ -36,8 +36,10 @@ type DatasetsRequest struct {
 	Shard *Shard
 	// Observed is the schema of the records the session moved, inferred
 	// from a sample of their values (the first records and a few of every
-	// batch after them); nil when none moved. A connector whose records
-	// carry their own types (a file of JSON, CSV's strings) returns it; one
+	// batch after them); nil when none moved, and in a source read by a sink
+	// directly, which samples the same records: a Dataset without a Schema
+	// then has the sink's. A connector whose records carry their own types
+	// (a file of JSON, CSV's strings) leaves Dataset.Schema nil for it; one
 	// with a catalog to ask (a database) reads the schema from there.
 	Observed *Schema
 }
@@ -90,6 +92,13 @@ func FileURI(ctx context.Context, path string) (string, error) {
 // as a URL loses everything between its scheme and its last "@", where a
 // password the parser did not see may sit.
 func RedactURI(uri string) string {
+	// A password sits after a scheme and before an "@", or in a query
+	// parameter named password or sslpassword, either perhaps
+	// percent-encoded: a URI with no "@", "%" or "password" has none, and
+	// most (a file's, a seed's) are such.
+	if !strings.ContainsAny(uri, "@%") && !strings.Contains(uri, "password") {
+		return uri
+	}
 	u, err := url.Parse(uri)
 	if err == nil && strings.Contains(u.Opaque, "@") {
 		// scheme:user:password@host, which no parser reads as userinfo.
@@ -132,10 +141,21 @@ const (
 	describeTimeout     = 30 * time.Second
 )
 
+// report fills the final stats of a session asked for its datasets: what
+// describe says of them, and, with apart (report_observed), the observed
+// schema once, in stats.Observed, rather than on each dataset that has it.
+func report(ctx context.Context, c Connector, name string, stats *connectorv1.Stats, req DatasetsRequest, apart bool) {
+	stats.Datasets = describe(ctx, c, name, req, apart)
+	if apart {
+		stats.Observed = schemaProto(req.Observed)
+	}
+}
+
 // describe asks a Describer for the datasets of a session, in the protocol's
 // terms, a dataset without a kind taking name, the connector's; nil when
-// the connector is none or fails.
-func describe(ctx context.Context, c Connector, name string, req DatasetsRequest) []*connectorv1.Dataset {
+// the connector is none or fails. With apart, a dataset whose schema is the
+// observed one goes without it.
+func describe(ctx context.Context, c Connector, name string, req DatasetsRequest, apart bool) []*connectorv1.Dataset {
 	d, ok := c.(Describer)
 	if !ok {
 		return nil
@@ -162,11 +182,12 @@ func describe(ctx context.Context, c Connector, name string, req DatasetsRequest
 		if pd.Kind == "" {
 			pd.Kind = name
 		}
-		schema := ds.Schema
-		if schema == nil {
-			schema = req.Observed
+		switch {
+		case ds.Schema != nil && ds.Schema != req.Observed:
+			pd.Schema = schemaProto(ds.Schema)
+		case !apart:
+			pd.Schema = schemaProto(req.Observed)
 		}
-		pd.Schema = schemaProto(schema)
 		out = append(out, pd)
 	}
 	return out

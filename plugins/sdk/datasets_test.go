@@ -77,6 +77,8 @@ func TestRedactURI(t *testing.T) {
 		"file:///tmp/a%20b.csv":                       "file:///tmp/a%20b.csv",
 		"postgres://u:p%zz@h/db":                      "postgres://h/db",
 		"weird:u:pw@host":                             "weird:host",
+		"postgres://h/db?pass%77ord=pw":               "postgres://h/db",
+		"file:///srv/in.csv":                          "file:///srv/in.csv",
 	} {
 		if got := RedactURI(in); got != want {
 			t.Errorf("RedactURI(%q) = %q, want %q", in, got, want)

@@ -191,8 +191,9 @@ func (s *server) Read(req *connectorv1.ReadRequest, stream grpc.ServerStreamingS
 	send := func(b *connectorv1.Batch) error {
 		return stream.Send(&connectorv1.ReadResponse{Msg: &connectorv1.ReadResponse_Batch{Batch: b}})
 	}
+	// A sink reading this source directly samples the same records.
 	var infer *sampler
-	if req.GetReportDatasets() {
+	if req.GetReportDatasets() && !req.GetSampledByReader() {
 		infer = &sampler{}
 	}
 	emit := func(b Batch) error {
@@ -217,8 +218,8 @@ func (s *server) Read(req *connectorv1.ReadRequest, stream grpc.ServerStreamingS
 		return err
 	}
 	stats := &connectorv1.Stats{Records: w.Records(), Bytes: w.Bytes()}
-	if infer != nil {
-		stats.Datasets = describe(ctx, s.c, s.spec.Name, DatasetsRequest{Role: RoleSource, Config: req.GetConfig(), Shard: shardOf(req), Observed: infer.schema()})
+	if req.GetReportDatasets() {
+		report(ctx, s.c, s.spec.Name, stats, DatasetsRequest{Role: RoleSource, Config: req.GetConfig(), Shard: shardOf(req), Observed: infer.schema()}, req.GetReportObserved())
 	}
 	return stream.Send(&connectorv1.ReadResponse{Msg: &connectorv1.ReadResponse_Stats{Stats: stats}})
 }
@@ -259,7 +260,7 @@ func (s *server) Write(stream grpc.BidiStreamingServer[connectorv1.WriteRequest,
 			}
 			stats := &connectorv1.Stats{Records: records, Bytes: size}
 			if infer != nil {
-				stats.Datasets = describe(ctx, s.c, s.spec.Name, DatasetsRequest{Role: RoleSink, Config: open.GetConfig(), Observed: infer.schema()})
+				report(ctx, s.c, s.spec.Name, stats, DatasetsRequest{Role: RoleSink, Config: open.GetConfig(), Observed: infer.schema()}, open.GetReportObserved())
 			}
 			return session{outs, rej}.finish(stream.Send, stats)
 		}

@@ -155,7 +155,7 @@ func (s *server) writeFromUpstream(ctx context.Context, sess session, stream grp
 	}
 	stats := &connectorv1.Stats{Records: records, Bytes: size}
 	if infer != nil {
-		stats.Datasets = describe(ctx, s.c, s.spec.Name, DatasetsRequest{Role: RoleSink, Config: open.GetConfig(), Observed: infer.schema()})
+		report(ctx, s.c, s.spec.Name, stats, DatasetsRequest{Role: RoleSink, Config: open.GetConfig(), Observed: infer.schema()}, open.GetReportObserved())
 		stats.Upstream = upstream
 	}
 	return sess.finish(stream.Send, stats)

@@ -38,8 +38,13 @@ const (
 	// a sink that rejects_records refuses single records under a record
 	// policy (Rejected) instead of failing the session.
 	VersionFileAccess = 4
+	// VersionObserved is protocol 1.4: a call's observed schema crosses the
+	// wire once (Stats.observed, report_observed) rather than on each of
+	// its datasets, and a sink reading its source directly takes the one
+	// sample of the records both see (sampled_by_reader).
+	VersionObserved = 5
 	// Latest is the highest version this build speaks.
-	Latest = VersionFileAccess
+	Latest = VersionObserved
 )
 
 // Supports reports whether a peer that negotiated version has the additions

@@ -670,6 +670,15 @@ type ReadRequest struct {
 	// report_datasets asks the source to end a successful read with the
 	// datasets it read in Stats.datasets (since 1.2).
 	ReportDatasets bool `protobuf:"varint,20,opt,name=report_datasets,json=reportDatasets,proto3" json:"report_datasets,omitempty"`
+	// report_observed asks for the observed schema once, in Stats.observed,
+	// instead of on each dataset that has it (since 1.4).
+	ReportObserved bool `protobuf:"varint,21,opt,name=report_observed,json=reportObserved,proto3" json:"report_observed,omitempty"`
+	// sampled_by_reader, in the read of a sink that reads the source
+	// directly and speaks 1.4, says the sink samples the records the source
+	// sends, which are the ones it reads: the source takes no sample of its
+	// own, and its datasets without a schema take the sink's observed one
+	// (since 1.4).
+	SampledByReader bool `protobuf:"varint,22,opt,name=sampled_by_reader,json=sampledByReader,proto3" json:"sampled_by_reader,omitempty"`
 	// file_access bounds the files the read may open (since 1.3).
 	FileAccess    *FileAccess `protobuf:"bytes,30,opt,name=file_access,json=fileAccess,proto3" json:"file_access,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -730,6 +739,20 @@ func (x *ReadRequest) GetSharedRegion() *SharedRegion {
 func (x *ReadRequest) GetReportDatasets() bool {
 	if x != nil {
 		return x.ReportDatasets
+	}
+	return false
+}
+
+func (x *ReadRequest) GetReportObserved() bool {
+	if x != nil {
+		return x.ReportObserved
+	}
+	return false
+}
+
+func (x *ReadRequest) GetSampledByReader() bool {
+	if x != nil {
+		return x.SampledByReader
 	}
 	return false
 }
@@ -1225,7 +1248,12 @@ type Stats struct {
 	// (since 1.3), for faucet serve's ledger of the files its runs wrote.
 	Outputs []*OutputFile `protobuf:"bytes,30,rep,name=outputs,proto3" json:"outputs,omitempty"`
 	// rejected counts the records the sink refused (since 1.3).
-	Rejected      int64 `protobuf:"varint,31,opt,name=rejected,proto3" json:"rejected,omitempty"`
+	Rejected int64 `protobuf:"varint,31,opt,name=rejected,proto3" json:"rejected,omitempty"`
+	// observed is the schema of the records the call moved, inferred from a
+	// sample of them, when its request asked for it (report_observed): a
+	// dataset without a schema has this one (since 1.4). A sink's, in a pipe
+	// whose source did not sample (sampled_by_reader), is the source's too.
+	Observed      *DatasetSchema `protobuf:"bytes,22,opt,name=observed,proto3" json:"observed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1302,6 +1330,13 @@ func (x *Stats) GetRejected() int64 {
 	return 0
 }
 
+func (x *Stats) GetObserved() *DatasetSchema {
+	if x != nil {
+		return x.Observed
+	}
+	return nil
+}
+
 // Dataset is one thing a call read or wrote: a file, a table, a query's
 // result (since 1.2).
 type Dataset struct {
@@ -1314,7 +1349,8 @@ type Dataset struct {
 	// absolute. faucet's catalog identifies a dataset by it.
 	Uri string `protobuf:"bytes,2,opt,name=uri,proto3" json:"uri,omitempty"`
 	// schema is what the connector observed of the records; unset when it
-	// observed nothing (an empty read).
+	// observed nothing (an empty read), and, for a call asked to
+	// report_observed, when it is the call's Stats.observed (since 1.4).
 	Schema        *DatasetSchema `protobuf:"bytes,3,opt,name=schema,proto3" json:"schema,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1663,6 +1699,9 @@ type WriteOpen struct {
 	// upstream's final Stats in Stats.upstream (since 1.2). faucet sets the
 	// upstream read's own report_datasets when the source speaks 1.2.
 	ReportDatasets bool `protobuf:"varint,20,opt,name=report_datasets,json=reportDatasets,proto3" json:"report_datasets,omitempty"`
+	// report_observed asks for the observed schema once, in Stats.observed,
+	// instead of on each dataset that has it (since 1.4).
+	ReportObserved bool `protobuf:"varint,21,opt,name=report_observed,json=reportObserved,proto3" json:"report_observed,omitempty"`
 	// file_access bounds the files the session may open (since 1.3).
 	FileAccess *FileAccess `protobuf:"bytes,30,opt,name=file_access,json=fileAccess,proto3" json:"file_access,omitempty"`
 	// record_policy, when set, lets a sink that rejects_records refuse single
@@ -1723,6 +1762,13 @@ func (x *WriteOpen) GetUpstream() *Upstream {
 func (x *WriteOpen) GetReportDatasets() bool {
 	if x != nil {
 		return x.ReportDatasets
+	}
+	return false
+}
+
+func (x *WriteOpen) GetReportObserved() bool {
+	if x != nil {
+		return x.ReportObserved
 	}
 	return false
 }
@@ -2294,12 +2340,14 @@ const file_faucet_connector_v1_connector_proto_rawDesc = "" +
 	"\tCheckItem\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x0e\n" +
 	"\x02ok\x18\x02 \x01(\bR\x02ok\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessage\"\x8a\x02\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"\xdf\x02\n" +
 	"\vReadRequest\x12\x16\n" +
 	"\x06config\x18\x01 \x01(\fR\x06config\x120\n" +
 	"\x05shard\x18\x02 \x01(\v2\x1a.faucet.connector.v1.ShardR\x05shard\x12F\n" +
 	"\rshared_region\x18\x03 \x01(\v2!.faucet.connector.v1.SharedRegionR\fsharedRegion\x12'\n" +
-	"\x0freport_datasets\x18\x14 \x01(\bR\x0ereportDatasets\x12@\n" +
+	"\x0freport_datasets\x18\x14 \x01(\bR\x0ereportDatasets\x12'\n" +
+	"\x0freport_observed\x18\x15 \x01(\bR\x0ereportObserved\x12*\n" +
+	"\x11sampled_by_reader\x18\x16 \x01(\bR\x0fsampledByReader\x12@\n" +
 	"\vfile_access\x18\x1e \x01(\v2\x1f.faucet.connector.v1.FileAccessR\n" +
 	"fileAccess\"\x88\x01\n" +
 	"\fSharedRegion\x12\x10\n" +
@@ -2334,14 +2382,15 @@ const file_faucet_connector_v1_connector_proto_rawDesc = "" +
 	"\n" +
 	"SharedSlot\x12\x12\n" +
 	"\x04slot\x18\x01 \x01(\rR\x04slot\x12\x16\n" +
-	"\x06length\x18\x02 \x01(\rR\x06length\"\x80\x02\n" +
+	"\x06length\x18\x02 \x01(\rR\x06length\"\xc0\x02\n" +
 	"\x05Stats\x12\x18\n" +
 	"\arecords\x18\x01 \x01(\x03R\arecords\x12\x14\n" +
 	"\x05bytes\x18\x02 \x01(\x03R\x05bytes\x128\n" +
 	"\bdatasets\x18\x14 \x03(\v2\x1c.faucet.connector.v1.DatasetR\bdatasets\x126\n" +
 	"\bupstream\x18\x15 \x01(\v2\x1a.faucet.connector.v1.StatsR\bupstream\x129\n" +
 	"\aoutputs\x18\x1e \x03(\v2\x1f.faucet.connector.v1.OutputFileR\aoutputs\x12\x1a\n" +
-	"\brejected\x18\x1f \x01(\x03R\brejected\"k\n" +
+	"\brejected\x18\x1f \x01(\x03R\brejected\x12>\n" +
+	"\bobserved\x18\x16 \x01(\v2\".faucet.connector.v1.DatasetSchemaR\bobserved\"k\n" +
 	"\aDataset\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x10\n" +
 	"\x03uri\x18\x02 \x01(\tR\x03uri\x12:\n" +
@@ -2362,11 +2411,12 @@ const file_faucet_connector_v1_connector_proto_rawDesc = "" +
 	"\x04open\x18\x01 \x01(\v2\x1e.faucet.connector.v1.WriteOpenH\x00R\x04open\x122\n" +
 	"\x05batch\x18\x02 \x01(\v2\x1a.faucet.connector.v1.BatchH\x00R\x05batch\x127\n" +
 	"\x05abort\x18\x03 \x01(\v2\x1f.faucet.connector.v1.WriteAbortH\x00R\x05abortB\x05\n" +
-	"\x03msg\"\x91\x02\n" +
+	"\x03msg\"\xba\x02\n" +
 	"\tWriteOpen\x12\x16\n" +
 	"\x06config\x18\x01 \x01(\fR\x06config\x129\n" +
 	"\bupstream\x18\x02 \x01(\v2\x1d.faucet.connector.v1.UpstreamR\bupstream\x12'\n" +
-	"\x0freport_datasets\x18\x14 \x01(\bR\x0ereportDatasets\x12@\n" +
+	"\x0freport_datasets\x18\x14 \x01(\bR\x0ereportDatasets\x12'\n" +
+	"\x0freport_observed\x18\x15 \x01(\bR\x0ereportObserved\x12@\n" +
 	"\vfile_access\x18\x1e \x01(\v2\x1f.faucet.connector.v1.FileAccessR\n" +
 	"fileAccess\x12F\n" +
 	"\rrecord_policy\x18\x1f \x01(\v2!.faucet.connector.v1.RecordPolicyR\frecordPolicy\"1\n" +
@@ -2482,35 +2532,36 @@ var file_faucet_connector_v1_connector_proto_depIdxs = []int32{
 	19, // 14: faucet.connector.v1.Stats.datasets:type_name -> faucet.connector.v1.Dataset
 	18, // 15: faucet.connector.v1.Stats.upstream:type_name -> faucet.connector.v1.Stats
 	22, // 16: faucet.connector.v1.Stats.outputs:type_name -> faucet.connector.v1.OutputFile
-	20, // 17: faucet.connector.v1.Dataset.schema:type_name -> faucet.connector.v1.DatasetSchema
-	21, // 18: faucet.connector.v1.DatasetSchema.columns:type_name -> faucet.connector.v1.DatasetColumn
-	24, // 19: faucet.connector.v1.WriteRequest.open:type_name -> faucet.connector.v1.WriteOpen
-	16, // 20: faucet.connector.v1.WriteRequest.batch:type_name -> faucet.connector.v1.Batch
-	27, // 21: faucet.connector.v1.WriteRequest.abort:type_name -> faucet.connector.v1.WriteAbort
-	26, // 22: faucet.connector.v1.WriteOpen.upstream:type_name -> faucet.connector.v1.Upstream
-	6,  // 23: faucet.connector.v1.WriteOpen.file_access:type_name -> faucet.connector.v1.FileAccess
-	25, // 24: faucet.connector.v1.WriteOpen.record_policy:type_name -> faucet.connector.v1.RecordPolicy
-	10, // 25: faucet.connector.v1.Upstream.read:type_name -> faucet.connector.v1.ReadRequest
-	32, // 26: faucet.connector.v1.WriteResponse.ack:type_name -> faucet.connector.v1.Ack
-	18, // 27: faucet.connector.v1.WriteResponse.stats:type_name -> faucet.connector.v1.Stats
-	31, // 28: faucet.connector.v1.WriteResponse.upstream_failed:type_name -> faucet.connector.v1.UpstreamFailure
-	29, // 29: faucet.connector.v1.WriteResponse.rejected:type_name -> faucet.connector.v1.Rejected
-	30, // 30: faucet.connector.v1.Rejected.records:type_name -> faucet.connector.v1.RejectedRecord
-	2,  // 31: faucet.connector.v1.ConnectorService.Spec:input_type -> faucet.connector.v1.SpecRequest
-	5,  // 32: faucet.connector.v1.ConnectorService.Check:input_type -> faucet.connector.v1.CheckRequest
-	10, // 33: faucet.connector.v1.ConnectorService.Read:input_type -> faucet.connector.v1.ReadRequest
-	14, // 34: faucet.connector.v1.ConnectorService.Shards:input_type -> faucet.connector.v1.ShardsRequest
-	23, // 35: faucet.connector.v1.ConnectorService.Write:input_type -> faucet.connector.v1.WriteRequest
-	3,  // 36: faucet.connector.v1.ConnectorService.Spec:output_type -> faucet.connector.v1.SpecResponse
-	8,  // 37: faucet.connector.v1.ConnectorService.Check:output_type -> faucet.connector.v1.CheckResponse
-	12, // 38: faucet.connector.v1.ConnectorService.Read:output_type -> faucet.connector.v1.ReadResponse
-	15, // 39: faucet.connector.v1.ConnectorService.Shards:output_type -> faucet.connector.v1.ShardsResponse
-	28, // 40: faucet.connector.v1.ConnectorService.Write:output_type -> faucet.connector.v1.WriteResponse
-	36, // [36:41] is the sub-list for method output_type
-	31, // [31:36] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	20, // 17: faucet.connector.v1.Stats.observed:type_name -> faucet.connector.v1.DatasetSchema
+	20, // 18: faucet.connector.v1.Dataset.schema:type_name -> faucet.connector.v1.DatasetSchema
+	21, // 19: faucet.connector.v1.DatasetSchema.columns:type_name -> faucet.connector.v1.DatasetColumn
+	24, // 20: faucet.connector.v1.WriteRequest.open:type_name -> faucet.connector.v1.WriteOpen
+	16, // 21: faucet.connector.v1.WriteRequest.batch:type_name -> faucet.connector.v1.Batch
+	27, // 22: faucet.connector.v1.WriteRequest.abort:type_name -> faucet.connector.v1.WriteAbort
+	26, // 23: faucet.connector.v1.WriteOpen.upstream:type_name -> faucet.connector.v1.Upstream
+	6,  // 24: faucet.connector.v1.WriteOpen.file_access:type_name -> faucet.connector.v1.FileAccess
+	25, // 25: faucet.connector.v1.WriteOpen.record_policy:type_name -> faucet.connector.v1.RecordPolicy
+	10, // 26: faucet.connector.v1.Upstream.read:type_name -> faucet.connector.v1.ReadRequest
+	32, // 27: faucet.connector.v1.WriteResponse.ack:type_name -> faucet.connector.v1.Ack
+	18, // 28: faucet.connector.v1.WriteResponse.stats:type_name -> faucet.connector.v1.Stats
+	31, // 29: faucet.connector.v1.WriteResponse.upstream_failed:type_name -> faucet.connector.v1.UpstreamFailure
+	29, // 30: faucet.connector.v1.WriteResponse.rejected:type_name -> faucet.connector.v1.Rejected
+	30, // 31: faucet.connector.v1.Rejected.records:type_name -> faucet.connector.v1.RejectedRecord
+	2,  // 32: faucet.connector.v1.ConnectorService.Spec:input_type -> faucet.connector.v1.SpecRequest
+	5,  // 33: faucet.connector.v1.ConnectorService.Check:input_type -> faucet.connector.v1.CheckRequest
+	10, // 34: faucet.connector.v1.ConnectorService.Read:input_type -> faucet.connector.v1.ReadRequest
+	14, // 35: faucet.connector.v1.ConnectorService.Shards:input_type -> faucet.connector.v1.ShardsRequest
+	23, // 36: faucet.connector.v1.ConnectorService.Write:input_type -> faucet.connector.v1.WriteRequest
+	3,  // 37: faucet.connector.v1.ConnectorService.Spec:output_type -> faucet.connector.v1.SpecResponse
+	8,  // 38: faucet.connector.v1.ConnectorService.Check:output_type -> faucet.connector.v1.CheckResponse
+	12, // 39: faucet.connector.v1.ConnectorService.Read:output_type -> faucet.connector.v1.ReadResponse
+	15, // 40: faucet.connector.v1.ConnectorService.Shards:output_type -> faucet.connector.v1.ShardsResponse
+	28, // 41: faucet.connector.v1.ConnectorService.Write:output_type -> faucet.connector.v1.WriteResponse
+	37, // [37:42] is the sub-list for method output_type
+	32, // [32:37] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_faucet_connector_v1_connector_proto_init() }
