@@ -121,15 +121,7 @@ func TestProtocol11PluginKeepsWorking(t *testing.T) {
 		t.Errorf("the 1.2 sink's report = %+v", l.Sink)
 	}
 
-	csvIn := filepath.Join(dir, "in.csv")
-	if err := os.WriteFile(csvIn, []byte("line\nx\ny\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	linesOut := filepath.Join(dir, "out.txt")
-	l = observe(t, h, pipeline.Invocation{RowID: "default", Source: cfg("csv", map[string]any{"path": csvIn}), Sink: cfg("lines", map[string]any{"path": linesOut})})
-	if got, err := os.ReadFile(linesOut); err != nil || string(got) != "x\ny\n" {
-		t.Errorf("csv → lines (1.1) wrote %q (%v)", got, err)
-	}
+	l, _, _ = csvToLines(t, h, dir, "1.1")
 	if len(l.Source.Datasets)+len(l.Sink.Datasets) != 0 {
 		t.Errorf("a 1.1 sink's run reported %+v", *l)
 	}
@@ -146,28 +138,8 @@ func TestProtocol11PluginKeepsWorking(t *testing.T) {
 // directly, and is named in a warning as a connector whose paths are not
 // confined.
 func TestProtocol12PluginKeepsWorking(t *testing.T) {
-	hostLog, logged := testLog(t)
-	linesDir := buildLinesAt(t, protocol12Revision)
-	dir := t.TempDir()
-	files := sdk.NewFiles([]string{dir}, nil)
-	h, err := host.New(context.Background(), host.Options{
-		Executable: faucetBin, Builtins: builtinSpecs(), Logger: hostLog, PluginDirs: []string{linesDir},
-		Files: func() *sdk.Files { return files },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		h.Close()
-		for _, pid := range children(t, filepath.Join(linesDir, "faucet-lines")) {
-			t.Errorf("protocol 1.2 plugin process %d left behind", pid)
-		}
-	})
-	in := filepath.Join(dir, "in.txt")
-	if err := os.WriteFile(in, []byte("one\ntwo\nthree\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	lines := &pipeline.Schema{Columns: []pipeline.Column{{Name: "n", Type: "integer"}, {Name: "line", Type: "string"}}}
+	h, dir, logged := linesHostAt(t, protocol12Revision)
+	in, lines := threeLines(t, dir)
 	for name, conns := range map[string]pipeline.Connectors{"piped": h, "relayed": relayOnly{h}} {
 		out := filepath.Join(dir, name+".jsonl")
 		l := observe(t, conns, pipeline.Invocation{RowID: "default", Source: cfg("lines", map[string]any{"path": in}), Sink: cfg("jsonl", map[string]any{"path": out})})
@@ -183,15 +155,7 @@ func TestProtocol12PluginKeepsWorking(t *testing.T) {
 		}
 	}
 
-	csvIn := filepath.Join(dir, "in.csv")
-	if err := os.WriteFile(csvIn, []byte("line\nx\ny\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	linesOut := filepath.Join(dir, "out.txt")
-	l := observe(t, h, pipeline.Invocation{RowID: "default", Source: cfg("csv", map[string]any{"path": csvIn}), Sink: cfg("lines", map[string]any{"path": linesOut})})
-	if got, err := os.ReadFile(linesOut); err != nil || string(got) != "x\ny\n" {
-		t.Errorf("csv → lines (1.2) wrote %q (%v)", got, err)
-	}
+	l, csvIn, linesOut := csvToLines(t, h, dir, "1.2")
 	if len(l.Source.Datasets) != 1 || l.Source.Datasets[0].URI != fileURI(csvIn) {
 		t.Errorf("the 1.3 source's report, passed on by the 1.2 sink = %+v", l.Source)
 	}
@@ -213,28 +177,8 @@ func TestProtocol12PluginKeepsWorking(t *testing.T) {
 // file with the schema it observed, and a 1.4 source read directly by the
 // 1.3 sink, which takes no sample for it, samples its records itself.
 func TestProtocol13PluginKeepsWorking(t *testing.T) {
-	hostLog, logged := testLog(t)
-	linesDir := buildLinesAt(t, protocol13Revision)
-	dir := t.TempDir()
-	files := sdk.NewFiles([]string{dir}, nil)
-	h, err := host.New(context.Background(), host.Options{
-		Executable: faucetBin, Builtins: builtinSpecs(), Logger: hostLog, PluginDirs: []string{linesDir},
-		Files: func() *sdk.Files { return files },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		h.Close()
-		for _, pid := range children(t, filepath.Join(linesDir, "faucet-lines")) {
-			t.Errorf("protocol 1.3 plugin process %d left behind", pid)
-		}
-	})
-	in := filepath.Join(dir, "in.txt")
-	if err := os.WriteFile(in, []byte("one\ntwo\nthree\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	lines := &pipeline.Schema{Columns: []pipeline.Column{{Name: "n", Type: "integer"}, {Name: "line", Type: "string"}}}
+	h, dir, logged := linesHostAt(t, protocol13Revision)
+	in, lines := threeLines(t, dir)
 	for name, conns := range map[string]pipeline.Connectors{"piped": h, "relayed": relayOnly{h}} {
 		out := filepath.Join(dir, name+".jsonl")
 		l := observe(t, conns, pipeline.Invocation{RowID: "default", Source: cfg("lines", map[string]any{"path": in}), Sink: cfg("jsonl", map[string]any{"path": out})})
@@ -247,15 +191,7 @@ func TestProtocol13PluginKeepsWorking(t *testing.T) {
 		}
 	}
 
-	csvIn := filepath.Join(dir, "in.csv")
-	if err := os.WriteFile(csvIn, []byte("line\nx\ny\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	linesOut := filepath.Join(dir, "out.txt")
-	l := observe(t, h, pipeline.Invocation{RowID: "default", Source: cfg("csv", map[string]any{"path": csvIn}), Sink: cfg("lines", map[string]any{"path": linesOut})})
-	if got, err := os.ReadFile(linesOut); err != nil || string(got) != "x\ny\n" {
-		t.Errorf("csv → lines (1.3) wrote %q (%v)", got, err)
-	}
+	l, csvIn, linesOut := csvToLines(t, h, dir, "1.3")
 	wantSource := []pipeline.Dataset{{Kind: "csv", URI: fileURI(csvIn), Schema: &pipeline.Schema{Columns: []pipeline.Column{{Name: "line", Type: "string"}}}}}
 	if !reflect.DeepEqual(l.Source.Datasets, wantSource) {
 		t.Errorf("the 1.4 source's report, passed on by the 1.3 sink = %+v, want %+v", l.Source.Datasets, wantSource)
@@ -266,4 +202,57 @@ func TestProtocol13PluginKeepsWorking(t *testing.T) {
 	if !containsLine(logged.String(), "plugin started", "connector=faucet-lines", "protocol=4") {
 		t.Error("faucet did not negotiate protocol 4 (1.3) with the 1.3 plugin")
 	}
+}
+
+// linesHostAt starts a host with the built-ins and the example plugin built
+// from revision, confined to a file root of its own, which it returns with
+// the host's log. The test fails if a plugin process outlives the host.
+func linesHostAt(t *testing.T, revision string) (*host.Host, string, *lockedBuffer) {
+	t.Helper()
+	hostLog, logged := testLog(t)
+	linesDir := buildLinesAt(t, revision)
+	dir := t.TempDir()
+	files := sdk.NewFiles([]string{dir}, nil)
+	h, err := host.New(context.Background(), host.Options{
+		Executable: faucetBin, Builtins: builtinSpecs(), Logger: hostLog, PluginDirs: []string{linesDir},
+		Files: func() *sdk.Files { return files },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		h.Close()
+		for _, pid := range children(t, filepath.Join(linesDir, "faucet-lines")) {
+			t.Errorf("plugin process %d of revision %s left behind", pid, revision[:12])
+		}
+	})
+	return h, dir, logged
+}
+
+// threeLines writes a file of three lines in dir for the example plugin to
+// read, and returns it with the schema the plugin declares for it.
+func threeLines(t *testing.T, dir string) (string, *pipeline.Schema) {
+	t.Helper()
+	in := filepath.Join(dir, "in.txt")
+	if err := os.WriteFile(in, []byte("one\ntwo\nthree\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return in, &pipeline.Schema{Columns: []pipeline.Column{{Name: "n", Type: "integer"}, {Name: "line", Type: "string"}}}
+}
+
+// csvToLines runs a two-line CSV file in dir through h into the example
+// plugin, built against protocol version, and checks the lines it wrote;
+// it returns the lineage with both files.
+func csvToLines(t *testing.T, h pipeline.Connectors, dir, version string) (l *pipeline.Lineage, csvIn, linesOut string) {
+	t.Helper()
+	csvIn = filepath.Join(dir, "in.csv")
+	if err := os.WriteFile(csvIn, []byte("line\nx\ny\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	linesOut = filepath.Join(dir, "out.txt")
+	l = observe(t, h, pipeline.Invocation{RowID: "default", Source: cfg("csv", map[string]any{"path": csvIn}), Sink: cfg("lines", map[string]any{"path": linesOut})})
+	if got, err := os.ReadFile(linesOut); err != nil || string(got) != "x\ny\n" {
+		t.Errorf("csv → lines (%s) wrote %q (%v)", version, got, err)
+	}
+	return l, csvIn, linesOut
 }
