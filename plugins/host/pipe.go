@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/faucet-dev/faucet/pipeline"
+	"github.com/faucet-dev/faucet/plugins/internal/protocol"
 	connectorv1 "github.com/faucet-dev/faucet/plugins/proto/faucet/connector/v1"
 )
 
@@ -58,10 +59,9 @@ func (h *Host) OpenPipe(ctx context.Context, source pipeline.ConnectorConfig, sh
 	// speaking 1.4 then takes no sample of the same records.
 	observe := reports(pipeline.ObservationWanted(ctx), dst.version)
 	sinkApart := apart(observe, dst.version)
-	srcApart := sinkApart && apart(reports(true, src.version), src.version)
 	read := &connectorv1.ReadRequest{
-		Config: source.Config, ReportDatasets: observe && reports(true, src.version), ReportObserved: srcApart, SampledByReader: srcApart,
-		FileAccess: h.fileAccess(sc, src),
+		Config: source.Config, ReportDatasets: observe && reports(true, src.version),
+		SampledByReader: sinkApart && protocol.Supports(src.version, protocol.VersionObserved), FileAccess: h.fileAccess(sc, src),
 	}
 	if shard != nil {
 		read.Shard = &connectorv1.Shard{Descriptor_: shard.Descriptor, EstimatedRecords: shard.EstimatedRecords, EstimatedBytes: shard.EstimatedBytes}

@@ -78,8 +78,8 @@ func (h *Host) OpenSource(ctx context.Context, cfg pipeline.ConnectorConfig, sha
 	if err != nil {
 		return nil, err
 	}
-	report := reports(pipeline.ObservationWanted(ctx), p.version)
-	req := &connectorv1.ReadRequest{Config: cfg.Config, ReportDatasets: report, ReportObserved: apart(report, p.version), FileAccess: h.fileAccess(c, p)}
+	datasets := reports(pipeline.ObservationWanted(ctx), p.version)
+	req := &connectorv1.ReadRequest{Config: cfg.Config, ReportDatasets: datasets, ReportObserved: apart(datasets, p.version), FileAccess: h.fileAccess(c, p)}
 	if shard != nil {
 		req.Shard = &connectorv1.Shard{Descriptor_: shard.Descriptor, EstimatedRecords: shard.EstimatedRecords, EstimatedBytes: shard.EstimatedBytes}
 	}
