@@ -8,31 +8,36 @@ import (
 	"github.com/ncruces/go-sqlite3"
 )
 
-// checkpointEvery is how often the checkpointer copies the WAL back into the
-// database file.
-const checkpointEvery = time.Second
-
 // walSizeLimit bounds the WAL file left on disk once a checkpoint lets it
 // restart: a burst of writes may grow it, and it shrinks back afterwards.
 const walSizeLimit = 64 << 20
 
-// restartFrames is the WAL length, in frames, past which a checkpoint that
-// could not catch up with the writes is followed by one that restarts the
-// WAL: about walSizeLimit at SQLite's default page size (4 KiB and a
-// 24-byte frame header).
-const restartFrames = walSizeLimit / (4096 + 24)
+// checkpointPolicy is when the checkpointer checkpoints and restarts the
+// WAL.
+type checkpointPolicy struct {
+	// every is how often it copies the WAL back into the database file.
+	every time.Duration
+	// restartFrames is the WAL length, in frames, past which a checkpoint
+	// that could not catch up with the writes is followed by one that
+	// restarts the WAL.
+	restartFrames int
+	// restartWait bounds how long a restarting checkpoint waits for the
+	// transactions in progress, and so how long it holds up new writes.
+	restartWait time.Duration
+}
 
-// restartWait bounds how long a restarting checkpoint waits for the
-// transactions in progress, and so how long it holds up new writes: it
-// runs only under unbroken load, and gives up rather than stall them.
-const restartWait = 50 * time.Millisecond
+// defaultCheckpoints is every store's policy: a checkpoint a second, and a
+// restart past about walSizeLimit at SQLite's default page size (4 KiB
+// and a 24-byte frame header), which waits 50 ms at most: it runs only
+// under unbroken load, and gives up rather than stall the writes.
+var defaultCheckpoints = checkpointPolicy{every: time.Second, restartFrames: walSizeLimit / (4096 + 24), restartWait: 50 * time.Millisecond}
 
 // checkpointer moves WAL checkpoints off the write path. By default SQLite
 // checkpoints inside the commit that grows the WAL past 1000 pages, so one
 // write in a few hundred pays for copying pages and syncing the database
 // file: the p99 of every write. The writer connection turns that off
 // (wal_autocheckpoint = 0) and this connection checkpoints every
-// checkpointEvery instead, PASSIVE, so it never waits for or blocks a writer
+// second instead, PASSIVE, so it never waits for or blocks a writer
 // or a reader; several processes sharing a file each run one, and a
 // checkpoint that finds another in progress simply leaves the work to it.
 //
@@ -41,24 +46,21 @@ const restartWait = 50 * time.Millisecond
 // copied back, and writes that keep coming add frames while it copies. A
 // WAL growing for good costs every write a file system block allocated
 // and zeroed, and every read a longer search of the WAL index. So once the
-// WAL is past restartFrames and a passive checkpoint left frames behind,
-// the checkpointer runs a RESTART checkpoint: it holds new writes for as
-// long as it copies the rest and waits for the readers (restartWait at
-// most), and the next write starts the WAL over, reusing its file.
+// WAL is past its policy's restartFrames and a passive checkpoint left
+// frames behind, the checkpointer runs a RESTART checkpoint: it holds new
+// writes for as long as it copies the rest and waits for the readers
+// (restartWait at most), and the next write starts the WAL over, reusing
+// its file.
 type checkpointer struct {
-	conn *sql.DB
-	// every and restartFrames are checkpointEvery and restartFrames, but
-	// in tests.
-	every         time.Duration
-	restartFrames int
-	stop          context.CancelFunc
-	done          chan struct{}
+	conn   *sql.DB
+	policy checkpointPolicy
+	stop   context.CancelFunc
+	done   chan struct{}
 }
 
-// startCheckpointer starts the checkpointer of a file database, checkpointing
-// every period and restarting a WAL longer than frames; an in-memory one
-// has no WAL and gets none (nil).
-func startCheckpointer(ctx context.Context, t *target, every time.Duration, frames int) (*checkpointer, error) {
+// startCheckpointer starts the checkpointer of a file database, following
+// policy; an in-memory one has no WAL and gets none (nil).
+func startCheckpointer(ctx context.Context, t *target, policy checkpointPolicy) (*checkpointer, error) {
 	if t.memory != "" {
 		return nil, nil
 	}
@@ -66,20 +68,20 @@ func startCheckpointer(ctx context.Context, t *target, every time.Duration, fram
 		if err := setupWriter(c, memory); err != nil {
 			return err
 		}
-		return c.BusyTimeout(restartWait)
+		return c.BusyTimeout(policy.restartWait)
 	})
 	if err != nil {
 		return nil, err
 	}
 	loop, stop := context.WithCancel(context.Background())
-	c := &checkpointer{conn: conn, every: every, restartFrames: frames, stop: stop, done: make(chan struct{})}
+	c := &checkpointer{conn: conn, policy: policy, stop: stop, done: make(chan struct{})}
 	go c.run(loop)
 	return c, nil
 }
 
 func (c *checkpointer) run(ctx context.Context) {
 	defer close(c.done)
-	tick := time.NewTicker(c.every)
+	tick := time.NewTicker(c.policy.every)
 	defer tick.Stop()
 	for {
 		select {
@@ -100,7 +102,7 @@ func (c *checkpointer) checkpoint(ctx context.Context) {
 	if err := c.conn.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &frames, &copied); err != nil {
 		return
 	}
-	if frames > c.restartFrames && copied < frames {
+	if frames > c.policy.restartFrames && copied < frames {
 		_, _ = c.conn.ExecContext(ctx, `PRAGMA wal_checkpoint(RESTART)`)
 	}
 }

@@ -302,7 +302,7 @@ func connect(ctx context.Context, t *target) (*driver, error) {
 		_ = w.Close()
 		return nil, err
 	}
-	ckpt, err := startCheckpointer(ctx, t, checkpointEvery, restartFrames)
+	ckpt, err := startCheckpointer(ctx, t, defaultCheckpoints)
 	if err != nil {
 		_ = w.Close()
 		_ = r.Close()
