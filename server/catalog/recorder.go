@@ -77,9 +77,10 @@ const (
 	DefaultLinger = 250 * time.Millisecond
 )
 
-// lingerGap ends a batch when no record came for that long and no run is
-// executing (Config.Busy): a lone run, or the last of a burst, is written
-// at once.
+// lingerGap is how often a batch looks for more records: one that finds
+// none came since its last look, while no run is executing (Config.Busy),
+// ends, so a lone run, or the last of a burst, is written within a look or
+// two.
 const lingerGap = 5 * time.Millisecond
 
 // maxBatch bounds the records one transaction writes.
@@ -263,26 +264,42 @@ func (r *Recorder) loop() {
 	}
 }
 
-// collect is a batch: first and what follows it, up to maxBatch, until
-// none comes within lingerGap while no run is executing, or the batch has
-// waited Linger.
+// collect is a batch: first and what follows it, up to maxBatch, until a
+// look every lingerGap finds that none came while no run is executing, or
+// the batch has waited Linger. It looks on a ticker rather than waiting on
+// each record: a busy server finishes a run every half millisecond, and
+// waking the writer for each of them cost the server more than the records
+// cost to make; now a run's Record is a send that wakes no one but the
+// first of a batch.
 func (r *Recorder) collect(first pending) []pending {
-	batch := []pending{first}
+	batch := r.drain([]pending{first})
 	deadline := time.NewTimer(r.cfg.Linger)
 	defer deadline.Stop()
-	gap := time.NewTimer(lingerGap)
-	defer gap.Stop()
+	tick := time.NewTicker(lingerGap)
+	defer tick.Stop()
+	for len(batch) < maxBatch {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			return r.drain(batch)
+		case <-r.stop:
+			return r.drain(batch)
+		}
+		n := len(batch)
+		if batch = r.drain(batch); len(batch) == n && (r.cfg.Busy == nil || !r.cfg.Busy()) {
+			return batch
+		}
+	}
+	return batch
+}
+
+// drain adds the records queued now to batch, up to maxBatch.
+func (r *Recorder) drain(batch []pending) []pending {
 	for len(batch) < maxBatch {
 		select {
 		case p := <-r.queue:
 			batch = append(batch, p)
-			gap.Reset(lingerGap)
-		case <-gap.C:
-			if r.cfg.Busy == nil || !r.cfg.Busy() {
-				return batch
-			}
-			gap.Reset(lingerGap)
-		case <-deadline.C:
+		default:
 			return batch
 		}
 	}
