@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,28 +21,38 @@ import (
 
 // BenchmarkCatalogOverhead measures what recording into the catalog costs,
 // in one sitting: two servers on histories of the same kind, one recording
-// and one started with --no-catalog, take turns, the order of each pair of
-// turns alternating so that a drift of the machine's load falls on both. A
-// turn of the recording server ends once its catalog writes have landed,
-// so their CPU is in its figures, and so is their time: the recorder
-// batches the records of a busy server's runs for up to a quarter of a
-// second, and a turn timed to its last run's end would leave its last
-// batch's write out.
+// and one started with --no-catalog, take the same work. A turn of the
+// recording server ends once its catalog writes have landed, so their CPU
+// is in its figures, and so is their time: the recorder batches the
+// records of a busy server's runs for up to a quarter of a second, and a
+// turn timed to its last run's end would leave its last batch's write out.
+// Every turn, of either server, ends reading its /metrics until the catalog
+// counts the turn's records (at once for the server without a catalog), so
+// the scrapes, which cost a server about a millisecond each, fall on both.
 //
-//   - trivial: trivial runs (generate 10 rows → jsonl) from 16 clients:
-//     runs/s, and the CPU time the server and its plugin processes spent
-//     per run, all told and the server's alone;
-//   - csv-1m: one 1,000,000-row CSV → JSONL run: its execution time
-//     (started_at to finished_at, which the server records to the
-//     microsecond), and the CPU time of the server and its plugins.
+//   - trivial: trivial runs (generate 10 rows → jsonl) from 16 clients per
+//     server. Throughput (runs/s) comes from turns the servers take one
+//     after the other, the order of each pair alternating so a drift of
+//     the machine's load falls on both. CPU time per run, all told (the
+//     server and its plugin processes) and the server's alone, comes from
+//     rounds in which both servers take their turn at once: a shared
+//     machine's other work then slows both alike, and the ratio of their
+//     CPU is steadier than the ratio of turns taken apart (on a 2-core
+//     virtual machine, a round's ratio varied by ±5-9 % at once against
+//     ±18-25 % apart). Side by side each run costs more CPU than alone
+//     (the servers contend for the cores and their caches), so those two
+//     figures are for the ratio; BenchmarkTrivialRuns has a lone server's.
+//   - csv-1m: one 1,000,000-row CSV → JSONL run per turn, turns one after
+//     the other: its execution time (started_at to finished_at, which the
+//     server records to the microsecond), and the CPU time of the server
+//     and its plugins.
 //
-// Each reports both servers' medians over the turns and their ratios
-// (recording on / off). CPU time is the steadier figure on a shared
-// machine: other work there stretches the wall clock, not the CPU a run
-// needs. Every turn, of either server, ends reading its /metrics until
-// the catalog counts the turn's records (at once for the server without
-// a catalog), so the scrapes, which cost the server about a millisecond
-// each, fall on both and are not taken for the catalog's.
+// Each figure is reported for both servers (the median over the rounds)
+// and as the ratio recording on / off: the median of the rounds' ratios,
+// with its standard error (…-se), which says how far the sitting's ratio
+// may be from the machine's. Each server takes an unmeasured turn of each
+// kind first: a server's first 1M-row runs took up to five times as long
+// as the rest.
 func BenchmarkCatalogOverhead(b *testing.B) {
 	for _, kind := range []string{"sqlite", "postgres"} {
 		b.Run(kind, func(b *testing.B) {
@@ -56,41 +67,77 @@ func BenchmarkCatalogOverhead(b *testing.B) {
 				benchServer(b, hist(), "--no-catalog"),
 			}
 			recorded := 0
+			// turn has server which run n trivial runs and wait for their
+			// catalog records.
+			turn := func(which, n int, want int) {
+				trivialRuns(b, servers[which], n)
+				if which == 1 {
+					want = 0
+				}
+				awaitRecorded(b, servers[which], want)
+			}
 			b.Run("trivial", func(b *testing.B) {
 				// A turn lasts from a third of a second (a fast machine) to
 				// a second: waiting for the catalog's last write, a few polls
 				// of 5-15 ms, is a small part of it.
 				const perTurn = 500
-				var rate, cpu, scpu [2][]float64
+				// The plugin processes each server starts for its first
+				// runs are not counted.
+				recorded += perTurn
+				for which := range 2 {
+					turn(which, perTurn, recorded)
+				}
+				var rate [2][]float64
 				for i := range max(b.N*4, minRounds) {
 					for _, which := range turns(i) {
-						s := servers[which]
-						cpu0, s0, t0 := treeCPU(s), schedCPU(s.cmd.Process.Pid), time.Now()
-						trivialRuns(b, s, perTurn)
-						want := 0
+						t0 := time.Now()
 						if which == 0 {
 							recorded += perTurn
-							want = recorded
 						}
-						awaitRecorded(b, s, want)
-						took := time.Since(t0)
-						rate[which] = append(rate[which], perTurn/took.Seconds())
-						cpu[which] = append(cpu[which], (treeCPU(s)-cpu0).Seconds()*1000/perTurn)
-						scpu[which] = append(scpu[which], (schedCPU(s.cmd.Process.Pid)-s0).Seconds()*1000/perTurn)
+						turn(which, perTurn, recorded)
+						rate[which] = append(rate[which], perTurn/time.Since(t0).Seconds())
 					}
 				}
 				report(b, rate, "runs/s")
+				var cpu, scpu [2][]float64
+				for range max(b.N*12, minSideBySide) {
+					recorded += perTurn
+					var took [2][2]time.Duration
+					var wg sync.WaitGroup
+					for which := range 2 {
+						wg.Go(func() {
+							s := servers[which]
+							cpu0, s0 := treeCPU(s), schedCPU(s.cmd.Process.Pid)
+							turn(which, perTurn, recorded)
+							took[which] = [2]time.Duration{treeCPU(s) - cpu0, schedCPU(s.cmd.Process.Pid) - s0}
+						})
+					}
+					wg.Wait()
+					for which := range 2 {
+						cpu[which] = append(cpu[which], took[which][0].Seconds()*1000/perTurn)
+						scpu[which] = append(scpu[which], took[which][1].Seconds()*1000/perTurn)
+					}
+				}
 				report(b, cpu, "cpu-ms/run")
 				report(b, scpu, "server-cpu-ms/run")
 			})
 			b.Run("csv-1m", func(b *testing.B) {
-				data := csvDataset(b, servers[1], 1_000_000)
+				// Each server reads its own copy and writes its own output:
+				// replacing a file the other server wrote, or reading one only
+				// one of them had written, weighed on one side.
+				var data [2]string
+				recorded++
+				for which := range 2 {
+					data[which] = csvDataset(b, servers[which], 1_000_000)
+					csvRunSecs(b, servers[which], data[which])
+					awaitRecorded(b, servers[which], recorded*(1-which))
+				}
 				var secs, cpu [2][]float64
 				for i := range max(b.N*3, minRounds) {
 					for _, which := range turns(i) {
 						s := servers[which]
 						cpu0 := treeCPU(s)
-						secs[which] = append(secs[which], csvRunSecs(b, s, data))
+						secs[which] = append(secs[which], csvRunSecs(b, s, data[which]))
 						want := 0
 						if which == 0 {
 							recorded++
@@ -107,19 +154,46 @@ func BenchmarkCatalogOverhead(b *testing.B) {
 	}
 }
 
-// minRounds is the fewest rounds (a turn of each server) a figure is the
-// median of, whatever -benchtime says. task bench runs a benchmark once,
-// and the medians of its four rounds were not settled: on a 2-core machine
-// one such figure put the recording server's throughput 3 % above the
-// other's, where medians of twelve put it 8-11 % below.
-const minRounds = 12
+// minRounds is the fewest rounds (a turn of each server) a figure of turns
+// taken one after the other is made of, whatever -benchtime says, and
+// minSideBySide the fewest of turns taken at once. task bench runs a
+// benchmark once, and the figures of its four rounds were not settled: on a
+// 2-core machine one such figure put the recording server's throughput 3 %
+// above the other's, where twelve put it 8-11 % below. Forty rounds side by
+// side bring the standard error of the CPU ratio to about 1.5 %.
+const (
+	minRounds     = 12
+	minSideBySide = 40
+)
 
-// report reports the medians of both servers' figures and their ratio.
+// report reports the medians of both servers' figures, the median of their
+// rounds' ratios and its standard error.
 func report(b *testing.B, figures [2][]float64, unit string) {
-	on, off := median(figures[0]), median(figures[1])
-	b.ReportMetric(on, "on-"+unit)
-	b.ReportMetric(off, "off-"+unit)
-	b.ReportMetric(on/off, "on/off-"+unit)
+	b.ReportMetric(median(figures[0]), "on-"+unit)
+	b.ReportMetric(median(figures[1]), "off-"+unit)
+	logs := make([]float64, len(figures[0]))
+	for i := range logs {
+		logs[i] = math.Log(figures[0][i] / figures[1][i])
+	}
+	ratio := math.Exp(median(logs))
+	b.ReportMetric(ratio, "on/off-"+unit)
+	b.ReportMetric(ratio*medianSE(logs), "on/off-"+unit+"-se")
+}
+
+// medianSE is the standard error of the median of v: √(π/2)·σ/√n, that of
+// a normal sample's median, with σ taken from the median absolute
+// deviation (1.4826·MAD), which the odd turn a shared machine stretches
+// several times over does not sway.
+func medianSE(v []float64) float64 {
+	if len(v) < 2 {
+		return 0
+	}
+	m := median(v)
+	dev := make([]float64, len(v))
+	for i, x := range v {
+		dev[i] = math.Abs(x - m)
+	}
+	return math.Sqrt(math.Pi/2) * 1.4826 * median(dev) / math.Sqrt(float64(len(v)))
 }
 
 // turns is the order of the two servers' turns in round i: the recording
