@@ -25,14 +25,16 @@ func (s *store) CatalogRecord(ctx context.Context, b CatalogBatch) error {
 	if b.ID == "" || len(b.ID) > maxBatchID {
 		return invalid(op, fmt.Errorf("a catalog batch needs an id of 1 to %d bytes", maxBatchID))
 	}
-	var invs []CatalogInvocation
+	invs := make([]CatalogInvocation, 0, len(b.Invocations))
 	for _, inv := range b.Invocations {
 		if inv.RunID == "" || inv.RowID == "" {
 			return invalid(op, errors.New("a catalog record needs a run id and a row id"))
 		}
-		for _, o := range append(slices.Clip(inv.Sources), inv.Sinks...) {
-			if o.URI == "" {
-				return invalid(op, fmt.Errorf("run %s row %s: a dataset without a URI", inv.RunID, inv.RowID))
+		for _, side := range [2][]CatalogObservation{inv.Sources, inv.Sinks} {
+			for _, o := range side {
+				if o.URI == "" {
+					return invalid(op, fmt.Errorf("run %s row %s: a dataset without a URI", inv.RunID, inv.RowID))
+				}
 			}
 		}
 		if len(inv.Sources)+len(inv.Sinks) > 0 {
@@ -99,18 +101,34 @@ type statPoint struct {
 // less keep and its PrevFloor the floor before the batch: the blocks
 // ending between the two have just lost their last point kept.
 func CatalogStatBlocks(stats []CatalogStatWrite, recorded map[string]int64, keep int) ([]CatalogStatBlock, error) {
-	byDataset := map[string][]statPoint{}
+	// Each dataset's points are a run of one array, in the order recorded:
+	// a batch holds hundreds of points of a few datasets, which appending
+	// to a slice per dataset copied over and over.
+	counts := map[string]int{}
 	var ids []string
 	for _, st := range stats {
-		if byDataset[st.DatasetID] == nil {
+		if counts[st.DatasetID] == 0 {
 			ids = append(ids, st.DatasetID)
 		}
-		byDataset[st.DatasetID] = append(byDataset[st.DatasetID], statPoint{
-			Run: st.RunID, Row: st.RowID, Role: st.Role, At: st.RecordedAt.UnixMicro(), Status: st.Status,
-			Records: st.Records, Bytes: st.Bytes, MS: st.DurationMS,
-		})
+		counts[st.DatasetID]++
 	}
 	slices.Sort(ids)
+	all := make([]statPoint, len(stats))
+	next := make(map[string]int, len(ids))
+	byDataset := make(map[string][]statPoint, len(ids))
+	at := 0
+	for _, id := range ids {
+		next[id] = at
+		byDataset[id] = all[at : at+counts[id]]
+		at += counts[id]
+	}
+	for _, st := range stats {
+		all[next[st.DatasetID]] = statPoint{
+			Run: st.RunID, Row: st.RowID, Role: st.Role, At: st.RecordedAt.UnixMicro(), Status: st.Status,
+			Records: st.Records, Bytes: st.Bytes, MS: st.DurationMS,
+		}
+		next[st.DatasetID]++
+	}
 	out := make([]CatalogStatBlock, 0, len(ids))
 	for _, id := range ids {
 		points := byDataset[id]
@@ -169,9 +187,16 @@ func aggregate(invs []CatalogInvocation, now time.Time) *CatalogRecordParams {
 	lastHash := map[string]string{}
 	// The ids of the batch's URIs, each hashed once.
 	ids := map[string]string{}
+	// Each invocation's rows are made in the same buffers, and copied out.
+	rows := 0
+	for _, inv := range invs {
+		rows += len(inv.Sources) + len(inv.Sinks)
+	}
+	p.Stats = make([]CatalogStatWrite, 0, rows)
+	var seen invocationRows
 	for _, inv := range invs {
 		when := at(inv)
-		seen := invocationDatasets(inv, ids)
+		seen.of(inv, ids)
 		for i := range seen.datasets {
 			o := &seen.datasets[i]
 			d := o.id
@@ -250,11 +275,14 @@ type invocationRows struct {
 	datasets []observedDataset
 	stats    []CatalogStatWrite
 	edges    []CatalogEdgeWrite
+	// srcIDs and dstIDs are the ids of each side's datasets, in order.
+	srcIDs, dstIDs []string
 }
 
-// invocationDatasets are inv's rows; ids caches DatasetID by URI.
-func invocationDatasets(inv CatalogInvocation, ids map[string]string) invocationRows {
-	r := invocationRows{datasets: make([]observedDataset, 0, len(inv.Sources)+len(inv.Sinks))}
+// of makes r inv's rows, in the buffers of the invocation before; ids
+// caches DatasetID by URI.
+func (r *invocationRows) of(inv CatalogInvocation, ids map[string]string) {
+	r.datasets, r.stats, r.edges = r.datasets[:0], r.stats[:0], r.edges[:0]
 	add := func(o CatalogObservation, role string) string {
 		id, ok := ids[o.URI]
 		if !ok {
@@ -281,14 +309,14 @@ func invocationDatasets(inv CatalogInvocation, ids map[string]string) invocation
 		}
 		return id
 	}
-	srcIDs := make([]string, 0, len(inv.Sources))
+	srcIDs, dstIDs := r.srcIDs[:0], r.dstIDs[:0]
 	for _, o := range inv.Sources {
 		srcIDs = append(srcIDs, add(o, RoleSource))
 	}
-	dstIDs := make([]string, 0, len(inv.Sinks))
 	for _, o := range inv.Sinks {
 		dstIDs = append(dstIDs, add(o, RoleSink))
 	}
+	r.srcIDs, r.dstIDs = srcIDs, dstIDs
 	// A pair repeats only where a side names a dataset twice: the map of
 	// the pairs seen is for those.
 	var seenEdge map[[2]string]bool
@@ -310,31 +338,45 @@ func invocationDatasets(inv CatalogInvocation, ids map[string]string) invocation
 			r.edges = append(r.edges, CatalogEdgeWrite{SrcID: src, DstID: dst, LastRecords: records})
 		}
 	}
-	return r
 }
 
 // latestSnapshots keeps what a batch's snapshots leave behind: of each
 // pipeline's, the newest two, oldest first, which applied in order make
 // the newest the latest and the other the previous.
 func latestSnapshots(snaps []ConfigSnapshot, now time.Time) []ConfigSnapshot {
-	byPipeline := map[string][]ConfigSnapshot{}
+	// Only each pipeline's newest two are kept as the batch's are read: a
+	// batch brings hundreds, mostly of one pipeline. Of snapshots recorded
+	// at the same moment, the later in the batch is the newer.
+	type newest struct {
+		last, before ConfigSnapshot
+		n            int
+	}
+	byPipeline := map[string]*newest{}
 	var names []string
 	for _, snap := range snaps {
 		snap.RecordedAt = micro(snap.RecordedAt)
 		if snap.RecordedAt.IsZero() {
 			snap.RecordedAt = now
 		}
-		if byPipeline[snap.Pipeline] == nil {
+		k := byPipeline[snap.Pipeline]
+		switch {
+		case k == nil:
 			names = append(names, snap.Pipeline)
+			byPipeline[snap.Pipeline] = &newest{last: snap, n: 1}
+		case !snap.RecordedAt.Before(k.last.RecordedAt):
+			k.before, k.last, k.n = k.last, snap, k.n+1
+		case k.n == 1 || !snap.RecordedAt.Before(k.before.RecordedAt):
+			k.before, k.n = snap, k.n+1
 		}
-		byPipeline[snap.Pipeline] = append(byPipeline[snap.Pipeline], snap)
 	}
 	slices.Sort(names)
-	var out []ConfigSnapshot
+	out := make([]ConfigSnapshot, 0, 2*len(names))
 	for _, name := range names {
-		list := byPipeline[name]
-		slices.SortStableFunc(list, func(a, b ConfigSnapshot) int { return a.RecordedAt.Compare(b.RecordedAt) })
-		out = append(out, list[max(0, len(list)-2):]...)
+		if k := byPipeline[name]; k.n > 1 {
+			out = append(out, k.before, k.last)
+		} else {
+			out = append(out, k.last)
+		}
 	}
 	return out
 }

@@ -2,6 +2,9 @@ package db
 
 import (
 	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -61,5 +64,52 @@ func TestCatalogStatBlocksNumberAndTrim(t *testing.T) {
 	}
 	if _, err := statsOf([]CatalogStatBlockRow{{LastSeq: 6, Points: 2, Body: b.Body}}, 3); err == nil {
 		t.Error("a block whose count disagrees with its body decoded")
+	}
+}
+
+// TestLatestSnapshotsKeepTheNewestTwo checks, on batches with ties, that a
+// batch keeps of each pipeline the two a stable sort by time puts last,
+// oldest first, the pipelines in name order.
+func TestLatestSnapshotsKeepTheNewestTwo(t *testing.T) {
+	now := time.UnixMicro(1_700_000_000_000_000).UTC()
+	want := func(snaps []ConfigSnapshot) []ConfigSnapshot {
+		byName := map[string][]ConfigSnapshot{}
+		var names []string
+		for _, s := range snaps {
+			if s.RecordedAt.IsZero() {
+				s.RecordedAt = now
+			}
+			if byName[s.Pipeline] == nil {
+				names = append(names, s.Pipeline)
+			}
+			byName[s.Pipeline] = append(byName[s.Pipeline], s)
+		}
+		slices.Sort(names)
+		var out []ConfigSnapshot
+		for _, n := range names {
+			l := byName[n]
+			slices.SortStableFunc(l, func(a, b ConfigSnapshot) int { return a.RecordedAt.Compare(b.RecordedAt) })
+			out = append(out, l[max(0, len(l)-2):]...)
+		}
+		return out
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for round := range 500 {
+		var snaps []ConfigSnapshot
+		for i := range rng.IntN(12) {
+			s := ConfigSnapshot{Pipeline: string(rune('a' + rng.IntN(3))), RunID: fmt.Sprintf("r%d", i)}
+			// Few distinct times, so ties are common; some unset (now).
+			if k := rng.IntN(5); k > 0 {
+				s.RecordedAt = now.Add(time.Duration(k-2) * time.Second)
+			}
+			snaps = append(snaps, s)
+		}
+		got := latestSnapshots(slices.Clone(snaps), now)
+		exp := want(snaps)
+		if !slices.EqualFunc(got, exp, func(a, b ConfigSnapshot) bool {
+			return a.Pipeline == b.Pipeline && a.RunID == b.RunID && a.RecordedAt.Equal(b.RecordedAt)
+		}) {
+			t.Fatalf("round %d: from %+v kept %+v, want %+v", round, snaps, got, exp)
+		}
 	}
 }
