@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -50,6 +51,42 @@ func TestSamplerFollowsMembersInAnyOrder(t *testing.T) {
 	}}
 	if got := s.schema(); !reflect.DeepEqual(got, want) {
 		t.Errorf("schema = %+v\nwant   %+v", got, want)
+	}
+}
+
+// TestSamplerKeepsWideAndLongRecordsApart: past indexFrom columns, in any
+// order, and in records too long to share their names' copy, every member
+// is the column of its name, and the names are the sampler's own: the
+// batch they came in may be reused.
+func TestSamplerKeepsWideAndLongRecordsApart(t *testing.T) {
+	const width = indexFrom + 8
+	member := func(i int, v string) string { return fmt.Sprintf(`"c%02d":%s`, i, v) }
+	var forward, backward []string
+	for i := range width {
+		forward = append(forward, member(i, "1"))
+		backward = append([]string{member(i, `"x"`)}, backward...)
+	}
+	long := `{"pad":"` + strings.Repeat("p", maxSharedRecord) + `",` + member(0, "null") + `}`
+	batch := []byte("{" + strings.Join(forward, ",") + "}\n{" + strings.Join(backward, ",") + "}\n" + long + "\n")
+	s := &sampler{}
+	s.observe(batch)
+	for i := range batch {
+		batch[i] = '#'
+	}
+	got := s.schema().Columns
+	if len(got) != width+1 {
+		t.Fatalf("%d columns, want %d: %+v", len(got), width+1, got)
+	}
+	for i, c := range got[:width] {
+		// An integer, then a string; null (c00) or missing (the rest) in
+		// the long record.
+		want := Column{Name: fmt.Sprintf("c%02d", i), Nullable: true}
+		if c != want {
+			t.Errorf("column %d = %+v, want %+v (integers and strings have no one type)", i, c, want)
+		}
+	}
+	if pad := got[width]; pad.Name != "pad" || pad.Type != TypeString || !pad.Nullable {
+		t.Errorf("the long record's own column = %+v", pad)
 	}
 }
 

@@ -29,11 +29,21 @@ const (
 // nothing (the session was not asked for datasets).
 type sampler struct {
 	records int64
-	// cols are the columns in the order first seen, index their positions
-	// by name.
+	// cols are the columns in the order first seen; index, once there are
+	// more than indexFrom of them, their positions by name (fewer are
+	// looked for along cols, which a session of a few columns, the most,
+	// finds sooner than it would build a map).
 	cols  []sampledColumn
 	index map[string]int
 }
+
+// indexFrom is the most columns a sampler finds by looking along them.
+const indexFrom = 16
+
+// maxSharedRecord is the longest record whose new column names are cut
+// from one copy of it rather than copied one by one: a record's names
+// then cost one allocation, and what they hold on to stays small.
+const maxSharedRecord = 4096
 
 type sampledColumn struct {
 	name  string
@@ -72,23 +82,31 @@ func (s *sampler) observe(records []byte) {
 // Records mostly list their members in the same order, so the n-th member
 // is looked for first among the columns at n.
 func (s *sampler) record(rec []byte) {
-	if s.index == nil {
-		s.index = map[string]int{}
-	}
 	s.records++
 	n := 0
-	scanMembers(rec, func(key []byte, kind uint8, null bool) {
+	// shared is rec as a string, made once a name of it is new.
+	var shared string
+	scanMembers(rec, func(key []byte, raw bool, kind uint8, null bool) {
 		at := n
 		n++
 		if at >= len(s.cols) || s.cols[at].name != string(key) {
-			var ok bool
-			if at, ok = s.index[string(key)]; !ok {
+			if at = s.find(key); at < 0 {
 				if len(s.cols) == maxReportedColumns {
 					return
 				}
-				at = len(s.cols)
-				s.cols = append(s.cols, sampledColumn{name: string(key)})
-				s.index[s.cols[at].name] = at
+				var name string
+				switch {
+				case raw && len(rec) <= maxSharedRecord:
+					if shared == "" {
+						shared = string(rec)
+					}
+					// key lies in rec: how far in, its capacity says.
+					off := cap(rec) - cap(key)
+					name = shared[off : off+len(key)]
+				default:
+					name = string(key)
+				}
+				at = s.add(name)
 			}
 		}
 		c := &s.cols[at]
@@ -96,6 +114,41 @@ func (s *sampler) record(rec []byte) {
 		c.kinds |= kind
 		c.null = c.null || null
 	})
+}
+
+// find is the position of the column named key, or -1.
+func (s *sampler) find(key []byte) int {
+	if s.index != nil {
+		if at, ok := s.index[string(key)]; ok {
+			return at
+		}
+		return -1
+	}
+	for i := range s.cols {
+		if s.cols[i].name == string(key) {
+			return i
+		}
+	}
+	return -1
+}
+
+// add appends the column named name and returns its position.
+func (s *sampler) add(name string) int {
+	at := len(s.cols)
+	if s.cols == nil {
+		s.cols = make([]sampledColumn, 0, 8)
+	}
+	s.cols = append(s.cols, sampledColumn{name: name})
+	switch {
+	case s.index != nil:
+		s.index[name] = at
+	case len(s.cols) > indexFrom:
+		s.index = make(map[string]int, 2*len(s.cols))
+		for i, c := range s.cols {
+			s.index[c.name] = i
+		}
+	}
+	return at
 }
 
 // schema is what the sample shows; nil when nothing was sampled.
@@ -139,9 +192,10 @@ func kindType(k uint8) string {
 
 // scanMembers calls fn with the key and value kind of each top-level member
 // of a JSON object, without decoding the values: the inference only needs
-// their first bytes, and skipping the rest keeps sampling cheap. Malformed
-// input ends the scan.
-func scanMembers(rec []byte, fn func(key []byte, kind uint8, null bool)) {
+// their first bytes, and skipping the rest keeps sampling cheap. raw says
+// the key is a slice of rec (it had no escapes to decode). Malformed input
+// ends the scan.
+func scanMembers(rec []byte, fn func(key []byte, raw bool, kind uint8, null bool)) {
 	i := skipSpace(rec, 0)
 	if i >= len(rec) || rec[i] != '{' {
 		return
@@ -156,13 +210,13 @@ func scanMembers(rec []byte, fn func(key []byte, kind uint8, null bool)) {
 		if end < 0 {
 			return
 		}
-		key := rec[i+1 : end-1]
+		key, raw := rec[i+1:end-1], true
 		if bytes.IndexByte(key, '\\') >= 0 {
 			var k string
 			if json.Unmarshal(rec[i:end], &k) != nil {
 				return
 			}
-			key = []byte(k)
+			key, raw = []byte(k), false
 		}
 		i = skipSpace(rec, end)
 		if i >= len(rec) || rec[i] != ':' {
@@ -177,7 +231,7 @@ func scanMembers(rec []byte, fn func(key []byte, kind uint8, null bool)) {
 			return
 		}
 		kind, null := valueKind(rec[start:i])
-		fn(key, kind, null)
+		fn(key, raw, kind, null)
 		i = skipSpace(rec, i)
 		if i >= len(rec) || rec[i] == '}' {
 			return
