@@ -40,9 +40,11 @@ type sampler struct {
 // indexFrom is the most columns a sampler finds by looking along them.
 const indexFrom = 16
 
-// maxSharedRecord is the longest record whose new column names are cut
-// from one copy of it rather than copied one by one: a record's names
-// then cost one allocation, and what they hold on to stays small.
+// maxSharedRecord is the longest first record whose column names are cut
+// from one copy of it rather than copied one by one: the names, most of a
+// session's, then cost one allocation, and what they hold on to stays
+// small. Names that turn up later are copied one by one, so a session of
+// ever new names holds no more than one record.
 const maxSharedRecord = 4096
 
 type sampledColumn struct {
@@ -84,7 +86,8 @@ func (s *sampler) observe(records []byte) {
 func (s *sampler) record(rec []byte) {
 	s.records++
 	n := 0
-	// shared is rec as a string, made once a name of it is new.
+	// shared is the first record as a string, made once a name of it is
+	// new.
 	var shared string
 	scanMembers(rec, func(key []byte, raw bool, kind uint8, null bool) {
 		at := n
@@ -96,7 +99,7 @@ func (s *sampler) record(rec []byte) {
 				}
 				var name string
 				switch {
-				case raw && len(rec) <= maxSharedRecord:
+				case raw && s.records == 1 && len(rec) <= maxSharedRecord:
 					if shared == "" {
 						shared = string(rec)
 					}
