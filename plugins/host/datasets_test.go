@@ -141,11 +141,7 @@ func TestProtocol12PluginKeepsWorking(t *testing.T) {
 	h, dir, logged := linesHostAt(t, protocol12Revision)
 	in, lines := threeLines(t, dir)
 	for name, conns := range map[string]pipeline.Connectors{"piped": h, "relayed": relayOnly{h}} {
-		out := filepath.Join(dir, name+".jsonl")
-		l := observe(t, conns, pipeline.Invocation{RowID: "default", Source: cfg("lines", map[string]any{"path": in}), Sink: cfg("jsonl", map[string]any{"path": out})})
-		if n := countLines(t, out); n != 3 {
-			t.Errorf("%s: lines (1.2) → jsonl wrote %d records, want 3", name, n)
-		}
+		l, out := linesToJSONL(t, conns, dir, name, in, "1.2")
 		want := []pipeline.Dataset{{Kind: "lines", URI: fileURI(in), Schema: lines}}
 		if !reflect.DeepEqual(l.Source.Datasets, want) || l.Source.Records != 3 {
 			t.Errorf("%s: the 1.2 source's report = %+v, want datasets %+v", name, l.Source, want)
@@ -180,8 +176,7 @@ func TestProtocol13PluginKeepsWorking(t *testing.T) {
 	h, dir, logged := linesHostAt(t, protocol13Revision)
 	in, lines := threeLines(t, dir)
 	for name, conns := range map[string]pipeline.Connectors{"piped": h, "relayed": relayOnly{h}} {
-		out := filepath.Join(dir, name+".jsonl")
-		l := observe(t, conns, pipeline.Invocation{RowID: "default", Source: cfg("lines", map[string]any{"path": in}), Sink: cfg("jsonl", map[string]any{"path": out})})
+		l, out := linesToJSONL(t, conns, dir, name, in, "1.3")
 		want := pipeline.Lineage{
 			Source: pipeline.Observation{Datasets: []pipeline.Dataset{{Kind: "lines", URI: fileURI(in), Schema: lines}}, Records: 3, Bytes: l.Source.Bytes},
 			Sink:   pipeline.Observation{Datasets: []pipeline.Dataset{{Kind: "jsonl", URI: fileURI(out), Schema: lines}}, Records: 3, Bytes: l.Sink.Bytes},
@@ -238,6 +233,19 @@ func threeLines(t *testing.T, dir string) (string, *pipeline.Schema) {
 		t.Fatal(err)
 	}
 	return in, &pipeline.Schema{Columns: []pipeline.Column{{Name: "n", Type: "integer"}, {Name: "line", Type: "string"}}}
+}
+
+// linesToJSONL runs threeLines' file in through conns from the example
+// plugin, built against protocol version, into name.jsonl in dir, and
+// checks the three records it wrote; it returns the lineage and the output.
+func linesToJSONL(t *testing.T, conns pipeline.Connectors, dir, name, in, version string) (*pipeline.Lineage, string) {
+	t.Helper()
+	out := filepath.Join(dir, name+".jsonl")
+	l := observe(t, conns, pipeline.Invocation{RowID: "default", Source: cfg("lines", map[string]any{"path": in}), Sink: cfg("jsonl", map[string]any{"path": out})})
+	if n := countLines(t, out); n != 3 {
+		t.Errorf("%s: lines (%s) → jsonl wrote %d records, want 3", name, version, n)
+	}
+	return l, out
 }
 
 // csvToLines runs a two-line CSV file in dir through h into the example

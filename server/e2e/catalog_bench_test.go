@@ -66,15 +66,12 @@ func BenchmarkCatalogOverhead(b *testing.B) {
 				benchServer(b, hist()),
 				benchServer(b, hist(), "--no-catalog"),
 			}
+			// recorded counts the invocations the recording server has
+			// run; settle waits until server which's catalog holds them all
+			// (the other server's, none).
 			recorded := 0
-			// turn has server which run n trivial runs and wait for their
-			// catalog records.
-			turn := func(which, n int, want int) {
-				trivialRuns(b, servers[which], n)
-				if which == 1 {
-					want = 0
-				}
-				awaitRecorded(b, servers[which], want)
+			settle := func(which int) {
+				awaitRecorded(b, servers[which], recorded*(1-which))
 			}
 			b.Run("trivial", func(b *testing.B) {
 				// A turn lasts from a third of a second (a fast machine) to
@@ -85,7 +82,8 @@ func BenchmarkCatalogOverhead(b *testing.B) {
 				// runs are not counted.
 				recorded += perTurn
 				for which := range 2 {
-					turn(which, perTurn, recorded)
+					trivialRuns(b, servers[which], perTurn)
+					settle(which)
 				}
 				var rate [2][]float64
 				for i := range max(b.N*4, minRounds) {
@@ -94,7 +92,8 @@ func BenchmarkCatalogOverhead(b *testing.B) {
 						if which == 0 {
 							recorded += perTurn
 						}
-						turn(which, perTurn, recorded)
+						trivialRuns(b, servers[which], perTurn)
+						settle(which)
 						rate[which] = append(rate[which], perTurn/time.Since(t0).Seconds())
 					}
 				}
@@ -108,7 +107,8 @@ func BenchmarkCatalogOverhead(b *testing.B) {
 						wg.Go(func() {
 							s := servers[which]
 							cpu0, s0 := treeCPU(s), schedCPU(s.cmd.Process.Pid)
-							turn(which, perTurn, recorded)
+							trivialRuns(b, s, perTurn)
+							settle(which)
 							took[which] = [2]time.Duration{treeCPU(s) - cpu0, schedCPU(s.cmd.Process.Pid) - s0}
 						})
 					}
@@ -126,24 +126,23 @@ func BenchmarkCatalogOverhead(b *testing.B) {
 				// replacing a file the other server wrote, or reading one only
 				// one of them had written, weighed on one side.
 				var data [2]string
-				recorded++
+				// The run writing the dataset and the warm-up run.
+				recorded += 2
 				for which := range 2 {
 					data[which] = csvDataset(b, servers[which], 1_000_000)
 					csvRunSecs(b, servers[which], data[which])
-					awaitRecorded(b, servers[which], recorded*(1-which))
+					settle(which)
 				}
 				var secs, cpu [2][]float64
 				for i := range max(b.N*3, minRounds) {
 					for _, which := range turns(i) {
 						s := servers[which]
 						cpu0 := treeCPU(s)
-						secs[which] = append(secs[which], csvRunSecs(b, s, data[which]))
-						want := 0
 						if which == 0 {
 							recorded++
-							want = recorded
 						}
-						awaitRecorded(b, s, want)
+						secs[which] = append(secs[which], csvRunSecs(b, s, data[which]))
+						settle(which)
 						cpu[which] = append(cpu[which], (treeCPU(s) - cpu0).Seconds())
 					}
 				}
