@@ -43,14 +43,14 @@ var defaultCheckpoints = checkpointPolicy{every: time.Second, restartFrames: wal
 //
 // A passive checkpoint alone lets the WAL grow without bound under unbroken
 // load: the WAL starts over only when a write begins once every frame was
-// copied back, and writes that keep coming add frames while it copies. A
-// WAL growing for good costs every write a file system block allocated
-// and zeroed, and every read a longer search of the WAL index. So once the
-// WAL is past its policy's restartFrames and a passive checkpoint left
-// frames behind, the checkpointer runs a RESTART checkpoint: it holds new
-// writes for as long as it copies the rest and waits for the readers
-// (restartWait at most), and the next write starts the WAL over, reusing
-// its file.
+// copied back and no reader holds on to one, while writes that keep coming
+// add frames as it copies and readers read them. A WAL growing for good
+// costs every write a file system block allocated and zeroed, and every
+// read a longer search of the WAL index. So once the WAL is past its
+// policy's restartFrames, the checkpointer follows the passive checkpoint
+// with a RESTART one: it holds new writes for as long as it copies the
+// rest and waits for the readers (restartWait at most), and the next write
+// starts the WAL over, reusing its file.
 type checkpointer struct {
 	conn   *sql.DB
 	policy checkpointPolicy
@@ -94,15 +94,21 @@ func (c *checkpointer) run(ctx context.Context) {
 }
 
 // checkpoint runs one passive checkpoint, and a restarting one after it
-// when the WAL is long and the passive one left frames behind. A failed
-// checkpoint (busy, or the disk) costs nothing but a longer WAL until the
-// next tick succeeds.
+// when the WAL is long: it did not start over since the last tick. That
+// the passive one copied every frame it counted is no sign that it will:
+// it counts the frames there when it began, the writes of a busy server
+// add more while it copies, and a reader that began before it ended still
+// holds on to frames when the next write looks to start the WAL over. A
+// server under unbroken load (runs finishing and reads of them, side by
+// side) grew its WAL to hundreds of megabytes that way, every passive
+// checkpoint reporting all caught up. A failed checkpoint (busy, or the
+// disk) costs nothing but a longer WAL until the next tick succeeds.
 func (c *checkpointer) checkpoint(ctx context.Context) {
 	var busy, frames, copied int
 	if err := c.conn.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &frames, &copied); err != nil {
 		return
 	}
-	if frames > c.policy.restartFrames && copied < frames {
+	if frames > c.policy.restartFrames {
 		_, _ = c.conn.ExecContext(ctx, `PRAGMA wal_checkpoint(RESTART)`)
 	}
 }
