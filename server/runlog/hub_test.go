@@ -11,6 +11,7 @@ import (
 
 	"github.com/faucet-dev/faucet/db"
 	"github.com/faucet-dev/faucet/internal/redact"
+	"github.com/faucet-dev/faucet/internal/testwait"
 )
 
 // memAppender keeps appended lines in memory; it can be told to fail.
@@ -239,5 +240,63 @@ func TestFlushWithHandsOverThePendingLines(t *testing.T) {
 		return nil
 	}); err != nil || len(got) != 0 {
 		t.Fatalf("a third FlushWith handed %d lines again", len(got))
+	}
+}
+
+// TestFinishedCapturesDrainAfterTheirWindowOrPastTheBound finishes more
+// runs than the hub holds for late readers: the oldest are dropped at once,
+// their pending lines persisted first, the rest when their window ends,
+// and a capture that replaced a finished one under its key stays.
+func TestFinishedCapturesDrainAfterTheirWindowOrPastTheBound(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	clock := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return now
+	}
+	store := &memAppender{}
+	h := startHub(t, Config{
+		Store: store, MaxLinesPerRun: 100, FlushInterval: 10 * time.Millisecond, FlushLines: 100,
+		DrainWindow: time.Minute, MaxDraining: 3, Clock: clock,
+	})
+	for i := 1; i <= 5; i++ {
+		run := h.Open(fmt.Sprint("r", i), nil)
+		run.Append(slog.LevelInfo, "last words")
+		run.Finish()
+	}
+	held := func(id string) bool {
+		_, ok := h.Lookup(id)
+		return ok
+	}
+	testwait.Until(t, 10*time.Second, func() error {
+		if held("r1") || held("r2") {
+			return errors.New("the two oldest of five finished runs are still held past a bound of three")
+		}
+		return nil
+	})
+	for _, id := range []string{"r1", "r2"} {
+		if got := store.get(id); len(got) != 1 || got[0].Line != "last words" {
+			t.Fatalf("%s was dropped with its lines %+v persisted, want its one line", id, got)
+		}
+	}
+	for _, id := range []string{"r3", "r4", "r5"} {
+		if !held(id) {
+			t.Fatalf("%s was dropped before its window ended, with the bound not passed", id)
+		}
+	}
+	again := h.Open("r3", nil)
+	mu.Lock()
+	now = now.Add(time.Minute)
+	mu.Unlock()
+	testwait.Until(t, 10*time.Second, func() error {
+		if held("r4") || held("r5") {
+			return errors.New("runs are still held after their drain window ended")
+		}
+		return nil
+	})
+	if run, ok := h.Lookup("r3"); !ok || run != again {
+		t.Fatal("dropping the finished r3 dropped the capture that replaced it")
 	}
 }
