@@ -258,8 +258,9 @@ type drained struct {
 	end time.Time
 }
 
-// drain holds run's finished capture for the drain window (sweep drops
-// it), dropping the oldest held early past MaxDraining.
+// drain holds run's finished capture for late readers until the flusher's
+// sweep drops it: once its drain window has ended, or sooner when more
+// than MaxDraining are held.
 func (h *Hub) drain(run *Run) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
