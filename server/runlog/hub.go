@@ -279,6 +279,10 @@ func (h *Hub) sweep(ctx context.Context, now time.Time) {
 	for n < len(h.draining) && (len(h.draining)-n > h.cfg.MaxDraining || !now.Before(h.draining[n].end)) {
 		n++
 	}
+	if n == 0 {
+		h.mu.Unlock()
+		return
+	}
 	done := slices.Clone(h.draining[:n])
 	h.draining = slices.Delete(h.draining, 0, n)
 	h.mu.Unlock()

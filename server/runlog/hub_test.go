@@ -244,9 +244,10 @@ func TestFlushWithHandsOverThePendingLines(t *testing.T) {
 }
 
 // TestFinishedCapturesDrainAfterTheirWindowOrPastTheBound finishes more
-// runs than the hub holds for late readers: the oldest are dropped at once,
-// their pending lines persisted first, the rest when their window ends,
-// and a capture that replaced a finished one under its key stays.
+// runs than the hub holds for late readers, with the clock stopped: the
+// flusher's next sweep drops the oldest, their pending lines persisted
+// first, and the rest once the clock passes their window; a capture that
+// replaced a finished one under its key stays.
 func TestFinishedCapturesDrainAfterTheirWindowOrPastTheBound(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
