@@ -198,3 +198,37 @@ func TestFinalizedGetsWhatTheRunExecuted(t *testing.T) {
 		t.Fatalf("final of a cancelled run = %+v", f)
 	}
 }
+
+// TestARunWhoseEndLandedIsEndedToCancelAndDelete: between a run's terminal
+// write landing and the executor letting it go, a client can already read it
+// as ended; a cancel then answers that it ended, and a delete removes it.
+func TestARunWhoseEndLandedIsEndedToCancelAndDelete(t *testing.T) {
+	t.Parallel()
+	s := st.Start(t, st.Options{})
+	landed, release := make(chan struct{}), make(chan struct{})
+	hook := func() {
+		close(landed)
+		<-release
+	}
+	s.Store.AfterFinish.Store(&hook)
+	id := s.Submit(t, "3").RunID
+	select {
+	case <-landed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the run's end never landed")
+	}
+	defer close(release)
+	ctx := context.Background()
+	if rec, err := s.Exec.Get(ctx, id); err != nil || rec.Status != db.StatusCompleted {
+		t.Fatalf("GET in the window = %+v (%v), want completed", rec, err)
+	}
+	if out, err := s.Exec.Cancel(ctx, id); err != nil || out != execution.AlreadyTerminal {
+		t.Fatalf("cancel of the ended run = %v (%v), want AlreadyTerminal", out, err)
+	}
+	if err := s.Exec.Delete(ctx, id); err != nil {
+		t.Fatalf("delete of the ended run: %v", err)
+	}
+	if _, err := s.Exec.Get(ctx, id); !errors.Is(err, execution.ErrNotFound) {
+		t.Fatalf("GET after the delete: %v, want not found", err)
+	}
+}

@@ -40,6 +40,13 @@ func (e *Executor) Cancel(ctx context.Context, runID string) (CancelOutcome, err
 	e.mu.Lock()
 	t := e.runs[runID]
 	e.mu.Unlock()
+	if t != nil && t.ending.Load() {
+		// Its end is being written, and may have landed already: a client
+		// that read the run as ended must hear that it ended.
+		if rec, err := e.store.RunGet(ctx, runID); err == nil && rec.Status.Terminal() {
+			return AlreadyTerminal, nil
+		}
+	}
 	if t != nil && !t.owned {
 		t.requestCancel()
 		return CancelRequested, nil
@@ -84,9 +91,11 @@ func (e *Executor) Cancel(ctx context.Context, runID string) (CancelOutcome, err
 // Delete removes a terminal run with its logs and idempotency claims.
 func (e *Executor) Delete(ctx context.Context, runID string) error {
 	e.mu.Lock()
-	_, held := e.runs[runID]
+	t := e.runs[runID]
 	e.mu.Unlock()
-	if held {
+	// A run whose end is being written is left to the store, which deletes
+	// it once that end has landed and refuses it until then.
+	if t != nil && !t.ending.Load() {
 		return ErrNotTerminal
 	}
 	out, err := e.store.RunDelete(ctx, runID)

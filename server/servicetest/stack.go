@@ -41,6 +41,19 @@ type Store struct {
 	Deaf    atomic.Bool
 	// Starts counts RunStart calls.
 	Starts atomic.Int64
+	// AfterFinish, when set, runs once a RunFinish landed, before its
+	// caller goes on: the window in which the history holds a run as ended
+	// that the executor still holds.
+	AfterFinish atomic.Pointer[func()]
+}
+
+// RunFinish runs AfterFinish once the finish landed.
+func (s *Store) RunFinish(ctx context.Context, f db.RunFinal) (bool, error) {
+	won, err := s.Store.RunFinish(ctx, f)
+	if hook := s.AfterFinish.Load(); err == nil && hook != nil {
+		(*hook)()
+	}
+	return won, err
 }
 
 // RunStart counts its calls.
