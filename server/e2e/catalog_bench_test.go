@@ -21,14 +21,13 @@ import (
 
 // BenchmarkCatalogOverhead measures what recording into the catalog costs,
 // in one sitting: two servers on histories of the same kind, one recording
-// and one started with --no-catalog, take the same work. A turn of the
-// recording server ends once its catalog writes have landed, so their CPU
-// is in its figures, and so is their time: the recorder batches the
-// records of a busy server's runs for up to a quarter of a second, and a
-// turn timed to its last run's end would leave its last batch's write out.
-// Every turn, of either server, ends reading its /metrics until the catalog
-// counts the turn's records (at once for the server without a catalog), so
-// the scrapes, which cost a server about a millisecond each, fall on both.
+// and one started with --no-catalog, take the same work. The recorder
+// batches the records of a busy server's runs for up to a quarter of a
+// second, so a turn whose CPU is measured lasts that long past its last run
+// on either server (catalogPause), and its last batch's write is counted.
+// Every turn, of either server, then waits until the catalog counts the
+// turn's records (at once for the server without a catalog), reading its
+// /metrics, which is not counted.
 //
 //   - trivial: trivial runs (generate 10 rows → jsonl) from 16 clients per
 //     server. Throughput (runs/s) comes from turns the servers take one
@@ -127,11 +126,14 @@ func BenchmarkCatalogOverhead(b *testing.B) {
 							s := servers[which]
 							cpu0, s0 := treeCPU(s), schedCPU(s.cmd.Process.Pid)
 							trivialRuns(b, s, perTurn)
-							settle(which)
+							time.Sleep(catalogPause)
 							took[which] = [2]time.Duration{treeCPU(s) - cpu0, schedCPU(s.cmd.Process.Pid) - s0}
 						})
 					}
 					wg.Wait()
+					for which := range 2 {
+						settle(which)
+					}
 					for which := range 2 {
 						cpu[which] = append(cpu[which], took[which][0].Seconds()*1000/perTurn)
 						scpu[which] = append(scpu[which], took[which][1].Seconds()*1000/perTurn)
@@ -161,8 +163,9 @@ func BenchmarkCatalogOverhead(b *testing.B) {
 							recorded++
 						}
 						secs[which] = append(secs[which], csvRunSecs(b, s, data[which]))
-						settle(which)
+						time.Sleep(catalogPause)
 						cpu[which] = append(cpu[which], (treeCPU(s) - cpu0).Seconds())
+						settle(which)
 					}
 				}
 				report(b, secs, "s", 2)
@@ -171,6 +174,17 @@ func BenchmarkCatalogOverhead(b *testing.B) {
 		})
 	}
 }
+
+// catalogPause is how long a turn whose CPU is measured lasts past its
+// last run, on either server, before its CPU is read: long enough for the
+// recording server's last batch to be written (on-catalog-lag-ms is a few
+// tens of milliseconds; a batch waits a quarter of a second at most), so
+// its write is counted. The wait for the catalog's records to be counted
+// (settle) comes after the reading: it polls /metrics, and each scrape
+// costs a server about 1.5 ms of CPU; the recording server, polled until
+// its records are counted, took three or four scrapes a turn to the other
+// server's one, which put 10-15 µs a trivial run on its side.
+const catalogPause = 250 * time.Millisecond
 
 // minRounds is the fewest rounds (a turn of each server) a figure of turns
 // taken one after the other is made of, whatever -benchtime says, and
