@@ -209,12 +209,12 @@ func scanMembers(rec []byte, fn func(key []byte, raw bool, kind uint8, null bool
 		if i >= len(rec) || rec[i] != '"' {
 			return
 		}
-		end := skipString(rec, i)
+		end, escaped := skipString(rec, i)
 		if end < 0 {
 			return
 		}
 		key, raw := rec[i+1:end-1], true
-		if bytes.IndexByte(key, '\\') >= 0 {
+		if escaped {
 			var k string
 			if json.Unmarshal(rec[i:end], &k) != nil {
 				return
@@ -260,8 +260,11 @@ func valueKind(v []byte) (uint8, bool) {
 	case 'n':
 		return 0, true
 	}
-	if bytes.ContainsAny(v, ".eE") {
-		return kindNumber, false
+	// A number is an integer unless it has a fraction or an exponent.
+	for _, c := range v {
+		if c == '.' || c == 'e' || c == 'E' {
+			return kindNumber, false
+		}
 	}
 	return kindInteger, false
 }
@@ -273,30 +276,35 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
-// skipString returns the index after the string starting at b[i], or -1.
-func skipString(b []byte, i int) int {
+// skipString returns the index after the string starting at b[i], or -1,
+// and whether the string has an escape (a key without one is used as it
+// lies in the record).
+func skipString(b []byte, i int) (int, bool) {
+	escaped := false
 	for j := i + 1; j < len(b); j++ {
 		switch b[j] {
 		case '\\':
+			escaped = true
 			j++
 		case '"':
-			return j + 1
+			return j + 1, escaped
 		}
 	}
-	return -1
+	return -1, escaped
 }
 
 // skipValue returns the index after the value starting at b[i], or -1.
 func skipValue(b []byte, i int) int {
 	switch b[i] {
 	case '"':
-		return skipString(b, i)
+		end, _ := skipString(b, i)
+		return end
 	case '{', '[':
 		depth := 0
 		for j := i; j < len(b); j++ {
 			switch b[j] {
 			case '"':
-				if j = skipString(b, j); j < 0 {
+				if j, _ = skipString(b, j); j < 0 {
 					return -1
 				}
 				j--
