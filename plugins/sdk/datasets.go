@@ -160,9 +160,9 @@ func describe(ctx context.Context, c Connector, name string, req DatasetsRequest
 	if !ok {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), describeTimeout)
-	defer cancel()
-	sets, err := d.Datasets(ctx, req)
+	bounded, release := withLazyDeadline(ctx, describeTimeout)
+	defer release()
+	sets, err := d.Datasets(bounded, req)
 	if err != nil {
 		slog.Warn("describe the session's datasets; the catalog leaves them out", "role", string(req.Role), "error", err)
 		return nil
