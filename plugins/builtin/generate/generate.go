@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/faucet-dev/faucet/plugins/builtin/internal/configmemo"
 	"github.com/faucet-dev/faucet/plugins/sdk"
 )
 
@@ -66,12 +67,18 @@ func decode(config json.RawMessage) (Config, int64, error) {
 // Datasets names the generated rows by their seed: the rows of one seed are
 // one dataset, of which a count reads a prefix.
 func (Connector) Datasets(_ context.Context, req sdk.DatasetsRequest) ([]sdk.Dataset, error) {
-	_, seed, err := decode(req.Config)
+	uri, err := uris.Get(req.Config, func(config []byte) (string, error) {
+		_, seed, err := decode(config)
+		return "generate:seed=" + strconv.FormatInt(seed, 10), err
+	})
 	if err != nil {
 		return nil, err
 	}
-	return []sdk.Dataset{{URI: "generate:seed=" + strconv.FormatInt(seed, 10)}}, nil
+	return []sdk.Dataset{{URI: uri}}, nil
 }
+
+// uris are the dataset URIs of the configs Datasets was asked about.
+var uris configmemo.Memo[string]
 
 // Shards splits the ids into count contiguous ranges of near-equal size.
 func (Connector) Shards(_ context.Context, config json.RawMessage, count int) ([]sdk.Shard, error) {

@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/faucet-dev/faucet/plugins/builtin/internal/configmemo"
 	"github.com/faucet-dev/faucet/plugins/sdk"
 )
 
@@ -299,17 +300,26 @@ func Open(fs *sdk.Files, p Part) (io.ReadCloser, error) {
 	}{io.NewSectionReader(f, p.Start, end-p.Start), f}, nil
 }
 
+// paths are the paths of the configs Datasets was asked about.
+var paths configmemo.Memo[string]
+
 // Datasets describes a session of a file connector, whose source and sink
 // configs both name their file (or glob) in path: one dataset, whose
 // schema is what the session's records showed.
 func Datasets(ctx context.Context, req sdk.DatasetsRequest) ([]sdk.Dataset, error) {
-	var cfg struct {
-		Path string `json:"path"`
+	path, err := paths.Get(req.Config, func(config []byte) (string, error) {
+		var cfg struct {
+			Path string `json:"path"`
+		}
+		if err := json.Unmarshal(config, &cfg); err != nil {
+			return "", fmt.Errorf("decode config: %w", err)
+		}
+		return cfg.Path, nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	if err := json.Unmarshal(req.Config, &cfg); err != nil {
-		return nil, fmt.Errorf("decode config: %w", err)
-	}
-	uri, err := sdk.FileURI(ctx, cfg.Path)
+	uri, err := sdk.FileURI(ctx, path)
 	if err != nil {
 		return nil, err
 	}
