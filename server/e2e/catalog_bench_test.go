@@ -191,10 +191,12 @@ const catalogPause = 250 * time.Millisecond
 // minSideBySide the fewest of turns taken at once. task bench runs a
 // benchmark once, and the figures of its four rounds were not settled: on a
 // 2-core machine one such figure put the recording server's throughput 3 %
-// above the other's, where twelve put it 8-11 % below. Forty rounds side by
-// side bring the standard error of the CPU ratio to about 1.5 %.
+// above the other's, where twelve put it 8-11 % below. Twelve rounds
+// still left the throughput ratio a standard error of 1-3.5 %, sittings
+// apart by as much; twenty bring it down by a fifth. Forty rounds side by
+// side bring the standard error of the CPU ratio to about 1 %.
 const (
-	minRounds     = 12
+	minRounds     = 20
 	minSideBySide = 40
 )
 
