@@ -166,11 +166,10 @@ func BenchmarkCatalogOverhead(b *testing.B) {
 }
 
 // serverPairs is how many pairs of servers a figure's rounds are shared
-// among. Two servers started alike differ by a few per cent for as long
-// as they run (their processes' placement in memory and on the cores, a
-// history file's place on the disk): on one 2-core machine two servers
-// without a catalog came out 0.969 and 1.003 of each other in two sittings,
-// each of a standard error of 1.5 %. Rounds taken by fresh pairs, the
+// among. Two servers started alike can differ by a few per cent for as
+// long as they run: on one 2-core machine two servers without a catalog
+// came out 0.969 and 1.003 of each other in two sittings, each of a
+// standard error of 1.5 %. Rounds taken by fresh pairs, the
 // recording server started first in one pair and second in the next, make
 // the ratio the machine's rather than a pair's.
 const serverPairs = 3
