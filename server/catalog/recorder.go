@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/faucet-dev/faucet/db"
+	"github.com/faucet-dev/faucet/internal/memo"
 	"github.com/faucet-dev/faucet/internal/redact"
 	"github.com/faucet-dev/faucet/pipeline"
 	"github.com/faucet-dev/faucet/pipeline/snapshot"
@@ -102,7 +103,7 @@ type Recorder struct {
 	// (snapshot.Key): the runs of one config, a thousand a minute, encode it
 	// once, and so do the runs of a few configs that share a name and take
 	// turns (one pipeline writing a file per client, say).
-	snapshots *memo[json.RawMessage]
+	snapshots *memo.Memo[json.RawMessage]
 	// tokens masks Config.Secrets alone, built once: most runs have no
 	// secret of their own, and building a redactor (its string search
 	// tables) per run cost the catalog as much as encoding its records.
@@ -111,12 +112,12 @@ type Recorder struct {
 	// connectors report, for the runs without secrets of their own: the
 	// runs of a pipeline report the same few, and parsing and searching
 	// each again was a good part of what the catalog cost a trivial run.
-	uris *memo[string]
+	uris *memo.Memo[string]
 	// schemas holds the last schema each cleaned URI was recorded with, as
 	// the catalog stores it: the runs of a pipeline report the same one,
 	// which they share rather than each converting its own copy. Its
 	// slices are never changed once in it.
-	schemas *memo[[]db.SchemaColumn]
+	schemas *memo.Memo[[]db.SchemaColumn]
 }
 
 // pending is one run's part of a batch.
@@ -146,8 +147,8 @@ func New(cfg Config) *Recorder {
 	writes, endWrites := context.WithCancel(context.Background())
 	return &Recorder{
 		cfg: cfg, queue: make(chan pending, cfg.Queue), stop: make(chan struct{}), done: make(chan struct{}),
-		writes: writes, endWrites: endWrites, snapshots: newMemo[json.RawMessage](maxCachedSnapshots),
-		tokens: redact.New(cfg.Secrets), uris: newMemo[string](maxCachedURIs), schemas: newMemo[[]db.SchemaColumn](maxCachedURIs),
+		writes: writes, endWrites: endWrites, snapshots: memo.New[json.RawMessage](maxCachedSnapshots),
+		tokens: redact.New(cfg.Secrets), uris: memo.New[string](maxCachedURIs), schemas: memo.New[[]db.SchemaColumn](maxCachedURIs),
 	}
 }
 
@@ -207,11 +208,11 @@ func (r *Recorder) uriCleaner(plan *pipeline.Plan) func(string) string {
 		return func(uri string) string { return cleanURI(red, uri) }
 	}
 	return func(uri string) string {
-		if out, ok := r.uris.get(uri); ok {
+		if out, ok := r.uris.Get(uri); ok {
 			return out
 		}
 		out := cleanURI(r.tokens, uri)
-		r.uris.put(uri, out)
+		r.uris.Put(uri, out)
 		return out
 	}
 }
@@ -426,7 +427,7 @@ func (r *Recorder) observations(o pipeline.Observation, clean func(string) strin
 // schema is cols as the catalog stores them: the slice recorded last for
 // uri when it holds the same columns, a new one otherwise.
 func (r *Recorder) schema(uri string, cols []pipeline.Column) []db.SchemaColumn {
-	if last, ok := r.schemas.get(uri); ok && slices.EqualFunc(last, cols, func(a db.SchemaColumn, c pipeline.Column) bool {
+	if last, ok := r.schemas.Get(uri); ok && slices.EqualFunc(last, cols, func(a db.SchemaColumn, c pipeline.Column) bool {
 		return a.Name == c.Name && a.Type == c.Type && a.Nullable == c.Nullable && a.DBType == c.DBType
 	}) {
 		return last
@@ -435,7 +436,7 @@ func (r *Recorder) schema(uri string, cols []pipeline.Column) []db.SchemaColumn 
 	for i, c := range cols {
 		out[i] = db.SchemaColumn{Name: c.Name, Type: c.Type, Nullable: c.Nullable, DBType: c.DBType}
 	}
-	r.schemas.put(uri, out)
+	r.schemas.Put(uri, out)
 	return out
 }
 
@@ -449,10 +450,10 @@ func (r *Recorder) snapshot(run *db.RunRecord, plan *pipeline.Plan) *db.ConfigSn
 		return nil
 	}
 	key := snapshot.Key(plan, pipelineName)
-	body, ok := r.snapshots.get(key)
+	body, ok := r.snapshots.Get(key)
 	if !ok {
 		body = snapshot.Of(plan, pipelineName, snapshot.NewSalt()).Marshal()
-		r.snapshots.put(key, body)
+		r.snapshots.Put(key, body)
 	}
 	snap := &db.ConfigSnapshot{Pipeline: pipelineName, RunID: run.RunID, Body: body}
 	if run.FinishedAt != nil {

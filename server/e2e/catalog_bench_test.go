@@ -200,16 +200,10 @@ func newServerPair(b *testing.B, kind string, n int) *serverPair {
 		return ""
 	}
 	p := &serverPair{b: b}
-	start := func(which int) {
-		if which == 0 {
-			p.servers[0] = benchServer(b, hist())
-		} else {
-			p.servers[1] = benchServer(b, hist(), "--no-catalog")
-		}
+	args := [2][]string{nil, {"--no-catalog"}}
+	for _, which := range []int{n % 2, 1 - n%2} {
+		p.servers[which] = benchServer(b, hist(), args[which]...)
 	}
-	first := n % 2
-	start(first)
-	start(1 - first)
 	return p
 }
 

@@ -78,7 +78,7 @@ func (Connector) Datasets(_ context.Context, req sdk.DatasetsRequest) ([]sdk.Dat
 }
 
 // uris are the dataset URIs of the configs Datasets was asked about.
-var uris configmemo.Memo[string]
+var uris = configmemo.New[string]()
 
 // Shards splits the ids into count contiguous ranges of near-equal size.
 func (Connector) Shards(_ context.Context, config json.RawMessage, count int) ([]sdk.Shard, error) {

@@ -5,7 +5,7 @@
 // than the rest of its dataset report.
 package configmemo
 
-import "sync"
+import "github.com/faucet-dev/faucet/internal/memo"
 
 // Bounds of a Memo: at most maxEntries configs, each at most maxConfig
 // bytes long (a longer one is decoded every time), so a plugin serving
@@ -15,33 +15,23 @@ const (
 	maxConfig  = 8 << 10
 )
 
-// Memo maps configs to what was decoded of them. Its zero value is ready,
-// and it is safe for concurrent use. A new config once it is full starts
-// it afresh.
-type Memo[V any] struct {
-	mu sync.Mutex
-	m  map[string]V
-}
+// Memo maps configs to what was decoded of them; it is safe for
+// concurrent use.
+type Memo[V any] struct{ kept *memo.Memo[V] }
+
+// New returns an empty Memo.
+func New[V any]() Memo[V] { return Memo[V]{kept: memo.New[V](maxEntries)} }
 
 // Get returns what decode makes of config, decoding it only the first
 // time; a config that fails to decode is not kept, so its error is the
 // decoder's each time.
-func (c *Memo[V]) Get(config []byte, decode func([]byte) (V, error)) (V, error) {
-	c.mu.Lock()
-	v, ok := c.m[string(config)]
-	c.mu.Unlock()
-	if ok {
+func (c Memo[V]) Get(config []byte, decode func([]byte) (V, error)) (V, error) {
+	if v, ok := c.kept.Get(string(config)); ok {
 		return v, nil
 	}
 	v, err := decode(config)
-	if err != nil || len(config) > maxConfig {
-		return v, err
+	if err == nil && len(config) <= maxConfig {
+		c.kept.Put(string(config), v)
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil || len(c.m) >= maxEntries {
-		c.m = make(map[string]V)
-	}
-	c.m[string(config)] = v
-	return v, nil
+	return v, err
 }

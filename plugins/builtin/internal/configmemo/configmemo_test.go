@@ -9,10 +9,11 @@ import (
 )
 
 // TestMemoDecodesEachConfigOnce: a config is decoded once, whoever asks
-// and however often, concurrently too; a failure, a config past the size
-// bound and one beyond the entry bound are decoded again.
+// and however often, concurrently too; a failure and a config past the
+// size bound are decoded each time, and a memo past its entry bound starts
+// afresh.
 func TestMemoDecodesEachConfigOnce(t *testing.T) {
-	var m Memo[string]
+	m := New[string]()
 	var mu sync.Mutex
 	calls := map[string]int{}
 	decode := func(b []byte) (string, error) {
@@ -49,10 +50,18 @@ func TestMemoDecodesEachConfigOnce(t *testing.T) {
 	if calls["bad"] != 3 || calls[long] != 2 {
 		t.Errorf("failed config decoded %d times, long config %d times; want each time", calls["bad"], calls[long])
 	}
-	for i := range maxEntries + 1 {
+	// a and maxEntries-1 more fill the memo; one more starts it afresh.
+	for i := range maxEntries - 1 {
 		m.Get(fmt.Appendf(nil, "c%d", i), decode)
 	}
-	if n := len(m.m); n > maxEntries {
-		t.Errorf("the memo holds %d configs, past its bound of %d", n, maxEntries)
+	before := calls["a"]
+	m.Get([]byte("a"), decode)
+	if calls["a"] != before {
+		t.Errorf("a, among the first %d configs, was decoded again", maxEntries)
+	}
+	m.Get([]byte("one more"), decode)
+	m.Get([]byte("a"), decode)
+	if calls["a"] != before+1 {
+		t.Errorf("a was decoded %d more times once the memo was past its bound, want 1", calls["a"]-before)
 	}
 }

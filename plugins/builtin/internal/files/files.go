@@ -301,7 +301,7 @@ func Open(fs *sdk.Files, p Part) (io.ReadCloser, error) {
 }
 
 // paths are the paths of the configs Datasets was asked about.
-var paths configmemo.Memo[string]
+var paths = configmemo.New[string]()
 
 // Datasets describes a session of a file connector, whose source and sink
 // configs both name their file (or glob) in path: one dataset, whose

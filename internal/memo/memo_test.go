@@ -1,4 +1,4 @@
-package catalog
+package memo
 
 import (
 	"fmt"
@@ -10,28 +10,28 @@ import (
 // holds limit entries, then starts over with the next, from many goroutines
 // at once.
 func TestMemoStartsAfreshAtItsLimit(t *testing.T) {
-	m := newMemo[int](3)
+	m := New[int](3)
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Go(func() {
 			k := fmt.Sprint("k", i%3)
-			m.put(k, i%3)
-			if v, ok := m.get(k); ok && v != i%3 {
+			m.Put(k, i%3)
+			if v, ok := m.Get(k); ok && v != i%3 {
 				t.Errorf("%s holds %d, want %d", k, v, i%3)
 			}
 		})
 	}
 	wg.Wait()
 	for i := range 3 {
-		if v, ok := m.get(fmt.Sprint("k", i)); !ok || v != i {
+		if v, ok := m.Get(fmt.Sprint("k", i)); !ok || v != i {
 			t.Errorf("k%d: %d %v, want %d", i, v, ok, i)
 		}
 	}
-	m.put("k3", 3)
-	if _, ok := m.get("k0"); ok {
+	m.Put("k3", 3)
+	if _, ok := m.Get("k0"); ok {
 		t.Error("a full memo kept its entries past its limit")
 	}
-	if v, ok := m.get("k3"); !ok || v != 3 {
+	if v, ok := m.Get("k3"); !ok || v != 3 {
 		t.Errorf("k3 after starting afresh: %d %v", v, ok)
 	}
 }
